@@ -1,1 +1,27 @@
+//! airlock's policy model.
+//!
+//! A policy says what a box may touch: which host paths it sees and how, whether it has a network,
+//! and how much memory, processes, CPU, disk, time and output it may use. It is pure data: this
+//! crate parses and validates it and resolves it into a [`ResolvedPolicy`] that every backend
+//! consumes, but never makes a syscall of its own (the few host facts resolution needs, such as
+//! where a path really points, come in through [`HostView`]).
+//!
+//! Deny by default: an empty policy grants nothing beyond the system directories needed to run
+//! programs, and every grant is an explicit entry.
 
+mod error;
+mod file;
+mod profile;
+mod protected;
+mod resolve;
+mod units;
+
+pub use error::PolicyError;
+pub use file::{EnvSection, FilesystemSection, LimitsSection, NetworkSection, PolicyFile};
+pub use profile::{NetworkMode, Profile};
+pub use protected::{ProtectedKind, ProtectedPath, PROTECTED_PATHS};
+pub use resolve::{
+    resolve, Access, FilesystemPolicy, HostView, Limits, Mount, ResolveContext, ResolvedPolicy,
+    DEFAULT_PATH, INSIDE_GID, INSIDE_HOME, INSIDE_UID, INSIDE_USER,
+};
+pub use units::{parse_duration, parse_size, DurationValue, SizeValue};

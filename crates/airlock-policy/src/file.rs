@@ -1,0 +1,143 @@
+//! The policy file (TOML) and its merge with command-line flags.
+
+use crate::{DurationValue, NetworkMode, PolicyError, Profile, SizeValue};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A policy as written in a file or assembled from flags. Every field is optional: an absent field
+/// keeps the profile's default. Unknown keys are an error.
+///
+/// ```toml
+/// profile = "workspace-write"
+/// workspace = "/src/app:/workspace"
+/// [filesystem]
+/// read = ["/opt/data"]
+/// write = ["/tmp/out"]
+/// deny = ["/src/app/secrets"]
+/// [network]
+/// mode = "none"
+/// [limits]
+/// memory = "512M"
+/// pids = 128
+/// cpus = 1.0
+/// timeout = "30s"
+/// disk = "1G"
+/// output_limit = "10M"
+/// [env]
+/// pass = ["GITHUB_ACTIONS"]
+/// set = { RUST_LOG = "debug" }
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFile {
+    pub profile: Option<Profile>,
+    /// `DIR[:PATH_INSIDE]`; DIR relative to the current directory.
+    pub workspace: Option<String>,
+    /// Refuse to start when a layer cannot be enforced on this host (instead of falling back and
+    /// saying so in the receipt).
+    pub fail_if_unavailable: Option<bool>,
+    #[serde(default)]
+    pub filesystem: FilesystemSection,
+    #[serde(default)]
+    pub network: NetworkSection,
+    #[serde(default)]
+    pub limits: LimitsSection,
+    #[serde(default)]
+    pub env: EnvSection,
+}
+
+/// Extra host paths.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilesystemSection {
+    /// Host paths visible read-only, at the same path inside.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Host paths visible and writable, at the same path inside.
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// Paths hidden even though a grant above would expose them.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkSection {
+    pub mode: Option<NetworkMode>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    pub memory: Option<SizeValue>,
+    pub pids: Option<u64>,
+    pub cpus: Option<f64>,
+    pub timeout: Option<DurationValue>,
+    pub disk: Option<SizeValue>,
+    pub output_limit: Option<SizeValue>,
+    pub open_files: Option<u64>,
+    pub file_size: Option<SizeValue>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvSection {
+    /// Names whose value is taken from the caller's environment (absent names are skipped).
+    #[serde(default)]
+    pub pass: Vec<String>,
+    /// Names set to a fixed value.
+    #[serde(default)]
+    pub set: BTreeMap<String, String>,
+}
+
+impl PolicyFile {
+    /// Parses a policy from TOML text; `origin` names the file in errors.
+    pub fn from_toml(text: &str, origin: &Path) -> Result<PolicyFile, PolicyError> {
+        toml::from_str(text).map_err(|e| PolicyError::Parse {
+            path: origin.to_path_buf(),
+            message: e.message().to_string()
+                + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
+        })
+    }
+
+    /// Reads and parses a policy file.
+    pub fn load(path: &Path) -> Result<PolicyFile, PolicyError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| PolicyError::ReadFile { path: path.to_path_buf(), source })?;
+        PolicyFile::from_toml(&text, path)
+    }
+
+    /// Applies `over` on top of `self`: scalar fields set in `over` win; lists are appended.
+    pub fn merge(mut self, over: PolicyFile) -> PolicyFile {
+        fn pick<T>(base: &mut Option<T>, over: Option<T>) {
+            if over.is_some() {
+                *base = over;
+            }
+        }
+        pick(&mut self.profile, over.profile);
+        pick(&mut self.workspace, over.workspace);
+        pick(&mut self.fail_if_unavailable, over.fail_if_unavailable);
+        self.filesystem.read.extend(over.filesystem.read);
+        self.filesystem.write.extend(over.filesystem.write);
+        self.filesystem.deny.extend(over.filesystem.deny);
+        pick(&mut self.network.mode, over.network.mode);
+        let (l, o) = (&mut self.limits, over.limits);
+        pick(&mut l.memory, o.memory);
+        pick(&mut l.pids, o.pids);
+        pick(&mut l.cpus, o.cpus);
+        pick(&mut l.timeout, o.timeout);
+        pick(&mut l.disk, o.disk);
+        pick(&mut l.output_limit, o.output_limit);
+        pick(&mut l.open_files, o.open_files);
+        pick(&mut l.file_size, o.file_size);
+        self.env.pass.extend(over.env.pass);
+        self.env.set.extend(over.env.set);
+        self
+    }
+}
+
+#[cfg(test)]
+#[path = "file_tests.rs"]
+mod tests;

@@ -1,0 +1,389 @@
+//! Turning a [`PolicyFile`] (profile + file + flags) into the [`ResolvedPolicy`] a backend enforces.
+
+use crate::{NetworkMode, PolicyError, PolicyFile, Profile};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+/// The uid the box's code runs as, inside the box.
+pub const INSIDE_UID: u32 = 1000;
+/// The gid the box's code runs as, inside the box.
+pub const INSIDE_GID: u32 = 1000;
+/// The user name inside the box.
+pub const INSIDE_USER: &str = "user";
+/// The home directory inside the box (a size-capped tmpfs).
+pub const INSIDE_HOME: &str = "/home/user";
+/// `PATH` inside an isolated box.
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+const DEFAULT_MEMORY: u64 = 4 << 30;
+const DEFAULT_PIDS: u64 = 1024;
+const DEFAULT_DISK: u64 = 1 << 30;
+const DEFAULT_OUTPUT: u64 = 1 << 30;
+const DEFAULT_OPEN_FILES: u64 = 4096;
+/// Variables passed from the caller's environment when set (besides `--env` names).
+const PASSED_ENV: &[&str] = &["LANG", "TERM", "TZ"];
+/// Inside paths that the box synthesizes itself; nothing may be mounted there.
+const RESERVED_INSIDE: &[&str] = &["/proc", "/dev", "/sys"];
+
+/// The few facts about the host that resolution needs; the runtime passes the real host.
+pub trait HostView {
+    /// The path with every symlink resolved, or an error if it does not exist.
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf>;
+    /// Whether the path is a directory (following symlinks).
+    fn is_dir(&self, path: &Path) -> bool;
+}
+
+/// Inputs of [`resolve`] that come from the caller rather than the policy.
+pub struct ResolveContext<'a> {
+    /// The caller's current directory (absolute).
+    pub cwd: PathBuf,
+    /// The caller's environment; only allowlisted names are read from it.
+    pub env: &'a BTreeMap<String, String>,
+    pub host: &'a dyn HostView,
+}
+
+/// Read-only or writable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Access {
+    ReadOnly,
+    ReadWrite,
+}
+
+/// A host path made visible inside the box.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mount {
+    /// Canonical host path (symlinks resolved, so a grant cannot be redirected later).
+    pub host: PathBuf,
+    /// Where it appears inside the box.
+    pub inside: PathBuf,
+    pub access: Access,
+    /// Whether the protected paths (git hooks, shell rc files, …) under it stay read-only.
+    pub protect: bool,
+}
+
+/// What the box sees of the host's filesystem.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum FilesystemPolicy {
+    /// A fresh root: system directories read-only, the workspace and the grants, nothing else.
+    Isolated {
+        workspace: Option<Mount>,
+        grants: Vec<Mount>,
+        /// Inside paths hidden even though a grant exposes them.
+        deny: Vec<PathBuf>,
+    },
+    /// The host's filesystem as it is (profile `full-access`).
+    Host,
+}
+
+/// Resource caps. `None` means not capped.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Limits {
+    pub memory: Option<u64>,
+    pub pids: Option<u64>,
+    pub cpus: Option<f64>,
+    pub timeout: Option<Duration>,
+    /// Size cap shared by every tmpfs of the box (/tmp, home, /dev/shm).
+    pub disk: u64,
+    pub output: Option<u64>,
+    pub open_files: u64,
+    /// Largest file the box may write (RLIMIT_FSIZE); defaults to `disk`.
+    pub file_size: u64,
+}
+
+/// A policy with every default filled in and every path checked: what a backend enforces.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedPolicy {
+    pub profile: Profile,
+    pub filesystem: FilesystemPolicy,
+    pub network: NetworkMode,
+    pub limits: Limits,
+    /// The complete environment inside the box, in order.
+    pub env: Vec<(String, String)>,
+    /// The working directory inside the box.
+    pub cwd: PathBuf,
+    pub fail_if_unavailable: bool,
+}
+
+/// Resolves a merged policy against the caller's context. Fails with a message naming the bad
+/// entry and how to fix it; never silently drops a grant or a limit.
+pub fn resolve(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Result<ResolvedPolicy, PolicyError> {
+    let profile = file.profile.unwrap_or_default();
+    let network = match (file.network.mode, profile) {
+        (Some(mode), _) => mode,
+        (None, Profile::FullAccess) => NetworkMode::Host,
+        (None, _) => NetworkMode::None,
+    };
+    if network == NetworkMode::Proxy {
+        return Err(PolicyError::ProxyUnavailable);
+    }
+    let limits = resolve_limits(file)?;
+    let (filesystem, cwd) = match profile {
+        Profile::FullAccess => {
+            let fs = &file.filesystem;
+            if file.workspace.is_some() || !fs.read.is_empty() || !fs.write.is_empty() || !fs.deny.is_empty() {
+                return Err(PolicyError::Conflict(
+                    "--profile full-access shows the whole host filesystem, so --workspace, --read, --write and --deny mean nothing there: drop them, or use --profile workspace-write with those grants".into(),
+                ));
+            }
+            (FilesystemPolicy::Host, ctx.cwd.clone())
+        }
+        Profile::ReadOnly | Profile::WorkspaceWrite => resolve_isolated(file, profile, ctx)?,
+    };
+    let env = resolve_env(file, profile, ctx)?;
+    Ok(ResolvedPolicy {
+        profile,
+        filesystem,
+        network,
+        limits,
+        env,
+        cwd,
+        fail_if_unavailable: file.fail_if_unavailable.unwrap_or(false),
+    })
+}
+
+fn resolve_limits(file: &PolicyFile) -> Result<Limits, PolicyError> {
+    let l = &file.limits;
+    let range = |what: &'static str, rule: &'static str, ok: bool, value: String| {
+        if ok {
+            Ok(())
+        } else {
+            Err(PolicyError::OutOfRange { what, rule, value })
+        }
+    };
+    let memory = l.memory.map(|s| s.0).unwrap_or(DEFAULT_MEMORY);
+    range("--memory", "at least 4M", memory >= 4 << 20, memory.to_string())?;
+    let pids = l.pids.unwrap_or(DEFAULT_PIDS);
+    range("--pids", "at least 1", pids >= 1, pids.to_string())?;
+    if let Some(cpus) = l.cpus {
+        range("--cpus", "more than 0 and at most 1024", cpus > 0.0 && cpus <= 1024.0, cpus.to_string())?;
+    }
+    let timeout = l.timeout.map(|d| d.0);
+    if let Some(t) = timeout {
+        range("--timeout", "more than 0", !t.is_zero(), format!("{t:?}"))?;
+    }
+    let disk = l.disk.map(|s| s.0).unwrap_or(DEFAULT_DISK);
+    range("--disk", "at least 1M", disk >= 1 << 20, disk.to_string())?;
+    let output = l.output_limit.map(|s| s.0).unwrap_or(DEFAULT_OUTPUT);
+    let open_files = l.open_files.unwrap_or(DEFAULT_OPEN_FILES);
+    range("open_files", "between 16 and 1048576", (16..=1 << 20).contains(&open_files), open_files.to_string())?;
+    let file_size = l.file_size.map(|s| s.0).unwrap_or(disk);
+    Ok(Limits {
+        memory: Some(memory),
+        pids: Some(pids),
+        cpus: l.cpus,
+        timeout,
+        disk,
+        output: Some(output),
+        open_files,
+        file_size,
+    })
+}
+
+fn resolve_isolated(
+    file: &PolicyFile,
+    profile: Profile,
+    ctx: &ResolveContext<'_>,
+) -> Result<(FilesystemPolicy, PathBuf), PolicyError> {
+    let ws_access = if profile == Profile::WorkspaceWrite { Access::ReadWrite } else { Access::ReadOnly };
+    let workspace = match file.workspace.as_deref() {
+        Some("none") => None,
+        Some(spec) => Some(workspace_mount(spec, ws_access, ctx)?),
+        None => Some(workspace_mount(&ctx.cwd.to_string_lossy(), ws_access, ctx)?),
+    };
+    let mut grants = Vec::new();
+    for (list, access, what) in [
+        (&file.filesystem.read, Access::ReadOnly, "--read"),
+        (&file.filesystem.write, Access::ReadWrite, "--write"),
+    ] {
+        for raw in list {
+            let host = grant_path(raw, what, ctx)?;
+            grants.push(Mount {
+                inside: host.clone(),
+                protect: access == Access::ReadWrite && ctx.host.is_dir(&host),
+                host,
+                access,
+            });
+        }
+    }
+    let mut deny = Vec::new();
+    for raw in &file.filesystem.deny {
+        let abs = absolute(raw, &ctx.cwd);
+        let path = ctx.host.canonicalize(&abs).unwrap_or_else(|_| normalize(&abs));
+        if path == Path::new("/") {
+            return Err(PolicyError::Path {
+                what: "--deny",
+                path,
+                reason: "hiding / would hide everything; name the directory to hide".into(),
+            });
+        }
+        deny.push(map_to_inside(&path, workspace.as_ref()));
+    }
+    let cwd = match &workspace {
+        Some(ws) => match ctx.cwd.strip_prefix(&ws.host) {
+            Ok(rest) => ws.inside.join(rest),
+            Err(_) => ws.inside.clone(),
+        },
+        None => PathBuf::from(INSIDE_HOME),
+    };
+    Ok((FilesystemPolicy::Isolated { workspace, grants, deny }, cwd))
+}
+
+/// A host path under the workspace is hidden at its inside location.
+fn map_to_inside(host: &Path, workspace: Option<&Mount>) -> PathBuf {
+    if let Some(ws) = workspace {
+        if let Ok(rest) = host.strip_prefix(&ws.host) {
+            return ws.inside.join(rest);
+        }
+    }
+    host.to_path_buf()
+}
+
+fn workspace_mount(spec: &str, access: Access, ctx: &ResolveContext<'_>) -> Result<Mount, PolicyError> {
+    // DIR[:PATH_INSIDE]: the inside path is absolute, so split at the last ":/".
+    let (dir, inside) = match spec.rfind(":/") {
+        Some(i) if i > 0 => (&spec[..i], Some(&spec[i + 1..])),
+        _ => (spec, None),
+    };
+    let host = grant_path(dir, "--workspace", ctx)?;
+    if !ctx.host.is_dir(&host) {
+        return Err(PolicyError::Path {
+            what: "--workspace",
+            path: host,
+            reason: "is not a directory; name a directory (or use --read/--write for a single file)".into(),
+        });
+    }
+    let inside = match inside {
+        Some(p) => {
+            let p = PathBuf::from(p);
+            if p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
+                return Err(PolicyError::Path {
+                    what: "--workspace inside path",
+                    path: p,
+                    reason: "must be absolute without '.' or '..'".into(),
+                });
+            }
+            p
+        }
+        None => host.clone(),
+    };
+    check_inside(&inside, "--workspace inside path")?;
+    Ok(Mount { host, inside, access, protect: access == Access::ReadWrite })
+}
+
+fn check_inside(inside: &Path, what: &'static str) -> Result<(), PolicyError> {
+    if inside == Path::new("/") {
+        return Err(PolicyError::Path {
+            what,
+            path: inside.to_path_buf(),
+            reason: "cannot be / (the box's root is its own); pick a directory such as /workspace".into(),
+        });
+    }
+    if let Some(r) = RESERVED_INSIDE.iter().find(|r| inside.starts_with(r)) {
+        return Err(PolicyError::Path {
+            what,
+            path: inside.to_path_buf(),
+            reason: format!("is under {r}, which the box makes itself; pick another path such as /workspace"),
+        });
+    }
+    Ok(())
+}
+
+fn grant_path(raw: &str, what: &'static str, ctx: &ResolveContext<'_>) -> Result<PathBuf, PolicyError> {
+    if raw.is_empty() {
+        return Err(PolicyError::Path { what, path: PathBuf::new(), reason: "is empty; name a path".into() });
+    }
+    let abs = absolute(raw, &ctx.cwd);
+    let host = ctx.host.canonicalize(&abs).map_err(|e| PolicyError::Path {
+        what,
+        path: abs.clone(),
+        reason: format!("cannot be granted: {e}; create it first or fix the path"),
+    })?;
+    if host == Path::new("/") {
+        return Err(PolicyError::Path {
+            what,
+            path: host,
+            reason: "would expose the whole host; grant the directories the command needs, or use --profile full-access if you mean it".into(),
+        });
+    }
+    check_inside(&host, what)?;
+    Ok(host)
+}
+
+fn absolute(raw: &str, cwd: &Path) -> PathBuf {
+    let p = Path::new(raw);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }
+}
+
+/// Lexical normalisation for paths that do not exist (no symlinks to follow).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for c in path.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+fn resolve_env(
+    file: &PolicyFile,
+    profile: Profile,
+    ctx: &ResolveContext<'_>,
+) -> Result<Vec<(String, String)>, PolicyError> {
+    let mut env: BTreeMap<String, String> = BTreeMap::new();
+    let caller = |name: &str| ctx.env.get(name).cloned();
+    if profile == Profile::FullAccess {
+        for name in ["PATH", "HOME", "USER"] {
+            if let Some(v) = caller(name) {
+                env.insert(name.into(), v);
+            }
+        }
+    } else {
+        env.insert("PATH".into(), DEFAULT_PATH.into());
+        env.insert("HOME".into(), INSIDE_HOME.into());
+        env.insert("USER".into(), INSIDE_USER.into());
+    }
+    for name in PASSED_ENV {
+        if let Some(v) = caller(name) {
+            env.insert((*name).into(), v);
+        }
+    }
+    for name in &file.env.pass {
+        check_env_name(name, name)?;
+        if let Some(v) = caller(name) {
+            env.insert(name.clone(), v);
+        }
+    }
+    for (name, value) in &file.env.set {
+        check_env_name(name, &format!("{name}={value}"))?;
+        env.insert(name.clone(), value.clone());
+    }
+    Ok(env.into_iter().collect())
+}
+
+fn check_env_name(name: &str, shown: &str) -> Result<(), PolicyError> {
+    let mut chars = name.chars();
+    let ok = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(PolicyError::EnvName { value: shown.to_string() })
+    }
+}
+
+#[cfg(test)]
+#[path = "resolve_tests.rs"]
+mod tests;

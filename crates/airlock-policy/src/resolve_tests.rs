@@ -1,0 +1,200 @@
+use super::*;
+use crate::SizeValue;
+
+/// A fake host: a set of directories and files, and symlinks from one path to another.
+struct FakeHost {
+    dirs: Vec<&'static str>,
+    files: Vec<&'static str>,
+    links: Vec<(&'static str, &'static str)>,
+}
+
+impl HostView for FakeHost {
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+        let path = &normalize(path);
+        for (from, to) in &self.links {
+            if let Ok(rest) = path.strip_prefix(from) {
+                return self.canonicalize(&Path::new(to).join(rest));
+            }
+        }
+        let s = path.to_str().unwrap_or_default();
+        if s == "/" || self.dirs.contains(&s) || self.files.contains(&s) {
+            Ok(path.to_path_buf())
+        } else {
+            Err(std::io::Error::from(std::io::ErrorKind::NotFound))
+        }
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        self.canonicalize(path).map(|p| p == Path::new("/") || self.dirs.contains(&p.to_str().unwrap_or_default())).unwrap_or(false)
+    }
+}
+
+fn host() -> FakeHost {
+    FakeHost {
+        dirs: vec!["/home/alice/proj", "/home/alice/proj/sub", "/data", "/out", "/real"],
+        files: vec!["/home/alice/proj/notes.txt", "/home/alice/.ssh/id_rsa"],
+        links: vec![("/link", "/real")],
+    }
+}
+
+fn env() -> BTreeMap<String, String> {
+    [
+        ("PATH", "/root/.pyenv/shims:/usr/bin"),
+        ("HOME", "/home/alice"),
+        ("USER", "alice"),
+        ("LANG", "C.UTF-8"),
+        ("AWS_SECRET_ACCESS_KEY", "hunter2"),
+        ("CI", "true"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+fn run(file: PolicyFile, cwd: &str) -> Result<ResolvedPolicy, PolicyError> {
+    let h = host();
+    let e = env();
+    resolve(&file, &ResolveContext { cwd: cwd.into(), env: &e, host: &h })
+}
+
+#[test]
+fn default_is_workspace_write_on_cwd_without_network() {
+    let p = run(PolicyFile::default(), "/home/alice/proj/sub").unwrap();
+    assert_eq!(p.profile, Profile::WorkspaceWrite);
+    assert_eq!(p.network, NetworkMode::None);
+    let FilesystemPolicy::Isolated { workspace: Some(ws), grants, deny } = &p.filesystem else {
+        panic!("expected isolated fs: {:?}", p.filesystem)
+    };
+    assert_eq!(ws.host, Path::new("/home/alice/proj/sub"));
+    assert_eq!(ws.inside, ws.host);
+    assert_eq!(ws.access, Access::ReadWrite);
+    assert!(ws.protect);
+    assert!(grants.is_empty() && deny.is_empty());
+    assert_eq!(p.cwd, Path::new("/home/alice/proj/sub"));
+    assert_eq!(p.limits.memory, Some(DEFAULT_MEMORY));
+    assert_eq!(p.limits.disk, DEFAULT_DISK);
+}
+
+#[test]
+fn env_is_an_allowlist() {
+    let mut f = PolicyFile::default();
+    f.env.pass.push("CI".into());
+    f.env.pass.push("NOT_SET_ANYWHERE".into());
+    f.env.set.insert("FOO".into(), "bar".into());
+    let p = run(f, "/home/alice/proj").unwrap();
+    let names: Vec<&str> = p.env.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["CI", "FOO", "HOME", "LANG", "PATH", "USER"]);
+    let get = |k: &str| p.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("PATH"), Some(DEFAULT_PATH));
+    assert_eq!(get("HOME"), Some(INSIDE_HOME));
+    assert_eq!(get("USER"), Some("user"));
+    assert!(!p.env.iter().any(|(_, v)| v.contains("hunter2")));
+}
+
+#[test]
+fn bad_env_names_are_refused() {
+    for bad in ["", "1X", "A-B", "A B", "A=B"] {
+        let mut f = PolicyFile::default();
+        f.env.pass.push(bad.into());
+        assert!(matches!(run(f, "/home/alice/proj"), Err(PolicyError::EnvName { .. })), "{bad:?}");
+    }
+}
+
+#[test]
+fn read_only_profile_makes_workspace_read_only() {
+    let f = PolicyFile { profile: Some(Profile::ReadOnly), ..Default::default() };
+    let p = run(f, "/home/alice/proj").unwrap();
+    let FilesystemPolicy::Isolated { workspace: Some(ws), .. } = &p.filesystem else { panic!() };
+    assert_eq!(ws.access, Access::ReadOnly);
+    assert!(!ws.protect);
+}
+
+#[test]
+fn workspace_inside_path_and_cwd_mapping() {
+    let f = PolicyFile { workspace: Some("/home/alice/proj:/workspace".into()), ..Default::default() };
+    let p = run(f, "/home/alice/proj/sub").unwrap();
+    let FilesystemPolicy::Isolated { workspace: Some(ws), .. } = &p.filesystem else { panic!() };
+    assert_eq!(ws.inside, Path::new("/workspace"));
+    assert_eq!(p.cwd, Path::new("/workspace/sub"));
+    let f = PolicyFile { workspace: Some("none".into()), ..Default::default() };
+    let p = run(f, "/home/alice/proj").unwrap();
+    assert_eq!(p.cwd, Path::new(INSIDE_HOME));
+}
+
+#[test]
+fn dangerous_or_broken_paths_are_refused() {
+    for (ws, want) in [
+        ("/", "whole host"),
+        ("/nope", "cannot be granted"),
+        ("/home/alice/proj/notes.txt", "not a directory"),
+        ("/home/alice/proj:/proc/x", "/proc"),
+        ("/home/alice/proj:/", "cannot be /"),
+        ("/home/alice/proj:/a/../etc", "'..'"),
+    ] {
+        let f = PolicyFile { workspace: Some(ws.into()), ..Default::default() };
+        let err = run(f, "/home/alice/proj").unwrap_err().to_string();
+        assert!(err.contains(want), "{ws}: {err}");
+    }
+    let mut f = PolicyFile::default();
+    f.filesystem.read.push("/".into());
+    assert!(run(f, "/home/alice/proj").is_err());
+}
+
+#[test]
+fn grants_are_canonical() {
+    let mut f = PolicyFile::default();
+    f.filesystem.read.push("/link".into());
+    f.filesystem.write.push("../../../out".into());
+    let p = run(f, "/home/alice/proj").unwrap();
+    let FilesystemPolicy::Isolated { grants, .. } = &p.filesystem else { panic!() };
+    assert_eq!(grants[0].host, Path::new("/real"));
+    assert_eq!(grants[0].access, Access::ReadOnly);
+    assert_eq!(grants[1].host, Path::new("/out"));
+    assert_eq!(grants[1].access, Access::ReadWrite);
+    assert!(grants[1].protect);
+}
+
+#[test]
+fn deny_maps_into_the_workspace() {
+    let mut f = PolicyFile { workspace: Some("/home/alice/proj:/w".into()), ..Default::default() };
+    f.filesystem.deny.push("sub".into());
+    f.filesystem.deny.push("/data/../gone".into());
+    let p = run(f, "/home/alice/proj").unwrap();
+    let FilesystemPolicy::Isolated { deny, .. } = &p.filesystem else { panic!() };
+    assert_eq!(deny, &[PathBuf::from("/w/sub"), PathBuf::from("/gone")]);
+}
+
+#[test]
+fn limits_are_validated() {
+    let mut f = PolicyFile::default();
+    f.limits.memory = Some(SizeValue(1));
+    assert!(run(f, "/home/alice/proj").unwrap_err().to_string().contains("--memory"));
+    let mut f = PolicyFile::default();
+    f.limits.pids = Some(0);
+    assert!(run(f, "/home/alice/proj").is_err());
+    let mut f = PolicyFile::default();
+    f.limits.cpus = Some(0.0);
+    assert!(run(f, "/home/alice/proj").is_err());
+    let mut f = PolicyFile::default();
+    f.limits.cpus = Some(f64::NAN);
+    assert!(run(f, "/home/alice/proj").is_err());
+}
+
+#[test]
+fn full_access_uses_host_and_refuses_grants() {
+    let f = PolicyFile { profile: Some(Profile::FullAccess), ..Default::default() };
+    let p = run(f, "/home/alice/proj").unwrap();
+    assert_eq!(p.filesystem, FilesystemPolicy::Host);
+    assert_eq!(p.network, NetworkMode::Host);
+    let get = |k: &str| p.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    assert_eq!(get("HOME").as_deref(), Some("/home/alice"));
+    let mut f = PolicyFile { profile: Some(Profile::FullAccess), ..Default::default() };
+    f.filesystem.deny.push("/x".into());
+    assert!(matches!(run(f, "/home/alice/proj"), Err(PolicyError::Conflict(_))));
+}
+
+#[test]
+fn proxy_is_refused_until_it_exists() {
+    let mut f = PolicyFile::default();
+    f.network.mode = Some(NetworkMode::Proxy);
+    assert!(matches!(run(f, "/home/alice/proj"), Err(PolicyError::ProxyUnavailable)));
+}
