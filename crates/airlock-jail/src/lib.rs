@@ -1,9 +1,20 @@
 //! Linux isolation primitives for airlock.
 //!
-//! Each module is one layer: `seccomp` (syscall allowlist as BPF), `landlock` (filesystem and
-//! network access rules), `cgroup` (memory, pids and CPU limits, v2 or v1). They are used by the
-//! box spawner; none of them decides policy.
+//! Each module is one layer: `rootfs` (the disposable root), `seccomp` (syscall allowlist as BPF),
+//! `landlock` (filesystem and network access rules), `cgroup` (memory, pids and CPU limits, v2 or
+//! v1), `caps` and `rlimits`. `spawn` starts a box from a [`spawn::BoxSpec`]; `child` is the only
+//! code that runs between clone and exec. None of them decides policy.
 
+pub mod caps;
 pub mod cgroup;
+mod child;
+pub mod identity;
 pub mod landlock;
+pub mod net;
+pub mod rlimits;
+pub mod rootfs;
 pub mod seccomp;
+pub mod spawn;
+mod sys;
+
+pub use child::{StatusRecord, SETUP_FAILED};

@@ -1,1 +1,18 @@
+//! airlock's runtime: plans a box from a resolved policy, says what will be enforced (the
+//! [`Receipt`]), runs one command in it and supervises it to the end (limits, timeout, output,
+//! signals, cleanup), producing a [`RunResult`].
 
+mod host;
+mod placeholders;
+mod plan;
+mod receipt;
+mod result;
+mod sentinel;
+mod supervisor;
+mod tty;
+
+pub use host::RealHost;
+pub use plan::{BoxPlan, PlanError};
+pub use receipt::{HostReport, Layer, LayerStatus, Receipt};
+pub use result::{Event, LimitHit, RunResult};
+pub use supervisor::{run, RunError, RunOptions, StdinMode};

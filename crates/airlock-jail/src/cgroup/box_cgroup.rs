@@ -1,0 +1,389 @@
+//! `BoxCgroup`: the cgroup(s) made for one box, its limits, accounting and teardown.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::cgroupfs;
+use super::error::{fix_hint, CgroupError};
+use super::hierarchy::{self, CgroupVersion, Controller, Site};
+use super::limits::{cpu_quota_us, CgroupLimits, CPU_PERIOD_US};
+use super::parse;
+
+/// How long kill_all() and destroy() keep trying.
+const TEARDOWN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Limits a box has hit so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CgroupEvents {
+    /// Processes the kernel OOM killer killed inside the box.
+    pub oom_kills: u64,
+    /// Forks or clones refused because the pids limit was reached.
+    pub pids_max_hits: u64,
+    /// Times memory usage hit the cap (v1 `memory.failcnt`, v2 `memory.events` max); reclaim
+    /// may have satisfied them without a kill.
+    pub memory_max_hits: u64,
+}
+
+/// A cgroup made for one box; removed on destroy()/Drop.
+///
+/// On cgroup v1 it is one directory per hierarchy holding a requested controller; on v2 a
+/// single directory. It always sits below the creating process's own cgroup.
+#[derive(Debug)]
+pub struct BoxCgroup {
+    name: String,
+    version: CgroupVersion,
+    /// Directories still to remove, in creation order.
+    dirs: Vec<PathBuf>,
+    /// The box's cgroup paths as `/proc/<pid>/cgroup` shows them, to verify members.
+    cgroup_paths: Vec<String>,
+    memory_dir: Option<PathBuf>,
+    pids_dir: Option<PathBuf>,
+}
+
+impl BoxCgroup {
+    /// Creates `name` (e.g. "airlock-<pid>-<n>") under the current process's cgroup in every
+    /// hierarchy needed for the requested limits, and writes the limits.
+    ///
+    /// Memory caps also cap swap where the kernel exposes it (v1 `memory.memsw.limit_in_bytes`,
+    /// v2 `memory.swap.max = 0`). With no limits requested, a cgroup is still made (in the pids
+    /// hierarchy on v1) so that the box's processes can be tracked and killed. Fails with a typed
+    /// error naming the file and the fix if a requested limit cannot be set; then nothing created
+    /// is left behind (v2 controllers enabled in our own `cgroup.subtree_control` stay enabled).
+    pub fn create(name: &str, limits: &CgroupLimits) -> Result<BoxCgroup, CgroupError> {
+        validate_name(name)?;
+        limits.validate()?;
+        let hierarchy =
+            hierarchy::discover().map_err(|reason| CgroupError::NoHierarchy { reason })?;
+
+        let requested: Vec<Controller> = Controller::ALL
+            .into_iter()
+            .filter(|c| match c {
+                Controller::Memory => limits.memory_bytes.is_some(),
+                Controller::Pids => limits.pids.is_some(),
+                Controller::Cpu => limits.cpus.is_some(),
+            })
+            .collect();
+        let mut sites: Vec<(Option<Controller>, Site)> = Vec::new();
+        for controller in &requested {
+            match hierarchy.site(*controller) {
+                Ok(site) => sites.push((Some(*controller), site.clone())),
+                Err(reason) => {
+                    return Err(CgroupError::ControllerUnavailable {
+                        controller: controller.name(),
+                        reason: reason.clone(),
+                    })
+                }
+            }
+        }
+        if sites.is_empty() {
+            sites.push((None, tracking_site(&hierarchy)?));
+        }
+
+        for (controller, site) in &sites {
+            if let (Some(controller), true) = (controller, site.needs_enable) {
+                let path = site.parent.join("cgroup.subtree_control");
+                let value = format!("+{}", controller.name());
+                cgroupfs::write_control(&path, &value).map_err(|source| {
+                    CgroupError::WriteFile {
+                        fix: fix_hint(&source),
+                        path,
+                        value,
+                        source,
+                    }
+                })?;
+            }
+        }
+
+        let mut cgroup = BoxCgroup {
+            name: name.to_owned(),
+            version: hierarchy.version,
+            dirs: Vec::new(),
+            cgroup_paths: Vec::new(),
+            memory_dir: None,
+            pids_dir: None,
+        };
+        // From here on, an early return drops `cgroup`, whose Drop removes what was created.
+        for (controller, site) in &sites {
+            let dir = site.parent.join(name);
+            if !cgroup.dirs.contains(&dir) {
+                make_dir(&dir)?;
+                cgroup.dirs.push(dir.clone());
+                cgroup
+                    .cgroup_paths
+                    .push(parse::child_path(&site.cgroup_path, name));
+            }
+            match controller {
+                Some(Controller::Memory) => cgroup.memory_dir = Some(dir),
+                Some(Controller::Pids) => cgroup.pids_dir = Some(dir),
+                _ => {}
+            }
+        }
+        for (controller, site) in &sites {
+            let dir = site.parent.join(name);
+            match controller {
+                Some(Controller::Memory) => cgroup.write_memory(&dir, limits)?,
+                Some(Controller::Pids) => cgroup.write_pids(&dir, limits)?,
+                Some(Controller::Cpu) => cgroup.write_cpu(&dir, limits)?,
+                None => {}
+            }
+        }
+        Ok(cgroup)
+    }
+
+    fn write_memory(&self, dir: &Path, limits: &CgroupLimits) -> Result<(), CgroupError> {
+        let Some(bytes) = limits.memory_bytes else {
+            return Ok(());
+        };
+        let bytes = bytes.to_string();
+        match self.version {
+            CgroupVersion::V1 => {
+                write(dir, "memory.limit_in_bytes", &bytes)?;
+                // memsw must be >= limit_in_bytes, so it is written second.
+                if dir.join("memory.memsw.limit_in_bytes").exists() {
+                    write(dir, "memory.memsw.limit_in_bytes", &bytes)?;
+                }
+            }
+            CgroupVersion::V2 => {
+                write(dir, "memory.max", &bytes)?;
+                if dir.join("memory.swap.max").exists() {
+                    write(dir, "memory.swap.max", "0")?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_pids(&self, dir: &Path, limits: &CgroupLimits) -> Result<(), CgroupError> {
+        match limits.pids {
+            Some(pids) => write(dir, "pids.max", &pids.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    fn write_cpu(&self, dir: &Path, limits: &CgroupLimits) -> Result<(), CgroupError> {
+        let Some(cpus) = limits.cpus else {
+            return Ok(());
+        };
+        let quota = cpu_quota_us(cpus)?;
+        match self.version {
+            CgroupVersion::V1 => {
+                write(dir, "cpu.cfs_period_us", &CPU_PERIOD_US.to_string())?;
+                write(dir, "cpu.cfs_quota_us", &quota.to_string())
+            }
+            CgroupVersion::V2 => write(dir, "cpu.max", &format!("{quota} {CPU_PERIOD_US}")),
+        }
+    }
+
+    /// Moves a process (all its threads) into the box, in every hierarchy. On error the process
+    /// may be in some hierarchies only; kill it.
+    pub fn add_pid(&self, pid: libc::pid_t) -> Result<(), CgroupError> {
+        for dir in &self.dirs {
+            write(dir, "cgroup.procs", &pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// The processes now in the box (including its descendant cgroups), deduplicated.
+    pub fn member_pids(&self) -> Vec<libc::pid_t> {
+        let mut pids: Vec<libc::pid_t> = self
+            .dirs
+            .iter()
+            .flat_map(|d| cgroupfs::member_pids(d))
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// Peak memory in bytes since creation (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`),
+    /// if a memory limit was requested and the kernel reports it.
+    pub fn peak_memory(&self) -> Option<u64> {
+        let dir = self.memory_dir.as_ref()?;
+        let file = match self.version {
+            CgroupVersion::V1 => "memory.max_usage_in_bytes",
+            CgroupVersion::V2 => "memory.peak",
+        };
+        parse::single_value(&cgroupfs::read_control(&dir.join(file))?)
+    }
+
+    /// Limits hit so far. Counters the kernel does not expose read as 0.
+    pub fn events(&self) -> CgroupEvents {
+        let read = |dir: &Option<PathBuf>, file: &str, key: &str| {
+            dir.as_ref()
+                .and_then(|d| cgroupfs::read_control(&d.join(file)))
+                .and_then(|text| parse::flat_keyed_value(&text, key))
+                .unwrap_or(0)
+        };
+        let (oom_kills, memory_max_hits) = match self.version {
+            CgroupVersion::V1 => (
+                read(&self.memory_dir, "memory.oom_control", "oom_kill"),
+                self.memory_dir
+                    .as_ref()
+                    .and_then(|d| cgroupfs::read_control(&d.join("memory.failcnt")))
+                    .and_then(|t| parse::single_value(&t))
+                    .unwrap_or(0),
+            ),
+            CgroupVersion::V2 => (
+                read(&self.memory_dir, "memory.events", "oom_kill"),
+                read(&self.memory_dir, "memory.events", "max"),
+            ),
+        };
+        CgroupEvents {
+            oom_kills,
+            pids_max_hits: read(&self.pids_dir, "pids.events", "max"),
+            memory_max_hits,
+        }
+    }
+
+    /// SIGKILLs every process in the box and waits (up to ~2 s) until the box is empty.
+    pub fn kill_all(&self) {
+        self.kill_until(Instant::now() + TEARDOWN_TIMEOUT);
+    }
+
+    fn kill_until(&self, deadline: Instant) {
+        if self.version == CgroupVersion::V2 {
+            for dir in &self.dirs {
+                let kill_file = dir.join("cgroup.kill");
+                if kill_file.exists() {
+                    let _ = cgroupfs::write_control(&kill_file, "1");
+                }
+            }
+        }
+        loop {
+            let pids = self.member_pids();
+            if pids.is_empty() {
+                return;
+            }
+            for pid in pids {
+                cgroupfs::kill_member(pid, &self.cgroup_paths);
+            }
+            if Instant::now() >= deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Kills every process in the box, then removes its directories, retrying briefly while
+    /// processes exit; bounded by ~2 s. Idempotent: once it has succeeded, later calls do
+    /// nothing. On error the directories not yet removed are kept for a later call.
+    pub fn destroy(&mut self) -> Result<(), CgroupError> {
+        if self.dirs.is_empty() {
+            return Ok(());
+        }
+        let deadline = Instant::now() + TEARDOWN_TIMEOUT;
+        self.kill_until(deadline);
+        let mut first_error = None;
+        let mut remaining = Vec::new();
+        for dir in self.dirs.drain(..).rev() {
+            if let Err(source) = cgroupfs::remove_tree(&dir, deadline) {
+                if first_error.is_none() {
+                    first_error = Some(CgroupError::Remove {
+                        fix: remove_hint(&source),
+                        path: dir.clone(),
+                        source,
+                    });
+                }
+                remaining.push(dir);
+            }
+        }
+        remaining.reverse();
+        self.dirs = remaining;
+        match first_error {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
+    /// The directories of the box that exist (empty after a successful destroy()).
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.dirs.clone()
+    }
+
+    /// The cgroup interface this box uses.
+    pub fn version(&self) -> CgroupVersion {
+        self.version
+    }
+
+    /// The box's cgroup directory name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Drop for BoxCgroup {
+    fn drop(&mut self) {
+        // Best effort: Drop cannot report failure; callers wanting the error call destroy().
+        let _ = self.destroy();
+    }
+}
+
+/// Where a box without limits goes: a cgroup is still useful to track and kill its processes.
+fn tracking_site(hierarchy: &hierarchy::Hierarchy) -> Result<Site, CgroupError> {
+    if let Some((parent, cgroup_path)) = &hierarchy.v2_parent {
+        return Ok(Site {
+            parent: parent.clone(),
+            cgroup_path: cgroup_path.clone(),
+            needs_enable: false,
+        });
+    }
+    [Controller::Pids, Controller::Memory, Controller::Cpu]
+        .into_iter()
+        .find_map(|c| hierarchy.site(c).as_ref().ok().cloned())
+        .ok_or_else(|| CgroupError::NoHierarchy {
+            reason: "none of the pids, memory or cpu v1 hierarchies is usable".to_owned(),
+        })
+}
+
+/// Accepts names made of ASCII letters, digits, '-', '_' and '.', not starting with '.'.
+pub(crate) fn validate_name(name: &str) -> Result<(), CgroupError> {
+    let ok = !name.is_empty()
+        && name.len() <= 255
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(CgroupError::InvalidName {
+            name: name.to_owned(),
+        })
+    }
+}
+
+fn make_dir(dir: &Path) -> Result<(), CgroupError> {
+    std::fs::create_dir(dir).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
+            CgroupError::AlreadyExists {
+                path: dir.to_path_buf(),
+            }
+        } else {
+            CgroupError::CreateDir {
+                path: dir.to_path_buf(),
+                fix: fix_hint(&source),
+                source,
+            }
+        }
+    })
+}
+
+fn write(dir: &Path, file: &str, value: &str) -> Result<(), CgroupError> {
+    let path = dir.join(file);
+    cgroupfs::write_control(&path, value).map_err(|source| CgroupError::WriteFile {
+        fix: fix_hint(&source),
+        path,
+        value: value.to_owned(),
+        source,
+    })
+}
+
+fn remove_hint(err: &std::io::Error) -> String {
+    if err.raw_os_error() == Some(libc::EBUSY) {
+        "processes are still in the cgroup after SIGKILL (e.g. stuck in uninterruptible \
+         sleep); call destroy() again later"
+            .to_owned()
+    } else {
+        fix_hint(err)
+    }
+}

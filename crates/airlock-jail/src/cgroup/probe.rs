@@ -1,0 +1,100 @@
+//! `probe()`: what this host lets the current user enforce with cgroups.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::hierarchy::{self, CgroupVersion, Controller};
+
+/// What this host lets the current user enforce with cgroups, per controller, and why not.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CgroupSupport {
+    /// The interface limits would be written through; `None` if no cgroup hierarchy is usable.
+    pub version: Option<CgroupVersion>,
+    /// A memory cap can be enforced.
+    pub memory: bool,
+    /// A process-count cap can be enforced.
+    pub pids: bool,
+    /// A CPU bandwidth cap can be enforced.
+    pub cpu: bool,
+    /// Why some controller is unavailable (one sentence per controller), `None` if all are.
+    pub reason: Option<String>,
+}
+
+impl CgroupSupport {
+    /// True if memory, pids and cpu limits can all be enforced.
+    pub fn is_complete(&self) -> bool {
+        self.memory && self.pids && self.cpu
+    }
+}
+
+static PROBE_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Reports which limits `BoxCgroup::create` can enforce here, and why the others cannot.
+///
+/// Reads `/proc/self/cgroup`, `/proc/self/mountinfo` and a few control files, and checks that a
+/// child cgroup can really be made by creating and removing one empty probe directory per
+/// hierarchy. It changes nothing else (it never enables v2 controllers).
+pub fn probe() -> CgroupSupport {
+    let hierarchy = match hierarchy::discover() {
+        Ok(h) => h,
+        Err(reason) => {
+            return CgroupSupport {
+                version: None,
+                memory: false,
+                pids: false,
+                cpu: false,
+                reason: Some(reason),
+            }
+        }
+    };
+    let mut tried: Vec<(PathBuf, Result<(), String>)> = Vec::new();
+    let mut reasons = Vec::new();
+    let mut usable = [false; 3];
+    for (slot, controller) in usable.iter_mut().zip(Controller::ALL) {
+        let outcome = match hierarchy.site(controller) {
+            Err(reason) => Err(reason.clone()),
+            Ok(site) => match tried.iter().find(|(p, _)| *p == site.parent) {
+                Some((_, outcome)) => outcome.clone(),
+                None => {
+                    let outcome = try_mkdir(&site.parent);
+                    tried.push((site.parent.clone(), outcome.clone()));
+                    outcome
+                }
+            },
+        };
+        match outcome {
+            Ok(()) => *slot = true,
+            Err(reason) => reasons.push(format!("{}: {reason}", controller.name())),
+        }
+    }
+    CgroupSupport {
+        version: Some(hierarchy.version),
+        memory: usable[0],
+        pids: usable[1],
+        cpu: usable[2],
+        reason: if reasons.is_empty() {
+            None
+        } else {
+            Some(reasons.join("; "))
+        },
+    }
+}
+
+/// Creates and removes an empty child cgroup of `parent`.
+fn try_mkdir(parent: &std::path::Path) -> Result<(), String> {
+    let n = PROBE_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let dir = parent.join(format!("airlock-probe-{}-{n}", std::process::id()));
+    std::fs::create_dir(&dir).map_err(|e| {
+        format!(
+            "cannot create a child cgroup in {} ({e}): {}",
+            parent.display(),
+            super::error::fix_hint(&e)
+        )
+    })?;
+    std::fs::remove_dir(&dir).map_err(|e| {
+        format!(
+            "created but cannot remove probe cgroup {} ({e})",
+            dir.display()
+        )
+    })
+}

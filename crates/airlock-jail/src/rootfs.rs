@@ -1,0 +1,484 @@
+//! The disposable root of an isolated box: planned as data in the supervisor, built in the box's
+//! first process (inside its own user and mount namespaces) and entered with pivot_root.
+//!
+//! Phase 1 runs before pivot_root: every host source is opened (O_PATH) first, then a fresh tmpfs
+//! becomes the new root and each source is bind-mounted into it through its descriptor, so a
+//! source can never be shadowed or redirected by the new tree. Phase 2 runs after pivot_root,
+//! where paths resolve inside the box (a symlink in the workspace that points at `/home/alice/.ssh`
+//! points at nothing): protected paths and denied paths are covered, /proc is masked and the root
+//! itself becomes read-only.
+
+use crate::identity;
+use crate::sys::{cstring, cvt, cvt_long};
+use airlock_policy::{Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, PROTECTED_PATHS};
+use serde::Serialize;
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Host directories bound read-only at the same path (or replicated as symlinks).
+const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+/// Host `/etc` entries bound read-only when present: what the dynamic loader, TLS, locales,
+/// time zones, shells and interpreters need. No credentials (no shadow, no gitconfig, no npmrc).
+const ETC_ENTRIES: &[&str] = &[
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
+    "ca-certificates.conf", "localtime", "timezone", "nsswitch.conf", "protocols", "services",
+    "mime.types", "magic", "magic.mime", "inputrc", "bash.bashrc", "profile", "terminfo",
+    "gai.conf", "host.conf", "os-release", "debian_version", "python3", "python3.11",
+    "python3.12", "python3.13", "perl", "manpath.config", "locale.alias",
+];
+/// Device nodes bound from the host's /dev.
+const DEV_NODES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+/// /proc entries covered with an empty file (information leaks or dangerous triggers).
+const PROC_MASKED: &[&str] = &["kcore", "keys", "timer_list", "sched_debug", "sysrq-trigger", "kallsyms"];
+/// /proc subtrees made read-only.
+const PROC_READ_ONLY: &[&str] = &["sys", "irq", "bus", "fs"];
+/// Where the box keeps its empty placeholders (inside the read-only root).
+const EMPTY_FILE: &str = "/.airlock/empty";
+const EMPTY_DIR: &str = "/.airlock/empty.d";
+
+/// Whether a mount is read-only or writable, and what kind of node it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    Dir,
+    File,
+}
+
+/// One step of building the root, as data (so receipts can show it and tests can check it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum FsOp {
+    Bind { source: PathBuf, target: PathBuf, writable: bool, kind: NodeKind, optional: bool },
+    Symlink { link: PathBuf, target: PathBuf },
+    Dir { target: PathBuf, mode: u32 },
+    File { target: PathBuf, contents: String },
+    Tmpfs { target: PathBuf, size: u64, mode: u32 },
+    /// A view of the shared scratch tmpfs (one size cap for /tmp, home and /dev/shm).
+    Scratch { sub: String, target: PathBuf },
+    Proc { target: PathBuf },
+    Devpts { target: PathBuf },
+}
+
+/// A protected or denied path to cover after pivot_root.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cover {
+    pub path: PathBuf,
+    /// `true`: keep the existing content visible but read-only; `false`: hide it.
+    pub keep_visible: bool,
+}
+
+/// Everything needed to build an isolated root.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RootfsPlan {
+    pub ops: Vec<FsOp>,
+    pub covers: Vec<Cover>,
+    /// Size cap of the scratch tmpfs (/tmp, home, /dev/shm together).
+    pub scratch_size: u64,
+}
+
+/// Host facts the plan depends on: whether a system path is a directory, a symlink (and where it
+/// points) or missing. The real implementation reads the host; tests pass their own.
+pub trait HostFs {
+    fn node(&self, path: &Path) -> HostNode;
+}
+
+/// What a host path is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostNode {
+    Missing,
+    Dir,
+    File,
+    Symlink(PathBuf),
+}
+
+/// The real host.
+pub struct RealHostFs;
+
+impl HostFs for RealHostFs {
+    fn node(&self, path: &Path) -> HostNode {
+        match std::fs::symlink_metadata(path) {
+            Err(_) => HostNode::Missing,
+            Ok(m) if m.file_type().is_symlink() => {
+                std::fs::read_link(path).map(HostNode::Symlink).unwrap_or(HostNode::Missing)
+            }
+            Ok(m) if m.is_dir() => HostNode::Dir,
+            Ok(_) => HostNode::File,
+        }
+    }
+}
+
+impl RootfsPlan {
+    /// Plans the root for an isolated policy; `None` for `FilesystemPolicy::Host`.
+    pub fn from_policy(policy: &ResolvedPolicy, host: &dyn HostFs) -> Option<RootfsPlan> {
+        let FilesystemPolicy::Isolated { workspace, grants, deny } = &policy.filesystem else {
+            return None;
+        };
+        let mut ops = Vec::new();
+        for dir in SYSTEM_DIRS {
+            match host.node(Path::new(dir)) {
+                HostNode::Dir => ops.push(bind(dir, dir, false, NodeKind::Dir, false)),
+                HostNode::Symlink(to) => ops.push(FsOp::Symlink { link: dir.into(), target: to }),
+                HostNode::File | HostNode::Missing => {}
+            }
+        }
+        ops.push(FsOp::Dir { target: "/etc".into(), mode: 0o755 });
+        for entry in ETC_ENTRIES {
+            let path = Path::new("/etc").join(entry);
+            match host.node(&path) {
+                HostNode::Dir => ops.push(bind(&path, &path, false, NodeKind::Dir, true)),
+                HostNode::File | HostNode::Symlink(_) => {
+                    ops.push(bind(&path, &path, false, NodeKind::File, true))
+                }
+                HostNode::Missing => {}
+            }
+        }
+        if policy.network == NetworkMode::Host {
+            ops.push(bind("/etc/resolv.conf", "/etc/resolv.conf", false, NodeKind::File, true));
+        }
+        ops.push(FsOp::File { target: "/etc/passwd".into(), contents: identity::passwd() });
+        ops.push(FsOp::File { target: "/etc/group".into(), contents: identity::group() });
+        ops.push(FsOp::File { target: "/etc/hosts".into(), contents: identity::hosts() });
+        ops.push(FsOp::File { target: "/etc/hostname".into(), contents: format!("{}\n", identity::HOSTNAME) });
+        ops.push(FsOp::Tmpfs { target: "/dev".into(), size: 64 << 10, mode: 0o755 });
+        for node in DEV_NODES {
+            let p = Path::new("/dev").join(node);
+            ops.push(bind(&p, &p, true, NodeKind::File, false));
+        }
+        ops.push(FsOp::Devpts { target: "/dev/pts".into() });
+        ops.push(FsOp::Symlink { link: "/dev/ptmx".into(), target: "pts/ptmx".into() });
+        for (name, fd) in [("stdin", 0), ("stdout", 1), ("stderr", 2)] {
+            ops.push(FsOp::Symlink { link: Path::new("/dev").join(name), target: format!("/proc/self/fd/{fd}").into() });
+        }
+        ops.push(FsOp::Symlink { link: "/dev/fd".into(), target: "/proc/self/fd".into() });
+        ops.push(FsOp::Scratch { sub: "shm".into(), target: "/dev/shm".into() });
+        ops.push(FsOp::Scratch { sub: "tmp".into(), target: "/tmp".into() });
+        ops.push(FsOp::Scratch { sub: "home".into(), target: airlock_policy::INSIDE_HOME.into() });
+        ops.push(FsOp::Proc { target: "/proc".into() });
+        ops.push(FsOp::Dir { target: EMPTY_DIR.into(), mode: 0o555 });
+        ops.push(FsOp::File { target: EMPTY_FILE.into(), contents: String::new() });
+
+        // User mounts, parents before children so nested grants land on top.
+        let mut mounts: Vec<_> = workspace.iter().chain(grants.iter()).collect();
+        mounts.sort_by_key(|m| m.inside.components().count());
+        let mut covers = Vec::new();
+        for m in &mounts {
+            let kind = if host.node(&m.host) == HostNode::Dir { NodeKind::Dir } else { NodeKind::File };
+            ops.push(bind(&m.host, &m.inside, m.access == Access::ReadWrite, kind, false));
+            if m.protect && kind == NodeKind::Dir {
+                for p in PROTECTED_PATHS {
+                    covers.push(Cover { path: m.inside.join(p.relative), keep_visible: true });
+                }
+            }
+        }
+        for d in deny {
+            covers.push(Cover { path: d.clone(), keep_visible: false });
+        }
+        Some(RootfsPlan { ops, covers, scratch_size: policy.limits.disk })
+    }
+}
+
+fn bind(source: impl AsRef<Path>, target: impl AsRef<Path>, writable: bool, kind: NodeKind, optional: bool) -> FsOp {
+    FsOp::Bind {
+        source: source.as_ref().to_path_buf(),
+        target: target.as_ref().to_path_buf(),
+        writable,
+        kind,
+        optional,
+    }
+}
+
+/// An error while building the root, naming the step and path.
+#[derive(Debug, thiserror::Error)]
+#[error("{step} {path}: {source}")]
+pub struct RootfsError {
+    pub step: &'static str,
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+fn ctx<'a>(step: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> RootfsError + 'a {
+    move |source| RootfsError { step, path: path.to_path_buf(), source }
+}
+
+// ----- execution (runs in the box's first process, single-threaded) -----
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+fn c(path: &Path) -> io::Result<CString> {
+    cstring(path.as_os_str().as_bytes())
+}
+
+fn mount(src: Option<&Path>, target: &Path, fstype: Option<&str>, flags: libc::c_ulong, data: Option<&str>) -> io::Result<()> {
+    let src = src.map(c).transpose()?;
+    let target = c(target)?;
+    let fstype = fstype.map(cstring).transpose()?;
+    let data = data.map(cstring).transpose()?;
+    let ptr = |o: &Option<CString>| o.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
+    // SAFETY: every pointer is either null or a valid NUL-terminated string living across the call.
+    cvt(unsafe { libc::mount(ptr(&src), target.as_ptr(), ptr(&fstype), flags, ptr(&data).cast()) })?;
+    Ok(())
+}
+
+/// Sets mount attributes on `path` (and every mount below it when `recursive`).
+fn set_attr(path: &Path, set: u64, recursive: bool) -> io::Result<()> {
+    let p = c(path)?;
+    let attr = MountAttr { attr_set: set, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    let flags = if recursive { libc::AT_RECURSIVE as libc::c_uint } else { 0 };
+    // SAFETY: p is a valid C string, attr a valid mount_attr of the size passed.
+    cvt_long(unsafe {
+        libc::syscall(libc::SYS_mount_setattr, libc::AT_FDCWD, p.as_ptr(), flags, &attr, std::mem::size_of::<MountAttr>())
+    })?;
+    Ok(())
+}
+
+fn open_path(path: &Path, nofollow: bool) -> io::Result<libc::c_int> {
+    let p = c(path)?;
+    let flags = libc::O_PATH | libc::O_CLOEXEC | if nofollow { libc::O_NOFOLLOW } else { 0 };
+    // SAFETY: p is a valid C string.
+    cvt(unsafe { libc::open(p.as_ptr(), flags) })
+}
+
+fn fd_path(fd: libc::c_int) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{fd}"))
+}
+
+fn mkdir_all(path: &Path, mode: u32) -> io::Result<()> {
+    let mut cur = PathBuf::from("/");
+    for comp in path.components().skip(1) {
+        cur.push(comp);
+        let p = c(&cur)?;
+        // SAFETY: p is a valid C string.
+        if unsafe { libc::mkdir(p.as_ptr(), mode) } == -1 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EEXIST) {
+                return Err(err);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn touch(path: &Path) -> io::Result<()> {
+    if let Some(parent) = path.parent() {
+        mkdir_all(parent, 0o755)?;
+    }
+    let p = c(path)?;
+    // SAFETY: p is a valid C string.
+    let fd = unsafe { libc::open(p.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW, 0o644) };
+    if fd == -1 {
+        let err = io::Error::last_os_error();
+        // A mount point that already exists (e.g. the same path in a read-only bind) is fine.
+        if path.exists() {
+            return Ok(());
+        }
+        return Err(err);
+    }
+    crate::sys::close(fd);
+    Ok(())
+}
+
+fn under(root: &Path, inside: &Path) -> PathBuf {
+    root.join(inside.strip_prefix("/").unwrap_or(inside))
+}
+
+/// Builds the root described by `plan` and pivots into it. Must run in a fresh mount namespace
+/// owned by the caller's user namespace, in the box's init process.
+pub fn enter(plan: &RootfsPlan) -> Result<(), RootfsError> {
+    let slash = Path::new("/");
+    mount(None, slash, None, libc::MS_REC | libc::MS_PRIVATE, None).map_err(ctx("make private", slash))?;
+
+    // Open every host source before anything is mounted over it.
+    let mut sources: Vec<Option<libc::c_int>> = Vec::with_capacity(plan.ops.len());
+    for op in &plan.ops {
+        let fd = match op {
+            FsOp::Bind { source, optional, .. } => match open_path(source, false) {
+                Ok(fd) => Some(fd),
+                Err(_) if *optional => None,
+                Err(e) => return Err(ctx("open source", source)(e)),
+            },
+            _ => None,
+        };
+        sources.push(fd);
+    }
+
+    // The new root: a small tmpfs, later read-only. It is mounted on the host's /tmp in this
+    // private namespace (sources were opened above, so nothing under /tmp is lost).
+    let root = Path::new("/tmp");
+    mount(Some(Path::new("airlock-root")), root, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some("size=1m,nr_inodes=4096,mode=0755"))
+        .map_err(ctx("mount root tmpfs", root))?;
+    let scratch = under(root, Path::new("/.airlock/scratch"));
+    mkdir_all(&scratch, 0o700).map_err(ctx("mkdir", &scratch))?;
+    let scratch_opts = format!("size={},mode=0755", plan.scratch_size);
+    mount(Some(Path::new("airlock-scratch")), &scratch, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(&scratch_opts))
+        .map_err(ctx("mount scratch tmpfs", &scratch))?;
+
+    for (op, src) in plan.ops.iter().zip(&sources) {
+        run_op(op, *src, root, &scratch)?;
+    }
+    for fd in sources.into_iter().flatten() {
+        crate::sys::close(fd);
+    }
+    // The scratch tmpfs stays alive through its views; its staging mount goes away.
+    let sc = c(&scratch).map_err(ctx("umount scratch", &scratch))?;
+    // SAFETY: sc is a valid C string.
+    cvt(unsafe { libc::umount2(sc.as_ptr(), libc::MNT_DETACH) }).map_err(ctx("umount scratch", &scratch))?;
+
+    pivot(root)?;
+    after_pivot(plan)
+}
+
+fn run_op(op: &FsOp, src: Option<libc::c_int>, root: &Path, scratch: &Path) -> Result<(), RootfsError> {
+    match op {
+        FsOp::Bind { target, writable, kind, .. } => {
+            let Some(fd) = src else { return Ok(()) };
+            let t = under(root, target);
+            match kind {
+                NodeKind::Dir => mkdir_all(&t, 0o755).map_err(ctx("mkdir", &t))?,
+                NodeKind::File => touch(&t).map_err(ctx("create mount point", &t))?,
+            }
+            mount(Some(&fd_path(fd)), &t, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("bind", target))?;
+            let mut attrs = MOUNT_ATTR_NOSUID;
+            if !writable {
+                attrs |= MOUNT_ATTR_RDONLY;
+            }
+            if !target.starts_with("/dev") {
+                attrs |= MOUNT_ATTR_NODEV;
+            }
+            set_attr(&t, attrs, true).map_err(ctx("restrict mount", target))?;
+        }
+        FsOp::Symlink { link, target } => {
+            let l = under(root, link);
+            if let Some(parent) = l.parent() {
+                mkdir_all(parent, 0o755).map_err(ctx("mkdir", parent))?;
+            }
+            std::os::unix::fs::symlink(target, &l).map_err(ctx("symlink", link))?;
+        }
+        FsOp::Dir { target, mode } => {
+            let t = under(root, target);
+            mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
+            std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(*mode)).map_err(ctx("chmod", target))?;
+        }
+        FsOp::File { target, contents } => {
+            let t = under(root, target);
+            if let Some(parent) = t.parent() {
+                mkdir_all(parent, 0o755).map_err(ctx("mkdir", parent))?;
+            }
+            std::fs::write(&t, contents).map_err(ctx("write", target))?;
+        }
+        FsOp::Tmpfs { target, size, mode } => {
+            let t = under(root, target);
+            mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
+            let opts = format!("size={size},mode={mode:o}");
+            mount(Some(Path::new("tmpfs")), &t, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NOEXEC, Some(&opts)).map_err(ctx("mount tmpfs", target))?;
+        }
+        FsOp::Scratch { sub, target } => {
+            let s = scratch.join(sub);
+            mkdir_all(&s, 0o755).map_err(ctx("mkdir", &s))?;
+            let mode = if sub == "home" { 0o755 } else { 0o1777 };
+            std::fs::set_permissions(&s, std::os::unix::fs::PermissionsExt::from_mode(mode)).map_err(ctx("chmod", &s))?;
+            let t = under(root, target);
+            mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
+            mount(Some(&s), &t, None, libc::MS_BIND, None).map_err(ctx("bind scratch", target))?;
+        }
+        FsOp::Proc { target } => {
+            let t = under(root, target);
+            mkdir_all(&t, 0o555).map_err(ctx("mkdir", target))?;
+            mount(Some(Path::new("proc")), &t, Some("proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None).map_err(ctx("mount proc", target))?;
+        }
+        FsOp::Devpts { target } => {
+            let t = under(root, target);
+            mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
+            mount(Some(Path::new("devpts")), &t, Some("devpts"), libc::MS_NOSUID | libc::MS_NOEXEC, Some("newinstance,ptmxmode=0666,mode=620")).map_err(ctx("mount devpts", target))?;
+        }
+    }
+    Ok(())
+}
+
+fn pivot(root: &Path) -> Result<(), RootfsError> {
+    let r = c(root).map_err(ctx("pivot_root", root))?;
+    let dot = cstring(".").map_err(ctx("pivot_root", root))?;
+    let slash = cstring("/").map_err(ctx("pivot_root", root))?;
+    // SAFETY: r is a valid C string.
+    cvt(unsafe { libc::chdir(r.as_ptr()) }).map_err(ctx("chdir", root))?;
+    // pivot_root(".", ".") stacks the old root under the new one; detaching "." then drops it.
+    // SAFETY: dot is a valid C string.
+    cvt_long(unsafe { libc::syscall(libc::SYS_pivot_root, dot.as_ptr(), dot.as_ptr()) }).map_err(ctx("pivot_root", root))?;
+    // SAFETY: dot is a valid C string.
+    cvt(unsafe { libc::umount2(dot.as_ptr(), libc::MNT_DETACH) }).map_err(ctx("detach old root", root))?;
+    // SAFETY: slash is a valid C string.
+    cvt(unsafe { libc::chdir(slash.as_ptr()) }).map_err(ctx("chdir", Path::new("/")))?;
+    Ok(())
+}
+
+fn after_pivot(plan: &RootfsPlan) -> Result<(), RootfsError> {
+    for cover in &plan.covers {
+        cover_path(cover)?;
+    }
+    for name in PROC_MASKED {
+        let p = Path::new("/proc").join(name);
+        if p.exists() {
+            mount(Some(Path::new(EMPTY_FILE)), &p, None, libc::MS_BIND, None).map_err(ctx("mask", &p))?;
+            set_attr(&p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false).map_err(ctx("mask", &p))?;
+        }
+    }
+    for name in PROC_READ_ONLY {
+        let p = Path::new("/proc").join(name);
+        if p.is_dir() {
+            mount(Some(&p), &p, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("bind", &p))?;
+            set_attr(&p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true).map_err(ctx("read-only", &p))?;
+        }
+    }
+    let slash = Path::new("/");
+    set_attr(slash, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false).map_err(ctx("read-only root", slash))?;
+    Ok(())
+}
+
+/// Covers one protected or denied path, resolving it inside the box and never following a final
+/// symlink: a symlink is itself covered by an empty read-only file.
+fn cover_path(cover: &Cover) -> Result<(), RootfsError> {
+    let path = &cover.path;
+    let fd = match open_path(path, true) {
+        Ok(fd) => fd,
+        // Missing: nothing to protect or hide (the supervisor creates placeholders for protected
+        // paths beforehand, so a protected path is only missing when its parent is not a dir).
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => return Ok(()),
+        Err(e) => return Err(ctx("open", path)(e)),
+    };
+    // SAFETY: st is plain old data for fstat to fill; fd is a valid O_PATH descriptor.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is valid and st is a valid stat buffer.
+    let r = cvt(unsafe { libc::fstat(fd, &mut st) });
+    let res = r.map_err(ctx("stat", path)).and_then(|_| {
+        let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+        let is_link = st.st_mode & libc::S_IFMT == libc::S_IFLNK;
+        let target = fd_path(fd);
+        let source: PathBuf = if cover.keep_visible && !is_link {
+            target.clone()
+        } else if is_dir {
+            EMPTY_DIR.into()
+        } else {
+            EMPTY_FILE.into()
+        };
+        mount(Some(&source), &target, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("cover", path))?;
+        set_attr(path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true).map_err(ctx("cover read-only", path))
+    });
+    crate::sys::close(fd);
+    res
+}
+
+#[cfg(test)]
+#[path = "rootfs_tests.rs"]
+mod tests;

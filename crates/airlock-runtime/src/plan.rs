@@ -1,0 +1,259 @@
+//! From a resolved policy to a box: which mechanism enforces each clause on this host, and the
+//! [`BoxSpec`] the jail executes. Where a clause can only be enforced by a fallback, the receipt
+//! says so, or planning fails when the policy says `fail_if_unavailable`.
+
+use crate::receipt::{LayerStatus, Receipt};
+use airlock_jail::cgroup::{self, CgroupLimits, CgroupSupport};
+use airlock_jail::landlock::{self, FsAccess, LandlockRules};
+use airlock_jail::rlimits::RlimitPlan;
+use airlock_jail::rootfs::{Cover, RealHostFs, RootfsPlan};
+use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
+use airlock_jail::spawn::{BoxSpec, IdMap, Namespaces};
+use airlock_policy::{Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, INSIDE_GID, INSIDE_HOME, INSIDE_UID};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+/// Why a box cannot be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("no command given: put it after `--`, e.g. `airlock run -- python3 task.py`")]
+    NoCommand,
+    #[error("{0} contains a NUL byte")]
+    Nul(String),
+    #[error("the policy requires every layer (fail_if_unavailable) but this host cannot enforce {layer}: {detail}")]
+    Unavailable { layer: &'static str, detail: String },
+    #[error("cannot build the seccomp filter: {0}")]
+    Seccomp(String),
+}
+
+/// A planned box: the spec to spawn, the cgroup limits to create, and the receipt.
+pub struct BoxPlan {
+    pub spec: BoxSpec,
+    /// Limits to enforce through a cgroup (empty when none can or need to be).
+    pub cgroup: Option<CgroupLimits>,
+    pub receipt: Receipt,
+}
+
+fn cstr(s: impl Into<Vec<u8>>) -> Result<CString, PlanError> {
+    CString::new(s).map_err(|e| PlanError::Nul(String::from_utf8_lossy(&e.into_vec()).into_owned()))
+}
+
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v:.0} {}", UNITS[i])
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+impl BoxPlan {
+    /// Plans a box for `argv` under `policy`, probing what this host can enforce.
+    pub fn new(policy: &ResolvedPolicy, argv: &[String], extra_covers: &[PathBuf]) -> Result<BoxPlan, PlanError> {
+        if argv.is_empty() {
+            return Err(PlanError::NoCommand);
+        }
+        let mut receipt = Receipt::default();
+        let strict = policy.fail_if_unavailable;
+        let gap = |receipt: &mut Receipt, layer: &'static str, status: LayerStatus, mech: String, detail: String| {
+            if strict && status != LayerStatus::Enforced && status != LayerStatus::Off {
+                return Err(PlanError::Unavailable { layer, detail: detail.clone() });
+            }
+            receipt.add(layer, status, mech, detail);
+            Ok(())
+        };
+        // SAFETY: getuid/getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let isolated = matches!(policy.filesystem, FilesystemPolicy::Isolated { .. });
+
+        // Filesystem.
+        let rootfs = RootfsPlan::from_policy(policy, &RealHostFs).map(|mut p| {
+            p.covers.extend(extra_covers.iter().map(|c| Cover { path: c.clone(), keep_visible: true }));
+            p
+        });
+        match &policy.filesystem {
+            FilesystemPolicy::Isolated { workspace, grants, deny } => {
+                let ws = match workspace {
+                    Some(w) => format!(
+                        "workspace {} at {} ({}{})",
+                        w.host.display(),
+                        w.inside.display(),
+                        if w.access == Access::ReadWrite { "writable" } else { "read-only" },
+                        if w.protect { ", git hooks/config, shell rc and editor config read-only" } else { "" }
+                    ),
+                    None => "no workspace".into(),
+                };
+                let mut detail = format!(
+                    "fresh tmpfs root; /usr and system dirs read-only; synthesized /etc/passwd, group, hosts; new /proc and /dev; /tmp and {INSIDE_HOME} on tmpfs capped at {}; {ws}",
+                    human(policy.limits.disk)
+                );
+                for g in grants {
+                    detail += &format!("; {} {}", if g.access == Access::ReadWrite { "writable" } else { "read-only" }, g.host.display());
+                }
+                for d in deny {
+                    detail += &format!("; hidden {}", d.display());
+                }
+                receipt.add("filesystem", LayerStatus::Enforced, "mount namespace + pivot_root", detail);
+            }
+            FilesystemPolicy::Host => {
+                receipt.add("filesystem", LayerStatus::Off, "none (full-access)", "the host's whole filesystem is visible and writable as the caller");
+            }
+        }
+
+        // Process.
+        let ns = Namespaces { mount: isolated, net: policy.network == NetworkMode::None };
+        let ids = if isolated {
+            IdMap { inside_uid: INSIDE_UID, inside_gid: INSIDE_GID, host_uid: uid, host_gid: gid }
+        } else {
+            IdMap { inside_uid: uid, inside_gid: gid, host_uid: uid, host_gid: gid }
+        };
+        receipt.add(
+            "process",
+            LayerStatus::Enforced,
+            "user, pid, ipc, uts, cgroup namespaces; all capabilities dropped; no_new_privs",
+            format!(
+                "runs as uid {} inside (uid {uid} outside){}; the box dies with airlock",
+                ids.inside_uid,
+                if ns.mount { ", mount namespace" } else { "" }
+            ),
+        );
+        let seccomp = SeccompProgram::build(&SeccompProfile { sockets: SocketPolicy::UnixAndInet })
+            .map_err(|e| PlanError::Seccomp(e.to_string()))?;
+        receipt.add(
+            "seccomp",
+            LayerStatus::Enforced,
+            format!("BPF allowlist ({} instructions), installed last before exec", seccomp.len()),
+            "refused: ptrace, mount, namespaces, bpf, keyctl, perf_event_open, io_uring, userfaultfd, modules, kexec, AF_PACKET/AF_VSOCK, TIOCSTI",
+        );
+
+        // Landlock mirrors the mounts: read+exec everywhere visible, write only where writable.
+        let abi = landlock::abi_version();
+        let landlock = if !isolated {
+            receipt.add("landlock", LayerStatus::Off, "none (full-access)", "");
+            None
+        } else if abi == 0 {
+            gap(&mut receipt, "landlock", LayerStatus::NotEnforced, "unavailable".into(), "this kernel has no Landlock; mounts still enforce the filesystem view".into())?;
+            None
+        } else {
+            let mut paths = vec![(PathBuf::from("/"), FsAccess::ReadExec)];
+            for p in ["/tmp", INSIDE_HOME, "/dev", "/proc"] {
+                paths.push((p.into(), FsAccess::ReadWrite));
+            }
+            if let FilesystemPolicy::Isolated { workspace, grants, .. } = &policy.filesystem {
+                for m in workspace.iter().chain(grants.iter()).filter(|m| m.access == Access::ReadWrite) {
+                    paths.push((m.inside.clone(), FsAccess::ReadWrite));
+                }
+            }
+            let rules = LandlockRules {
+                paths,
+                tcp_connect_ports: None,
+                deny_tcp_bind: false,
+                scope_abstract_unix: abi >= 6,
+                scope_signals: abi >= 6,
+            };
+            let st = landlock::plan(&rules);
+            receipt.add(
+                "landlock",
+                LayerStatus::Enforced,
+                format!("Landlock ABI {}", st.abi),
+                format!(
+                    "writes only to the writable mounts{}",
+                    if st.scoped { "; signals and abstract unix sockets scoped to the box" } else { "" }
+                ),
+            );
+            Some(rules)
+        };
+
+        // Network.
+        match policy.network {
+            NetworkMode::None => receipt.add("network", LayerStatus::Enforced, "network namespace with loopback only", "no route to the host or anywhere else; no DNS"),
+            NetworkMode::Host => receipt.add("network", LayerStatus::Off, "host network", "the box shares the host's network, unfiltered"),
+            NetworkMode::Proxy => receipt.add("network", LayerStatus::NotEnforced, "proxy", "not available yet"),
+        }
+
+        // Resources: cgroups where this host lets us, rlimits otherwise.
+        let support: CgroupSupport = cgroup::probe();
+        let why = support.reason.clone().unwrap_or_default();
+        let mut cg = CgroupLimits::default();
+        let mut rl = RlimitPlan {
+            open_files: Some(policy.limits.open_files),
+            file_size: Some(policy.limits.file_size),
+            address_space: None,
+            processes: None,
+        };
+        let version = match &support.version {
+            Some(v) => format!("cgroup {v:?}").to_lowercase(),
+            None => "cgroup".into(),
+        };
+        if let Some(mem) = policy.limits.memory {
+            if support.memory {
+                cg.memory_bytes = Some(mem);
+                receipt.add("memory", LayerStatus::Enforced, format!("{version} memory limit"), human(mem));
+            } else {
+                rl.address_space = Some(mem);
+                gap(&mut receipt, "memory", LayerStatus::Fallback, "RLIMIT_AS".into(), format!("{} of address space per process — no delegated memory cgroup ({why})", human(mem)))?;
+            }
+        }
+        if let Some(pids) = policy.limits.pids {
+            if support.pids {
+                cg.pids = Some(pids);
+                receipt.add("pids", LayerStatus::Enforced, format!("{version} pids limit"), format!("{pids} processes"));
+            } else {
+                rl.processes = Some(pids);
+                gap(&mut receipt, "pids", LayerStatus::Fallback, "RLIMIT_NPROC".into(), format!("{pids} processes of the box's user — no delegated pids cgroup ({why})"))?;
+            }
+        }
+        match policy.limits.cpus {
+            Some(cpus) if support.cpu => {
+                cg.cpus = Some(cpus);
+                receipt.add("cpu", LayerStatus::Enforced, format!("{version} CPU bandwidth"), format!("{cpus} CPUs"));
+            }
+            Some(cpus) => gap(&mut receipt, "cpu", LayerStatus::NotEnforced, "none".into(), format!("{cpus} CPUs requested but no delegated cpu cgroup ({why})"))?,
+            None => receipt.add("cpu", LayerStatus::Off, "none", "no CPU cap requested (--cpus)"),
+        }
+        receipt.add(
+            "disk",
+            if isolated { LayerStatus::Enforced } else { LayerStatus::Fallback },
+            if isolated { "tmpfs size + RLIMIT_FSIZE" } else { "RLIMIT_FSIZE" },
+            format!("{} for /tmp, home and /dev/shm together; files up to {}", human(policy.limits.disk), human(policy.limits.file_size)),
+        );
+        match policy.limits.timeout {
+            Some(t) => receipt.add("time", LayerStatus::Enforced, "wall-clock timeout", format!("{:?}, kills the whole box", t)),
+            None => receipt.add("time", LayerStatus::Off, "none", "no timeout (--timeout)"),
+        }
+        match policy.limits.output {
+            Some(o) => receipt.add("output", LayerStatus::Enforced, "supervisor byte count", format!("{} of stdout+stderr, then the box is killed", human(o))),
+            None => receipt.add("output", LayerStatus::Off, "none", ""),
+        }
+        let names: Vec<&str> = policy.env.iter().map(|(k, _)| k.as_str()).collect();
+        receipt.add("env", LayerStatus::Enforced, "allowlist", names.join(" "));
+
+        // Command.
+        let path_var = policy.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str()).unwrap_or(airlock_policy::DEFAULT_PATH);
+        let program = &argv[0];
+        let candidates: Vec<String> = if program.contains('/') {
+            vec![program.clone()]
+        } else {
+            path_var.split(':').filter(|d| !d.is_empty()).map(|d| Path::new(d).join(program).to_string_lossy().into_owned()).collect()
+        };
+        let spec = BoxSpec {
+            argv: argv.iter().map(|a| cstr(a.as_bytes())).collect::<Result<_, _>>()?,
+            program_candidates: candidates.into_iter().map(cstr).collect::<Result<_, _>>()?,
+            env: policy.env.iter().map(|(k, v)| cstr(format!("{k}={v}"))).collect::<Result<_, _>>()?,
+            cwd: cstr(policy.cwd.to_string_lossy().as_bytes())?,
+            namespaces: ns,
+            ids,
+            rootfs,
+            rlimits: rl,
+            landlock,
+            seccomp: Some(seccomp),
+        };
+        Ok(BoxPlan { spec, cgroup: (!cg.is_empty()).then_some(cg), receipt })
+    }
+}

@@ -1,0 +1,75 @@
+//! What a box actually enforces, layer by layer; and what this host can enforce (`airlock check`).
+
+use serde::Serialize;
+use std::fmt;
+
+/// How well one layer is enforced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LayerStatus {
+    /// Enforced by the kernel as the policy asks.
+    Enforced,
+    /// Enforced by a weaker fallback (said in the detail).
+    Fallback,
+    /// Not enforced on this host (said why in the detail).
+    NotEnforced,
+    /// The policy does not ask for it.
+    Off,
+}
+
+/// One layer of a receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Layer {
+    pub layer: &'static str,
+    pub status: LayerStatus,
+    pub mechanism: String,
+    pub detail: String,
+}
+
+/// What a box enforces.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Receipt {
+    pub layers: Vec<Layer>,
+}
+
+impl Receipt {
+    pub(crate) fn add(&mut self, layer: &'static str, status: LayerStatus, mechanism: impl Into<String>, detail: impl Into<String>) {
+        self.layers.push(Layer { layer, status, mechanism: mechanism.into(), detail: detail.into() });
+    }
+
+    /// Layers the policy asked for that are not fully enforced.
+    pub fn gaps(&self) -> impl Iterator<Item = &Layer> {
+        self.layers.iter().filter(|l| matches!(l.status, LayerStatus::Fallback | LayerStatus::NotEnforced))
+    }
+}
+
+impl fmt::Display for LayerStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LayerStatus::Enforced => "enforced",
+            LayerStatus::Fallback => "fallback",
+            LayerStatus::NotEnforced => "NOT ENFORCED",
+            LayerStatus::Off => "off",
+        })
+    }
+}
+
+impl fmt::Display for Receipt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for l in &self.layers {
+            writeln!(f, "{:<11} {:<13} {}", l.layer, l.status.to_string(), l.mechanism)?;
+            if !l.detail.is_empty() {
+                writeln!(f, "{:<25} {}", "", l.detail)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What this host can enforce (the answer of `airlock check`).
+#[derive(Debug, Clone, Serialize)]
+pub struct HostReport {
+    pub receipt: Receipt,
+    /// Whether a default box (workspace-write, no network) can start here.
+    pub can_run: bool,
+}

@@ -1,0 +1,45 @@
+//! The result document of one run (`--json`).
+
+use crate::Receipt;
+use serde::Serialize;
+
+/// Which limit ended or constrained the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimitHit {
+    Timeout,
+    Memory,
+    Pids,
+    Output,
+}
+
+/// Something that happened during the run, with its time since start.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Event {
+    pub time_ms: f64,
+    pub kind: &'static str,
+    pub detail: String,
+}
+
+/// The outcome of one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// airlock's own exit status for this run: the command's code, 128+N for signal N, 124 on
+    /// timeout, 125 when airlock failed, 126/127 when the command could not be run.
+    pub exit_code: i32,
+    /// The command's own exit code, if it exited.
+    pub command_exit_code: Option<i32>,
+    /// The signal that killed the command, if any.
+    pub signal: Option<i32>,
+    pub limits_hit: Vec<LimitHit>,
+    pub wall_ms: f64,
+    pub cpu_user_ms: f64,
+    pub cpu_system_ms: f64,
+    pub peak_memory_bytes: Option<u64>,
+    pub stdout_bytes: u64,
+    pub stderr_bytes: u64,
+    /// Why airlock failed (exit 125) or the command could not start (126/127).
+    pub error: Option<String>,
+    pub receipt: Receipt,
+    pub events: Vec<Event>,
+}

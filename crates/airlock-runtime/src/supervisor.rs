@@ -1,0 +1,513 @@
+//! The supervisor: runs one box to its end. Single-threaded, one poll loop: the box's exit, its
+//! status channel, its output, the caller's terminal, forwarded signals and the deadline.
+
+use crate::placeholders;
+use crate::plan::{BoxPlan, PlanError};
+use crate::result::{Event, LimitHit, RunResult};
+use crate::sentinel::Sentinel;
+use crate::tty::{copy_winsize, is_tty, open_pty, RawMode};
+use airlock_jail::cgroup::{BoxCgroup, CgroupError};
+use airlock_jail::spawn::{spawn, SpawnError, SpawnedBox, StdioFds};
+use airlock_jail::StatusRecord;
+use airlock_policy::ResolvedPolicy;
+use std::io;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// What the box's stdin is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StdinMode {
+    /// A pseudo-terminal when airlock's stdin is a terminal, else airlock's stdin itself.
+    #[default]
+    Auto,
+    /// /dev/null.
+    Null,
+}
+
+/// How to run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub stdin: StdinMode,
+}
+
+/// Why a run could not happen (airlock's failure, exit status 125).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error("cannot create the box's cgroup: {0}")]
+    Cgroup(#[from] CgroupError),
+    #[error("cannot prepare protected paths: {0}")]
+    Placeholders(#[source] io::Error),
+    #[error("cannot start the cleanup sentinel: {0}")]
+    Sentinel(#[source] io::Error),
+    #[error("cannot set up the box's input and output: {0}")]
+    Stdio(#[source] io::Error),
+}
+
+static BOX_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// Runs `argv` in a box under `policy`, forwarding its output to airlock's stdout and stderr.
+pub fn run(policy: &ResolvedPolicy, argv: &[String], opts: &RunOptions) -> Result<RunResult, RunError> {
+    let start = Instant::now();
+    let sentinel = Sentinel::start().map_err(RunError::Sentinel)?;
+    let (made, extra_covers) = placeholders::create(policy).map_err(RunError::Placeholders)?;
+    for p in &made {
+        sentinel.register(if p.dir { "placeholder-dir" } else { "placeholder-file" }, &p.host);
+    }
+    let result = run_planned(policy, argv, opts, start, &sentinel, &extra_covers);
+    placeholders::remove(&made);
+    sentinel.finish();
+    result
+}
+
+fn run_planned(
+    policy: &ResolvedPolicy,
+    argv: &[String],
+    opts: &RunOptions,
+    start: Instant,
+    sentinel: &Sentinel,
+    extra_covers: &[std::path::PathBuf],
+) -> Result<RunResult, RunError> {
+    let plan = BoxPlan::new(policy, argv, extra_covers)?;
+    let mut cgroup = match &plan.cgroup {
+        Some(limits) => {
+            let name = format!("airlock-{}-{}", std::process::id(), BOX_COUNTER.fetch_add(1, Ordering::Relaxed));
+            let cg = BoxCgroup::create(&name, limits)?;
+            for p in cg.paths() {
+                sentinel.register("cgroup", &p);
+            }
+            Some(cg)
+        }
+        None => None,
+    };
+    let signals = SignalGuard::block()?;
+    let io = BoxIo::new(opts)?;
+    let spawned = spawn(&plan.spec, io.child_fds(), |pid| match &cgroup {
+        Some(cg) => cg.add_pid(pid).map_err(|e| e.to_string()),
+        None => Ok(()),
+    });
+    io.close_child_side();
+    let spawned = spawned?;
+    let mut sup = Supervision {
+        start,
+        deadline: policy.limits.timeout.map(|t| start + t),
+        output_limit: policy.limits.output,
+        events: vec![],
+        limits_hit: vec![],
+        stdout_bytes: 0,
+        stderr_bytes: 0,
+        status: Vec::new(),
+        killed: false,
+        interrupts: 0,
+    };
+    sup.event("start", format!("pid {}", spawned.pid));
+    let wait_status = sup.run_loop(&spawned, &io, &signals, cgroup.as_ref());
+    drop(io);
+    drop(signals);
+    let mut peak = None;
+    if let Some(cg) = cgroup.as_mut() {
+        cg.kill_all();
+        let ev = cg.events();
+        if ev.oom_kills > 0 {
+            sup.limits_hit.push(LimitHit::Memory);
+            sup.event("memory-limit", format!("{} process(es) killed by the memory limit", ev.oom_kills));
+        }
+        if ev.pids_max_hits > 0 {
+            sup.limits_hit.push(LimitHit::Pids);
+            sup.event("pids-limit", format!("{} process creation(s) refused by the pids limit", ev.pids_max_hits));
+        }
+        peak = cg.peak_memory();
+        if let Err(e) = cg.destroy() {
+            sup.event("cleanup", format!("cgroup not removed: {e}"));
+        }
+    }
+    // SAFETY: closing descriptors owned by the spawned box handle, no longer used.
+    unsafe {
+        libc::close(spawned.pidfd);
+        libc::close(spawned.status_fd);
+    }
+    Ok(sup.finish(wait_status, peak, plan.receipt))
+}
+
+/// Blocks the signals airlock forwards (read through a signalfd) and restores the mask on drop.
+struct SignalGuard {
+    fd: libc::c_int,
+    old: libc::sigset_t,
+}
+
+const FORWARD: &[libc::c_int] = &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGWINCH];
+
+impl SignalGuard {
+    fn block() -> Result<SignalGuard, RunError> {
+        // SAFETY: sigset_t values are plain data initialised by sigemptyset.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: set is valid.
+        unsafe { libc::sigemptyset(&mut set) };
+        for &s in FORWARD {
+            // SAFETY: set is initialised.
+            unsafe { libc::sigaddset(&mut set, s) };
+        }
+        // SAFETY: valid sigsets.
+        unsafe { libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old) };
+        // SAFETY: set is valid; new signalfd.
+        let fd = unsafe { libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK) };
+        if fd == -1 {
+            let e = io::Error::last_os_error();
+            // SAFETY: restoring the previous mask.
+            unsafe { libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+            return Err(RunError::Stdio(e));
+        }
+        Ok(SignalGuard { fd, old })
+    }
+
+    fn read(&self) -> Option<libc::c_int> {
+        // SAFETY: signalfd_siginfo is plain data.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::signalfd_siginfo>();
+        // SAFETY: reading into a buffer of the right size.
+        let n = unsafe { libc::read(self.fd, (&mut info as *mut libc::signalfd_siginfo).cast(), size) };
+        (n as usize == size).then_some(info.ssi_signo as libc::c_int)
+    }
+}
+
+impl Drop for SignalGuard {
+    fn drop(&mut self) {
+        // SAFETY: closing our signalfd and restoring the saved mask.
+        unsafe {
+            libc::close(self.fd);
+            libc::sigprocmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The box's stdio: a pty, or pipes for stdout/stderr plus airlock's stdin.
+struct BoxIo {
+    tty: Option<(libc::c_int, libc::c_int, RawMode)>,
+    stdin: libc::c_int,
+    out: [libc::c_int; 2],
+    child_out: [libc::c_int; 2],
+    own_stdin: bool,
+}
+
+impl BoxIo {
+    fn new(opts: &RunOptions) -> Result<BoxIo, RunError> {
+        if opts.stdin == StdinMode::Auto && is_tty(0) {
+            let (master, slave) = open_pty().map_err(RunError::Stdio)?;
+            copy_winsize(0, master);
+            let raw = RawMode::enable(0).map_err(RunError::Stdio)?;
+            return Ok(BoxIo { tty: Some((master, slave, raw)), stdin: slave, out: [master, -1], child_out: [slave, slave], own_stdin: false });
+        }
+        let (stdin, own_stdin) = if opts.stdin == StdinMode::Null {
+            // SAFETY: opening /dev/null with a static C string.
+            let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+            if fd == -1 {
+                return Err(RunError::Stdio(io::Error::last_os_error()));
+            }
+            (fd, true)
+        } else {
+            (0, false)
+        };
+        let mut out = [-1; 2];
+        let mut child_out = [-1; 2];
+        for i in 0..2 {
+            let mut fds = [0; 2];
+            // SAFETY: valid array for pipe2.
+            if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+                return Err(RunError::Stdio(io::Error::last_os_error()));
+            }
+            out[i] = fds[0];
+            child_out[i] = fds[1];
+        }
+        Ok(BoxIo { tty: None, stdin, out, child_out, own_stdin })
+    }
+
+    fn child_fds(&self) -> StdioFds {
+        StdioFds { stdin: self.stdin, stdout: self.child_out[0], stderr: self.child_out[1], controlling_tty: self.tty.is_some() }
+    }
+
+    fn close_child_side(&self) {
+        let mut fds = vec![self.child_out[0]];
+        if self.child_out[1] != self.child_out[0] {
+            fds.push(self.child_out[1]);
+        }
+        if self.own_stdin {
+            fds.push(self.stdin);
+        }
+        for fd in fds {
+            // SAFETY: closing our copies of the box's side; the box has its own.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+impl Drop for BoxIo {
+    fn drop(&mut self) {
+        for fd in self.out {
+            if fd >= 0 {
+                // SAFETY: closing our read ends.
+                unsafe { libc::close(fd) };
+            }
+        }
+    }
+}
+
+struct Supervision {
+    start: Instant,
+    deadline: Option<Instant>,
+    output_limit: Option<u64>,
+    events: Vec<Event>,
+    limits_hit: Vec<LimitHit>,
+    stdout_bytes: u64,
+    stderr_bytes: u64,
+    status: Vec<u8>,
+    killed: bool,
+    interrupts: u32,
+}
+
+/// How long output is drained after the box's init has exited (its processes die with it).
+const DRAIN: Duration = Duration::from_secs(2);
+
+impl Supervision {
+    fn event(&mut self, kind: &'static str, detail: String) {
+        self.events.push(Event { time_ms: self.start.elapsed().as_secs_f64() * 1000.0, kind, detail });
+    }
+
+    fn kill(&mut self, spawned: &SpawnedBox, cgroup: Option<&BoxCgroup>) {
+        if !self.killed {
+            self.killed = true;
+            spawned.kill();
+            if let Some(cg) = cgroup {
+                cg.kill_all();
+            }
+        }
+    }
+
+    /// Polls until the box's init has exited and its output and status channel are drained.
+    fn run_loop(&mut self, spawned: &SpawnedBox, io: &BoxIo, signals: &SignalGuard, cgroup: Option<&BoxCgroup>) -> Option<libc::c_int> {
+        let master = io.tty.as_ref().map(|t| t.0);
+        let mut outs: Vec<(libc::c_int, usize)> = io.out.iter().enumerate().filter(|(_, fd)| **fd >= 0).map(|(i, fd)| (*fd, i)).collect();
+        let mut status_open = true;
+        let mut stdin_open = master.is_some();
+        let mut exited: Option<libc::c_int> = None;
+        let mut drain_until: Option<Instant> = None;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            if exited.is_some() && outs.is_empty() && !status_open {
+                break;
+            }
+            if let Some(d) = drain_until {
+                if Instant::now() >= d {
+                    break;
+                }
+            }
+            let now = Instant::now();
+            let mut timeout_ms: i32 = -1;
+            if let Some(deadline) = self.deadline.filter(|_| !self.killed) {
+                if now >= deadline {
+                    self.limits_hit.push(LimitHit::Timeout);
+                    self.event("timeout", "wall-clock limit reached; box killed".into());
+                    self.kill(spawned, cgroup);
+                    continue;
+                }
+                timeout_ms = (deadline - now).as_millis().min(i32::MAX as u128) as i32 + 1;
+            }
+            if let Some(d) = drain_until {
+                let left = d.saturating_duration_since(now).as_millis() as i32 + 1;
+                timeout_ms = if timeout_ms < 0 { left } else { timeout_ms.min(left) };
+            }
+            let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(6);
+            let mut push = |fd: libc::c_int| pfds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+            push(if exited.is_none() { spawned.pidfd } else { -1 });
+            push(if status_open { spawned.status_fd } else { -1 });
+            push(signals.fd);
+            push(if stdin_open { 0 } else { -1 });
+            for (fd, _) in &outs {
+                push(*fd);
+            }
+            // SAFETY: pfds is a valid array of pollfd of the given length.
+            let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+            if n < 0 {
+                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                break;
+            }
+            let ready = |i: usize| pfds[i].fd >= 0 && pfds[i].revents != 0;
+            if ready(0) {
+                exited = spawned.try_reap().or(exited);
+                if exited.is_some() {
+                    drain_until = Some(Instant::now() + DRAIN);
+                }
+            }
+            if ready(1) {
+                // SAFETY: reading into our buffer.
+                let r = unsafe { libc::read(spawned.status_fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if r > 0 {
+                    self.status.extend_from_slice(&buf[..r as usize]);
+                } else if r == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                    status_open = false;
+                }
+            }
+            if ready(2) {
+                while let Some(sig) = signals.read() {
+                    if sig == libc::SIGWINCH {
+                        if let Some(m) = master {
+                            copy_winsize(0, m);
+                        }
+                        continue;
+                    }
+                    self.interrupts += 1;
+                    self.event("signal", format!("forwarded signal {sig} to the box"));
+                    let _ = spawned.signal(sig);
+                    if self.interrupts >= 3 {
+                        self.event("signal", "third signal: box killed".into());
+                        self.kill(spawned, cgroup);
+                    }
+                }
+            }
+            if ready(3) {
+                if let Some(m) = master {
+                    // SAFETY: reading airlock's stdin into our buffer.
+                    let r = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+                    if r > 0 {
+                        let _ = write_all(m, &buf[..r as usize]);
+                    } else {
+                        stdin_open = false;
+                    }
+                }
+            }
+            let mut closed = Vec::new();
+            for (k, (fd, which)) in outs.iter().enumerate() {
+                if !ready(4 + k) {
+                    continue;
+                }
+                // SAFETY: reading the box's output into our buffer.
+                let r = unsafe { libc::read(*fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if r <= 0 {
+                    // EOF, or EIO on a pty master once every slave is closed.
+                    if r == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                        closed.push(k);
+                    }
+                    continue;
+                }
+                let mut chunk = &buf[..r as usize];
+                let used = self.stdout_bytes + self.stderr_bytes;
+                let mut over = false;
+                if let Some(limit) = self.output_limit {
+                    if used + chunk.len() as u64 > limit {
+                        chunk = &chunk[..(limit.saturating_sub(used)) as usize];
+                        over = true;
+                    }
+                }
+                let target = if *which == 0 { 1 } else { 2 };
+                let _ = write_all(target, chunk);
+                if *which == 0 {
+                    self.stdout_bytes += chunk.len() as u64;
+                } else {
+                    self.stderr_bytes += chunk.len() as u64;
+                }
+                if over && !self.killed {
+                    self.limits_hit.push(LimitHit::Output);
+                    self.event("output-limit", "output limit reached; box killed".into());
+                    self.kill(spawned, cgroup);
+                }
+            }
+            for k in closed.into_iter().rev() {
+                outs.remove(k);
+            }
+        }
+        if exited.is_none() {
+            self.kill(spawned, cgroup);
+            exited = spawned.reap();
+        }
+        exited
+    }
+
+    fn finish(mut self, init_status: Option<libc::c_int>, cgroup_peak: Option<u64>, receipt: crate::Receipt) -> RunResult {
+        let text = String::from_utf8_lossy(&self.status).into_owned();
+        let records = StatusRecord::parse_all(&text);
+        let mut error = None;
+        let mut exit_code = airlock_jail::SETUP_FAILED;
+        let mut command_exit_code = None;
+        let mut signal = None;
+        let (mut user_us, mut sys_us, mut rss_kib) = (0, 0, 0);
+        let setup_error = records.iter().find_map(|r| match r {
+            StatusRecord::Error { stage, message, .. } => Some((stage.clone(), message.clone())),
+            _ => None,
+        });
+        let exit = records.iter().find_map(|r| match r {
+            StatusRecord::Exit { wait_status, user_us, system_us, max_rss_kib } => Some((*wait_status, *user_us, *system_us, *max_rss_kib)),
+            _ => None,
+        });
+        if let Some((ws, u, s, rss)) = exit {
+            (user_us, sys_us, rss_kib) = (u, s, rss);
+            if libc::WIFEXITED(ws) {
+                let code = libc::WEXITSTATUS(ws);
+                command_exit_code = Some(code);
+                exit_code = code;
+            } else if libc::WIFSIGNALED(ws) {
+                let sig = libc::WTERMSIG(ws);
+                signal = Some(sig);
+                exit_code = 128 + sig;
+            }
+        }
+        match &setup_error {
+            Some((stage, message)) if stage == "exec" => {
+                error = Some(message.clone());
+                command_exit_code = None;
+            }
+            Some((stage, message)) => {
+                error = Some(format!("the box could not be set up ({stage}): {message}"));
+                exit_code = airlock_jail::SETUP_FAILED;
+                command_exit_code = None;
+            }
+            None if exit.is_none() && !self.killed => {
+                error = Some(format!("the box ended before reporting an exit status (init wait status {init_status:?})"));
+            }
+            None => {}
+        }
+        if self.limits_hit.contains(&LimitHit::Timeout) {
+            exit_code = 124;
+        } else if exit.is_none() && self.killed {
+            exit_code = 128 + libc::SIGKILL;
+            signal = Some(libc::SIGKILL);
+        }
+        self.event("exit", format!("exit status {exit_code}"));
+        RunResult {
+            exit_code,
+            command_exit_code,
+            signal,
+            limits_hit: self.limits_hit,
+            wall_ms: self.start.elapsed().as_secs_f64() * 1000.0,
+            cpu_user_ms: user_us as f64 / 1000.0,
+            cpu_system_ms: sys_us as f64 / 1000.0,
+            peak_memory_bytes: cgroup_peak.or((rss_kib > 0).then_some(rss_kib * 1024)),
+            stdout_bytes: self.stdout_bytes,
+            stderr_bytes: self.stderr_bytes,
+            error,
+            receipt,
+            events: self.events,
+        }
+    }
+}
+
+fn write_all(fd: libc::c_int, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: writing from a valid slice.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
