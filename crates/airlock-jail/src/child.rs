@@ -201,6 +201,14 @@ fn command(spec: &BoxSpec, stdio: StdioFds, status_fd: libc::c_int) -> ! {
         report_error(status_fd, stage, e, errno);
         exit(code)
     };
+    // Default dispositions for everything (the supervisor may ignore SIGPIPE, and ignored
+    // signals survive exec), then unblock what init blocked.
+    for sig in 1..32 {
+        if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+            // SAFETY: resetting a signal disposition to its default.
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
+    }
     let set = signal_set(true);
     // SAFETY: set is a valid sigset; unblocking what init blocked.
     unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };

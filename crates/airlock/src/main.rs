@@ -1,1 +1,11 @@
-fn main() {}
+//! The `airlock` command line.
+
+mod cli;
+mod commands;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let code = commands::main();
+    ExitCode::from(code.clamp(0, 255) as u8)
+}

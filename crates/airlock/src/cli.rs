@@ -1,0 +1,113 @@
+//! Flags and subcommands. The names here are a contract: scripts and other tools rely on them.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Run untrusted code in a disposable, kernel-enforced sandbox.
+#[derive(Debug, Parser)]
+#[command(name = "airlock", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one command in a box. Exit status: the command's own; 128+N if killed by signal N;
+    /// 124 on timeout; 125 when airlock itself fails; 126/127 when the command cannot be run.
+    Run(RunArgs),
+    /// Print what a box with these flags would enforce, layer by layer, without running anything.
+    Receipt(ReceiptArgs),
+    /// Print what this host can enforce, layer by layer (starts a trivial box to find out).
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Print the result document (exit, times, memory, limits hit, receipt, events) as JSON on
+    /// stderr, or into --result FILE.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the JSON result document to FILE (implies --json, but not on stderr).
+    #[arg(long, value_name = "FILE")]
+    pub result: Option<PathBuf>,
+    /// Give the box /dev/null as stdin instead of airlock's stdin (or terminal).
+    #[arg(long)]
+    pub no_stdin: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReceiptArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    /// Print the receipt as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The command (optional; only shown).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Policy flags, shared by `run` and `receipt`. They override `--policy FILE`.
+#[derive(Debug, Args, Default)]
+pub struct PolicyArgs {
+    /// read-only | workspace-write | full-access (default: workspace-write).
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<String>,
+    /// The workspace: DIR[:PATH_INSIDE] (default: the current directory, at the same path), or
+    /// `none`.
+    #[arg(long, value_name = "DIR[:PATH_INSIDE]")]
+    pub workspace: Option<String>,
+    /// An extra host path, visible read-only at the same path.
+    #[arg(long, value_name = "PATH")]
+    pub read: Vec<String>,
+    /// An extra host path, visible and writable at the same path.
+    #[arg(long, value_name = "PATH")]
+    pub write: Vec<String>,
+    /// Hide a path that a grant would expose.
+    #[arg(long, value_name = "PATH")]
+    pub deny: Vec<String>,
+    /// A TOML policy file; flags override it. Unknown keys are an error.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// none | proxy | host (default: none; host for full-access).
+    #[arg(long, value_name = "MODE")]
+    pub net: Option<String>,
+    /// Memory cap, e.g. 512M (default 4G).
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+    /// Process cap (default 1024).
+    #[arg(long, value_name = "N")]
+    pub pids: Option<u64>,
+    /// CPU cap in CPUs, e.g. 1 or 0.5 (default: none).
+    #[arg(long, value_name = "N")]
+    pub cpus: Option<f64>,
+    /// Wall-clock limit, e.g. 30s, 5m (default: none). The whole box is killed; exit 124.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Size cap shared by every tmpfs of the box: /tmp, home, /dev/shm (default 1G).
+    #[arg(long, value_name = "SIZE")]
+    pub disk: Option<String>,
+    /// Cap on stdout+stderr bytes; the box is killed past it (default 1G).
+    #[arg(long, value_name = "SIZE")]
+    pub output_limit: Option<String>,
+    /// Pass NAME from airlock's environment, or set NAME=VALUE. Nothing else gets in except
+    /// PATH, HOME, USER, LANG, TERM and TZ.
+    #[arg(long, value_name = "NAME[=VALUE]")]
+    pub env: Vec<String>,
+    /// Refuse to run when any layer would only be enforced by a fallback or not at all.
+    #[arg(long)]
+    pub fail_if_unavailable: bool,
+}

@@ -1,0 +1,153 @@
+//! What each subcommand does.
+
+use crate::cli::{CheckArgs, Cli, Command, PolicyArgs, ReceiptArgs, RunArgs};
+use airlock_policy::{parse_duration, parse_size, DurationValue, PolicyFile, Profile, ResolveContext, ResolvedPolicy, SizeValue};
+use airlock_runtime::{run, BoxPlan, HostReport, RealHost, RunOptions, RunResult, StdinMode};
+use anyhow::{anyhow, Context, Result};
+use clap::Parser;
+use std::collections::BTreeMap;
+
+/// airlock's own failure.
+const FAILED: i32 = 125;
+
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { FAILED } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let res = match cli.command {
+        Command::Run(args) => cmd_run(args),
+        Command::Receipt(args) => cmd_receipt(args),
+        Command::Check(args) => cmd_check(args),
+    };
+    res.unwrap_or_else(|e| {
+        eprintln!("airlock: {e:#}");
+        FAILED
+    })
+}
+
+fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
+    let base = match &args.policy {
+        Some(path) => PolicyFile::load(path)?,
+        None => PolicyFile::default(),
+    };
+    let mut f = PolicyFile::default();
+    f.profile = args.profile.as_deref().map(str::parse::<Profile>).transpose().map_err(|e| anyhow!("--profile: {e}"))?;
+    f.workspace = args.workspace.clone();
+    f.filesystem.read = args.read.clone();
+    f.filesystem.write = args.write.clone();
+    f.filesystem.deny = args.deny.clone();
+    f.network.mode = args.net.as_deref().map(str::parse).transpose().map_err(|e| anyhow!("--net: {e}"))?;
+    let size = |v: &Option<String>, flag: &str| -> Result<Option<SizeValue>> {
+        v.as_deref().map(|s| parse_size(s).map(SizeValue).with_context(|| flag.to_string())).transpose()
+    };
+    f.limits.memory = size(&args.memory, "--memory")?;
+    f.limits.disk = size(&args.disk, "--disk")?;
+    f.limits.output_limit = size(&args.output_limit, "--output-limit")?;
+    f.limits.pids = args.pids;
+    f.limits.cpus = args.cpus;
+    f.limits.timeout = args.timeout.as_deref().map(|s| parse_duration(s).map(DurationValue).context("--timeout")).transpose()?;
+    for e in &args.env {
+        match e.split_once('=') {
+            Some((k, v)) => {
+                f.env.set.insert(k.to_string(), v.to_string());
+            }
+            None => f.env.pass.push(e.clone()),
+        }
+    }
+    if args.fail_if_unavailable {
+        f.fail_if_unavailable = Some(true);
+    }
+    Ok(base.merge(f))
+}
+
+fn resolve_policy(args: &PolicyArgs) -> Result<ResolvedPolicy> {
+    let file = policy_file(args)?;
+    let cwd = std::env::current_dir().context("cannot read the current directory")?;
+    let env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    Ok(airlock_policy::resolve(&file, &ResolveContext { cwd, env: &env, host: &RealHost })?)
+}
+
+fn cmd_run(args: RunArgs) -> Result<i32> {
+    let policy = resolve_policy(&args.policy)?;
+    if policy.profile == Profile::FullAccess {
+        eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
+    }
+    let opts = RunOptions { stdin: if args.no_stdin { StdinMode::Null } else { StdinMode::Auto } };
+    let outcome = run(&policy, &args.command, &opts);
+    let result = match outcome {
+        Ok(r) => r,
+        Err(e) => {
+            let msg = format!("{e}");
+            eprintln!("airlock: {msg}");
+            if args.json || args.result.is_some() {
+                let doc = serde_json::json!({ "exit_code": FAILED, "error": msg });
+                emit(&args, &doc.to_string())?;
+            }
+            return Ok(FAILED);
+        }
+    };
+    if let Some(err) = &result.error {
+        eprintln!("airlock: {err}");
+    }
+    for hit in &result.limits_hit {
+        eprintln!("airlock: limit reached: {}", serde_json::to_value(hit).map(|v| v.as_str().unwrap_or("").to_string()).unwrap_or_default());
+    }
+    if args.json || args.result.is_some() {
+        emit(&args, &serde_json::to_string_pretty(&result)?)?;
+    }
+    Ok(result.exit_code)
+}
+
+fn emit(args: &RunArgs, doc: &str) -> Result<()> {
+    match &args.result {
+        Some(path) => std::fs::write(path, format!("{doc}\n")).with_context(|| format!("cannot write --result {}", path.display())),
+        None => {
+            eprintln!("{doc}");
+            Ok(())
+        }
+    }
+}
+
+fn cmd_receipt(args: ReceiptArgs) -> Result<i32> {
+    let policy = resolve_policy(&args.policy)?;
+    let argv = if args.command.is_empty() { vec!["true".to_string()] } else { args.command.clone() };
+    let plan = BoxPlan::new(&policy, &argv, &[])?;
+    if args.json {
+        let doc = serde_json::json!({ "policy": policy, "receipt": plan.receipt });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!("profile {} · network {}", policy.profile, policy.network);
+        print!("{}", plan.receipt);
+    }
+    Ok(0)
+}
+
+fn cmd_check(args: CheckArgs) -> Result<i32> {
+    let file = PolicyFile { workspace: Some("none".into()), ..Default::default() };
+    let env = BTreeMap::new();
+    let policy = airlock_policy::resolve(&file, &ResolveContext { cwd: "/".into(), env: &env, host: &RealHost })?;
+    let res: std::result::Result<RunResult, _> = run(&policy, &["true".to_string()], &RunOptions { stdin: StdinMode::Null });
+    let (receipt, can_run, error) = match res {
+        Ok(r) => (r.receipt.clone(), r.exit_code == 0, r.error.clone()),
+        Err(e) => (BoxPlan::new(&policy, &["true".into()], &[]).map(|p| p.receipt).unwrap_or_default(), false, Some(e.to_string())),
+    };
+    let report = HostReport { receipt, can_run };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.receipt);
+        match (&error, can_run) {
+            (_, true) => println!("ok: a box started on this host with the layers above"),
+            (Some(e), _) => println!("FAILED: a box could not start here: {e}"),
+            (None, false) => println!("FAILED: a box could not start here"),
+        }
+    }
+    Ok(if can_run { 0 } else { FAILED })
+}

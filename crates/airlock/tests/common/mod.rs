@@ -1,0 +1,139 @@
+//! Shared helpers for the end-to-end tests: they run the real `airlock` binary, as a user would.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The airlock binary built for these tests.
+pub fn airlock_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_airlock"))
+}
+
+/// A directory the test owns, removed on drop (also if the test fails).
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "airlock-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.0.join(rel)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The result of one `airlock` invocation.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Run {
+        use std::os::unix::process::ExitStatusExt;
+        let code = out.status.code().unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+        Run {
+            code,
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+/// Runs `airlock run <flags> -- sh -c <script>` with `cwd` as the current directory (the default
+/// workspace), stdin from /dev/null.
+pub fn run_sh(cwd: &Path, flags: &[&str], script: &str) -> Run {
+    let mut args: Vec<&str> = vec!["run"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "sh", "-c", script]);
+    airlock(cwd, &args)
+}
+
+/// Runs `airlock <args>` in `cwd`, stdin from /dev/null.
+pub fn airlock(cwd: &Path, args: &[&str]) -> Run {
+    let out = Command::new(airlock_bin())
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run airlock");
+    Run::from(out)
+}
+
+/// The JSON result of `airlock run --result FILE <flags> -- sh -c <script>`.
+pub fn run_json(cwd: &Path, flags: &[&str], script: &str) -> (Run, serde_json::Value) {
+    let dir = TempDir::new("result");
+    let file = dir.join("result.json");
+    let file_s = file.to_string_lossy().into_owned();
+    let mut all: Vec<&str> = vec!["--result", &file_s];
+    all.extend_from_slice(flags);
+    let run = run_sh(cwd, &all, script);
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("no result file: {e}; stderr: {}", run.stderr));
+    (run, serde_json::from_str(&text).expect("result is JSON"))
+}
+
+/// The host's mount table, to check a run left no mount behind.
+pub fn host_mounts() -> String {
+    std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default()
+}
+
+/// Directories named `airlock-*` in every cgroup hierarchy this process is in.
+pub fn leftover_cgroups() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let cg = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    for line in cg.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, ctrl, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let base = if ctrl.is_empty() { PathBuf::from("/sys/fs/cgroup/unified") } else { PathBuf::from("/sys/fs/cgroup").join(ctrl.trim_start_matches("name=")) };
+        let dir = base.join(path.trim_start_matches('/'));
+        if let Ok(rd) = std::fs::read_dir(&dir) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with("airlock-") {
+                    found.push(e.path());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Pids of processes whose command line contains `marker` (a unique string the test chose).
+pub fn pids_with_marker(marker: &str) -> Vec<i32> {
+    let mut pids = Vec::new();
+    let me = std::process::id() as i32;
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        if pid == me {
+            continue;
+        }
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmd).contains(marker) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+/// Whether we run as root (some tests then also check the unprivileged path).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
