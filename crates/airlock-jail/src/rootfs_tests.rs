@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 use super::*;
 use airlock_policy::{resolve, HostView, PolicyFile, ResolveContext};
 use std::collections::BTreeMap;

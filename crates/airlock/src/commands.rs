@@ -35,9 +35,11 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
         Some(path) => PolicyFile::load(path)?,
         None => PolicyFile::default(),
     };
-    let mut f = PolicyFile::default();
-    f.profile = args.profile.as_deref().map(str::parse::<Profile>).transpose().map_err(|e| anyhow!("--profile: {e}"))?;
-    f.workspace = args.workspace.clone();
+    let mut f = PolicyFile {
+        profile: args.profile.as_deref().map(str::parse::<Profile>).transpose().map_err(|e| anyhow!("--profile: {e}"))?,
+        workspace: args.workspace.clone(),
+        ..Default::default()
+    };
     f.filesystem.read = args.read.clone();
     f.filesystem.write = args.write.clone();
     f.filesystem.deny = args.deny.clone();

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what airlock's tests need (Debian packages, as root) and runs every test.
+# Usage: scripts/test.sh            (from anywhere; CI runs exactly this)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Tools the tests drive inside and around the box: sh, python3, git, setpriv/unshare (util-linux),
+# ps (procps), useradd (passwd) for the unprivileged-user tests, bubblewrap + hyperfine for the
+# benchmark's peer.
+need=(git python3 setpriv ps useradd bwrap hyperfine)
+missing=0
+for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
+if [ "$missing" = 1 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "scripts/test.sh: missing tools (${need[*]}); run as root once to install them" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends git python3 util-linux procps passwd bubblewrap hyperfine >/dev/null
+fi
+
+cargo build --workspace --all-targets --locked
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
