@@ -74,6 +74,10 @@ pub struct Cover {
 pub struct RootfsPlan {
     pub ops: Vec<FsOp>,
     pub covers: Vec<Cover>,
+    /// Directories inside a protected mount that hold protected paths (e.g. `.git`). Each is
+    /// bound onto itself before the covers: it stays writable but, being a mount point, cannot be
+    /// renamed or removed and replaced by one the box made (with its own hooks and config).
+    pub pins: Vec<PathBuf>,
     /// Size cap of the scratch tmpfs (/tmp, home, /dev/shm together).
     pub scratch_size: u64,
 }
@@ -163,11 +167,18 @@ impl RootfsPlan {
         let mut mounts: Vec<_> = workspace.iter().chain(grants.iter()).collect();
         mounts.sort_by_key(|m| m.inside.components().count());
         let mut covers = Vec::new();
+        let mut pins: Vec<PathBuf> = Vec::new();
         for m in &mounts {
             let kind = if host.node(&m.host) == HostNode::Dir { NodeKind::Dir } else { NodeKind::File };
             ops.push(bind(&m.host, &m.inside, m.access == Access::ReadWrite, kind, false));
             if m.protect && kind == NodeKind::Dir {
                 for p in PROTECTED_PATHS {
+                    if let Some(parent) = Path::new(p.relative).parent().filter(|d| !d.as_os_str().is_empty()) {
+                        let pin = m.inside.join(parent);
+                        if !pins.contains(&pin) {
+                            pins.push(pin);
+                        }
+                    }
                     covers.push(Cover { path: m.inside.join(p.relative), keep_visible: true });
                 }
             }
@@ -175,7 +186,7 @@ impl RootfsPlan {
         for d in deny {
             covers.push(Cover { path: d.clone(), keep_visible: false });
         }
-        Some(RootfsPlan { ops, covers, scratch_size: policy.limits.disk })
+        Some(RootfsPlan { ops, covers, pins, scratch_size: policy.limits.disk })
     }
 }
 
@@ -424,6 +435,10 @@ fn pivot(root: &Path) -> Result<(), RootfsError> {
 }
 
 fn after_pivot(plan: &RootfsPlan) -> Result<(), RootfsError> {
+    // Pins first: a self-bind made after the covers would hide them.
+    for pin in &plan.pins {
+        pin_path(pin)?;
+    }
     for cover in &plan.covers {
         cover_path(cover)?;
     }
@@ -444,6 +459,30 @@ fn after_pivot(plan: &RootfsPlan) -> Result<(), RootfsError> {
     let slash = Path::new("/");
     set_attr(slash, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false).map_err(ctx("read-only root", slash))?;
     Ok(())
+}
+
+/// Pins one directory that holds protected paths: binds it onto itself (resolved inside the box,
+/// never following a final symlink) so it cannot be renamed or removed. Anything else found there
+/// (a symlink, a `gitdir:` file) is covered read-only instead, so the box cannot swap it either.
+fn pin_path(path: &Path) -> Result<(), RootfsError> {
+    let fd = match open_path(path, true) {
+        Ok(fd) => fd,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => return Ok(()),
+        Err(e) => return Err(ctx("open", path)(e)),
+    };
+    // SAFETY: st is plain old data for fstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is a valid O_PATH descriptor and st a valid stat buffer.
+    let res = cvt(unsafe { libc::fstat(fd, &mut st) }).map_err(ctx("stat", path)).and_then(|_| {
+        if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            let target = fd_path(fd);
+            mount(Some(&target), &target, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("pin", path))
+        } else {
+            cover_path(&Cover { path: path.to_path_buf(), keep_visible: true })
+        }
+    });
+    crate::sys::close(fd);
+    res
 }
 
 /// Covers one protected or denied path, resolving it inside the box and never following a final
