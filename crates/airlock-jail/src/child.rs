@@ -100,7 +100,7 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
     if n != 1 {
         exit(SETUP_FAILED);
     }
-    if let Err((stage, e)) = setup(spec) {
+    if let Err((stage, e)) = setup(spec, stdio.controlling_tty.then_some(stdio.stdin)) {
         report_error(status_fd, stage, &e, errno_of(&e));
         exit(SETUP_FAILED);
     }
@@ -131,11 +131,11 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
 
 type StageError = (&'static str, io::Error);
 
-fn setup(spec: &BoxSpec) -> Result<(), StageError> {
+fn setup(spec: &BoxSpec, console: Option<libc::c_int>) -> Result<(), StageError> {
     // SAFETY: setsid has no arguments; init is not a process group leader.
     unsafe { libc::setsid() };
     if let Some(plan) = &spec.rootfs {
-        crate::rootfs::enter(plan).map_err(|e| ("rootfs", io::Error::new(e.source.kind(), e.to_string())))?;
+        crate::rootfs::enter(plan, console).map_err(|e| ("rootfs", io::Error::new(e.source.kind(), e.to_string())))?;
     }
     let name = crate::identity::HOSTNAME;
     // SAFETY: name points at name.len() valid bytes.

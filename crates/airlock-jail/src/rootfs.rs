@@ -306,8 +306,10 @@ fn under(root: &Path, inside: &Path) -> PathBuf {
 }
 
 /// Builds the root described by `plan` and pivots into it. Must run in a fresh mount namespace
-/// owned by the caller's user namespace, in the box's init process.
-pub fn enter(plan: &RootfsPlan) -> Result<(), RootfsError> {
+/// owned by the caller's user namespace, in the box's init process. `console`, when given, is the
+/// box's terminal (a pty slave from the host): it appears as `/dev/console`, so `tty` and
+/// `ttyname()` inside find it.
+pub fn enter(plan: &RootfsPlan, console: Option<libc::c_int>) -> Result<(), RootfsError> {
     let slash = Path::new("/");
     mount(None, slash, None, libc::MS_REC | libc::MS_PRIVATE, None).map_err(ctx("make private", slash))?;
 
@@ -341,6 +343,13 @@ pub fn enter(plan: &RootfsPlan) -> Result<(), RootfsError> {
     }
     for fd in sources.into_iter().flatten() {
         crate::sys::close(fd);
+    }
+    if let Some(fd) = console {
+        let t = under(root, Path::new("/dev/console"));
+        touch(&t).map_err(ctx("create mount point", &t))?;
+        // The descriptor belongs to the caller's mount namespace; bind its path as seen here.
+        let src = std::fs::read_link(fd_path(fd)).map_err(ctx("find console", &t))?;
+        mount(Some(&src), &t, None, libc::MS_BIND, None).map_err(ctx("bind console", &src))?;
     }
     // The scratch tmpfs stays alive through its views; its staging mount goes away.
     let sc = c(&scratch).map_err(ctx("umount scratch", &scratch))?;

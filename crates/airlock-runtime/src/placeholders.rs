@@ -49,6 +49,9 @@ pub fn create(policy: &ResolvedPolicy) -> std::io::Result<(Vec<Placeholder>, Vec
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    // A parent is not a directory (a `.git` file of a worktree or submodule): the
+                    // path cannot exist; the box's root covers that parent read-only instead.
+                    Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {}
                     Err(e) => {
                         remove(&made);
                         return Err(std::io::Error::new(e.kind(), format!("cannot create placeholder {}: {e}", host.display())));
