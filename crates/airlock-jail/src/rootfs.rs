@@ -159,6 +159,13 @@ impl RootfsPlan {
         ops.push(FsOp::Scratch { sub: "shm".into(), target: "/dev/shm".into() });
         ops.push(FsOp::Scratch { sub: "tmp".into(), target: "/tmp".into() });
         ops.push(FsOp::Scratch { sub: "home".into(), target: airlock_policy::INSIDE_HOME.into() });
+        // Placeholders of protected files are untracked files to git: without this global ignore
+        // file (in the box's own home, before any user mount), `git add -A` inside the box would
+        // commit them into the workspace's repository.
+        ops.push(FsOp::File {
+            target: Path::new(airlock_policy::INSIDE_HOME).join(".config/git/ignore"),
+            contents: placeholder_git_ignore(),
+        });
         ops.push(FsOp::Proc { target: "/proc".into() });
         ops.push(FsOp::Dir { target: EMPTY_DIR.into(), mode: 0o555 });
         ops.push(FsOp::File { target: EMPTY_FILE.into(), contents: String::new() });
@@ -188,6 +195,16 @@ impl RootfsPlan {
         }
         Some(RootfsPlan { ops, covers, pins, scratch_size: policy.limits.disk })
     }
+}
+
+/// Git ignore patterns for the protected files at a repository's root (empty directories are
+/// invisible to git already).
+fn placeholder_git_ignore() -> String {
+    PROTECTED_PATHS
+        .iter()
+        .filter(|p| p.kind == airlock_policy::ProtectedKind::File && !p.relative.contains('/'))
+        .map(|p| format!("/{}\n", p.relative))
+        .collect()
 }
 
 fn bind(source: impl AsRef<Path>, target: impl AsRef<Path>, writable: bool, kind: NodeKind, optional: bool) -> FsOp {
