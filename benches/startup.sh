@@ -14,7 +14,7 @@ cd "$ws"
 out=$ws/hyperfine.json
 hyperfine -N --warmup 20 --runs "$runs" --export-json "$out" \
   -n airlock "$bin run --no-stdin -- /bin/true" \
-  -n bwrap "bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --ro-bind /etc/ld.so.cache /etc/ld.so.cache --bind $ws $ws --proc /proc --dev /dev --tmpfs /tmp --tmpfs /home --chdir $ws /bin/true" \
+  -n bwrap "bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --ro-bind /etc/ld.so.cache /etc/ld.so.cache --tmpfs /tmp --tmpfs /home --bind $ws $ws --proc /proc --dev /dev --chdir $ws /bin/true" \
   >/dev/null
 python3 - "$out" "$bin" <<'PY'
 import json, subprocess, sys, time

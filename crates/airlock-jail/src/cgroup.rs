@@ -22,7 +22,7 @@ pub use box_cgroup::{BoxCgroup, CgroupEvents};
 pub use error::CgroupError;
 pub use hierarchy::CgroupVersion;
 pub use limits::CgroupLimits;
-pub use probe::{probe, CgroupSupport};
+pub use probe::{probe, probe_writable, CgroupSupport};
 
 #[cfg(test)]
 #[path = "cgroup_tests.rs"]

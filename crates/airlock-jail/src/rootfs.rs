@@ -51,6 +51,9 @@ pub enum NodeKind {
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum FsOp {
     Bind { source: PathBuf, target: PathBuf, writable: bool, kind: NodeKind, optional: bool },
+    /// A small host file copied into the (read-only) root: cheaper than a mount, and a later
+    /// change on the host does not show through. Skipped if the source is missing.
+    Copy { source: PathBuf, target: PathBuf },
     Symlink { link: PathBuf, target: PathBuf },
     Dir { target: PathBuf, mode: u32 },
     File { target: PathBuf, contents: String },
@@ -132,9 +135,9 @@ impl RootfsPlan {
             let path = Path::new("/etc").join(entry);
             match host.node(&path) {
                 HostNode::Dir => ops.push(bind(&path, &path, false, NodeKind::Dir, true)),
-                HostNode::File | HostNode::Symlink(_) => {
-                    ops.push(bind(&path, &path, false, NodeKind::File, true))
-                }
+                HostNode::File => ops.push(FsOp::Copy { source: path.clone(), target: path }),
+                // The link's target is under /usr (or another visible dir): replicate the link.
+                HostNode::Symlink(to) => ops.push(FsOp::Symlink { link: path, target: to }),
                 HostNode::Missing => {}
             }
         }
@@ -284,19 +287,31 @@ fn fd_path(fd: libc::c_int) -> PathBuf {
 }
 
 fn mkdir_all(path: &Path, mode: u32) -> io::Result<()> {
-    let mut cur = PathBuf::from("/");
-    for comp in path.components().skip(1) {
-        cur.push(comp);
-        let p = c(&cur)?;
-        // SAFETY: p is a valid C string.
-        if unsafe { libc::mkdir(p.as_ptr(), mode) } == -1 {
+    let p = c(path)?;
+    // SAFETY: p is a valid C string.
+    if unsafe { libc::mkdir(p.as_ptr(), mode) } == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EEXIST) => Ok(()),
+        Some(libc::ENOENT) => {
+            if let Some(parent) = path.parent().filter(|p| *p != path) {
+                mkdir_all(parent, 0o755)?;
+            }
+            // SAFETY: p is a valid C string.
+            if unsafe { libc::mkdir(p.as_ptr(), mode) } == 0 {
+                return Ok(());
+            }
             let err = io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EEXIST) {
-                return Err(err);
+            if err.raw_os_error() == Some(libc::EEXIST) {
+                Ok(())
+            } else {
+                Err(err)
             }
         }
+        _ => Err(err),
     }
-    Ok(())
 }
 
 fn touch(path: &Path) -> io::Result<()> {
@@ -347,7 +362,7 @@ pub fn enter(plan: &RootfsPlan, console: Option<libc::c_int>) -> Result<(), Root
     // The new root: a small tmpfs, later read-only. It is mounted on the host's /tmp in this
     // private namespace (sources were opened above, so nothing under /tmp is lost).
     let root = Path::new("/tmp");
-    mount(Some(Path::new("airlock-root")), root, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some("size=1m,nr_inodes=4096,mode=0755"))
+    mount(Some(Path::new("airlock-root")), root, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some("size=4m,nr_inodes=4096,mode=0755"))
         .map_err(ctx("mount root tmpfs", root))?;
     let scratch = under(root, Path::new("/.airlock/scratch"));
     mkdir_all(&scratch, 0o700).map_err(ctx("mkdir", &scratch))?;
@@ -395,6 +410,15 @@ fn run_op(op: &FsOp, src: Option<libc::c_int>, root: &Path, scratch: &Path) -> R
                 attrs |= MOUNT_ATTR_NODEV;
             }
             set_attr(&t, attrs, true).map_err(ctx("restrict mount", target))?;
+        }
+        FsOp::Copy { source, target } => {
+            let data = match std::fs::read(source) {
+                Ok(d) => d,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(ctx("read", source)(e)),
+            };
+            let t = under(root, target);
+            std::fs::write(&t, data).map_err(ctx("write", target))?;
         }
         FsOp::Symlink { link, target } => {
             let l = under(root, link);

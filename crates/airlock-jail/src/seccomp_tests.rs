@@ -56,6 +56,9 @@ fn interpret(program: &[libc::sock_filter], data: &[u8; 64]) -> u32 {
                 acc &= insn.k;
                 pc += 1;
             }
+            c if c == libc::BPF_JMP && code & 0xf0 == libc::BPF_JA => {
+                pc += 1 + insn.k as usize;
+            }
             c if c == libc::BPF_JMP => {
                 let taken = match code & 0xf0 {
                     op if op == libc::BPF_JEQ => acc == insn.k,
@@ -103,6 +106,8 @@ fn builds_for_both_profiles_with_every_jump_in_bounds() {
         assert_eq!(program.len(), insns.len());
         assert!(!program.is_empty());
         assert!(insns.len() <= 4096, "{} instructions", insns.len());
+        // The search tree keeps the filter small (a flat table was ~750 instructions).
+        assert!(insns.len() < 450, "{} instructions: the range tree should stay small", insns.len());
         let last = insns[insns.len() - 1];
         assert_eq!(
             u32::from(last.code),
@@ -110,7 +115,9 @@ fn builds_for_both_profiles_with_every_jump_in_bounds() {
             "must end in a return"
         );
         for (pc, insn) in insns.iter().enumerate() {
-            if u32::from(insn.code) & 0x07 == libc::BPF_JMP {
+            if u32::from(insn.code) == libc::BPF_JMP | libc::BPF_JA {
+                assert!(pc + 1 + (insn.k as usize) < insns.len(), "JA out at {pc}");
+            } else if u32::from(insn.code) & 0x07 == libc::BPF_JMP {
                 // jt/jf are u8, so overflow would have been caught by the assembler; here we check
                 // that both targets land inside the program.
                 for offset in [insn.jt, insn.jf] {

@@ -56,6 +56,16 @@ fn human(bytes: u64) -> String {
 impl BoxPlan {
     /// Plans a box for `argv` under `policy`, probing what this host can enforce.
     pub fn new(policy: &ResolvedPolicy, argv: &[String], extra_covers: &[PathBuf]) -> Result<BoxPlan, PlanError> {
+        BoxPlan::with_cgroups(policy, argv, extra_covers, &cgroup::probe())
+    }
+
+    /// Plans with a cgroup probe the caller already made (e.g. the cheap [`cgroup::probe_writable`]).
+    pub fn with_cgroups(
+        policy: &ResolvedPolicy,
+        argv: &[String],
+        extra_covers: &[PathBuf],
+        support: &CgroupSupport,
+    ) -> Result<BoxPlan, PlanError> {
         if argv.is_empty() {
             return Err(PlanError::NoCommand);
         }
@@ -178,7 +188,6 @@ impl BoxPlan {
         }
 
         // Resources: cgroups where this host lets us, rlimits otherwise.
-        let support: CgroupSupport = cgroup::probe();
         let why = support.reason.clone().unwrap_or_default();
         let mut cg = CgroupLimits::default();
         let mut rl = RlimitPlan {

@@ -71,7 +71,7 @@ fn run_planned(
     sentinel: &Sentinel,
     extra_covers: &[std::path::PathBuf],
 ) -> Result<RunResult, RunError> {
-    let plan = BoxPlan::new(policy, argv, extra_covers)?;
+    let plan = BoxPlan::with_cgroups(policy, argv, extra_covers, &airlock_jail::cgroup::probe_writable())?;
     let mut cgroup = match &plan.cgroup {
         Some(limits) => {
             let name = format!("airlock-{}-{}", std::process::id(), BOX_COUNTER.fetch_add(1, Ordering::Relaxed));

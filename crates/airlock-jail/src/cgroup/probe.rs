@@ -35,6 +35,17 @@ static PROBE_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// child cgroup can really be made by creating and removing one empty probe directory per
 /// hierarchy. It changes nothing else (it never enables v2 controllers).
 pub fn probe() -> CgroupSupport {
+    probe_with(try_mkdir)
+}
+
+/// Like [`probe`], but only checks that the parent cgroup directories are writable instead of
+/// creating probe cgroups: the cheap check used on the hot path of starting a box, which then
+/// fails closed if creating its cgroup fails after all.
+pub fn probe_writable() -> CgroupSupport {
+    probe_with(check_writable)
+}
+
+fn probe_with(test: fn(&std::path::Path) -> Result<(), String>) -> CgroupSupport {
     let hierarchy = match hierarchy::discover() {
         Ok(h) => h,
         Err(reason) => {
@@ -56,7 +67,7 @@ pub fn probe() -> CgroupSupport {
             Ok(site) => match tried.iter().find(|(p, _)| *p == site.parent) {
                 Some((_, outcome)) => outcome.clone(),
                 None => {
-                    let outcome = try_mkdir(&site.parent);
+                    let outcome = test(&site.parent);
                     tried.push((site.parent.clone(), outcome.clone()));
                     outcome
                 }
@@ -81,6 +92,23 @@ pub fn probe() -> CgroupSupport {
 }
 
 /// Creates and removes an empty child cgroup of `parent`.
+fn check_writable(parent: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(parent.as_os_str().as_bytes())
+        .map_err(|_| format!("{} contains a NUL byte", parent.display()))?;
+    // SAFETY: c is a valid C string; faccessat only reads it.
+    let r = unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK | libc::X_OK, libc::AT_EACCESS) };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    Err(format!(
+        "cannot create a child cgroup in {} ({e}): {}",
+        parent.display(),
+        super::error::fix_hint(&e)
+    ))
+}
+
 fn try_mkdir(parent: &std::path::Path) -> Result<(), String> {
     let n = PROBE_COUNTER.fetch_add(1, Ordering::Relaxed);
     let dir = parent.join(format!("airlock-probe-{}-{n}", std::process::id()));

@@ -2,8 +2,8 @@
 //!
 //! Classic BPF conditional jumps carry 8-bit offsets (`jt`/`jf`) and may only jump forward. The
 //! assembler lets the filter be written with named targets and checks, when the program is
-//! finished, that every jump is forward and fits in 8 bits. It never emits unconditional `JA`
-//! jumps; the filter layout (see `compile.rs`) keeps every conditional jump short instead.
+//! finished, that every jump is forward and fits in 8 bits. Unconditional `JA` jumps carry a
+//! 32-bit offset and are used for the long branches of the syscall-number search tree.
 
 use super::SeccompError;
 
@@ -42,6 +42,9 @@ enum Insn {
         jt: Target,
         jf: Target,
     },
+    Always {
+        to: Label,
+    },
 }
 
 /// Builds a classic BPF program for seccomp.
@@ -62,6 +65,7 @@ const JEQ_K: u16 = op(libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K);
 const JGE_K: u16 = op(libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K);
 const JSET_K: u16 = op(libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K);
 const RET_K: u16 = op(libc::BPF_RET | libc::BPF_K);
+const JA: u16 = op(libc::BPF_JMP | libc::BPF_JA);
 
 impl Assembler {
     pub(super) fn new() -> Self {
@@ -135,6 +139,11 @@ impl Assembler {
     }
 
     /// return `action` (a SECCOMP_RET_* value)
+    /// Unconditional forward jump (32-bit offset).
+    pub(super) fn ja(&mut self, to: Label) {
+        self.insns.push(Insn::Always { to });
+    }
+
     pub(super) fn ret(&mut self, action: u32) {
         self.stmt(RET_K, action);
     }
@@ -178,6 +187,11 @@ impl Assembler {
                     jf: offset(at, jf)?,
                     k,
                 }),
+                Insn::Always { to } => {
+                    let to = self.labels.get(to.0).copied().flatten().ok_or(SeccompError::UnboundLabel)?;
+                    let distance = to.checked_sub(at + 1).ok_or(SeccompError::BackwardJump { at })?;
+                    Ok(libc::sock_filter { code: JA, jt: 0, jf: 0, k: distance as u32 })
+                }
             })
             .collect()
     }

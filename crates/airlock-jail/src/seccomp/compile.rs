@@ -1,17 +1,20 @@
 //! Turns the policy table into a BPF program.
 //!
-//! Layout (every conditional jump is short, so no jump ever exceeds classic BPF's 255):
+//! Layout:
 //!
 //! ```text
 //!   A = arch;  if A != NATIVE_AUDIT_ARCH: return KILL_PROCESS
 //!   A = nr;    if A >= X32_SYSCALL_BIT:   return ERRNO(ENOSYS)       (x86_64 only)
-//!   for each row:  if A != row.nr: skip the row's body
-//!                  <body: always ends in a return>
-//!   return ERRNO(ENOSYS)
+//!   binary search over syscall-number ranges:
+//!       node:  if A >= range.lo: jump (JA, 32-bit) to the upper half, else fall into the lower
+//!       leaf:  one range of numbers with one outcome: a return, or an argument check
 //! ```
 //!
-//! A row's body may overwrite the accumulator with an argument, but every path through a body
-//! returns, so the next row's comparison always sees the syscall number.
+//! Adjacent numbers with the same plain outcome (allow, EPERM, ENOSYS — including numbers not in
+//! the table) share one range, so the tree is small: a syscall costs about log2(ranges)
+//! comparisons instead of a scan of the whole table, and the kernel's per-syscall action cache
+//! (built by emulating the filter for every number when it is installed) is cheap to build.
+//! Leaves may overwrite the accumulator with an argument, but every leaf returns.
 
 use std::collections::HashSet;
 
@@ -71,29 +74,90 @@ pub(super) fn compile(profile: &SeccompProfile) -> Result<Vec<libc::sock_filter>
     }
 
     let mut seen = HashSet::new();
+    let mut rows: Vec<(u32, Rule)> = Vec::new();
     for row in rules() {
         if !seen.insert(row.nr) {
             return Err(SeccompError::DuplicateRule { name: row.name() });
         }
         let nr = u32::try_from(row.nr)
             .map_err(|_| SeccompError::BadSyscallNumber { name: row.name() })?;
-        let next_row = asm.label();
-        asm.jeq(nr, Target::Next, Target::Label(next_row));
-        emit_body(&mut asm, row.rule, profile);
-        asm.bind(next_row);
+        rows.push((nr, row.rule));
     }
-
-    // Not in the table: pretend the kernel lacks it, so libc falls back where it can.
-    asm.ret(ENOSYS);
+    let ranges = ranges(rows);
+    emit_tree(&mut asm, &ranges, profile);
     asm.finish()
 }
 
-fn emit_body(asm: &mut Assembler, rule: Rule, profile: &SeccompProfile) {
+/// What one range of syscall numbers does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Outcome {
+    Return(u32),
+    Check(ArgCheck),
+}
+
+/// A range `lo..=hi` of syscall numbers with one outcome.
+#[derive(Debug, Clone, Copy)]
+struct Range {
+    lo: u32,
+    hi: u32,
+    outcome: Outcome,
+}
+
+fn outcome(rule: Rule) -> Outcome {
     match rule {
-        Rule::Allow => asm.ret(ALLOW),
-        Rule::Deny => asm.ret(EPERM),
-        Rule::Unsupported => asm.ret(ENOSYS),
-        Rule::Check(check) => emit_check(asm, check, profile),
+        Rule::Allow => Outcome::Return(ALLOW),
+        Rule::Deny => Outcome::Return(EPERM),
+        // Not in the table: pretend the kernel lacks it, so libc falls back where it can.
+        Rule::Unsupported => Outcome::Return(ENOSYS),
+        Rule::Check(check) => Outcome::Check(check),
+    }
+}
+
+/// Covers every number `0..=u32::MAX` with ranges; numbers not in the table return ENOSYS.
+/// Adjacent plain outcomes that are equal merge; argument checks never merge.
+fn ranges(mut rows: Vec<(u32, Rule)>) -> Vec<Range> {
+    rows.sort_by_key(|(nr, _)| *nr);
+    let mut out: Vec<Range> = Vec::new();
+    let push = |out: &mut Vec<Range>, lo: u32, hi: u32, outcome: Outcome| {
+        if let Some(last) = out.last_mut() {
+            if matches!(outcome, Outcome::Return(_)) && last.outcome == outcome && last.hi.checked_add(1) == Some(lo) {
+                last.hi = hi;
+                return;
+            }
+        }
+        out.push(Range { lo, hi, outcome });
+    };
+    let mut next = 0u32;
+    for (nr, rule) in rows {
+        if nr > next {
+            push(&mut out, next, nr - 1, Outcome::Return(ENOSYS));
+        }
+        push(&mut out, nr, nr, outcome(rule));
+        next = nr.saturating_add(1);
+    }
+    push(&mut out, next, u32::MAX, Outcome::Return(ENOSYS));
+    out
+}
+
+/// Emits a binary search over `ranges` (sorted, contiguous); A holds the syscall number.
+fn emit_tree(asm: &mut Assembler, ranges: &[Range], profile: &SeccompProfile) {
+    match ranges {
+        [] => asm.ret(ENOSYS),
+        [only] => match only.outcome {
+            Outcome::Return(action) => asm.ret(action),
+            Outcome::Check(check) => emit_check(asm, check, profile),
+        },
+        _ => {
+            let mid = ranges.len() / 2;
+            let upper = asm.label();
+            let lower = asm.label();
+            asm.jge(ranges[mid].lo, Target::Next, Target::Label(lower));
+            asm.ja(upper);
+            asm.bind(lower);
+            emit_tree(asm, &ranges[..mid], profile);
+            asm.bind(upper);
+            emit_tree(asm, &ranges[mid..], profile);
+        }
     }
 }
 
