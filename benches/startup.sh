@@ -1,21 +1,56 @@
 #!/usr/bin/env bash
-# Startup benchmark: `airlock run -- /bin/true` with every layer on, against bubblewrap with
-# comparable isolation (all namespaces, read-only /usr, the workspace bound, new /proc, /dev and
-# tmpfs /tmp and home), in the same run; plus the supervisor's peak RSS.
+# Startup benchmark: `airlock run -- /bin/true` with every layer on, against bubblewrap in the
+# same run. bubblewrap gets comparable isolation: every namespace, no capabilities, the same
+# mounts airlock plans for this workspace (taken from `airlock receipt --json`: read-only system
+# dirs and /etc entries, the workspace, protected paths, /proc, /dev, tmpfs /tmp and home). It has
+# no seccomp filter, no Landlock and no cgroup: those are airlock's extra layers. Also samples the
+# supervisor's peak RSS.
 # Usage: benches/startup.sh [RUNS]   (needs bwrap and hyperfine: scripts/test.sh installs them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=${1:-200}
+runs=${1:-300}
 cargo build --release --locked -q
 bin=$PWD/target/release/airlock
 ws=$(mktemp -d /tmp/airlock-bench-XXXXXX)
 trap 'rm -rf "$ws"' EXIT
 cd "$ws"
+bwrap_cmd=$("$bin" receipt --json | python3 -c '
+import json, shlex, sys
+doc = json.load(sys.stdin)
+args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--uid", "1000", "--gid", "1000", "--hostname", "airlock"]
+for op in doc["rootfs"]["ops"]:
+    kind = op["op"]
+    if kind == "bind" and op["target"].startswith("/dev/"):
+        continue  # bwrap --dev below makes /dev, its nodes and devpts
+    if kind in ("bind", "copy"):
+        flag = "--bind-try" if op.get("writable") else "--ro-bind-try"
+        args += [flag, op["source"], op["target"]]
+    elif kind == "symlink" and not op["link"].startswith("/dev/"):
+        args += ["--symlink", op["target"], op["link"]]
+    elif kind == "tmpfs" and op["target"] == "/dev":
+        args += ["--dev", "/dev"]
+    elif kind == "scratch" and op["target"] != "/dev/shm":
+        args += ["--tmpfs", op["target"]]
+    elif kind == "proc":
+        args += ["--proc", op["target"]]
+# bwrap needs the workspace after the tmpfs mounts it may sit under: move user binds last.
+user = [i for i in range(len(args)) if args[i] in ("--bind-try",)]
+tail = []
+for i in reversed(user):
+    tail = args[i:i + 3] + tail
+    del args[i:i + 3]
+args += tail
+for cover in doc["rootfs"]["covers"]:
+    args += ["--ro-bind-try", cover["path"], cover["path"]]
+args += ["--chdir", doc["policy"]["cwd"], "/bin/true"]
+print(shlex.join(args))
+')
+eval "$bwrap_cmd" || { echo "the bwrap peer command failed: $bwrap_cmd" >&2; exit 1; }
 out=$ws/hyperfine.json
-hyperfine -N --warmup 20 --runs "$runs" --export-json "$out" \
+hyperfine -N --warmup 30 --runs "$runs" --export-json "$out" \
   -n airlock "$bin run --no-stdin -- /bin/true" \
-  -n bwrap "bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin --ro-bind /etc/ld.so.cache /etc/ld.so.cache --tmpfs /tmp --tmpfs /home --bind $ws $ws --proc /proc --dev /dev --chdir $ws /bin/true" \
-  >/dev/null
+  -n bwrap "$bwrap_cmd" >/dev/null
 python3 - "$out" "$bin" <<'PY'
 import json, subprocess, sys, time
 res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}

@@ -122,7 +122,7 @@ fn cmd_receipt(args: ReceiptArgs) -> Result<i32> {
     let argv = if args.command.is_empty() { vec!["true".to_string()] } else { args.command.clone() };
     let plan = BoxPlan::new(&policy, &argv, &[])?;
     if args.json {
-        let doc = serde_json::json!({ "policy": policy, "receipt": plan.receipt });
+        let doc = serde_json::json!({ "policy": policy, "receipt": plan.receipt, "rootfs": plan.spec.rootfs });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!("profile {} · network {}", policy.profile, policy.network);
