@@ -1,0 +1,16 @@
+//! airlock's egress proxy. It runs on the host side of a box; the box's only way out is a
+//! listening socket created inside the box's network namespace and handed to the proxy, which
+//! checks every destination against the policy before it makes the outbound connection itself.
+//!
+//! - `rules`: the allowlist (domain patterns, IP grants, host mappings), parsed and normalised.
+//! - `addr`: IP literals in every notation, and special-purpose address ranges.
+//! - `decision`: one decision per connection: deny list, allow list, resolution on the host,
+//!   refusal of private/loopback/metadata addresses, and the exact address to connect to.
+//! - `http`, `socks5`: the request parsers (untrusted input: bounded, fuzzed).
+//! - `server`: the proxy itself; `audit`: decision events.
+
+pub mod addr;
+pub mod decision;
+pub mod http;
+pub mod rules;
+pub mod socks5;
