@@ -93,6 +93,12 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
     // Die with the supervisor. If it is already gone, the go byte never comes (EOF below).
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    // Init is a copy of airlock, whose environment (the caller's, secrets included) sits in this
+    // process's memory and shows in /proc/1/environ. Make init non-dumpable (its /proc files are
+    // then closed to the box's processes) and wipe that memory, so neither path leaks it.
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    wipe_environment();
     let mut byte = [0u8; 1];
     // SAFETY: byte is a valid 1-byte buffer.
     let n = unsafe { libc::read(go_fd, byte.as_mut_ptr().cast(), 1) };
@@ -127,6 +133,26 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
         }
     }
     supervise(pid, status_fd)
+}
+
+/// Zeroes the memory range the kernel reports as this process's environment (`env_start` to
+/// `env_end` in /proc/self/stat), which /proc/<pid>/environ reads.
+fn wipe_environment() {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return };
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { return };
+    let fields: Vec<&str> = rest.split(' ').collect();
+    // env_start and env_end are fields 50 and 51 of stat; `rest` starts at field 3.
+    let (Some(start), Some(end)) = (fields.get(47).and_then(|v| v.parse::<usize>().ok()), fields.get(48).and_then(|v| v.parse::<usize>().ok())) else {
+        return;
+    };
+    if start == 0 || end <= start {
+        return;
+    }
+    // SAFETY: [start, end) is this process's own environment block, mapped writable on its
+    // initial stack; nothing in init reads the environment after this point (the command's
+    // environment was prepared beforehand as separate strings).
+    unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
 }
 
 type StageError = (&'static str, io::Error);

