@@ -93,12 +93,6 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
     // Die with the supervisor. If it is already gone, the go byte never comes (EOF below).
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-    // Init is a copy of airlock, whose environment (the caller's, secrets included) sits in this
-    // process's memory and shows in /proc/1/environ. Make init non-dumpable (its /proc files are
-    // then closed to the box's processes) and wipe that memory, so neither path leaks it.
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
-    wipe_environment();
     let mut byte = [0u8; 1];
     // SAFETY: byte is a valid 1-byte buffer.
     let n = unsafe { libc::read(go_fd, byte.as_mut_ptr().cast(), 1) };
@@ -106,6 +100,14 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
     if n != 1 {
         exit(SETUP_FAILED);
     }
+    // Init is a copy of airlock, whose environment (the caller's, secrets included) sits in this
+    // process's memory and shows in /proc/1/environ. Make init non-dumpable (its /proc files are
+    // then closed to the box's processes) and wipe that memory, so neither path leaks it. Only
+    // now: a non-dumpable process's /proc files belong to root, and an unprivileged supervisor
+    // must first write this process's uid_map.
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    wipe_environment();
     if let Err((stage, e)) = setup(spec, stdio.controlling_tty.then_some(stdio.stdin)) {
         report_error(status_fd, stage, &e, errno_of(&e));
         exit(SETUP_FAILED);
