@@ -47,3 +47,32 @@ pub fn drop_all() -> io::Result<()> {
     cvt(unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) as libc::c_int })?;
     Ok(())
 }
+
+/// Switches the calling process (the box's init, still holding every capability of its user
+/// namespace) to `uid`/`gid` inside that namespace without losing those capabilities, so that the
+/// files it creates while building the root belong to a mapped id.
+pub fn become_user_keeping_caps(uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: plain id queries.
+    if unsafe { libc::getuid() == uid && libc::getgid() == gid } {
+        return Ok(());
+    }
+    // SAFETY: prctl with integer arguments.
+    cvt(unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 1, 0, 0, 0) })?;
+    // SAFETY: setresgid/setresuid with integer arguments.
+    cvt(unsafe { libc::setresgid(gid, gid, gid) })?;
+    // SAFETY: as above.
+    cvt(unsafe { libc::setresuid(uid, uid, uid) })?;
+    // SAFETY: prctl with integer arguments.
+    cvt(unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 0, 0, 0, 0) })?;
+    // KEEPCAPS keeps the permitted set; raise the effective set back to it.
+    let header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+    let mut data = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    // SAFETY: header and data are valid capget structures (version 3 fills two CapData).
+    cvt(unsafe { libc::syscall(libc::SYS_capget, &header, data.as_mut_ptr()) as libc::c_int })?;
+    for d in &mut data {
+        d.effective = d.permitted;
+    }
+    // SAFETY: header and data are valid capset structures.
+    cvt(unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) as libc::c_int })?;
+    Ok(())
+}

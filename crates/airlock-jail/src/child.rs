@@ -96,15 +96,31 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
     let mut byte = [0u8; 1];
     // SAFETY: byte is a valid 1-byte buffer.
     let n = unsafe { libc::read(go_fd, byte.as_mut_ptr().cast(), 1) };
-    crate::sys::close(go_fd);
     if n != 1 {
         exit(SETUP_FAILED);
     }
+    // The id maps are written now: become the box's user (keeping this namespace's
+    // capabilities for the setup). Changing credentials clears the parent-death signal, so arm
+    // it again, then make sure the supervisor did not die in between: it keeps its end of the
+    // go pipe open for as long as it lives.
+    if let Err(e) = crate::caps::become_user_keeping_caps(spec.ids.inside_uid, spec.ids.inside_gid) {
+        report_error(status_fd, "identity", &e, errno_of(&e));
+        exit(SETUP_FAILED);
+    }
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    let mut pfd = libc::pollfd { fd: go_fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, no wait.
+    let polled = unsafe { libc::poll(&mut pfd, 1, 0) };
+    if polled != 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+        exit(SETUP_FAILED);
+    }
+    crate::sys::close(go_fd);
     // Init is a copy of airlock, whose environment (the caller's, secrets included) sits in this
     // process's memory and shows in /proc/1/environ. Make init non-dumpable (its /proc files are
     // then closed to the box's processes) and wipe that memory, so neither path leaks it. Only
     // now: a non-dumpable process's /proc files belong to root, and an unprivileged supervisor
-    // must first write this process's uid_map.
+    // must first write this process's uid_map (and a credential change resets dumpability).
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
     wipe_environment();
@@ -163,13 +179,20 @@ fn setup(spec: &BoxSpec, console: Option<libc::c_int>) -> Result<(), StageError>
     // SAFETY: setsid has no arguments; init is not a process group leader.
     unsafe { libc::setsid() };
     if let Some(plan) = &spec.rootfs {
-        crate::rootfs::enter(plan, console).map_err(|e| ("rootfs", io::Error::new(e.source.kind(), e.to_string())))?;
+        crate::rootfs::enter(plan, console, &spec.premade_mounts).map_err(|e| ("rootfs", io::Error::new(e.source.kind(), e.to_string())))?;
     }
     let name = crate::identity::HOSTNAME;
     // SAFETY: name points at name.len() valid bytes.
     crate::sys::cvt(unsafe { libc::sethostname(name.as_ptr().cast(), name.len()) }).map_err(|e| ("hostname", e))?;
     if spec.namespaces.net {
         crate::net::loopback_up().map_err(|e| ("loopback", e))?;
+    }
+    if let Some(proxy) = &spec.proxy_listener {
+        let fd = crate::net::listen_loopback(proxy.port).map_err(|e| ("proxy listener", e))?;
+        let sent = crate::net::send_fd(proxy.channel, fd);
+        crate::sys::close(fd);
+        crate::sys::close(proxy.channel);
+        sent.map_err(|e| ("proxy listener", e))?;
     }
     Ok(())
 }

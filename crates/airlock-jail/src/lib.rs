@@ -9,6 +9,7 @@ pub mod caps;
 pub mod cgroup;
 mod child;
 pub mod identity;
+pub mod idmap;
 pub mod landlock;
 pub mod net;
 pub mod rlimits;

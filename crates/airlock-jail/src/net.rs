@@ -22,3 +22,92 @@ pub fn loopback_up() -> io::Result<()> {
     crate::sys::close(sock);
     res.map(|_| ())
 }
+
+/// Creates a TCP listener on 127.0.0.1:`port` in the current network namespace (the box's): the
+/// proxy's only door into the box. Returns the listening descriptor (close-on-exec).
+pub fn listen_loopback(port: u16) -> io::Result<libc::c_int> {
+    // SAFETY: plain socket creation.
+    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
+    let one: libc::c_int = 1;
+    // SAFETY: setting an int option from a valid pointer and size.
+    unsafe {
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, (&one as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+    };
+    let addr = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be() },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: addr is a valid sockaddr_in of the size given.
+    let bound = cvt(unsafe { libc::bind(fd, (&addr as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) })
+        // SAFETY: listen on our socket.
+        .and_then(|_| cvt(unsafe { libc::listen(fd, 1024) }));
+    if let Err(e) = bound {
+        crate::sys::close(fd);
+        return Err(e);
+    }
+    Ok(fd)
+}
+
+/// Sends one descriptor over a unix socket (SCM_RIGHTS).
+pub fn send_fd(channel: libc::c_int, fd: libc::c_int) -> io::Result<()> {
+    let mut byte = [b'L'];
+    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    // SAFETY: msghdr is plain data; all-zero is valid before we fill it.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: msg has a control buffer of CMSG_SPACE(int) bytes, so the first header fits.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
+    }
+    // SAFETY: msg points at live buffers for the duration of the call.
+    let n = unsafe { libc::sendmsg(channel, &msg, libc::MSG_NOSIGNAL) };
+    if n == 1 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Receives one descriptor sent with [`send_fd`]; `Ok(None)` if the sender closed the channel
+/// without sending one. The descriptor is close-on-exec.
+pub fn recv_fd(channel: libc::c_int) -> io::Result<Option<libc::c_int>> {
+    let mut byte = [0u8];
+    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+    let mut control = vec![0u8; space];
+    // SAFETY: msghdr is plain data.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space;
+    // SAFETY: msg points at live buffers.
+    let n = unsafe { libc::recvmsg(channel, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if n == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the kernel filled msg's control buffer; CMSG_FIRSTHDR checks it is big enough.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if cmsg.is_null() || (*cmsg).cmsg_level != libc::SOL_SOCKET || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
+            return Ok(None);
+        }
+        Ok(Some(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>())))
+    }
+}

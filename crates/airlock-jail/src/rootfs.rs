@@ -341,14 +341,16 @@ fn under(root: &Path, inside: &Path) -> PathBuf {
 /// owned by the caller's user namespace, in the box's init process. `console`, when given, is the
 /// box's terminal (a pty slave from the host): it appears as `/dev/console`, so `tty` and
 /// `ttyname()` inside find it.
-pub fn enter(plan: &RootfsPlan, console: Option<libc::c_int>) -> Result<(), RootfsError> {
+pub fn enter(plan: &RootfsPlan, console: Option<libc::c_int>, premade: &[(PathBuf, libc::c_int)]) -> Result<(), RootfsError> {
     let slash = Path::new("/");
     mount(None, slash, None, libc::MS_REC | libc::MS_PRIVATE, None).map_err(ctx("make private", slash))?;
 
     // Open every host source before anything is mounted over it.
     let mut sources: Vec<Option<libc::c_int>> = Vec::with_capacity(plan.ops.len());
+    let premade_for = |target: &Path| premade.iter().find(|(t, _)| t == target).map(|(_, fd)| *fd);
     for op in &plan.ops {
         let fd = match op {
+            FsOp::Bind { target, .. } if premade_for(target).is_some() => None,
             FsOp::Bind { source, optional, .. } => match open_path(source, false) {
                 Ok(fd) => Some(fd),
                 Err(_) if *optional => None,
@@ -371,7 +373,19 @@ pub fn enter(plan: &RootfsPlan, console: Option<libc::c_int>) -> Result<(), Root
         .map_err(ctx("mount scratch tmpfs", &scratch))?;
 
     for (op, src) in plan.ops.iter().zip(&sources) {
-        run_op(op, *src, root, &scratch)?;
+        match op {
+            FsOp::Bind { target, kind, .. } if premade_for(target).is_some() => {
+                let t = under(root, target);
+                match kind {
+                    NodeKind::Dir => mkdir_all(&t, 0o755).map_err(ctx("mkdir", &t))?,
+                    NodeKind::File => touch(&t).map_err(ctx("create mount point", &t))?,
+                }
+                let fd = premade_for(target).unwrap_or(-1);
+                crate::idmap::attach(fd, &t).map_err(ctx("attach idmapped mount", target))?;
+                crate::sys::close(fd);
+            }
+            _ => run_op(op, *src, root, &scratch)?,
+        }
     }
     for fd in sources.into_iter().flatten() {
         crate::sys::close(fd);

@@ -42,6 +42,20 @@ pub struct BoxSpec {
     pub rlimits: RlimitPlan,
     pub landlock: Option<LandlockRules>,
     pub seccomp: Option<SeccompProgram>,
+    /// Detached mounts made by the supervisor (idmapped grants), attached by the box's init at
+    /// these inside paths instead of a plain bind.
+    pub premade_mounts: Vec<(std::path::PathBuf, libc::c_int)>,
+    /// For a proxied box: the box's init creates a listener on 127.0.0.1:`port` inside the box's
+    /// network namespace and sends it over `channel` (a unix socket) to the supervisor.
+    pub proxy_listener: Option<ProxyListener>,
+}
+
+/// Where the box's proxy listener is made and how it reaches the supervisor.
+#[derive(Debug, Clone, Copy)]
+pub struct ProxyListener {
+    pub port: u16,
+    /// The box's end of a unix socket pair; the supervisor holds the other end.
+    pub channel: libc::c_int,
 }
 
 /// The descriptors the box's command gets as stdin, stdout and stderr.
@@ -77,6 +91,9 @@ pub struct SpawnedBox {
     pub pidfd: libc::c_int,
     /// Read end of the box's status channel (see [`child::StatusRecord`]).
     pub status_fd: libc::c_int,
+    /// Write end of the go pipe, held open while the supervisor lives: the box's init checks it
+    /// to notice a supervisor that died before the parent-death signal was armed.
+    pub go_fd: libc::c_int,
 }
 
 #[repr(C)]
@@ -173,16 +190,16 @@ pub fn spawn(
     let pid = ret as libc::pid_t;
     close(go_r);
     close(st_w);
-    let started = SpawnedBox { pid, pidfd, status_fd: st_r };
+    let started = SpawnedBox { pid, pidfd, status_fd: st_r, go_fd: go_w };
     let release = write_id_maps(pid, &spec.ids)
         .and_then(|_| place(pid).map_err(SpawnError::Place))
         .and_then(|_| write_all(go_w, b"g").map_err(SpawnError::Prepare));
-    close(go_w);
     if let Err(e) = release {
         started.kill();
         started.reap();
         close(started.status_fd);
         close(started.pidfd);
+        close(started.go_fd);
         return Err(e);
     }
     Ok(started)

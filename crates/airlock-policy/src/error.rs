@@ -19,6 +19,6 @@ pub enum PolicyError {
     EnvName { value: String },
     #[error("{0}")]
     Conflict(String),
-    #[error("network mode 'proxy' is not available yet: use --net none (default) or --net host")]
-    ProxyUnavailable,
+    #[error("{flag} needs --net proxy (the allowlist is enforced by airlock's egress proxy); add --net proxy")]
+    NeedsProxy { flag: &'static str },
 }

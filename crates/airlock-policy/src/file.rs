@@ -16,7 +16,13 @@ use std::path::Path;
 /// write = ["/tmp/out"]
 /// deny = ["/src/app/secrets"]
 /// [network]
-/// mode = "none"
+/// mode = "proxy"
+/// allow_domain = ["pypi.example", "*.files.example", "api.example:443"]
+/// deny_domain = ["evil.api.example"]
+/// allow_ip = ["10.0.0.0/8"]
+/// map_host = ["svc.test=127.0.0.1"]
+/// max_connections = 512
+/// byte_budget = "1G"
 /// [limits]
 /// memory = "512M"
 /// pids = 128
@@ -62,10 +68,27 @@ pub struct FilesystemSection {
     pub deny: Vec<String>,
 }
 
+/// The network mode and, for `proxy`, the egress allowlist (checked by the proxy).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkSection {
     pub mode: Option<NetworkMode>,
+    /// `NAME[:PORT]` or `*.NAME[:PORT]`.
+    #[serde(default)]
+    pub allow_domain: Vec<String>,
+    /// Same syntax; deny wins over allow.
+    #[serde(default)]
+    pub deny_domain: Vec<String>,
+    /// `CIDR[:PORT]`: a literal destination, or the resolved address of an allowed name.
+    #[serde(default)]
+    pub allow_ip: Vec<String>,
+    /// `NAME=IP`: resolve NAME to IP without DNS.
+    #[serde(default)]
+    pub map_host: Vec<String>,
+    /// Concurrent connections through the proxy.
+    pub max_connections: Option<u32>,
+    /// Bytes (up + down) the box may move through the proxy in total.
+    pub byte_budget: Option<SizeValue>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -123,6 +146,12 @@ impl PolicyFile {
         self.filesystem.write.extend(over.filesystem.write);
         self.filesystem.deny.extend(over.filesystem.deny);
         pick(&mut self.network.mode, over.network.mode);
+        self.network.allow_domain.extend(over.network.allow_domain);
+        self.network.deny_domain.extend(over.network.deny_domain);
+        self.network.allow_ip.extend(over.network.allow_ip);
+        self.network.map_host.extend(over.network.map_host);
+        pick(&mut self.network.max_connections, over.network.max_connections);
+        pick(&mut self.network.byte_budget, over.network.byte_budget);
         let (l, o) = (&mut self.limits, over.limits);
         pick(&mut l.memory, o.memory);
         pick(&mut l.pids, o.pids);

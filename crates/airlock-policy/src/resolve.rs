@@ -94,12 +94,60 @@ pub struct Limits {
     pub file_size: u64,
 }
 
+/// The egress allowlist of a proxied box.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Egress {
+    pub allow_domain: Vec<String>,
+    pub deny_domain: Vec<String>,
+    pub allow_ip: Vec<String>,
+    pub map_host: Vec<String>,
+    pub max_connections: u32,
+    pub byte_budget: Option<u64>,
+}
+
+const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
+
+fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, PolicyError> {
+    let n = &file.network;
+    if network != NetworkMode::Proxy {
+        for (flag, list) in [
+            ("--allow-domain", &n.allow_domain),
+            ("--deny-domain", &n.deny_domain),
+            ("--allow-ip", &n.allow_ip),
+            ("--map-host", &n.map_host),
+        ] {
+            if !list.is_empty() {
+                return Err(PolicyError::NeedsProxy { flag });
+            }
+        }
+        return Ok(Egress::default());
+    }
+    let max_connections = n.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+    if !(1..=65536).contains(&max_connections) {
+        return Err(PolicyError::OutOfRange {
+            what: "max_connections",
+            rule: "between 1 and 65536",
+            value: max_connections.to_string(),
+        });
+    }
+    Ok(Egress {
+        allow_domain: n.allow_domain.clone(),
+        deny_domain: n.deny_domain.clone(),
+        allow_ip: n.allow_ip.clone(),
+        map_host: n.map_host.clone(),
+        max_connections,
+        byte_budget: n.byte_budget.map(|b| b.0),
+    })
+}
+
 /// A policy with every default filled in and every path checked: what a backend enforces.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ResolvedPolicy {
     pub profile: Profile,
     pub filesystem: FilesystemPolicy,
     pub network: NetworkMode,
+    /// The egress allowlist (only with `NetworkMode::Proxy`), as written; the proxy parses it.
+    pub egress: Egress,
     pub limits: Limits,
     /// The complete environment inside the box, in order.
     pub env: Vec<(String, String)>,
@@ -117,9 +165,7 @@ pub fn resolve(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Result<ResolvedPo
         (None, Profile::FullAccess) => NetworkMode::Host,
         (None, _) => NetworkMode::None,
     };
-    if network == NetworkMode::Proxy {
-        return Err(PolicyError::ProxyUnavailable);
-    }
+    let egress = resolve_egress(file, network)?;
     let limits = resolve_limits(file)?;
     let (filesystem, cwd) = match profile {
         Profile::FullAccess => {
@@ -138,6 +184,7 @@ pub fn resolve(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Result<ResolvedPo
         profile,
         filesystem,
         network,
+        egress,
         limits,
         env,
         cwd,

@@ -194,8 +194,21 @@ fn full_access_uses_host_and_refuses_grants() {
 }
 
 #[test]
-fn proxy_is_refused_until_it_exists() {
+fn allowlist_needs_proxy_mode() {
+    let mut f = PolicyFile::default();
+    f.network.allow_domain.push("pypi.example".into());
+    let err = run(f, "/home/alice/proj").unwrap_err();
+    assert!(matches!(err, PolicyError::NeedsProxy { flag: "--allow-domain" }), "{err}");
     let mut f = PolicyFile::default();
     f.network.mode = Some(NetworkMode::Proxy);
-    assert!(matches!(run(f, "/home/alice/proj"), Err(PolicyError::ProxyUnavailable)));
+    f.network.allow_domain.push("pypi.example".into());
+    f.network.map_host.push("svc.test=127.0.0.1".into());
+    let p = run(f, "/home/alice/proj").unwrap();
+    assert_eq!(p.network, NetworkMode::Proxy);
+    assert_eq!(p.egress.allow_domain, ["pypi.example"]);
+    assert_eq!(p.egress.max_connections, DEFAULT_MAX_CONNECTIONS);
+    let mut f = PolicyFile::default();
+    f.network.mode = Some(NetworkMode::Proxy);
+    f.network.max_connections = Some(0);
+    assert!(run(f, "/home/alice/proj").is_err());
 }

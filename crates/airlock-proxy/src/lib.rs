@@ -10,7 +10,9 @@
 //! - `server`: the proxy itself; `audit`: decision events.
 
 pub mod addr;
+pub mod audit;
 pub mod decision;
 pub mod http;
 pub mod rules;
+pub mod server;
 pub mod socks5;

@@ -8,7 +8,9 @@ use airlock_jail::landlock::{self, FsAccess, LandlockRules};
 use airlock_jail::rlimits::RlimitPlan;
 use airlock_jail::rootfs::{Cover, RealHostFs, RootfsPlan};
 use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
+use airlock_jail::idmap::BOX_HOST_ID;
 use airlock_jail::spawn::{BoxSpec, IdMap, Namespaces};
+use airlock_proxy::rules::EgressRules;
 use airlock_policy::{Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, INSIDE_GID, INSIDE_HOME, INSIDE_UID};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -24,6 +26,47 @@ pub enum PlanError {
     Unavailable { layer: &'static str, detail: String },
     #[error("cannot build the seccomp filter: {0}")]
     Seccomp(String),
+    #[error("invalid network allowlist: {0}")]
+    Egress(String),
+}
+
+/// The port of the proxy's listener inside a proxied box (its own loopback, so no clash).
+pub const PROXY_PORT: u16 = 3128;
+
+/// The proxy a proxied box needs.
+#[derive(Debug, Clone)]
+pub struct EgressPlan {
+    pub rules: EgressRules,
+    pub max_connections: usize,
+    pub byte_budget: Option<u64>,
+}
+
+/// What tools inside a proxied box need to find the proxy: the usual variables (upper and lower
+/// case), SOCKS with remote DNS for ALL_PROXY, an empty NO_PROXY (so `localhost` is not silently
+/// sent direct, where nothing answers), and the settings npm, pip and Java read.
+pub fn proxy_env() -> Vec<(String, String)> {
+    let http = format!("http://127.0.0.1:{PROXY_PORT}");
+    let socks = format!("socks5h://127.0.0.1:{PROXY_PORT}");
+    let mut env = Vec::new();
+    for (name, value) in [
+        ("HTTP_PROXY", &http),
+        ("HTTPS_PROXY", &http),
+        ("ALL_PROXY", &socks),
+        ("NO_PROXY", &String::new()),
+        ("npm_config_proxy", &http),
+        ("npm_config_https_proxy", &http),
+        ("PIP_PROXY", &http),
+    ] {
+        env.push((name.to_string(), value.clone()));
+        if name.chars().any(|c| c.is_ascii_uppercase()) && !name.starts_with("PIP") {
+            env.push((name.to_lowercase(), value.clone()));
+        }
+    }
+    env.push((
+        "JAVA_TOOL_OPTIONS".into(),
+        format!("-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort={PROXY_PORT} -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort={PROXY_PORT} -Dhttp.nonProxyHosts="),
+    ));
+    env
 }
 
 /// A planned box: the spec to spawn, the cgroup limits to create, and the receipt.
@@ -31,6 +74,10 @@ pub struct BoxPlan {
     pub spec: BoxSpec,
     /// Limits to enforce through a cgroup (empty when none can or need to be).
     pub cgroup: Option<CgroupLimits>,
+    /// The egress proxy to start (proxied boxes only).
+    pub egress: Option<EgressPlan>,
+    /// Grants to mount idmapped (root-started isolated boxes): (host path, inside path, read-only).
+    pub idmapped: Vec<(PathBuf, PathBuf, bool)>,
     pub receipt: Receipt,
 }
 
@@ -117,8 +164,22 @@ impl BoxPlan {
         }
 
         // Process.
-        let ns = Namespaces { mount: isolated, net: policy.network == NetworkMode::None };
-        let ids = if isolated {
+        let proxied = policy.network == NetworkMode::Proxy;
+        let ns = Namespaces { mount: isolated, net: policy.network != NetworkMode::Host };
+        let egress = if proxied {
+            let e = &policy.egress;
+            let rules = EgressRules::parse(&e.allow_domain, &e.deny_domain, &e.allow_ip, &e.map_host)
+                .map_err(|err| PlanError::Egress(err.to_string()))?;
+            Some(EgressPlan { rules, max_connections: e.max_connections as usize, byte_budget: e.byte_budget })
+        } else {
+            None
+        };
+        // Started by root: the box's user is an unused host uid, and the grants are idmapped so
+        // the caller's files still look (and end up) like the box user's own (see `idmap`).
+        let idmapped = isolated && uid == 0;
+        let ids = if idmapped {
+            IdMap { inside_uid: INSIDE_UID, inside_gid: INSIDE_GID, host_uid: BOX_HOST_ID, host_gid: BOX_HOST_ID }
+        } else if isolated {
             IdMap { inside_uid: INSIDE_UID, inside_gid: INSIDE_GID, host_uid: uid, host_gid: gid }
         } else {
             IdMap { inside_uid: uid, inside_gid: gid, host_uid: uid, host_gid: gid }
@@ -128,8 +189,10 @@ impl BoxPlan {
             LayerStatus::Enforced,
             "user, pid, ipc, uts, cgroup namespaces; all capabilities dropped; no_new_privs",
             format!(
-                "runs as uid {} inside (uid {uid} outside){}; the box dies with airlock",
+                "runs as uid {} inside (host uid {}{}){}; the box dies with airlock",
                 ids.inside_uid,
+                ids.host_uid,
+                if idmapped { ", not root: workspace and grants are idmapped so files stay the caller's" } else { "" },
                 if ns.mount { ", mount namespace" } else { "" }
             ),
         );
@@ -160,9 +223,12 @@ impl BoxPlan {
                     paths.push((m.inside.clone(), FsAccess::ReadWrite));
                 }
             }
+            // Proxied: TCP connect only to the proxy (ABI 4+); the network namespace already has
+            // no other route, this is defence in depth.
+            let tcp_connect_ports = (proxied && abi >= 4).then(|| vec![PROXY_PORT]);
             let rules = LandlockRules {
                 paths,
-                tcp_connect_ports: None,
+                tcp_connect_ports,
                 deny_tcp_bind: false,
                 scope_abstract_unix: abi >= 6,
                 scope_signals: abi >= 6,
@@ -173,8 +239,9 @@ impl BoxPlan {
                 LayerStatus::Enforced,
                 format!("Landlock ABI {}", st.abi),
                 format!(
-                    "writes only to the writable mounts{}",
-                    if st.scoped { "; signals and abstract unix sockets scoped to the box" } else { "" }
+                    "writes only to the writable mounts{}{}",
+                    if st.scoped { "; signals and abstract unix sockets scoped to the box" } else { "" },
+                    if rules.tcp_connect_ports.is_some() { format!("; TCP connect only to the proxy port {PROXY_PORT}") } else { String::new() }
                 ),
             );
             Some(rules)
@@ -184,7 +251,27 @@ impl BoxPlan {
         match policy.network {
             NetworkMode::None => receipt.add("network", LayerStatus::Enforced, "network namespace with loopback only", "no route to the host or anywhere else; no DNS"),
             NetworkMode::Host => receipt.add("network", LayerStatus::Off, "host network", "the box shares the host's network, unfiltered"),
-            NetworkMode::Proxy => receipt.add("network", LayerStatus::NotEnforced, "proxy", "not available yet"),
+            NetworkMode::Proxy => {
+                let e = &policy.egress;
+                let mut grants: Vec<String> = e.allow_domain.iter().map(|d| format!("allow {d}")).collect();
+                grants.extend(e.deny_domain.iter().map(|d| format!("deny {d}")));
+                grants.extend(e.allow_ip.iter().map(|d| format!("allow ip {d}")));
+                grants.extend(e.map_host.iter().map(|d| format!("map {d}")));
+                if grants.is_empty() {
+                    grants.push("nothing allowed".into());
+                }
+                receipt.add(
+                    "network",
+                    LayerStatus::Enforced,
+                    format!("network namespace + egress proxy on 127.0.0.1:{PROXY_PORT} (outside the box)"),
+                    format!(
+                        "{}; names resolved on the host, private/loopback/link-local/metadata addresses refused unless --allow-ip; at most {} connections{}",
+                        grants.join(", "),
+                        e.max_connections,
+                        e.byte_budget.map(|b| format!(", {} in total", human(b))).unwrap_or_default()
+                    ),
+                )
+            }
         }
 
         // Resources: cgroups where this host lets us, rlimits otherwise.
@@ -240,7 +327,15 @@ impl BoxPlan {
             Some(o) => receipt.add("output", LayerStatus::Enforced, "supervisor byte count", format!("{} of stdout+stderr, then the box is killed", human(o))),
             None => receipt.add("output", LayerStatus::Off, "none", ""),
         }
-        let names: Vec<&str> = policy.env.iter().map(|(k, _)| k.as_str()).collect();
+        let mut env_pairs = policy.env.clone();
+        if proxied {
+            for (k, v) in proxy_env() {
+                if !env_pairs.iter().any(|(n, _)| *n == k) {
+                    env_pairs.push((k, v));
+                }
+            }
+        }
+        let names: Vec<&str> = env_pairs.iter().map(|(k, _)| k.as_str()).collect();
         receipt.add("env", LayerStatus::Enforced, "allowlist", names.join(" "));
 
         // Command.
@@ -254,7 +349,7 @@ impl BoxPlan {
         let spec = BoxSpec {
             argv: argv.iter().map(|a| cstr(a.as_bytes())).collect::<Result<_, _>>()?,
             program_candidates: candidates.into_iter().map(cstr).collect::<Result<_, _>>()?,
-            env: policy.env.iter().map(|(k, v)| cstr(format!("{k}={v}"))).collect::<Result<_, _>>()?,
+            env: env_pairs.iter().map(|(k, v)| cstr(format!("{k}={v}"))).collect::<Result<_, _>>()?,
             cwd: cstr(policy.cwd.to_string_lossy().as_bytes())?,
             namespaces: ns,
             ids,
@@ -262,7 +357,17 @@ impl BoxPlan {
             rlimits: rl,
             landlock,
             seccomp: Some(seccomp),
+            proxy_listener: None,
+            premade_mounts: Vec::new(),
         };
-        Ok(BoxPlan { spec, cgroup: (!cg.is_empty()).then_some(cg), receipt })
+        let idmapped_grants = match (&policy.filesystem, idmapped) {
+            (FilesystemPolicy::Isolated { workspace, grants, .. }, true) => workspace
+                .iter()
+                .chain(grants.iter())
+                .map(|m| (m.host.clone(), m.inside.clone(), m.access == Access::ReadOnly))
+                .collect(),
+            _ => Vec::new(),
+        };
+        Ok(BoxPlan { spec, cgroup: (!cg.is_empty()).then_some(cg), egress, idmapped: idmapped_grants, receipt })
     }
 }

@@ -42,4 +42,8 @@ pub struct RunResult {
     pub error: Option<String>,
     pub receipt: Receipt,
     pub events: Vec<Event>,
+    /// Every network decision of the egress proxy (proxied boxes).
+    pub network_events: Vec<airlock_proxy::audit::NetEvent>,
+    /// Network events not kept in this document (the audit file has them all).
+    pub network_events_dropped: u64,
 }

@@ -7,7 +7,8 @@ use crate::result::{Event, LimitHit, RunResult};
 use crate::sentinel::Sentinel;
 use crate::tty::{copy_winsize, is_tty, open_pty, RawMode};
 use airlock_jail::cgroup::{BoxCgroup, CgroupError};
-use airlock_jail::spawn::{spawn, SpawnError, SpawnedBox, StdioFds};
+use airlock_jail::spawn::{spawn, ProxyListener, SpawnError, SpawnedBox, StdioFds};
+use airlock_proxy::server::ProxyConfig;
 use airlock_jail::StatusRecord;
 use airlock_policy::ResolvedPolicy;
 use std::io;
@@ -28,6 +29,8 @@ pub enum StdinMode {
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     pub stdin: StdinMode,
+    /// A JSON-lines file that receives every network decision as it happens (proxied boxes).
+    pub audit: Option<std::path::PathBuf>,
 }
 
 /// Why a run could not happen (airlock's failure, exit status 125).
@@ -45,6 +48,10 @@ pub enum RunError {
     Sentinel(#[source] io::Error),
     #[error("cannot set up the box's input and output: {0}")]
     Stdio(#[source] io::Error),
+    #[error("cannot open the audit file {path}: {source}")]
+    Audit { path: std::path::PathBuf, source: io::Error },
+    #[error("cannot start the egress proxy: {0}")]
+    Proxy(#[source] io::Error),
 }
 
 static BOX_COUNTER: AtomicU32 = AtomicU32::new(0);
@@ -71,7 +78,25 @@ fn run_planned(
     sentinel: &Sentinel,
     extra_covers: &[std::path::PathBuf],
 ) -> Result<RunResult, RunError> {
-    let plan = BoxPlan::with_cgroups(policy, argv, extra_covers, &airlock_jail::cgroup::probe_writable())?;
+    let mut plan = BoxPlan::with_cgroups(policy, argv, extra_covers, &airlock_jail::cgroup::probe_writable())?;
+    let _idmapped_trees = idmap_grants(&mut plan, policy.fail_if_unavailable)?;
+    let audit = match (&opts.audit, &plan.egress) {
+        (Some(path), Some(_)) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|source| RunError::Audit { path: path.clone(), source })?,
+        ),
+        _ => None,
+    };
+    let channel = match &plan.egress {
+        Some(_) => Some(ProxyChannel::new().map_err(RunError::Proxy)?),
+        None => None,
+    };
+    if let Some(ch) = &channel {
+        plan.spec.proxy_listener = Some(ProxyListener { port: crate::plan::PROXY_PORT, channel: ch.box_end });
+    }
     let mut cgroup = match &plan.cgroup {
         Some(limits) => {
             let name = format!("airlock-{}-{}", std::process::id(), BOX_COUNTER.fetch_add(1, Ordering::Relaxed));
@@ -90,7 +115,40 @@ fn run_planned(
         None => Ok(()),
     });
     io.close_child_side();
+    if let Some(ch) = &channel {
+        ch.close_box_end();
+    }
     let spawned = spawned?;
+    // The box's init made the proxy's listener inside its network namespace and sent it here;
+    // the proxy serves it from this (host) side. No listener means setup failed: the status
+    // channel says why.
+    let proxy = match (channel, plan.egress.take()) {
+        (Some(ch), Some(egress)) => match ch.receive() {
+            Some(listener) => Some(
+                airlock_proxy::server::start(
+                    listener,
+                    ProxyConfig {
+                        rules: egress.rules,
+                        max_connections: egress.max_connections,
+                        byte_budget: egress.byte_budget,
+                        connect_timeout: Duration::from_secs(30),
+                        audit,
+                    },
+                )
+                .map_err(RunError::Proxy),
+            ),
+            None => None,
+        },
+        _ => None,
+    };
+    let proxy = match proxy.transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            spawned.kill();
+            spawned.reap();
+            return Err(e);
+        }
+    };
     let mut sup = Supervision {
         start,
         deadline: policy.limits.timeout.map(|t| start + t),
@@ -107,6 +165,7 @@ fn run_planned(
     let wait_status = sup.run_loop(&spawned, &io, &signals, cgroup.as_ref());
     drop(io);
     drop(signals);
+    let (net_events, net_dropped) = proxy.map(|p| p.stop()).unwrap_or_default();
     let mut peak = None;
     if let Some(cg) = cgroup.as_mut() {
         cg.kill_all();
@@ -128,8 +187,84 @@ fn run_planned(
     unsafe {
         libc::close(spawned.pidfd);
         libc::close(spawned.status_fd);
+        libc::close(spawned.go_fd);
     }
-    Ok(sup.finish(wait_status, peak, plan.receipt))
+    let mut result = sup.finish(wait_status, peak, plan.receipt);
+    result.network_events = net_events;
+    result.network_events_dropped = net_dropped;
+    Ok(result)
+}
+
+/// Makes the idmapped grant mounts of a root-started box. Where this host cannot (a filesystem
+/// without idmapping support), the box falls back to running as host uid 0 without capabilities,
+/// and the receipt says so — or, with `fail_if_unavailable`, the run is refused. The returned
+/// descriptors must stay open until the box has started.
+fn idmap_grants(plan: &mut BoxPlan, strict: bool) -> Result<Vec<std::os::fd::OwnedFd>, RunError> {
+    use std::os::fd::AsRawFd;
+    if plan.idmapped.is_empty() {
+        return Ok(Vec::new());
+    }
+    let made = (|| {
+        let ns = airlock_jail::idmap::IdmapNamespace::new()?;
+        plan.idmapped
+            .iter()
+            .map(|(host, inside, ro)| airlock_jail::idmap::idmapped_tree(host, &ns, *ro).map(|fd| (inside.clone(), fd)))
+            .collect::<io::Result<Vec<_>>>()
+    })();
+    match made {
+        Ok(trees) => {
+            plan.spec.premade_mounts = trees.iter().map(|(inside, fd)| (inside.clone(), fd.as_raw_fd())).collect();
+            Ok(trees.into_iter().map(|(_, fd)| fd).collect())
+        }
+        Err(e) => {
+            let detail = format!("runs as uid 1000 inside = host uid 0 without any capability: idmapped mounts are unavailable here ({e})");
+            if strict {
+                return Err(RunError::Plan(PlanError::Unavailable { layer: "process", detail }));
+            }
+            plan.spec.ids.host_uid = 0;
+            plan.spec.ids.host_gid = 0;
+            if let Some(l) = plan.receipt.layers.iter_mut().find(|l| l.layer == "process") {
+                l.status = crate::receipt::LayerStatus::Fallback;
+                l.detail = detail;
+            }
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// The unix socket pair over which the box's init sends the proxy's listener.
+struct ProxyChannel {
+    ours: libc::c_int,
+    box_end: libc::c_int,
+}
+
+impl ProxyChannel {
+    fn new() -> io::Result<ProxyChannel> {
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid array for socketpair to fill.
+        if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(ProxyChannel { ours: fds[0], box_end: fds[1] })
+    }
+
+    fn close_box_end(&self) {
+        // SAFETY: closing our copy of the box's end; the box has its own.
+        unsafe { libc::close(self.box_end) };
+    }
+
+    /// Waits (bounded) for the listener; `None` if the box closed the channel without one.
+    fn receive(self) -> Option<std::net::TcpListener> {
+        use std::os::fd::FromRawFd;
+        let mut pfd = libc::pollfd { fd: self.ours, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 30_000) } == 1;
+        let fd = if ready { airlock_jail::net::recv_fd(self.ours).ok().flatten() } else { None };
+        // SAFETY: closing our end, no longer needed.
+        unsafe { libc::close(self.ours) };
+        // SAFETY: fd is a fresh listening socket received over SCM_RIGHTS, owned from here on.
+        fd.map(|fd| unsafe { std::net::TcpListener::from_raw_fd(fd) })
+    }
 }
 
 /// Blocks the signals airlock forwards (read through a signalfd) and restores the mask on drop.
@@ -492,6 +627,8 @@ impl Supervision {
             error,
             receipt,
             events: self.events,
+            network_events: Vec::new(),
+            network_events_dropped: 0,
         }
     }
 }

@@ -36,6 +36,9 @@ pub struct RunArgs {
     /// Give the box /dev/null as stdin instead of airlock's stdin (or terminal).
     #[arg(long)]
     pub no_stdin: bool,
+    /// Append every network decision (proxied boxes) to FILE as JSON lines, as it happens.
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -85,6 +88,25 @@ pub struct PolicyArgs {
     /// none | proxy | host (default: none; host for full-access).
     #[arg(long, value_name = "MODE")]
     pub net: Option<String>,
+    /// With --net proxy: allow NAME[:PORT] (exact) or *.NAME[:PORT] (its subdomains).
+    #[arg(long, value_name = "PATTERN[:PORT]")]
+    pub allow_domain: Vec<String>,
+    /// With --net proxy: refuse NAME[:PORT] or *.NAME[:PORT]; deny wins over allow.
+    #[arg(long, value_name = "PATTERN[:PORT]")]
+    pub deny_domain: Vec<String>,
+    /// With --net proxy: allow an IP range, as a literal destination and as the resolved address
+    /// of an allowed name (private and loopback addresses are refused without it).
+    #[arg(long, value_name = "CIDR[:PORT]")]
+    pub allow_ip: Vec<String>,
+    /// With --net proxy: resolve NAME to IP in the proxy, without DNS (like curl --resolve).
+    #[arg(long, value_name = "NAME=IP")]
+    pub map_host: Vec<String>,
+    /// With --net proxy: concurrent connections the box may hold (default 1024).
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<u32>,
+    /// With --net proxy: total bytes the box may move through the proxy (default: unlimited).
+    #[arg(long, value_name = "SIZE")]
+    pub byte_budget: Option<String>,
     /// Memory cap, e.g. 512M (default 4G).
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<String>,

@@ -43,6 +43,11 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     f.filesystem.read = args.read.clone();
     f.filesystem.write = args.write.clone();
     f.filesystem.deny = args.deny.clone();
+    f.network.allow_domain = args.allow_domain.clone();
+    f.network.deny_domain = args.deny_domain.clone();
+    f.network.allow_ip = args.allow_ip.clone();
+    f.network.map_host = args.map_host.clone();
+    f.network.max_connections = args.max_connections;
     f.network.mode = args.net.as_deref().map(str::parse).transpose().map_err(|e| anyhow!("--net: {e}"))?;
     let size = |v: &Option<String>, flag: &str| -> Result<Option<SizeValue>> {
         v.as_deref().map(|s| parse_size(s).map(SizeValue).with_context(|| flag.to_string())).transpose()
@@ -50,6 +55,7 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     f.limits.memory = size(&args.memory, "--memory")?;
     f.limits.disk = size(&args.disk, "--disk")?;
     f.limits.output_limit = size(&args.output_limit, "--output-limit")?;
+    f.network.byte_budget = size(&args.byte_budget, "--byte-budget")?;
     f.limits.pids = args.pids;
     f.limits.cpus = args.cpus;
     f.limits.timeout = args.timeout.as_deref().map(|s| parse_duration(s).map(DurationValue).context("--timeout")).transpose()?;
@@ -81,7 +87,7 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
     }
-    let opts = RunOptions { stdin: if args.no_stdin { StdinMode::Null } else { StdinMode::Auto } };
+    let opts = RunOptions { stdin: if args.no_stdin { StdinMode::Null } else { StdinMode::Auto }, audit: args.audit.clone() };
     let outcome = run(&policy, &args.command, &opts);
     let result = match outcome {
         Ok(r) => r,
@@ -135,7 +141,7 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
     let file = PolicyFile { workspace: Some("none".into()), ..Default::default() };
     let env = BTreeMap::new();
     let policy = airlock_policy::resolve(&file, &ResolveContext { cwd: "/".into(), env: &env, host: &RealHost })?;
-    let res: std::result::Result<RunResult, _> = run(&policy, &["true".to_string()], &RunOptions { stdin: StdinMode::Null });
+    let res: std::result::Result<RunResult, _> = run(&policy, &["true".to_string()], &RunOptions { stdin: StdinMode::Null, audit: None });
     let (receipt, can_run, error) = match res {
         Ok(r) => (r.receipt.clone(), r.exit_code == 0, r.error.clone()),
         Err(e) => (BoxPlan::new(&policy, &["true".into()], &[]).map(|p| p.receipt).unwrap_or_default(), false, Some(e.to_string())),

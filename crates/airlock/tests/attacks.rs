@@ -633,6 +633,17 @@ fn attack_capabilities_are_gone() {
     let map: Vec<&str> = line(&r.stdout, "uidmap ").split_whitespace().skip(1).collect();
     assert_eq!(map.len(), 3, "exactly one uid mapping: {map:?}");
     assert_eq!((map[0], map[2]), ("1000", "1"), "only uid 1000 is mapped, to one host uid: {map:?}");
+    if common::is_root() {
+        // Started by root, the box still never runs as host uid 0: its user is an unused uid, and
+        // the workspace is idmapped so the caller's files stay the caller's.
+        assert_ne!(map[1], "0", "a root-started box runs as host root's uid: {map:?}");
+        let probe = TempDir::new("caps-own");
+        let r = boxed(probe.path(), &[], "echo x > mine.txt");
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(probe.join("mine.txt")).expect("file written by the box");
+        assert_eq!((meta.uid(), meta.gid()), (0, 0), "the box's file belongs to the caller (root)");
+    }
 
     // Positive control: the host side of this test does have capabilities (we run as root).
     if common::is_root() {

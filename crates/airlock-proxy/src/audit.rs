@@ -1,0 +1,75 @@
+//! Decision events: one per connection request, readable by the caller (the `--json` result) and
+//! optionally appended to a JSON-lines audit file as they happen.
+
+use serde::Serialize;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Mutex;
+
+/// One connection request and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NetEvent {
+    /// Milliseconds since the Unix epoch when the request arrived.
+    pub time_ms: u128,
+    /// `http` (absolute-URI), `connect` (HTTP CONNECT) or `socks5`.
+    pub protocol: &'static str,
+    pub host: String,
+    pub port: u16,
+    /// The address actually connected to (allowed requests).
+    pub addr: Option<SocketAddr>,
+    /// `allow` or `deny`.
+    pub decision: &'static str,
+    /// Why it was denied (kebab-case), or why an allowed connection failed.
+    pub reason: Option<String>,
+    /// The rule that decided, as the user wrote it.
+    pub rule: Option<String>,
+    /// The one-line message the box was given on denial.
+    pub message: Option<String>,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    pub duration_ms: f64,
+}
+
+/// Where events go: kept in memory (bounded) and written to the audit file if one is set.
+pub struct AuditLog {
+    events: Mutex<Vec<NetEvent>>,
+    dropped: Mutex<u64>,
+    file: Mutex<Option<std::fs::File>>,
+}
+
+/// Events kept in memory for the result document; later ones are counted, not kept (the audit
+/// file, if any, still gets every event).
+const MAX_KEPT: usize = 10_000;
+
+impl AuditLog {
+    pub fn new(file: Option<std::fs::File>) -> AuditLog {
+        AuditLog { events: Mutex::new(Vec::new()), dropped: Mutex::new(0), file: Mutex::new(file) }
+    }
+
+    /// Records one event.
+    pub fn record(&self, event: NetEvent) {
+        if let Ok(mut f) = self.file.lock() {
+            if let Some(file) = f.as_mut() {
+                if let Ok(line) = serde_json::to_string(&event) {
+                    let _ = writeln!(file, "{line}");
+                }
+            }
+        }
+        if let Ok(mut ev) = self.events.lock() {
+            if ev.len() < MAX_KEPT {
+                ev.push(event);
+                return;
+            }
+        }
+        if let Ok(mut d) = self.dropped.lock() {
+            *d += 1;
+        }
+    }
+
+    /// Every event kept so far, and how many were not kept.
+    pub fn snapshot(&self) -> (Vec<NetEvent>, u64) {
+        let events = self.events.lock().map(|e| e.clone()).unwrap_or_default();
+        let dropped = self.dropped.lock().map(|d| *d).unwrap_or(0);
+        (events, dropped)
+    }
+}

@@ -1,0 +1,100 @@
+//! The whole rule set, parsed from the four command-line flags.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use super::domain::DomainPattern;
+use super::error::RuleError;
+use super::host::{normalize_host, printable};
+use super::ip_grant::IpGrant;
+use crate::addr::{canonical, classify};
+
+/// The egress rules of one box. The default (empty) rule set allows nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EgressRules {
+    /// `--allow-domain`: names (and ports) that may be reached.
+    pub allow_domains: Vec<DomainPattern>,
+    /// `--deny-domain`: names (and ports) that may not be reached; deny wins over allow.
+    pub deny_domains: Vec<DomainPattern>,
+    /// `--allow-ip`: address ranges that may be reached, as literals or as resolved addresses.
+    pub allow_ips: Vec<IpGrant>,
+    /// `--map-host`: names the proxy resolves itself, without DNS (normalised name → canonical
+    /// address). A mapping grants nothing by itself.
+    pub map_hosts: BTreeMap<String, IpAddr>,
+}
+
+impl EgressRules {
+    /// Parses the values of `--allow-domain`, `--deny-domain`, `--allow-ip` and `--map-host`.
+    /// The first bad value fails the whole set (fail closed); its error names the flag.
+    pub fn parse(
+        allow_domain: &[String],
+        deny_domain: &[String],
+        allow_ip: &[String],
+        map_host: &[String],
+    ) -> Result<Self, RuleError> {
+        let mut map_hosts = BTreeMap::new();
+        for entry in map_host {
+            let (name, ip) = parse_map_host(entry).map_err(|e| e.in_flag("--map-host"))?;
+            match map_hosts.get(&name) {
+                Some(&first) if first != ip => {
+                    return Err(RuleError::MapHostConflict {
+                        name,
+                        first,
+                        second: ip,
+                    }
+                    .in_flag("--map-host"))
+                }
+                _ => {
+                    map_hosts.insert(name, ip);
+                }
+            }
+        }
+        Ok(EgressRules {
+            allow_domains: parse_all(allow_domain, "--allow-domain", DomainPattern::parse)?,
+            deny_domains: parse_all(deny_domain, "--deny-domain", DomainPattern::parse)?,
+            allow_ips: parse_all(allow_ip, "--allow-ip", IpGrant::parse)?,
+            map_hosts,
+        })
+    }
+}
+
+fn parse_all<T>(
+    values: &[String],
+    flag: &'static str,
+    parse: fn(&str) -> Result<T, RuleError>,
+) -> Result<Vec<T>, RuleError> {
+    values
+        .iter()
+        .map(|value| parse(value).map_err(|e| e.in_flag(flag)))
+        .collect()
+}
+
+/// `NAME=IP`: a host name (no wildcard) and an address in standard notation, IPv6 optionally
+/// bracketed.
+fn parse_map_host(entry: &str) -> Result<(String, IpAddr), RuleError> {
+    let invalid = || RuleError::InvalidMapHost {
+        value: printable(entry),
+    };
+    let (name, ip_text) = entry.split_once('=').ok_or_else(invalid)?;
+    let name = normalize_host(name)?;
+    let ip_text = ip_text
+        .strip_prefix('[')
+        .and_then(|inner| inner.strip_suffix(']'))
+        .unwrap_or(ip_text);
+    let ip = canonical(ip_text.parse::<IpAddr>().map_err(|_| invalid())?);
+    let class = classify(ip);
+    if class.is_never_destination() {
+        return Err(RuleError::MapHostNotDestination {
+            value: printable(entry),
+            ip,
+            class: class.describe(),
+        });
+    }
+    Ok((name, ip))
+}
+
+#[cfg(test)]
+#[path = "egress_tests.rs"]
+mod tests;

@@ -1,0 +1,464 @@
+//! The proxy server: accepts on a listening socket that lives in the box's network namespace
+//! (handed over by the runtime), decides each request on the host, and relays allowed
+//! connections. Runs on its own thread with a single-threaded tokio runtime.
+
+use crate::audit::{AuditLog, NetEvent};
+use crate::decision::{decide, EgressDecision, Resolver, SystemResolver};
+use crate::rules::EgressRules;
+use crate::{http, socks5};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// How a proxy is configured.
+pub struct ProxyConfig {
+    pub rules: EgressRules,
+    /// Concurrent connections from the box; more are refused (and logged).
+    pub max_connections: usize,
+    /// Bytes (both directions, all connections) the box may move; `None` = unlimited.
+    pub byte_budget: Option<u64>,
+    pub connect_timeout: Duration,
+    /// A JSON-lines audit file that receives every event as it happens.
+    pub audit: Option<std::fs::File>,
+}
+
+struct Shared {
+    rules: RwLock<Arc<EgressRules>>,
+    audit: AuditLog,
+    bytes: AtomicU64,
+    budget: Option<u64>,
+    host_own: Vec<IpAddr>,
+    resolver: Arc<dyn Resolver>,
+    slots: Arc<Semaphore>,
+    connect_timeout: Duration,
+}
+
+/// A running proxy.
+pub struct ProxyHandle {
+    shared: Arc<Shared>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    local: SocketAddr,
+}
+
+/// How long a client may take to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+const BUF: usize = 64 * 1024;
+
+/// Starts a proxy on `listener` with the host's resolver.
+pub fn start(listener: std::net::TcpListener, config: ProxyConfig) -> io::Result<ProxyHandle> {
+    start_with_resolver(listener, config, Arc::new(SystemResolver))
+}
+
+/// Starts a proxy on `listener` with the given resolver (tests pass a fake one).
+pub fn start_with_resolver(
+    listener: std::net::TcpListener,
+    config: ProxyConfig,
+    resolver: Arc<dyn Resolver>,
+) -> io::Result<ProxyHandle> {
+    listener.set_nonblocking(true)?;
+    let local = listener.local_addr()?;
+    let shared = Arc::new(Shared {
+        rules: RwLock::new(Arc::new(config.rules)),
+        audit: AuditLog::new(config.audit),
+        bytes: AtomicU64::new(0),
+        budget: config.byte_budget,
+        host_own: host_addresses(),
+        resolver,
+        slots: Arc::new(Semaphore::new(config.max_connections.max(1))),
+        connect_timeout: config.connect_timeout,
+    });
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let worker = shared.clone();
+    let thread = std::thread::Builder::new().name("airlock-proxy".into()).spawn(move || {
+        runtime.block_on(async move {
+            let listener = match TcpListener::from_std(listener) {
+                Ok(l) => l,
+                Err(_) => return,
+            };
+            serve(listener, worker, stop_rx).await;
+        });
+    })?;
+    Ok(ProxyHandle { shared, stop: Some(stop_tx), thread: Some(thread), local })
+}
+
+impl ProxyHandle {
+    /// Replaces the allowlist; new connections are decided by the new rules.
+    pub fn set_rules(&self, rules: EgressRules) {
+        if let Ok(mut r) = self.shared.rules.write() {
+            *r = Arc::new(rules);
+        }
+    }
+
+    /// The events so far, and how many were not kept in memory.
+    pub fn events(&self) -> (Vec<NetEvent>, u64) {
+        self.shared.audit.snapshot()
+    }
+
+    /// The listening address (inside the box's network namespace).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Stops accepting, drops every connection, and returns the events.
+    pub fn stop(mut self) -> (Vec<NetEvent>, u64) {
+        self.shutdown();
+        self.shared.audit.snapshot()
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for ProxyHandle {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: tokio::sync::oneshot::Receiver<()>) {
+    loop {
+        tokio::select! {
+            _ = &mut stop => return,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let shared = shared.clone();
+                match shared.slots.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        tokio::spawn(async move {
+                            handle(stream, &shared).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => {
+                        shared.audit.record(event("tcp", "", 0, "deny", Some("too-many-connections"), None,
+                            Some(format!("more than {} concurrent connections; the box's limit is max_connections", shared.slots.available_permits())), Instant::now()));
+                        drop(stream);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn event(protocol: &'static str, host: &str, port: u16, decision: &'static str, reason: Option<&str>, rule: Option<String>, message: Option<String>, start: Instant) -> NetEvent {
+    NetEvent {
+        time_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0),
+        protocol,
+        host: host.to_string(),
+        port,
+        addr: None,
+        decision,
+        reason: reason.map(str::to_string),
+        rule,
+        message,
+        bytes_up: 0,
+        bytes_down: 0,
+        duration_ms: start.elapsed().as_secs_f64() * 1000.0,
+    }
+}
+
+async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let mut chunk = [0u8; 4096];
+    let n = tokio::time::timeout(HEAD_TIMEOUT, stream.read(&mut chunk))
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "request head timed out"))??;
+    buf.extend_from_slice(&chunk[..n]);
+    Ok(n)
+}
+
+async fn handle(mut client: TcpStream, shared: &Shared) {
+    let start = Instant::now();
+    let mut buf = Vec::with_capacity(4096);
+    match read_more(&mut client, &mut buf).await {
+        Ok(n) if n > 0 => {}
+        _ => return,
+    }
+    if socks5::looks_like_socks5(buf[0]) {
+        handle_socks(client, buf, shared, start).await;
+    } else {
+        handle_http(client, buf, shared, start).await;
+    }
+}
+
+async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, start: Instant) {
+    let (req, head_len) = loop {
+        match http::parse_request(&buf) {
+            Ok(Some(parsed)) => break parsed,
+            Ok(None) => match read_more(&mut client, &mut buf).await {
+                Ok(n) if n > 0 => continue,
+                _ => return,
+            },
+            Err(e) => {
+                let _ = client.write_all(&http::error_response(e.status(), &e.to_string())).await;
+                shared.audit.record(event("http", "", 0, "deny", Some("bad-request"), None, Some(e.to_string()), start));
+                return;
+            }
+        }
+    };
+    let (protocol, host, port) = match &req {
+        http::ProxyRequest::Connect { host, port } => ("connect", host.clone(), *port),
+        http::ProxyRequest::Forward { host, port, .. } => ("http", host.clone(), *port),
+    };
+    let decision = decide_async(shared, &host, port).await;
+    let (addrs, rule) = match decision {
+        EgressDecision::Deny { reason, rule, message, .. } => {
+            let token = kebab(&reason);
+            let _ = client.write_all(&http::denied_response(&token, &message)).await;
+            shared.audit.record(event(protocol, &host, port, "deny", Some(&token), rule, Some(message), start));
+            return;
+        }
+        EgressDecision::Allow { addrs, rule, .. } => (addrs, rule),
+    };
+    let upstream = match connect_any(&addrs, shared.connect_timeout).await {
+        Ok(s) => s,
+        Err(e) => {
+            let msg = format!("{host}:{port} is allowed but the connection failed: {e}");
+            let _ = client.write_all(&http::error_response(502, &msg)).await;
+            shared.audit.record(event(protocol, &host, port, "allow", Some("connect-failed"), Some(rule), Some(msg), start));
+            return;
+        }
+    };
+    let addr = upstream.peer_addr().ok();
+    let mut upstream = upstream;
+    let rest = &buf[head_len..];
+    let prelude = match &req {
+        http::ProxyRequest::Connect { .. } => {
+            if client.write_all(http::CONNECT_ESTABLISHED).await.is_err() {
+                return;
+            }
+            rest.to_vec()
+        }
+        http::ProxyRequest::Forward { .. } => {
+            let mut head = http::forward_head(&req);
+            head.extend_from_slice(rest);
+            head
+        }
+    };
+    let mut up_extra = 0u64;
+    if !prelude.is_empty() {
+        if upstream.write_all(&prelude).await.is_err() {
+            return;
+        }
+        up_extra = prelude.len() as u64;
+        shared.bytes.fetch_add(up_extra, Ordering::Relaxed);
+    }
+    let (up, down, err) = relay(client, upstream, shared).await;
+    let mut ev = event(protocol, &host, port, "allow", err.as_deref(), Some(rule), None, start);
+    ev.addr = addr;
+    ev.bytes_up = up + up_extra;
+    ev.bytes_down = down;
+    shared.audit.record(ev);
+}
+
+async fn handle_socks(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, start: Instant) {
+    let consumed = loop {
+        match socks5::parse_greeting(&buf) {
+            Ok(Some((true, n))) => break n,
+            Ok(Some((false, _))) => {
+                let _ = client.write_all(&socks5::METHOD_NONE_ACCEPTABLE).await;
+                return;
+            }
+            Ok(None) => match read_more(&mut client, &mut buf).await {
+                Ok(n) if n > 0 => continue,
+                _ => return,
+            },
+            Err(_) => return,
+        }
+    };
+    buf.drain(..consumed);
+    if client.write_all(&socks5::METHOD_NO_AUTH_REPLY).await.is_err() {
+        return;
+    }
+    let ((target, port), consumed) = loop {
+        match socks5::parse_request(&buf) {
+            Ok(Some(parsed)) => break parsed,
+            Ok(None) => match read_more(&mut client, &mut buf).await {
+                Ok(n) if n > 0 => continue,
+                _ => return,
+            },
+            Err(e) => {
+                if let Some(r) = e.reply() {
+                    let _ = client.write_all(&socks5::reply(r, None)).await;
+                }
+                shared.audit.record(event("socks5", "", 0, "deny", Some("bad-request"), None, Some(e.to_string()), start));
+                return;
+            }
+        }
+    };
+    let host = match &target {
+        socks5::SocksHost::Domain(d) => d.clone(),
+        socks5::SocksHost::Ip(ip) => ip.to_string(),
+    };
+    let decision = decide_async(shared, &host, port).await;
+    let (addrs, rule) = match decision {
+        EgressDecision::Deny { reason, rule, message, .. } => {
+            let _ = client.write_all(&socks5::reply(socks5::Reply::NotAllowedByRuleset, None)).await;
+            shared.audit.record(event("socks5", &host, port, "deny", Some(&kebab(&reason)), rule, Some(message), start));
+            return;
+        }
+        EgressDecision::Allow { addrs, rule, .. } => (addrs, rule),
+    };
+    let upstream = match connect_any(&addrs, shared.connect_timeout).await {
+        Ok(s) => s,
+        Err(e) => {
+            let code = match e.kind() {
+                io::ErrorKind::ConnectionRefused => socks5::Reply::ConnectionRefused,
+                io::ErrorKind::TimedOut => socks5::Reply::TtlExpired,
+                _ => socks5::Reply::HostUnreachable,
+            };
+            let _ = client.write_all(&socks5::reply(code, None)).await;
+            shared.audit.record(event("socks5", &host, port, "allow", Some("connect-failed"), Some(rule), Some(e.to_string()), start));
+            return;
+        }
+    };
+    let addr = upstream.peer_addr().ok();
+    if client.write_all(&socks5::reply(socks5::Reply::Succeeded, upstream.local_addr().ok())).await.is_err() {
+        return;
+    }
+    let mut upstream = upstream;
+    let rest = buf[consumed..].to_vec();
+    if !rest.is_empty() && upstream.write_all(&rest).await.is_err() {
+        return;
+    }
+    let (up, down, err) = relay(client, upstream, shared).await;
+    let mut ev = event("socks5", &host, port, "allow", err.as_deref(), Some(rule), None, start);
+    ev.addr = addr;
+    ev.bytes_up = up + rest.len() as u64;
+    ev.bytes_down = down;
+    shared.audit.record(ev);
+}
+
+fn kebab<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| "denied".into())
+}
+
+async fn decide_async(shared: &Shared, host: &str, port: u16) -> EgressDecision {
+    let rules = shared.rules.read().map(|r| r.clone()).unwrap_or_default();
+    let resolver = shared.resolver.clone();
+    let host_own = shared.host_own.clone();
+    let host_s = host.to_string();
+    // Resolution may block (getaddrinfo): keep it off the event loop.
+    match tokio::task::spawn_blocking(move || decide(&rules, &host_s, port, resolver.as_ref(), &host_own)).await {
+        Ok(d) => d,
+        Err(_) => EgressDecision::Deny {
+            host: host.to_string(),
+            port,
+            reason: crate::decision::DenyReason::ResolveFailed,
+            rule: None,
+            message: format!("{host}:{port} could not be checked (internal error); nothing was connected"),
+        },
+    }
+}
+
+/// Connects to the checked addresses in order — never to a re-resolved name.
+async fn connect_any(addrs: &[SocketAddr], timeout: Duration) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
+    for addr in addrs {
+        match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => {
+                let _ = s.set_nodelay(true);
+                return Ok(s);
+            }
+            Ok(Err(e)) => last = e,
+            Err(_) => last = io::Error::new(io::ErrorKind::TimedOut, format!("connecting to {addr} timed out")),
+        }
+    }
+    Err(last)
+}
+
+/// Copies both ways until both sides are done (half-close aware), counting bytes against the
+/// box's budget. Returns (bytes up, bytes down, why it stopped early if it did).
+async fn relay(client: TcpStream, upstream: TcpStream, shared: &Shared) -> (u64, u64, Option<String>) {
+    let _ = client.set_nodelay(true);
+    let (cr, cw) = client.into_split();
+    let (ur, uw) = upstream.into_split();
+    let up = pump(cr, uw, shared);
+    let down = pump(ur, cw, shared);
+    tokio::pin!(up, down);
+    let (mut up_done, mut down_done) = (None, None);
+    while up_done.is_none() || down_done.is_none() {
+        tokio::select! {
+            r = &mut up, if up_done.is_none() => up_done = Some(r),
+            r = &mut down, if down_done.is_none() => down_done = Some(r),
+        }
+        // An error (reset, budget) on one side ends the whole connection.
+        let failed = [&up_done, &down_done].iter().any(|d| matches!(d, Some((_, Some(_)))));
+        if failed {
+            break;
+        }
+    }
+    let (u, ue) = up_done.unwrap_or((0, None));
+    let (d, de) = down_done.unwrap_or((0, None));
+    (u, d, ue.or(de))
+}
+
+async fn pump(mut from: tokio::net::tcp::OwnedReadHalf, mut to: tokio::net::tcp::OwnedWriteHalf, shared: &Shared) -> (u64, Option<String>) {
+    let mut buf = vec![0u8; BUF];
+    let mut total = 0u64;
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) => {
+                let _ = to.shutdown().await;
+                return (total, None);
+            }
+            Ok(n) => n,
+            Err(e) => return (total, Some(format!("read failed: {e}"))),
+        };
+        let used = shared.bytes.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
+        if let Some(budget) = shared.budget {
+            if used > budget {
+                return (total, Some("byte-budget-exhausted".into()));
+            }
+        }
+        if let Err(e) = to.write_all(&buf[..n]).await {
+            return (total, Some(format!("write failed: {e}")));
+        }
+        total += n as u64;
+    }
+}
+
+/// The host's own addresses (every interface), which a box may not reach unless granted.
+pub fn host_addresses() -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    let mut ifap: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills ifap with a list we free below.
+    if unsafe { libc::getifaddrs(&mut ifap) } != 0 {
+        return out;
+    }
+    let mut cur = ifap;
+    while !cur.is_null() {
+        // SAFETY: cur points into the list returned by getifaddrs, valid until freeifaddrs.
+        let ifa = unsafe { &*cur };
+        if !ifa.ifa_addr.is_null() {
+            // SAFETY: ifa_addr is non-null and points at a sockaddr of the family it declares.
+            let family = unsafe { (*ifa.ifa_addr).sa_family } as libc::c_int;
+            if family == libc::AF_INET {
+                // SAFETY: the family says this is a sockaddr_in.
+                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                out.push(IpAddr::from(u32::from_be(sin.sin_addr.s_addr).to_be_bytes()));
+            } else if family == libc::AF_INET6 {
+                // SAFETY: the family says this is a sockaddr_in6.
+                let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                out.push(IpAddr::from(sin6.sin6_addr.s6_addr));
+            }
+        }
+        cur = ifa.ifa_next;
+    }
+    // SAFETY: ifap came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(ifap) };
+    out
+}
