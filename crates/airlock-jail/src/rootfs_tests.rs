@@ -67,3 +67,18 @@ fn read_only_profile_has_no_protected_covers() {
     let p = plan(PolicyFile { profile: Some(airlock_policy::Profile::ReadOnly), ..Default::default() });
     assert!(p.covers.is_empty());
 }
+
+#[test]
+fn git_dir_is_pinned_so_it_cannot_be_swapped() {
+    let p = plan(PolicyFile::default());
+    assert_eq!(p.pins, vec![PathBuf::from("/w/.git")]);
+    let ro = plan(PolicyFile { profile: Some(airlock_policy::Profile::ReadOnly), ..Default::default() });
+    assert!(ro.pins.is_empty());
+}
+
+#[test]
+fn small_etc_files_are_copied_and_links_replicated() {
+    let p = plan(PolicyFile::default());
+    assert!(p.ops.contains(&FsOp::Copy { source: "/etc/ld.so.cache".into(), target: "/etc/ld.so.cache".into() }));
+    assert!(!p.ops.iter().any(|op| matches!(op, FsOp::Bind { source, .. } if source == Path::new("/etc/ld.so.cache"))));
+}
