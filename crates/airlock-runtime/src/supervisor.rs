@@ -90,12 +90,12 @@ fn run_planned(
         ),
         _ => None,
     };
-    let channel = match &plan.egress {
+    let mut channel = match &plan.egress {
         Some(_) => Some(ProxyChannel::new().map_err(RunError::Proxy)?),
         None => None,
     };
     if let Some(ch) = &channel {
-        plan.spec.proxy_listener = Some(ProxyListener { port: crate::plan::PROXY_PORT, channel: ch.box_end });
+        plan.spec.proxy_listener = Some(ProxyListener { port: crate::plan::PROXY_PORT, channel: ch.box_end() });
     }
     let mut cgroup = match &plan.cgroup {
         Some(limits) => {
@@ -115,7 +115,7 @@ fn run_planned(
         None => Ok(()),
     });
     io.close_child_side();
-    if let Some(ch) = &channel {
+    if let Some(ch) = channel.as_mut() {
         ch.close_box_end();
     }
     let spawned = spawned?;
@@ -232,36 +232,44 @@ fn idmap_grants(plan: &mut BoxPlan, strict: bool) -> Result<Vec<std::os::fd::Own
     }
 }
 
-/// The unix socket pair over which the box's init sends the proxy's listener.
+/// The unix socket pair over which the box's init sends the proxy's listener. Both ends close
+/// on drop.
 struct ProxyChannel {
-    ours: libc::c_int,
-    box_end: libc::c_int,
+    ours: std::os::fd::OwnedFd,
+    box_end: Option<std::os::fd::OwnedFd>,
 }
 
 impl ProxyChannel {
     fn new() -> io::Result<ProxyChannel> {
+        use std::os::fd::FromRawFd;
         let mut fds = [0; 2];
         // SAFETY: fds is a valid array for socketpair to fill.
         if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } == -1 {
             return Err(io::Error::last_os_error());
         }
-        Ok(ProxyChannel { ours: fds[0], box_end: fds[1] })
+        // SAFETY: both descriptors are fresh and owned by nobody else.
+        let (ours, box_end) = unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+        Ok(ProxyChannel { ours, box_end: Some(box_end) })
     }
 
-    fn close_box_end(&self) {
-        // SAFETY: closing our copy of the box's end; the box has its own.
-        unsafe { libc::close(self.box_end) };
+    fn box_end(&self) -> libc::c_int {
+        use std::os::fd::AsRawFd;
+        self.box_end.as_ref().map_or(-1, |fd| fd.as_raw_fd())
+    }
+
+    /// Drops our copy of the box's end (the box has its own), so a box that never sends reads
+    /// as end-of-file.
+    fn close_box_end(&mut self) {
+        self.box_end = None;
     }
 
     /// Waits (bounded) for the listener; `None` if the box closed the channel without one.
     fn receive(self) -> Option<std::net::TcpListener> {
-        use std::os::fd::FromRawFd;
-        let mut pfd = libc::pollfd { fd: self.ours, events: libc::POLLIN, revents: 0 };
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let mut pfd = libc::pollfd { fd: self.ours.as_raw_fd(), events: libc::POLLIN, revents: 0 };
         // SAFETY: one valid pollfd.
         let ready = unsafe { libc::poll(&mut pfd, 1, 30_000) } == 1;
-        let fd = if ready { airlock_jail::net::recv_fd(self.ours).ok().flatten() } else { None };
-        // SAFETY: closing our end, no longer needed.
-        unsafe { libc::close(self.ours) };
+        let fd = if ready { airlock_jail::net::recv_fd(self.ours.as_raw_fd()).ok().flatten() } else { None };
         // SAFETY: fd is a fresh listening socket received over SCM_RIGHTS, owned from here on.
         fd.map(|fd| unsafe { std::net::TcpListener::from_raw_fd(fd) })
     }
