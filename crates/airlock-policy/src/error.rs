@@ -19,6 +19,6 @@ pub enum PolicyError {
     EnvName { value: String },
     #[error("{0}")]
     Conflict(String),
-    #[error("{flag} needs --net proxy (the allowlist is enforced by airlock's egress proxy); add --net proxy")]
+    #[error("{flag} needs --net proxy (the allowlist and its limits are enforced by airlock's egress proxy); add --net proxy")]
     NeedsProxy { flag: &'static str },
 }

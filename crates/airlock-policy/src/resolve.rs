@@ -110,13 +110,16 @@ const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
 fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, PolicyError> {
     let n = &file.network;
     if network != NetworkMode::Proxy {
-        for (flag, list) in [
-            ("--allow-domain", &n.allow_domain),
-            ("--deny-domain", &n.deny_domain),
-            ("--allow-ip", &n.allow_ip),
-            ("--map-host", &n.map_host),
+        // Every egress setting is enforced by the proxy: without it, refuse rather than drop it.
+        for (flag, set) in [
+            ("--allow-domain", !n.allow_domain.is_empty()),
+            ("--deny-domain", !n.deny_domain.is_empty()),
+            ("--allow-ip", !n.allow_ip.is_empty()),
+            ("--map-host", !n.map_host.is_empty()),
+            ("--max-connections", n.max_connections.is_some()),
+            ("--byte-budget", n.byte_budget.is_some()),
         ] {
-            if !list.is_empty() {
+            if set {
                 return Err(PolicyError::NeedsProxy { flag });
             }
         }

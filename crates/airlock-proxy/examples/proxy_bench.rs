@@ -1,0 +1,323 @@
+//! Loopback benchmark of the egress proxy against a direct connection, in the same run
+//! (driven by `benches/proxy.sh`). Everything stays on 127.0.0.1; names resolve through a fixed
+//! table, never DNS. Every loop is bounded in count, every socket operation in time.
+//!
+//! proxy_bench throughput BYTES ROUNDS   CONNECT tunnel vs direct, median of ROUNDS each
+//! proxy_bench latency N                  small request, new connection each, N of each kind
+//! proxy_bench tunnels N                  N CONNECT tunnels held open at once, each echoing
+//! proxy_bench echo-server SECONDS        prints its port, echoes for at most SECONDS
+
+use airlock_proxy::decision::Resolver;
+use airlock_proxy::rules::EgressRules;
+use airlock_proxy::server::{start_with_resolver, ProxyConfig, ProxyHandle};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+const IO_TIMEOUT: Duration = Duration::from_secs(20);
+const SVC: &str = "svc.test";
+
+struct TableResolver;
+
+impl Resolver for TableResolver {
+    fn resolve(&self, name: &str, _port: u16) -> io::Result<Vec<IpAddr>> {
+        match name {
+            SVC => Ok(vec![LOCALHOST]),
+            _ => Err(io::Error::new(io::ErrorKind::NotFound, "not in the bench table")),
+        }
+    }
+}
+
+fn proxy() -> io::Result<ProxyHandle> {
+    let rules = EgressRules::parse(&[SVC.into()], &[], &["127.0.0.1".into()], &[])
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+    let config = ProxyConfig {
+        rules,
+        max_connections: 4096,
+        byte_budget: None,
+        connect_timeout: Duration::from_secs(5),
+        audit: None,
+    };
+    start_with_resolver(TcpListener::bind((LOCALHOST, 0))?, config, Arc::new(TableResolver))
+}
+
+fn client(addr: SocketAddr) -> io::Result<TcpStream> {
+    let s = TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(IO_TIMEOUT))?;
+    s.set_write_timeout(Some(IO_TIMEOUT))?;
+    s.set_nodelay(true)?;
+    Ok(s)
+}
+
+fn read_head(s: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() > 64 * 1024 || s.read(&mut byte)? == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "no complete head"));
+        }
+        head.push(byte[0]);
+    }
+    Ok(head)
+}
+
+/// A CONNECT tunnel to `svc.test:port` through the proxy at `proxy`.
+fn tunnel(proxy: SocketAddr, port: u16) -> io::Result<TcpStream> {
+    let mut s = client(proxy)?;
+    s.write_all(format!("CONNECT {SVC}:{port} HTTP/1.1\r\nHost: {SVC}:{port}\r\n\r\n").as_bytes())?;
+    let head = read_head(&mut s)?;
+    if !head.starts_with(b"HTTP/1.1 200 ") {
+        return Err(io::Error::other(String::from_utf8_lossy(&head).into_owned()));
+    }
+    Ok(s)
+}
+
+/// Runs `serve` on a current-thread tokio runtime on its own thread, for at most `limit`.
+fn spawn_async_server<F, Fut>(limit: Duration, serve: F) -> io::Result<SocketAddr>
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let std_listener = TcpListener::bind((LOCALHOST, 0))?;
+    std_listener.set_nonblocking(true)?;
+    let addr = std_listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    thread::spawn(move || {
+        runtime.block_on(async move {
+            if let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) {
+                let _ = tokio::time::timeout(limit, serve(listener)).await;
+            }
+        });
+        runtime.shutdown_background();
+    });
+    Ok(addr)
+}
+
+async fn echo_forever(listener: tokio::net::TcpListener) {
+    loop {
+        let Ok((mut s, _)) = listener.accept().await else { continue };
+        tokio::spawn(async move {
+            let _ = s.set_nodelay(true);
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if s.write_all(&buf[..n]).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Answers each connection's request head with a small fixed response, then closes.
+async fn http_forever(listener: tokio::net::TcpListener) {
+    loop {
+        let Ok((mut s, _)) = listener.accept().await else { continue };
+        tokio::spawn(async move {
+            let _ = s.set_nodelay(true);
+            let mut head = Vec::with_capacity(512);
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
+                match s.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok").await;
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Receives one stream per connection until EOF, then acknowledges the byte count.
+fn sink_server(connections: usize) -> io::Result<SocketAddr> {
+    let listener = TcpListener::bind((LOCALHOST, 0))?;
+    let addr = listener.local_addr()?;
+    thread::spawn(move || {
+        for _ in 0..connections {
+            let Ok((mut s, _)) = listener.accept() else { return };
+            let _ = s.set_read_timeout(Some(IO_TIMEOUT));
+            let mut buf = vec![0u8; 1 << 20];
+            let mut total = 0u64;
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => total += n as u64,
+                    Err(_) => break,
+                }
+            }
+            let _ = s.write_all(&total.to_be_bytes());
+        }
+    });
+    Ok(addr)
+}
+
+/// Sends `bytes` on `s`, half-closes, and waits for the sink's count; returns the seconds.
+fn send_all(mut s: TcpStream, bytes: u64) -> io::Result<f64> {
+    let chunk = vec![0x5au8; 1 << 20];
+    let start = Instant::now();
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        s.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    s.shutdown(Shutdown::Write)?;
+    let mut ack = [0u8; 8];
+    s.read_exact(&mut ack)?;
+    let secs = start.elapsed().as_secs_f64();
+    if u64::from_be_bytes(ack) != bytes {
+        return Err(io::Error::other(format!("sink got {} of {bytes} bytes", u64::from_be_bytes(ack))));
+    }
+    Ok(secs)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn throughput(bytes: u64, rounds: usize) -> io::Result<()> {
+    let sink = sink_server(2 * rounds)?;
+    let p = proxy()?;
+    let (mut direct, mut proxied) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        direct.push(send_all(client(sink)?, bytes)?);
+        proxied.push(send_all(tunnel(p.local_addr(), sink.port())?, bytes)?);
+    }
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    let d = gib / median(&mut direct);
+    let x = gib / median(&mut proxied);
+    println!(
+        "throughput ({gib:.0} GiB, median of {rounds}): direct {d:.2} GiB/s, CONNECT {x:.2} GiB/s, ratio {:.2}x (goal >= 0.90x)",
+        x / d
+    );
+    Ok(())
+}
+
+fn one_request(addr: SocketAddr, request: &[u8]) -> io::Result<f64> {
+    let start = Instant::now();
+    let mut s = client(addr)?;
+    s.write_all(request)?;
+    let mut out = Vec::with_capacity(128);
+    s.read_to_end(&mut out)?;
+    let us = start.elapsed().as_secs_f64() * 1e6;
+    if !out.starts_with(b"HTTP/1.1 200 OK") || !out.ends_with(b"ok") {
+        return Err(io::Error::other(String::from_utf8_lossy(&out).into_owned()));
+    }
+    Ok(us)
+}
+
+fn latency(n: usize) -> io::Result<()> {
+    let origin = spawn_async_server(Duration::from_secs(600), http_forever)?;
+    let echo = spawn_async_server(Duration::from_secs(600), echo_forever)?;
+    let p = proxy()?;
+    let port = origin.port();
+    let direct_req = format!("GET /small HTTP/1.1\r\nHost: {SVC}:{port}\r\n\r\n").into_bytes();
+    let proxy_req = format!("GET http://{SVC}:{port}/small HTTP/1.1\r\nHost: {SVC}:{port}\r\n\r\n").into_bytes();
+    // Alternate, so that drift on the machine affects both alike.
+    let (mut direct, mut proxied) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        direct.push(one_request(origin, &direct_req)?);
+        proxied.push(one_request(p.local_addr(), &proxy_req)?);
+    }
+    let (d, x) = (median(&mut direct), median(&mut proxied));
+    println!(
+        "latency, small HTTP request on a new connection (median of {n}): direct {d:.0} us, via proxy {x:.0} us, added {:.3} ms (goal <= 0.3 ms)",
+        (x - d) / 1000.0
+    );
+
+    // Round trips of 64 bytes on an open connection: what a tunnel adds once established.
+    let mut ds = client(echo)?;
+    let mut ts = tunnel(p.local_addr(), echo.port())?;
+    let msg = [7u8; 64];
+    let mut back = [0u8; 64];
+    let (mut direct, mut proxied) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n {
+        for (s, out) in [(&mut ds, &mut direct), (&mut ts, &mut proxied)] {
+            let start = Instant::now();
+            s.write_all(&msg)?;
+            s.read_exact(&mut back)?;
+            out.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    let (d, x) = (median(&mut direct), median(&mut proxied));
+    println!(
+        "latency, 64-byte round trip in an open tunnel (median of {n}): direct {d:.0} us, via tunnel {x:.0} us, added {:.3} ms (goal <= 0.3 ms)",
+        (x - d) / 1000.0
+    );
+    Ok(())
+}
+
+fn tunnels(n: usize) -> io::Result<()> {
+    let echo = spawn_async_server(Duration::from_secs(600), echo_forever)?;
+    let p = proxy()?;
+    let start = Instant::now();
+    let mut open = Vec::with_capacity(n);
+    let mut failed = 0usize;
+    for _ in 0..n {
+        match tunnel(p.local_addr(), echo.port()) {
+            Ok(s) => open.push(s),
+            Err(_) => failed += 1,
+        }
+    }
+    let opened = start.elapsed().as_secs_f64();
+    // Every tunnel is open at this point; each echoes its own payload.
+    let payload = |i: usize| format!("tunnel {i} says hello {}", "x".repeat(i % 97)).into_bytes();
+    let mut ok = 0usize;
+    let mut writable = vec![false; open.len()];
+    for (i, s) in open.iter_mut().enumerate() {
+        writable[i] = s.write_all(&payload(i)).is_ok();
+    }
+    for (i, s) in open.iter_mut().enumerate() {
+        let want = payload(i);
+        let mut got = vec![0u8; want.len()];
+        if writable[i] && s.read_exact(&mut got).is_ok() && got == want {
+            ok += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    println!(
+        "concurrent tunnels (library proxy): {ok} ok, {failed} failed of {n}, all open at once (opened in {:.0} ms) (goal: {n} ok)",
+        opened * 1000.0
+    );
+    drop(open);
+    Ok(())
+}
+
+fn echo_server(seconds: u64) -> io::Result<()> {
+    let addr = spawn_async_server(Duration::from_secs(seconds), echo_forever)?;
+    println!("{}", addr.port());
+    io::stdout().flush()?;
+    thread::sleep(Duration::from_secs(seconds));
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let num = |i: usize, default: u64| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default);
+    let result = match args.first().map(String::as_str) {
+        Some("throughput") => throughput(num(1, 1 << 30), num(2, 3).max(1) as usize),
+        Some("latency") => latency(num(1, 2000).max(1) as usize),
+        Some("tunnels") => tunnels(num(1, 500) as usize),
+        Some("echo-server") => echo_server(num(1, 120)),
+        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "usage: proxy_bench throughput|latency|tunnels|echo-server")),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("proxy_bench: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
