@@ -166,7 +166,7 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: tokio::sync
                     }
                     Err(_) => {
                         shared.audit.record(event("tcp", "", 0, "deny", Some("too-many-connections"), None,
-                            Some(format!("more than {} concurrent connections; the box's limit is max_connections", shared.max_connections)), Instant::now()));
+                            Some(format!("more than {} concurrent connections; raise the limit with --max-connections (max_connections in a policy file)", shared.max_connections)), Instant::now()));
                         drop(stream);
                     }
                 }

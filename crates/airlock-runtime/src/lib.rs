@@ -2,6 +2,7 @@
 //! [`Receipt`]), runs one command in it and supervises it to the end (limits, timeout, output,
 //! signals, cleanup), producing a [`RunResult`].
 
+mod control;
 mod host;
 mod placeholders;
 mod plan;
@@ -11,6 +12,7 @@ mod sentinel;
 mod supervisor;
 mod tty;
 
+pub use control::{ControlMessage, ControlReader};
 pub use host::RealHost;
 pub use plan::{BoxPlan, PlanError};
 pub use receipt::{HostReport, Layer, LayerStatus, Receipt};

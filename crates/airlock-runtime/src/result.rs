@@ -11,6 +11,8 @@ pub enum LimitHit {
     Memory,
     Pids,
     Output,
+    /// The proxied box's byte budget (`--byte-budget`) ran out.
+    ByteBudget,
 }
 
 /// Something that happened during the run, with its time since start.

@@ -31,6 +31,8 @@ pub struct RunOptions {
     pub stdin: StdinMode,
     /// A JSON-lines file that receives every network decision as it happens (proxied boxes).
     pub audit: Option<std::path::PathBuf>,
+    /// A descriptor to read control messages from while the box runs (see `control`).
+    pub control_fd: Option<libc::c_int>,
 }
 
 /// Why a run could not happen (airlock's failure, exit status 125).
@@ -162,7 +164,7 @@ fn run_planned(
         interrupts: 0,
     };
     sup.event("start", format!("pid {}", spawned.pid));
-    let wait_status = sup.run_loop(&spawned, &io, &signals, cgroup.as_ref());
+    let wait_status = sup.run_loop(&spawned, &io, &signals, cgroup.as_ref(), opts.control_fd, proxy.as_ref());
     drop(io);
     drop(signals);
     let (net_events, net_dropped) = proxy.map(|p| p.stop()).unwrap_or_default();
@@ -188,6 +190,10 @@ fn run_planned(
         libc::close(spawned.pidfd);
         libc::close(spawned.status_fd);
         libc::close(spawned.go_fd);
+    }
+    if net_events.iter().any(|e| e.reason.as_deref() == Some("byte-budget-exhausted")) {
+        sup.limits_hit.push(LimitHit::ByteBudget);
+        sup.event("byte-budget", "the box's network byte budget ran out; connections were cut".into());
     }
     let mut result = sup.finish(wait_status, peak, plan.receipt);
     result.network_events = net_events;
@@ -431,7 +437,17 @@ impl Supervision {
     }
 
     /// Polls until the box's init has exited and its output and status channel are drained.
-    fn run_loop(&mut self, spawned: &SpawnedBox, io: &BoxIo, signals: &SignalGuard, cgroup: Option<&BoxCgroup>) -> Option<libc::c_int> {
+    fn run_loop(
+        &mut self,
+        spawned: &SpawnedBox,
+        io: &BoxIo,
+        signals: &SignalGuard,
+        cgroup: Option<&BoxCgroup>,
+        control_fd: Option<libc::c_int>,
+        proxy: Option<&airlock_proxy::server::ProxyHandle>,
+    ) -> Option<libc::c_int> {
+        let mut control_open = control_fd.is_some();
+        let mut control = crate::control::ControlReader::default();
         let master = io.tty.as_ref().map(|t| t.0);
         let mut outs: Vec<(libc::c_int, usize)> = io.out.iter().enumerate().filter(|(_, fd)| **fd >= 0).map(|(i, fd)| (*fd, i)).collect();
         let mut status_open = true;
@@ -469,6 +485,7 @@ impl Supervision {
             push(if status_open { spawned.status_fd } else { -1 });
             push(signals.fd);
             push(if stdin_open { 0 } else { -1 });
+            push(if control_open { control_fd.unwrap_or(-1) } else { -1 });
             for (fd, _) in &outs {
                 push(*fd);
             }
@@ -524,9 +541,21 @@ impl Supervision {
                     }
                 }
             }
+            if ready(4) {
+                let fd = control_fd.unwrap_or(-1);
+                // SAFETY: reading the control descriptor into our buffer.
+                let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if r > 0 {
+                    for msg in control.feed(&buf[..r as usize]) {
+                        self.apply_control(msg, proxy);
+                    }
+                } else if r == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                    control_open = false;
+                }
+            }
             let mut closed = Vec::new();
             for (k, (fd, which)) in outs.iter().enumerate() {
-                if !ready(4 + k) {
+                if !ready(5 + k) {
                     continue;
                 }
                 // SAFETY: reading the box's output into our buffer.
@@ -569,6 +598,26 @@ impl Supervision {
             exited = spawned.reap();
         }
         exited
+    }
+
+    fn apply_control(&mut self, msg: Result<crate::ControlMessage, String>, proxy: Option<&airlock_proxy::server::ProxyHandle>) {
+        match (msg, proxy) {
+            (Ok(crate::ControlMessage::SetNetwork(rules)), Some(p)) => {
+                let summary = format!(
+                    "allowlist replaced: {} allowed, {} denied domains, {} IP grants, {} mapped hosts",
+                    rules.allow_domains.len(),
+                    rules.deny_domains.len(),
+                    rules.allow_ips.len(),
+                    rules.map_hosts.len()
+                );
+                p.set_rules(rules);
+                self.event("network-policy", summary);
+            }
+            (Ok(crate::ControlMessage::SetNetwork(_)), None) => {
+                self.event("control-error", "the network policy can only change for a box started with --net proxy".into());
+            }
+            (Err(e), _) => self.event("control-error", e),
+        }
     }
 
     fn finish(mut self, init_status: Option<libc::c_int>, cgroup_peak: Option<u64>, receipt: crate::Receipt) -> RunResult {

@@ -39,6 +39,10 @@ pub struct RunArgs {
     /// Append every network decision (proxied boxes) to FILE as JSON lines, as it happens.
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
+    /// Read control messages (JSON lines) from descriptor FD while the box runs, e.g.
+    /// {"network": {"allow_domain": ["api.example"]}} to replace a proxied box's allowlist.
+    #[arg(long, value_name = "FD")]
+    pub control_fd: Option<i32>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,

@@ -87,7 +87,16 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
     }
-    let opts = RunOptions { stdin: if args.no_stdin { StdinMode::Null } else { StdinMode::Auto }, audit: args.audit.clone() };
+    if args.audit.is_some() && policy.network != airlock_policy::NetworkMode::Proxy {
+        anyhow::bail!("--audit records the egress proxy's decisions, so it needs --net proxy; add --net proxy (and --allow-domain for what the box may reach)");
+    }
+    let opts = RunOptions { stdin: if args.no_stdin { StdinMode::Null } else { StdinMode::Auto }, audit: args.audit.clone(), control_fd: args.control_fd };
+    if let Some(fd) = args.control_fd {
+        // SAFETY: fcntl only inspects the descriptor number.
+        if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+            anyhow::bail!("--control-fd {fd} is not an open descriptor: open it for reading first, e.g. `3< fifo`");
+        }
+    }
     let outcome = run(&policy, &args.command, &opts);
     let result = match outcome {
         Ok(r) => r,
@@ -141,7 +150,7 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
     let file = PolicyFile { workspace: Some("none".into()), ..Default::default() };
     let env = BTreeMap::new();
     let policy = airlock_policy::resolve(&file, &ResolveContext { cwd: "/".into(), env: &env, host: &RealHost })?;
-    let res: std::result::Result<RunResult, _> = run(&policy, &["true".to_string()], &RunOptions { stdin: StdinMode::Null, audit: None });
+    let res: std::result::Result<RunResult, _> = run(&policy, &["true".to_string()], &RunOptions { stdin: StdinMode::Null, audit: None, control_fd: None });
     let (receipt, can_run, error) = match res {
         Ok(r) => (r.receipt.clone(), r.exit_code == 0, r.error.clone()),
         Err(e) => (BoxPlan::new(&policy, &["true".into()], &[]).map(|p| p.receipt).unwrap_or_default(), false, Some(e.to_string())),

@@ -1,0 +1,102 @@
+//! The control channel: a running proxied box's allowlist changes without a restart.
+
+mod common;
+
+use common::{airlock_bin, TempDir};
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A python http.server on 127.0.0.1 serving `dir`, ended by PID on drop.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(dir: &std::path::Path) -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new("python3")
+            .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1"])
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start python3 http.server");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "the test server did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Server { child, port }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pipe() -> (OwnedFd, OwnedFd) {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array for pipe2.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), 0) }, 0);
+    // SAFETY: fresh descriptors we own.
+    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+}
+
+#[test]
+fn allowlist_changes_while_the_box_runs() {
+    let site = TempDir::new("ctl-site");
+    std::fs::write(site.join("index.html"), "hello through the new policy\n").unwrap();
+    let server = Server::start(site.path());
+    let ws = TempDir::new("ctl-ws");
+    let url = format!("http://svc.test:{}/index.html", server.port);
+    let (r, w) = pipe();
+    // The box asks twice, with a pause in between; the policy changes during the pause.
+    let script = format!("curl -s -o /dev/null -w 'first=%{{http_code}}\\n' {url}; sleep 2; curl -sS {url}");
+    let fd = r.as_raw_fd().to_string();
+    let mut child = Command::new(airlock_bin())
+        .args(["run", "--json", "--net", "proxy", "--control-fd", &fd, "--", "sh", "-c", &script])
+        .current_dir(ws.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start airlock");
+    drop(r);
+    std::thread::sleep(Duration::from_millis(1000));
+    let mut w = std::fs::File::from(w);
+    // A bad message first: reported, not fatal.
+    w.write_all(b"{\"network\": {\"allow_domain\": [\"*\"]}}\n").unwrap();
+    let msg = format!(
+        "{{\"network\": {{\"allow_domain\": [\"svc.test\"], \"allow_ip\": [\"127.0.0.1:{}\"], \"map_host\": [\"svc.test=127.0.0.1\"]}}}}\n",
+        server.port
+    );
+    w.write_all(msg.as_bytes()).unwrap();
+    let mut out = String::new();
+    let mut err = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{out}\n{err}");
+    assert!(out.contains("first=403"), "before the change the request is denied: {out}");
+    assert!(out.contains("hello through the new policy"), "after the change it is allowed: {out}\n{err}");
+    let doc: serde_json::Value = serde_json::from_str(&err).expect("JSON result on stderr");
+    let kinds: Vec<&str> = doc["events"].as_array().unwrap().iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert!(kinds.contains(&"control-error"), "the bad message is reported: {kinds:?}");
+    assert!(kinds.contains(&"network-policy"), "the change is an event: {kinds:?}");
+    let decisions: Vec<&str> = doc["network_events"].as_array().unwrap().iter().filter_map(|e| e["decision"].as_str()).collect();
+    assert_eq!(decisions, ["deny", "allow"], "{}", doc["network_events"]);
+}
+
+#[test]
+fn control_fd_must_be_open() {
+    let ws = TempDir::new("ctl-bad");
+    let r = common::airlock(ws.path(), &["run", "--control-fd", "97", "--", "true"]);
+    assert_eq!(r.code, 125, "{}", r.stderr);
+    assert!(r.stderr.contains("--control-fd 97"), "{}", r.stderr);
+}
