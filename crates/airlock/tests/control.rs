@@ -1,4 +1,5 @@
 //! The control channel: a running proxied box's allowlist changes without a restart.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
