@@ -17,18 +17,7 @@ use std::path::Path;
 pub const BOX_HOST_ID: u32 = 0x7000_0000;
 
 const OPEN_TREE_CLONE: libc::c_uint = 0x1;
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
-const MOUNT_ATTR_NOSUID: u64 = 0x2;
-const MOUNT_ATTR_NODEV: u64 = 0x4;
-const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
-
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
+use crate::mount_attr::{MOUNT_ATTR_IDMAP, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 
 /// A user namespace mapping id 0 to [`BOX_HOST_ID`] (uid and gid), held open by a descriptor.
 pub struct IdmapNamespace {
@@ -107,19 +96,8 @@ pub fn idmapped_tree(source: &Path, ns: &IdmapNamespace, read_only: bool) -> io:
     if read_only {
         set |= MOUNT_ATTR_RDONLY;
     }
-    let attr = MountAttr { attr_set: set, attr_clr: 0, propagation: 0, userns_fd: ns.fd.as_raw_fd() as u64 };
     let empty = cstring("")?;
-    // SAFETY: tree is a detached mount; attr is a valid mount_attr of the size passed.
-    cvt_long(unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            tree.as_raw_fd(),
-            empty.as_ptr(),
-            (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as libc::c_uint,
-            &attr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    })?;
+    crate::mount_attr::set(tree.as_raw_fd(), &empty, libc::AT_EMPTY_PATH | libc::AT_RECURSIVE, set, Some(ns.fd.as_raw_fd()))?;
     Ok(tree)
 }
 

@@ -11,6 +11,7 @@ mod child;
 pub mod identity;
 pub mod idmap;
 pub mod landlock;
+mod mount_attr;
 pub mod net;
 pub mod rlimits;
 pub mod rootfs;
@@ -19,3 +20,4 @@ pub mod spawn;
 mod sys;
 
 pub use child::{StatusRecord, SETUP_FAILED};
+pub use sys::write_all;

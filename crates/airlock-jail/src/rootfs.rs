@@ -236,17 +236,7 @@ fn ctx<'a>(step: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Root
 
 // ----- execution (runs in the box's first process, single-threaded) -----
 
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
-const MOUNT_ATTR_NOSUID: u64 = 0x2;
-const MOUNT_ATTR_NODEV: u64 = 0x4;
-
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
+use crate::mount_attr::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 
 fn c(path: &Path) -> io::Result<CString> {
     cstring(path.as_os_str().as_bytes())
@@ -266,13 +256,8 @@ fn mount(src: Option<&Path>, target: &Path, fstype: Option<&str>, flags: libc::c
 /// Sets mount attributes on `path` (and every mount below it when `recursive`).
 fn set_attr(path: &Path, set: u64, recursive: bool) -> io::Result<()> {
     let p = c(path)?;
-    let attr = MountAttr { attr_set: set, attr_clr: 0, propagation: 0, userns_fd: 0 };
-    let flags = if recursive { libc::AT_RECURSIVE as libc::c_uint } else { 0 };
-    // SAFETY: p is a valid C string, attr a valid mount_attr of the size passed.
-    cvt_long(unsafe {
-        libc::syscall(libc::SYS_mount_setattr, libc::AT_FDCWD, p.as_ptr(), flags, &attr, std::mem::size_of::<MountAttr>())
-    })?;
-    Ok(())
+    let flags = if recursive { libc::AT_RECURSIVE } else { 0 };
+    crate::mount_attr::set(libc::AT_FDCWD, &p, flags, set, None)
 }
 
 fn open_path(path: &Path, nofollow: bool) -> io::Result<libc::c_int> {

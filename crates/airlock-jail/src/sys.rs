@@ -32,7 +32,7 @@ pub(crate) fn cstring(s: impl Into<Vec<u8>>) -> io::Result<CString> {
 }
 
 /// Writes all of `buf` to `fd`, retrying on EINTR and short writes.
-pub(crate) fn write_all(fd: libc::c_int, mut buf: &[u8]) -> io::Result<()> {
+pub fn write_all(fd: libc::c_int, mut buf: &[u8]) -> io::Result<()> {
     while !buf.is_empty() {
         // SAFETY: buf is a valid readable slice of buf.len() bytes for the duration of the call.
         let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };

@@ -7,7 +7,7 @@
 //! `placeholder-file <path>`, and `done` (normal end: nothing to do).
 
 use std::io::{self, Read};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 /// The supervisor's end of the sentinel's pipe.
@@ -48,14 +48,14 @@ impl Sentinel {
     pub fn register(&self, kind: &str, path: &Path) {
         if let Some(p) = &self.pipe {
             let line = format!("{kind} {}\n", path.display());
-            let _ = rustix_write(p, line.as_bytes());
+            let _ = airlock_jail::write_all(p.as_raw_fd(), line.as_bytes());
         }
     }
 
     /// Normal end: the supervisor cleaned up; the sentinel exits without doing anything.
     pub fn finish(mut self) {
         if let Some(p) = self.pipe.take() {
-            let _ = rustix_write(&p, b"done\n");
+            let _ = airlock_jail::write_all(p.as_raw_fd(), b"done\n");
         }
         self.reap();
     }
@@ -76,23 +76,6 @@ impl Drop for Sentinel {
     }
 }
 
-fn rustix_write(fd: &OwnedFd, buf: &[u8]) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let mut off = 0;
-    while off < buf.len() {
-        // SAFETY: writing from a valid slice to a descriptor we own.
-        let n = unsafe { libc::write(fd.as_raw_fd(), buf[off..].as_ptr().cast(), buf.len() - off) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        off += n as usize;
-    }
-    Ok(())
-}
 
 fn sentinel_main(fd: libc::c_int) -> ! {
     // Own session: a Ctrl-C or a hang-up meant for airlock's terminal does not reach it.

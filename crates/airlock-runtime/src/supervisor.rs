@@ -9,7 +9,7 @@ use crate::tty::{copy_winsize, is_tty, open_pty, RawMode};
 use airlock_jail::cgroup::{BoxCgroup, CgroupError};
 use airlock_jail::spawn::{spawn, ProxyListener, SpawnError, SpawnedBox, StdioFds};
 use airlock_proxy::server::ProxyConfig;
-use airlock_jail::StatusRecord;
+use airlock_jail::{write_all, StatusRecord};
 use airlock_policy::ResolvedPolicy;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -688,20 +688,4 @@ impl Supervision {
             network_events_dropped: 0,
         }
     }
-}
-
-fn write_all(fd: libc::c_int, mut buf: &[u8]) -> io::Result<()> {
-    while !buf.is_empty() {
-        // SAFETY: writing from a valid slice.
-        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        buf = &buf[n as usize..];
-    }
-    Ok(())
 }
