@@ -4,11 +4,15 @@
 
 mod control;
 mod host;
+mod idmapping;
 mod placeholders;
 mod plan;
+mod proxy_channel;
 mod receipt;
 mod result;
 mod sentinel;
+mod signals;
+mod stdio;
 mod supervisor;
 mod tty;
 
