@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
+use std::path::Path;
 use airlock_policy::{resolve, HostView, PolicyFile, ResolveContext};
 use std::collections::BTreeMap;
 

@@ -1,0 +1,345 @@
+//! Building a planned root inside the box's first process (single-threaded, after clone and
+//! before exec), and entering it with pivot_root.
+
+use super::plan::{EMPTY_DIR, EMPTY_FILE, PROC_MASKED, PROC_READ_ONLY};
+use super::{Cover, FsOp, NodeKind, RootfsError, RootfsPlan};
+use crate::mount_attr::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+use crate::sys::{cstring, cvt, cvt_long};
+use std::ffi::CString;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+fn ctx<'a>(step: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> RootfsError + 'a {
+    move |source| RootfsError { step, path: path.to_path_buf(), source }
+}
+
+fn c(path: &Path) -> io::Result<CString> {
+    cstring(path.as_os_str().as_bytes())
+}
+
+fn mount(src: Option<&Path>, target: &Path, fstype: Option<&str>, flags: libc::c_ulong, data: Option<&str>) -> io::Result<()> {
+    let src = src.map(c).transpose()?;
+    let target = c(target)?;
+    let fstype = fstype.map(cstring).transpose()?;
+    let data = data.map(cstring).transpose()?;
+    let ptr = |o: &Option<CString>| o.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
+    // SAFETY: every pointer is either null or a valid NUL-terminated string living across the call.
+    cvt(unsafe { libc::mount(ptr(&src), target.as_ptr(), ptr(&fstype), flags, ptr(&data).cast()) })?;
+    Ok(())
+}
+
+/// Sets mount attributes on `path` (and every mount below it when `recursive`).
+fn set_attr(path: &Path, set: u64, recursive: bool) -> io::Result<()> {
+    let p = c(path)?;
+    let flags = if recursive { libc::AT_RECURSIVE } else { 0 };
+    crate::mount_attr::set(libc::AT_FDCWD, &p, flags, set, None)
+}
+
+fn open_path(path: &Path, nofollow: bool) -> io::Result<libc::c_int> {
+    let p = c(path)?;
+    let flags = libc::O_PATH | libc::O_CLOEXEC | if nofollow { libc::O_NOFOLLOW } else { 0 };
+    // SAFETY: p is a valid C string.
+    cvt(unsafe { libc::open(p.as_ptr(), flags) })
+}
+
+fn fd_path(fd: libc::c_int) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{fd}"))
+}
+
+fn mkdir_all(path: &Path, mode: u32) -> io::Result<()> {
+    let p = c(path)?;
+    // SAFETY: p is a valid C string.
+    if unsafe { libc::mkdir(p.as_ptr(), mode) } == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::EEXIST) => Ok(()),
+        Some(libc::ENOENT) => {
+            if let Some(parent) = path.parent().filter(|p| *p != path) {
+                mkdir_all(parent, 0o755)?;
+            }
+            // SAFETY: p is a valid C string.
+            if unsafe { libc::mkdir(p.as_ptr(), mode) } == 0 {
+                return Ok(());
+            }
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EEXIST) {
+                Ok(())
+            } else {
+                Err(err)
+            }
+        }
+        _ => Err(err),
+    }
+}
+
+fn touch(path: &Path) -> io::Result<()> {
+    if let Some(parent) = path.parent() {
+        mkdir_all(parent, 0o755)?;
+    }
+    let p = c(path)?;
+    // SAFETY: p is a valid C string.
+    let fd = unsafe { libc::open(p.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW, 0o644) };
+    if fd == -1 {
+        let err = io::Error::last_os_error();
+        // A mount point that already exists (e.g. the same path in a read-only bind) is fine.
+        if path.exists() {
+            return Ok(());
+        }
+        return Err(err);
+    }
+    crate::sys::close(fd);
+    Ok(())
+}
+
+fn under(root: &Path, inside: &Path) -> PathBuf {
+    root.join(inside.strip_prefix("/").unwrap_or(inside))
+}
+
+/// Builds the root described by `plan` and pivots into it. Must run in a fresh mount namespace
+/// owned by the caller's user namespace, in the box's init process. `console`, when given, is the
+/// box's terminal (a pty slave from the host): it appears as `/dev/console`, so `tty` and
+/// `ttyname()` inside find it.
+pub fn enter(plan: &RootfsPlan, console: Option<libc::c_int>, premade: &[(PathBuf, libc::c_int)]) -> Result<(), RootfsError> {
+    let slash = Path::new("/");
+    mount(None, slash, None, libc::MS_REC | libc::MS_PRIVATE, None).map_err(ctx("make private", slash))?;
+
+    // Open every host source before anything is mounted over it.
+    let mut sources: Vec<Option<libc::c_int>> = Vec::with_capacity(plan.ops.len());
+    let premade_for = |target: &Path| premade.iter().find(|(t, _)| t == target).map(|(_, fd)| *fd);
+    for op in &plan.ops {
+        let fd = match op {
+            FsOp::Bind { target, .. } if premade_for(target).is_some() => None,
+            FsOp::Bind { source, optional, .. } => match open_path(source, false) {
+                Ok(fd) => Some(fd),
+                Err(_) if *optional => None,
+                Err(e) => return Err(ctx("open source", source)(e)),
+            },
+            _ => None,
+        };
+        sources.push(fd);
+    }
+
+    // The new root: a small tmpfs, later read-only. It is mounted on the host's /tmp in this
+    // private namespace (sources were opened above, so nothing under /tmp is lost).
+    let root = Path::new("/tmp");
+    mount(Some(Path::new("airlock-root")), root, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some("size=4m,nr_inodes=4096,mode=0755"))
+        .map_err(ctx("mount root tmpfs", root))?;
+    let scratch = under(root, Path::new("/.airlock/scratch"));
+    mkdir_all(&scratch, 0o700).map_err(ctx("mkdir", &scratch))?;
+    let scratch_opts = format!("size={},mode=0755", plan.scratch_size);
+    mount(Some(Path::new("airlock-scratch")), &scratch, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(&scratch_opts))
+        .map_err(ctx("mount scratch tmpfs", &scratch))?;
+
+    for (op, src) in plan.ops.iter().zip(&sources) {
+        match op {
+            FsOp::Bind { target, kind, .. } if premade_for(target).is_some() => {
+                let t = under(root, target);
+                match kind {
+                    NodeKind::Dir => mkdir_all(&t, 0o755).map_err(ctx("mkdir", &t))?,
+                    NodeKind::File => touch(&t).map_err(ctx("create mount point", &t))?,
+                }
+                let fd = premade_for(target).unwrap_or(-1);
+                crate::idmap::attach(fd, &t).map_err(ctx("attach idmapped mount", target))?;
+                crate::sys::close(fd);
+            }
+            _ => run_op(op, *src, root, &scratch)?,
+        }
+    }
+    for fd in sources.into_iter().flatten() {
+        crate::sys::close(fd);
+    }
+    if let Some(fd) = console {
+        let t = under(root, Path::new("/dev/console"));
+        touch(&t).map_err(ctx("create mount point", &t))?;
+        // The descriptor belongs to the caller's mount namespace; bind its path as seen here.
+        let src = std::fs::read_link(fd_path(fd)).map_err(ctx("find console", &t))?;
+        mount(Some(&src), &t, None, libc::MS_BIND, None).map_err(ctx("bind console", &src))?;
+    }
+    // The scratch tmpfs stays alive through its views; its staging mount goes away.
+    let sc = c(&scratch).map_err(ctx("umount scratch", &scratch))?;
+    // SAFETY: sc is a valid C string.
+    cvt(unsafe { libc::umount2(sc.as_ptr(), libc::MNT_DETACH) }).map_err(ctx("umount scratch", &scratch))?;
+
+    pivot(root)?;
+    after_pivot(plan)
+}
+
+fn run_op(op: &FsOp, src: Option<libc::c_int>, root: &Path, scratch: &Path) -> Result<(), RootfsError> {
+    match op {
+        FsOp::Bind { target, writable, kind, .. } => {
+            let Some(fd) = src else { return Ok(()) };
+            let t = under(root, target);
+            match kind {
+                NodeKind::Dir => mkdir_all(&t, 0o755).map_err(ctx("mkdir", &t))?,
+                NodeKind::File => touch(&t).map_err(ctx("create mount point", &t))?,
+            }
+            mount(Some(&fd_path(fd)), &t, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("bind", target))?;
+            let mut attrs = MOUNT_ATTR_NOSUID;
+            if !writable {
+                attrs |= MOUNT_ATTR_RDONLY;
+            }
+            if !target.starts_with("/dev") {
+                attrs |= MOUNT_ATTR_NODEV;
+            }
+            set_attr(&t, attrs, true).map_err(ctx("restrict mount", target))?;
+        }
+        FsOp::Copy { source, target } => {
+            let data = match std::fs::read(source) {
+                Ok(d) => d,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(ctx("read", source)(e)),
+            };
+            let t = under(root, target);
+            std::fs::write(&t, data).map_err(ctx("write", target))?;
+        }
+        FsOp::Symlink { link, target } => {
+            let l = under(root, link);
+            if let Some(parent) = l.parent() {
+                mkdir_all(parent, 0o755).map_err(ctx("mkdir", parent))?;
+            }
+            std::os::unix::fs::symlink(target, &l).map_err(ctx("symlink", link))?;
+        }
+        FsOp::Dir { target, mode } => {
+            let t = under(root, target);
+            mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
+            std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(*mode)).map_err(ctx("chmod", target))?;
+        }
+        FsOp::File { target, contents } => {
+            let t = under(root, target);
+            if let Some(parent) = t.parent() {
+                mkdir_all(parent, 0o755).map_err(ctx("mkdir", parent))?;
+            }
+            std::fs::write(&t, contents).map_err(ctx("write", target))?;
+        }
+        FsOp::Tmpfs { target, size, mode } => {
+            let t = under(root, target);
+            mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
+            let opts = format!("size={size},mode={mode:o}");
+            mount(Some(Path::new("tmpfs")), &t, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NOEXEC, Some(&opts)).map_err(ctx("mount tmpfs", target))?;
+        }
+        FsOp::Scratch { sub, target } => {
+            let s = scratch.join(sub);
+            mkdir_all(&s, 0o755).map_err(ctx("mkdir", &s))?;
+            let mode = if sub == "home" { 0o755 } else { 0o1777 };
+            std::fs::set_permissions(&s, std::os::unix::fs::PermissionsExt::from_mode(mode)).map_err(ctx("chmod", &s))?;
+            let t = under(root, target);
+            mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
+            mount(Some(&s), &t, None, libc::MS_BIND, None).map_err(ctx("bind scratch", target))?;
+        }
+        FsOp::Proc { target } => {
+            let t = under(root, target);
+            mkdir_all(&t, 0o555).map_err(ctx("mkdir", target))?;
+            mount(Some(Path::new("proc")), &t, Some("proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None).map_err(ctx("mount proc", target))?;
+        }
+        FsOp::Devpts { target } => {
+            let t = under(root, target);
+            mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
+            mount(Some(Path::new("devpts")), &t, Some("devpts"), libc::MS_NOSUID | libc::MS_NOEXEC, Some("newinstance,ptmxmode=0666,mode=620")).map_err(ctx("mount devpts", target))?;
+        }
+    }
+    Ok(())
+}
+
+fn pivot(root: &Path) -> Result<(), RootfsError> {
+    let r = c(root).map_err(ctx("pivot_root", root))?;
+    let dot = cstring(".").map_err(ctx("pivot_root", root))?;
+    let slash = cstring("/").map_err(ctx("pivot_root", root))?;
+    // SAFETY: r is a valid C string.
+    cvt(unsafe { libc::chdir(r.as_ptr()) }).map_err(ctx("chdir", root))?;
+    // pivot_root(".", ".") stacks the old root under the new one; detaching "." then drops it.
+    // SAFETY: dot is a valid C string.
+    cvt_long(unsafe { libc::syscall(libc::SYS_pivot_root, dot.as_ptr(), dot.as_ptr()) }).map_err(ctx("pivot_root", root))?;
+    // SAFETY: dot is a valid C string.
+    cvt(unsafe { libc::umount2(dot.as_ptr(), libc::MNT_DETACH) }).map_err(ctx("detach old root", root))?;
+    // SAFETY: slash is a valid C string.
+    cvt(unsafe { libc::chdir(slash.as_ptr()) }).map_err(ctx("chdir", Path::new("/")))?;
+    Ok(())
+}
+
+fn after_pivot(plan: &RootfsPlan) -> Result<(), RootfsError> {
+    // Pins first: a self-bind made after the covers would hide them.
+    for pin in &plan.pins {
+        pin_path(pin)?;
+    }
+    for cover in &plan.covers {
+        cover_path(cover)?;
+    }
+    for name in PROC_MASKED {
+        let p = Path::new("/proc").join(name);
+        if p.exists() {
+            mount(Some(Path::new(EMPTY_FILE)), &p, None, libc::MS_BIND, None).map_err(ctx("mask", &p))?;
+            set_attr(&p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false).map_err(ctx("mask", &p))?;
+        }
+    }
+    for name in PROC_READ_ONLY {
+        let p = Path::new("/proc").join(name);
+        if p.is_dir() {
+            mount(Some(&p), &p, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("bind", &p))?;
+            set_attr(&p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true).map_err(ctx("read-only", &p))?;
+        }
+    }
+    let slash = Path::new("/");
+    set_attr(slash, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false).map_err(ctx("read-only root", slash))?;
+    Ok(())
+}
+
+/// Pins one directory that holds protected paths: binds it onto itself (resolved inside the box,
+/// never following a final symlink) so it cannot be renamed or removed. Anything else found there
+/// (a symlink, a `gitdir:` file) is covered read-only instead, so the box cannot swap it either.
+fn pin_path(path: &Path) -> Result<(), RootfsError> {
+    let fd = match open_path(path, true) {
+        Ok(fd) => fd,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => return Ok(()),
+        Err(e) => return Err(ctx("open", path)(e)),
+    };
+    // SAFETY: st is plain old data for fstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is a valid O_PATH descriptor and st a valid stat buffer.
+    let res = cvt(unsafe { libc::fstat(fd, &mut st) }).map_err(ctx("stat", path)).and_then(|_| {
+        if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            let target = fd_path(fd);
+            mount(Some(&target), &target, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("pin", path))
+        } else {
+            cover_path(&Cover { path: path.to_path_buf(), keep_visible: true })
+        }
+    });
+    crate::sys::close(fd);
+    res
+}
+
+/// Covers one protected or denied path, resolving it inside the box and never following a final
+/// symlink: a symlink is itself covered by an empty read-only file.
+fn cover_path(cover: &Cover) -> Result<(), RootfsError> {
+    let path = &cover.path;
+    let fd = match open_path(path, true) {
+        Ok(fd) => fd,
+        // Missing: nothing to protect or hide (the supervisor creates placeholders for protected
+        // paths beforehand, so a protected path is only missing when its parent is not a dir).
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => return Ok(()),
+        Err(e) => return Err(ctx("open", path)(e)),
+    };
+    // SAFETY: st is plain old data for fstat to fill; fd is a valid O_PATH descriptor.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is valid and st is a valid stat buffer.
+    let r = cvt(unsafe { libc::fstat(fd, &mut st) });
+    let res = r.map_err(ctx("stat", path)).and_then(|_| {
+        let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+        let is_link = st.st_mode & libc::S_IFMT == libc::S_IFLNK;
+        let target = fd_path(fd);
+        let source: PathBuf = if cover.keep_visible && !is_link {
+            target.clone()
+        } else if is_dir {
+            EMPTY_DIR.into()
+        } else {
+            EMPTY_FILE.into()
+        };
+        mount(Some(&source), &target, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("cover", path))?;
+        set_attr(path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true).map_err(ctx("cover read-only", path))
+    });
+    crate::sys::close(fd);
+    res
+}
+

@@ -1,0 +1,209 @@
+//! The root of an isolated box, planned as data from the resolved policy.
+
+use crate::identity;
+use airlock_policy::{Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, PROTECTED_PATHS};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Host directories bound read-only at the same path (or replicated as symlinks).
+const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+/// Host `/etc` entries bound read-only when present: what the dynamic loader, TLS, locales,
+/// time zones, shells and interpreters need. No credentials (no shadow, no gitconfig, no npmrc).
+const ETC_ENTRIES: &[&str] = &[
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
+    "ca-certificates.conf", "localtime", "timezone", "nsswitch.conf", "protocols", "services",
+    "mime.types", "magic", "magic.mime", "inputrc", "bash.bashrc", "profile", "terminfo",
+    "gai.conf", "host.conf", "os-release", "debian_version", "python3", "python3.11",
+    "python3.12", "python3.13", "perl", "manpath.config", "locale.alias",
+];
+/// Device nodes bound from the host's /dev.
+const DEV_NODES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+/// /proc entries covered with an empty file (information leaks or dangerous triggers).
+pub(super) const PROC_MASKED: &[&str] = &["kcore", "keys", "timer_list", "sched_debug", "sysrq-trigger", "kallsyms"];
+/// /proc subtrees made read-only.
+pub(super) const PROC_READ_ONLY: &[&str] = &["sys", "irq", "bus", "fs"];
+/// Where the box keeps its empty placeholders (inside the read-only root).
+pub(super) const EMPTY_FILE: &str = "/.airlock/empty";
+pub(super) const EMPTY_DIR: &str = "/.airlock/empty.d";
+
+/// Whether a mount is read-only or writable, and what kind of node it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKind {
+    Dir,
+    File,
+}
+
+/// One step of building the root, as data (so receipts can show it and tests can check it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "op", rename_all = "kebab-case")]
+pub enum FsOp {
+    Bind { source: PathBuf, target: PathBuf, writable: bool, kind: NodeKind, optional: bool },
+    /// A small host file copied into the (read-only) root: cheaper than a mount, and a later
+    /// change on the host does not show through. Skipped if the source is missing.
+    Copy { source: PathBuf, target: PathBuf },
+    Symlink { link: PathBuf, target: PathBuf },
+    Dir { target: PathBuf, mode: u32 },
+    File { target: PathBuf, contents: String },
+    Tmpfs { target: PathBuf, size: u64, mode: u32 },
+    /// A view of the shared scratch tmpfs (one size cap for /tmp, home and /dev/shm).
+    Scratch { sub: String, target: PathBuf },
+    Proc { target: PathBuf },
+    Devpts { target: PathBuf },
+}
+
+/// A protected or denied path to cover after pivot_root.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cover {
+    pub path: PathBuf,
+    /// `true`: keep the existing content visible but read-only; `false`: hide it.
+    pub keep_visible: bool,
+}
+
+/// Everything needed to build an isolated root.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RootfsPlan {
+    pub ops: Vec<FsOp>,
+    pub covers: Vec<Cover>,
+    /// Directories inside a protected mount that hold protected paths (e.g. `.git`). Each is
+    /// bound onto itself before the covers: it stays writable but, being a mount point, cannot be
+    /// renamed or removed and replaced by one the box made (with its own hooks and config).
+    pub pins: Vec<PathBuf>,
+    /// Size cap of the scratch tmpfs (/tmp, home, /dev/shm together).
+    pub scratch_size: u64,
+}
+
+/// Host facts the plan depends on: whether a system path is a directory, a symlink (and where it
+/// points) or missing. The real implementation reads the host; tests pass their own.
+pub trait HostFs {
+    fn node(&self, path: &Path) -> HostNode;
+}
+
+/// What a host path is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostNode {
+    Missing,
+    Dir,
+    File,
+    Symlink(PathBuf),
+}
+
+/// The real host.
+pub struct RealHostFs;
+
+impl HostFs for RealHostFs {
+    fn node(&self, path: &Path) -> HostNode {
+        match std::fs::symlink_metadata(path) {
+            Err(_) => HostNode::Missing,
+            Ok(m) if m.file_type().is_symlink() => {
+                std::fs::read_link(path).map(HostNode::Symlink).unwrap_or(HostNode::Missing)
+            }
+            Ok(m) if m.is_dir() => HostNode::Dir,
+            Ok(_) => HostNode::File,
+        }
+    }
+}
+
+impl RootfsPlan {
+    /// Plans the root for an isolated policy; `None` for `FilesystemPolicy::Host`.
+    pub fn from_policy(policy: &ResolvedPolicy, host: &dyn HostFs) -> Option<RootfsPlan> {
+        let FilesystemPolicy::Isolated { workspace, grants, deny } = &policy.filesystem else {
+            return None;
+        };
+        let mut ops = Vec::new();
+        for dir in SYSTEM_DIRS {
+            match host.node(Path::new(dir)) {
+                HostNode::Dir => ops.push(bind(dir, dir, false, NodeKind::Dir, false)),
+                HostNode::Symlink(to) => ops.push(FsOp::Symlink { link: dir.into(), target: to }),
+                HostNode::File | HostNode::Missing => {}
+            }
+        }
+        ops.push(FsOp::Dir { target: "/etc".into(), mode: 0o755 });
+        for entry in ETC_ENTRIES {
+            let path = Path::new("/etc").join(entry);
+            match host.node(&path) {
+                HostNode::Dir => ops.push(bind(&path, &path, false, NodeKind::Dir, true)),
+                HostNode::File => ops.push(FsOp::Copy { source: path.clone(), target: path }),
+                // The link's target is under /usr (or another visible dir): replicate the link.
+                HostNode::Symlink(to) => ops.push(FsOp::Symlink { link: path, target: to }),
+                HostNode::Missing => {}
+            }
+        }
+        if policy.network == NetworkMode::Host {
+            ops.push(bind("/etc/resolv.conf", "/etc/resolv.conf", false, NodeKind::File, true));
+        }
+        ops.push(FsOp::File { target: "/etc/passwd".into(), contents: identity::passwd() });
+        ops.push(FsOp::File { target: "/etc/group".into(), contents: identity::group() });
+        ops.push(FsOp::File { target: "/etc/hosts".into(), contents: identity::hosts() });
+        ops.push(FsOp::File { target: "/etc/hostname".into(), contents: format!("{}\n", identity::HOSTNAME) });
+        ops.push(FsOp::Tmpfs { target: "/dev".into(), size: 64 << 10, mode: 0o755 });
+        for node in DEV_NODES {
+            let p = Path::new("/dev").join(node);
+            ops.push(bind(&p, &p, true, NodeKind::File, false));
+        }
+        ops.push(FsOp::Devpts { target: "/dev/pts".into() });
+        ops.push(FsOp::Symlink { link: "/dev/ptmx".into(), target: "pts/ptmx".into() });
+        for (name, fd) in [("stdin", 0), ("stdout", 1), ("stderr", 2)] {
+            ops.push(FsOp::Symlink { link: Path::new("/dev").join(name), target: format!("/proc/self/fd/{fd}").into() });
+        }
+        ops.push(FsOp::Symlink { link: "/dev/fd".into(), target: "/proc/self/fd".into() });
+        ops.push(FsOp::Scratch { sub: "shm".into(), target: "/dev/shm".into() });
+        ops.push(FsOp::Scratch { sub: "tmp".into(), target: "/tmp".into() });
+        ops.push(FsOp::Scratch { sub: "home".into(), target: airlock_policy::INSIDE_HOME.into() });
+        // Placeholders of protected files are untracked files to git: without this global ignore
+        // file (in the box's own home, before any user mount), `git add -A` inside the box would
+        // commit them into the workspace's repository.
+        ops.push(FsOp::File {
+            target: Path::new(airlock_policy::INSIDE_HOME).join(".config/git/ignore"),
+            contents: placeholder_git_ignore(),
+        });
+        ops.push(FsOp::Proc { target: "/proc".into() });
+        ops.push(FsOp::Dir { target: EMPTY_DIR.into(), mode: 0o555 });
+        ops.push(FsOp::File { target: EMPTY_FILE.into(), contents: String::new() });
+
+        // User mounts, parents before children so nested grants land on top.
+        let mut mounts: Vec<_> = workspace.iter().chain(grants.iter()).collect();
+        mounts.sort_by_key(|m| m.inside.components().count());
+        let mut covers = Vec::new();
+        let mut pins: Vec<PathBuf> = Vec::new();
+        for m in &mounts {
+            let kind = if host.node(&m.host) == HostNode::Dir { NodeKind::Dir } else { NodeKind::File };
+            ops.push(bind(&m.host, &m.inside, m.access == Access::ReadWrite, kind, false));
+            if m.protect && kind == NodeKind::Dir {
+                for p in PROTECTED_PATHS {
+                    if let Some(parent) = Path::new(p.relative).parent().filter(|d| !d.as_os_str().is_empty()) {
+                        let pin = m.inside.join(parent);
+                        if !pins.contains(&pin) {
+                            pins.push(pin);
+                        }
+                    }
+                    covers.push(Cover { path: m.inside.join(p.relative), keep_visible: true });
+                }
+            }
+        }
+        for d in deny {
+            covers.push(Cover { path: d.clone(), keep_visible: false });
+        }
+        Some(RootfsPlan { ops, covers, pins, scratch_size: policy.limits.disk })
+    }
+}
+
+/// Git ignore patterns for the protected files at a repository's root (empty directories are
+/// invisible to git already).
+fn placeholder_git_ignore() -> String {
+    PROTECTED_PATHS
+        .iter()
+        .filter(|p| p.kind == airlock_policy::ProtectedKind::File && !p.relative.contains('/'))
+        .map(|p| format!("/{}\n", p.relative))
+        .collect()
+}
+
+fn bind(source: impl AsRef<Path>, target: impl AsRef<Path>, writable: bool, kind: NodeKind, optional: bool) -> FsOp {
+    FsOp::Bind {
+        source: source.as_ref().to_path_buf(),
+        target: target.as_ref().to_path_buf(),
+        writable,
+        kind,
+        optional,
+    }
+}
