@@ -1,0 +1,38 @@
+//! `airlock-agent`: the program that runs as PID 1 inside every box.
+//!
+//! [`serve`] speaks the `airlock-protocol` over a connected unix stream socket held by the host:
+//! it runs processes (pipes or a pty, stdin, signals, timeouts, background processes with
+//! buffered output), streams files in and out, lists, stats and changes the file system, and
+//! watches it. It reaps every child and orphan, and it treats the host's frames as untrusted:
+//! a malformed request is answered with an error, a broken framing closes the connection, and
+//! nothing the host sends can make it panic.
+
+mod conn;
+mod dispatch;
+mod error;
+mod files;
+mod process;
+mod pty;
+mod reaper;
+mod ring;
+mod server;
+mod spawn;
+mod sys;
+mod transfer;
+mod watch;
+
+pub use error::{code_of, AgentError};
+pub use process::STDIN_QUEUE_CAP;
+pub use ring::OUTPUT_RING_CAP;
+pub use server::serve;
+pub use watch::MAX_WATCH_DIRS;
+
+/// What the runtime does in every started process, after its stdio is set up and right before
+/// `execve`: drop capabilities, apply rlimits, Landlock and seccomp.
+///
+/// Runs in the forked child of a single-threaded agent. An error aborts the start: the `exec`
+/// request fails with the error's code.
+pub trait AgentHooks {
+    /// Confines the calling (child) process.
+    fn pre_exec(&self) -> std::io::Result<()>;
+}
