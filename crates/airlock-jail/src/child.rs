@@ -9,7 +9,7 @@
 //! The supervisor is single-threaded when it clones (checked by `spawn`), so allocating here is
 //! safe. Errors are reported as text records on the status channel, never by panicking.
 
-use crate::spawn::{BoxSpec, StdioFds};
+use crate::spawn::{BoxMain, BoxSpec, StdioFds};
 use crate::sys::write_all;
 use std::io;
 
@@ -127,6 +127,9 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
     if let Err((stage, e)) = setup(spec, stdio.controlling_tty.then_some(stdio.stdin)) {
         report_error(status_fd, stage, &e, errno_of(&e));
         exit(SETUP_FAILED);
+    }
+    if let BoxMain::Serve(main) = &spec.main {
+        serve(spec, main.as_ref(), status_fd);
     }
     // Block forwarded signals and SIGCHLD before the command exists, so none is lost; the
     // command unblocks them before exec.
@@ -246,6 +249,41 @@ fn supervise(command: libc::pid_t, status_fd: libc::c_int) -> ! {
     }
 }
 
+/// Serve mode: init restricts itself like a command, then runs the caller's main loop.
+fn serve(spec: &BoxSpec, main: &dyn Fn() -> i32, status_fd: libc::c_int) -> ! {
+    // SAFETY: spec.cwd is a valid C string.
+    if unsafe { libc::chdir(spec.cwd.as_ptr()) } == -1 {
+        let e = io::Error::last_os_error();
+        report_error(status_fd, "cwd", &format!("cannot enter working directory {:?}: {e}", spec.cwd), errno_of(&e));
+        exit(SETUP_FAILED);
+    }
+    if let Err((stage, message, errno)) = restrict(spec) {
+        report_error(status_fd, stage, &message, errno);
+        exit(SETUP_FAILED);
+    }
+    crate::sys::close(status_fd);
+    exit(main())
+}
+
+/// The restrictions every process of the box runs under, applied to the calling process:
+/// rlimits, no capabilities, Landlock, no_new_privs and, last, seccomp.
+fn restrict(spec: &BoxSpec) -> Result<(), (&'static str, String, i32)> {
+    spec.rlimits.apply().map_err(|e| ("rlimits", e.to_string(), errno_of(&e)))?;
+    crate::caps::drop_all().map_err(|e| ("capabilities", e.to_string(), errno_of(&e)))?;
+    if let Some(rules) = &spec.landlock {
+        crate::landlock::apply(rules).map_err(|e| ("landlock", e.to_string(), 0))?;
+    }
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } == -1 {
+        let e = io::Error::last_os_error();
+        return Err(("no_new_privs", e.to_string(), errno_of(&e)));
+    }
+    if let Some(prog) = &spec.seccomp {
+        prog.install().map_err(|e| ("seccomp", e.to_string(), 0))?;
+    }
+    Ok(())
+}
+
 /// The command's process. Never returns.
 fn command(spec: &BoxSpec, stdio: StdioFds, status_fd: libc::c_int) -> ! {
     let fail = |stage: &str, e: &dyn std::fmt::Display, errno: i32, code: i32| -> ! {
@@ -287,31 +325,13 @@ fn command(spec: &BoxSpec, stdio: StdioFds, status_fd: libc::c_int) -> ! {
         let e = io::Error::last_os_error();
         fail("cwd", &format!("cannot enter working directory {:?}: {e}", spec.cwd), errno_of(&e), SETUP_FAILED);
     }
-    if let Err(e) = spec.rlimits.apply() {
-        fail("rlimits", &e, errno_of(&e), SETUP_FAILED);
-    }
-    if let Err(e) = crate::caps::drop_all() {
-        fail("capabilities", &e, errno_of(&e), SETUP_FAILED);
-    }
-    if let Some(rules) = &spec.landlock {
-        if let Err(e) = crate::landlock::apply(rules) {
-            fail("landlock", &e, 0, SETUP_FAILED);
-        }
-    }
-    // SAFETY: prctl with integer arguments.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } == -1 {
-        let e = io::Error::last_os_error();
-        fail("no_new_privs", &e, errno_of(&e), SETUP_FAILED);
-    }
     let mut argv: Vec<*const libc::c_char> = spec.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
     let mut envp: Vec<*const libc::c_char> = spec.env.iter().map(|a| a.as_ptr()).collect();
     envp.push(std::ptr::null());
-    // Seccomp is the last step: nothing after it but execve.
-    if let Some(prog) = &spec.seccomp {
-        if let Err(e) = prog.install() {
-            fail("seccomp", &e, 0, SETUP_FAILED);
-        }
+    // Seccomp is the last restriction: nothing after it but execve.
+    if let Err((stage, message, errno)) = restrict(spec) {
+        fail(stage, &message, errno, SETUP_FAILED);
     }
     let mut last = libc::ENOENT;
     for candidate in &spec.program_candidates {

@@ -28,8 +28,19 @@ pub struct IdMap {
     pub host_gid: u32,
 }
 
+/// What the box's init does once the box is set up.
+pub enum BoxMain {
+    /// Run `argv` as the box's one command, supervise it and report its exit.
+    Command,
+    /// Restrict init itself exactly like a command (rlimits, no capabilities, Landlock,
+    /// no_new_privs, seccomp), then call this (e.g. the agent's serve loop) and exit with what it
+    /// returns. Every process it starts inherits the restrictions.
+    Serve(Box<dyn Fn() -> i32>),
+}
+
 /// Everything a box needs, prepared before it is started (the box's side only executes it).
 pub struct BoxSpec {
+    pub main: BoxMain,
     pub argv: Vec<CString>,
     /// Paths to try, in order, for argv[0] (the PATH search is planned outside).
     pub program_candidates: Vec<CString>,

@@ -5,6 +5,7 @@
 mod control;
 mod host;
 mod idmapping;
+mod launch;
 mod placeholders;
 mod plan;
 mod proxy_channel;

@@ -9,7 +9,7 @@ use airlock_jail::rlimits::RlimitPlan;
 use airlock_jail::rootfs::{Cover, RealHostFs, RootfsPlan};
 use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
 use airlock_jail::idmap::BOX_HOST_ID;
-use airlock_jail::spawn::{BoxSpec, IdMap, Namespaces};
+use airlock_jail::spawn::{BoxMain, BoxSpec, IdMap, Namespaces};
 use airlock_proxy::rules::EgressRules;
 use airlock_policy::{Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, INSIDE_GID, INSIDE_HOME, INSIDE_UID};
 use std::ffi::CString;
@@ -347,6 +347,7 @@ impl BoxPlan {
             path_var.split(':').filter(|d| !d.is_empty()).map(|d| Path::new(d).join(program).to_string_lossy().into_owned()).collect()
         };
         let spec = BoxSpec {
+            main: BoxMain::Command,
             argv: argv.iter().map(|a| cstr(a.as_bytes())).collect::<Result<_, _>>()?,
             program_candidates: candidates.into_iter().map(cstr).collect::<Result<_, _>>()?,
             env: env_pairs.iter().map(|(k, v)| cstr(format!("{k}={v}"))).collect::<Result<_, _>>()?,

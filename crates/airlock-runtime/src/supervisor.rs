@@ -2,21 +2,18 @@
 //! status channel, its output, the caller's terminal, forwarded signals and the deadline.
 
 use crate::placeholders;
-use crate::plan::{BoxPlan, PlanError};
+use crate::plan::PlanError;
 use crate::result::{Event, LimitHit, RunResult};
 use crate::sentinel::Sentinel;
-use crate::idmapping::idmap_grants;
-use crate::proxy_channel::ProxyChannel;
+use crate::launch::{Launch, Started};
 use crate::signals::SignalGuard;
 use crate::stdio::BoxIo;
 use crate::tty::copy_winsize;
 use airlock_jail::cgroup::{BoxCgroup, CgroupError};
-use airlock_jail::spawn::{spawn, ProxyListener, SpawnError, SpawnedBox};
-use airlock_proxy::server::ProxyConfig;
+use airlock_jail::spawn::{BoxMain, SpawnError, SpawnedBox};
 use airlock_jail::{write_all, StatusRecord};
 use airlock_policy::ResolvedPolicy;
 use std::io;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// What the box's stdin is.
@@ -60,8 +57,6 @@ pub enum RunError {
     Proxy(#[source] io::Error),
 }
 
-static BOX_COUNTER: AtomicU32 = AtomicU32::new(0);
-
 /// Runs `argv` in a box under `policy`, forwarding its output to airlock's stdout and stderr.
 pub fn run(policy: &ResolvedPolicy, argv: &[String], opts: &RunOptions) -> Result<RunResult, RunError> {
     let start = Instant::now();
@@ -84,77 +79,11 @@ fn run_planned(
     sentinel: &Sentinel,
     extra_covers: &[std::path::PathBuf],
 ) -> Result<RunResult, RunError> {
-    let mut plan = BoxPlan::with_cgroups(policy, argv, extra_covers, &airlock_jail::cgroup::probe_writable())?;
-    let _idmapped_trees = idmap_grants(&mut plan, policy.fail_if_unavailable)?;
-    let audit = match (&opts.audit, &plan.egress) {
-        (Some(path), Some(_)) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|source| RunError::Audit { path: path.clone(), source })?,
-        ),
-        _ => None,
-    };
-    let mut channel = match &plan.egress {
-        Some(_) => Some(ProxyChannel::new().map_err(RunError::Proxy)?),
-        None => None,
-    };
-    if let Some(ch) = &channel {
-        plan.spec.proxy_listener = Some(ProxyListener { port: crate::plan::PROXY_PORT, channel: ch.box_end() });
-    }
-    let mut cgroup = match &plan.cgroup {
-        Some(limits) => {
-            let name = format!("airlock-{}-{}", std::process::id(), BOX_COUNTER.fetch_add(1, Ordering::Relaxed));
-            let cg = BoxCgroup::create(&name, limits)?;
-            for p in cg.paths() {
-                sentinel.register("cgroup", &p);
-            }
-            Some(cg)
-        }
-        None => None,
-    };
     let signals = SignalGuard::block()?;
     let io = BoxIo::new(opts)?;
-    let spawned = spawn(&plan.spec, io.child_fds(), |pid| match &cgroup {
-        Some(cg) => cg.add_pid(pid).map_err(|e| e.to_string()),
-        None => Ok(()),
-    });
-    io.close_child_side();
-    if let Some(ch) = channel.as_mut() {
-        ch.close_box_end();
-    }
-    let spawned = spawned?;
-    // The box's init made the proxy's listener inside its network namespace and sent it here;
-    // the proxy serves it from this (host) side. No listener means setup failed: the status
-    // channel says why.
-    let proxy = match (channel, plan.egress.take()) {
-        (Some(ch), Some(egress)) => match ch.receive() {
-            Some(listener) => Some(
-                airlock_proxy::server::start(
-                    listener,
-                    ProxyConfig {
-                        rules: egress.rules,
-                        max_connections: egress.max_connections,
-                        byte_budget: egress.byte_budget,
-                        connect_timeout: Duration::from_secs(30),
-                        audit,
-                    },
-                )
-                .map_err(RunError::Proxy),
-            ),
-            None => None,
-        },
-        _ => None,
-    };
-    let proxy = match proxy.transpose() {
-        Ok(p) => p,
-        Err(e) => {
-            spawned.kill();
-            spawned.reap();
-            return Err(e);
-        }
-    };
+    let launch = Launch { policy, argv, audit: opts.audit.as_deref(), sentinel, extra_covers };
+    let started = launch.start(BoxMain::Command, io.child_fds(), || io.close_child_side())?;
+    let Started { spawned, mut cgroup, proxy, receipt, .. } = started;
     let mut sup = Supervision {
         start,
         deadline: policy.limits.timeout.map(|t| start + t),
@@ -199,7 +128,7 @@ fn run_planned(
         sup.limits_hit.push(LimitHit::ByteBudget);
         sup.event("byte-budget", "the box's network byte budget ran out; connections were cut".into());
     }
-    let mut result = sup.finish(wait_status, peak, plan.receipt);
+    let mut result = sup.finish(wait_status, peak, receipt);
     result.network_events = net_events;
     result.network_events_dropped = net_dropped;
     Ok(result)

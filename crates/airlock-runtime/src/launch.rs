@@ -1,0 +1,110 @@
+//! Starting a box with everything around it: the plan, idmapped grants, the cgroup, the egress
+//! proxy and its channel. Shared by one-shot runs and long-lived sandboxes.
+
+use crate::idmapping::idmap_grants;
+use crate::plan::BoxPlan;
+use crate::proxy_channel::ProxyChannel;
+use crate::sentinel::Sentinel;
+use crate::{Receipt, RunError};
+use airlock_jail::cgroup::BoxCgroup;
+use airlock_jail::spawn::{spawn, BoxMain, ProxyListener, SpawnedBox, StdioFds};
+use airlock_policy::ResolvedPolicy;
+use airlock_proxy::server::{ProxyConfig, ProxyHandle};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+static BOX_COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// What a box is started from.
+pub(crate) struct Launch<'a> {
+    pub policy: &'a ResolvedPolicy,
+    pub argv: &'a [String],
+    pub audit: Option<&'a Path>,
+    pub sentinel: &'a Sentinel,
+    pub extra_covers: &'a [PathBuf],
+}
+
+/// A started box and what must be cleaned up after it.
+pub(crate) struct Started {
+    pub spawned: SpawnedBox,
+    pub cgroup: Option<BoxCgroup>,
+    pub proxy: Option<ProxyHandle>,
+    pub receipt: Receipt,
+}
+
+impl Launch<'_> {
+    /// Plans and starts the box. `after_spawn` runs right after the clone, success or not (to
+    /// close the caller's copies of the box's descriptors).
+    pub fn start(&self, main: BoxMain, stdio: StdioFds, after_spawn: impl FnOnce()) -> Result<Started, RunError> {
+        let policy = self.policy;
+        let mut plan = BoxPlan::with_cgroups(policy, self.argv, self.extra_covers, &airlock_jail::cgroup::probe_writable())?;
+        plan.spec.main = main;
+        let idmapped_trees = idmap_grants(&mut plan, policy.fail_if_unavailable)?;
+        let audit = match (self.audit, &plan.egress) {
+            (Some(path), Some(_)) => Some(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|source| RunError::Audit { path: path.to_path_buf(), source })?,
+            ),
+            _ => None,
+        };
+        let mut channel = match &plan.egress {
+            Some(_) => Some(ProxyChannel::new().map_err(RunError::Proxy)?),
+            None => None,
+        };
+        if let Some(ch) = &channel {
+            plan.spec.proxy_listener = Some(ProxyListener { port: crate::plan::PROXY_PORT, channel: ch.box_end() });
+        }
+        let cgroup = match &plan.cgroup {
+            Some(limits) => {
+                let name = format!("airlock-{}-{}", std::process::id(), BOX_COUNTER.fetch_add(1, Ordering::Relaxed));
+                let cg = BoxCgroup::create(&name, limits)?;
+                for p in cg.paths() {
+                    self.sentinel.register("cgroup", &p);
+                }
+                Some(cg)
+            }
+            None => None,
+        };
+        let spawned = spawn(&plan.spec, stdio, |pid| match &cgroup {
+            Some(cg) => cg.add_pid(pid).map_err(|e| e.to_string()),
+            None => Ok(()),
+        });
+        after_spawn();
+        drop(idmapped_trees);
+        if let Some(ch) = channel.as_mut() {
+            ch.close_box_end();
+        }
+        let spawned = spawned?;
+        // The box's init made the proxy's listener inside its network namespace and sent it
+        // here; the proxy serves it from this (host) side. No listener means setup failed: the
+        // status channel says why.
+        let proxy = match (channel, plan.egress.take()) {
+            (Some(ch), Some(egress)) => match ch.receive() {
+                Some(listener) => {
+                    let config = ProxyConfig {
+                        rules: egress.rules,
+                        max_connections: egress.max_connections,
+                        byte_budget: egress.byte_budget,
+                        connect_timeout: Duration::from_secs(30),
+                        audit,
+                    };
+                    match airlock_proxy::server::start(listener, config) {
+                        Ok(p) => Some(p),
+                        Err(e) => {
+                            spawned.kill();
+                            spawned.reap();
+                            return Err(RunError::Proxy(e));
+                        }
+                    }
+                }
+                None => None,
+            },
+            _ => None,
+        };
+        Ok(Started { spawned, cgroup, proxy, receipt: plan.receipt })
+    }
+}
