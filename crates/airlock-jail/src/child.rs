@@ -128,8 +128,8 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
         report_error(status_fd, stage, &e, errno_of(&e));
         exit(SETUP_FAILED);
     }
-    if let BoxMain::Serve(main) = &spec.main {
-        serve(spec, main.as_ref(), status_fd);
+    if let BoxMain::Serve { keep_fd, main } = &spec.main {
+        serve(spec, *keep_fd, main.as_ref(), status_fd);
     }
     // Block forwarded signals and SIGCHLD before the command exists, so none is lost; the
     // command unblocks them before exec.
@@ -250,7 +250,30 @@ fn supervise(command: libc::pid_t, status_fd: libc::c_int) -> ! {
 }
 
 /// Serve mode: init restricts itself like a command, then runs the caller's main loop.
-fn serve(spec: &BoxSpec, main: &dyn Fn() -> i32, status_fd: libc::c_int) -> ! {
+fn serve(spec: &BoxSpec, keep_fd: libc::c_int, main: &dyn Fn() -> i32, status_fd: libc::c_int) -> ! {
+    // Nothing of the supervisor's stays open in the box but stderr, the status channel (closed
+    // below) and the descriptor the caller keeps.
+    // SAFETY: opening /dev/null inside the box with a static C string.
+    let null = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+    if null >= 0 {
+        // SAFETY: dup2 onto stdin and stdout.
+        unsafe {
+            libc::dup2(null, 0);
+            libc::dup2(null, 1);
+        }
+    }
+    let mut keep = [keep_fd, status_fd];
+    keep.sort_unstable();
+    let mut from = 3;
+    for fd in keep {
+        if fd > from {
+            // SAFETY: close_range with integer arguments.
+            unsafe { libc::syscall(libc::SYS_close_range, from as u32, (fd - 1) as u32, 0u32) };
+        }
+        from = from.max(fd + 1);
+    }
+    // SAFETY: close_range with integer arguments.
+    unsafe { libc::syscall(libc::SYS_close_range, from as u32, u32::MAX, 0u32) };
     // SAFETY: spec.cwd is a valid C string.
     if unsafe { libc::chdir(spec.cwd.as_ptr()) } == -1 {
         let e = io::Error::last_os_error();

@@ -33,9 +33,10 @@ pub enum BoxMain {
     /// Run `argv` as the box's one command, supervise it and report its exit.
     Command,
     /// Restrict init itself exactly like a command (rlimits, no capabilities, Landlock,
-    /// no_new_privs, seccomp), then call this (e.g. the agent's serve loop) and exit with what it
-    /// returns. Every process it starts inherits the restrictions.
-    Serve(Box<dyn Fn() -> i32>),
+    /// no_new_privs, seccomp), keep only stderr and `keep_fd` open (stdin and stdout become
+    /// /dev/null), then call `main` (e.g. the agent's serve loop) and exit with what it returns.
+    /// Every process it starts inherits the restrictions.
+    Serve { keep_fd: libc::c_int, main: Box<dyn Fn() -> i32> },
 }
 
 /// Everything a box needs, prepared before it is started (the box's side only executes it).

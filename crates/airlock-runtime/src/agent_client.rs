@@ -1,0 +1,136 @@
+//! The host side of the agent protocol: a blocking client over the box's unix socket. The agent
+//! runs next to untrusted code, so everything it sends is treated as untrusted: framing errors
+//! end the session, unexpected frames are bounded, nothing panics.
+
+use airlock_protocol::{Frame, FrameDecoder, FrameKind, Hello, Op, ProtocolError, Reply, Request, Role};
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+/// Frames kept aside while waiting for a specific one (e.g. output of a background process);
+/// beyond this the session fails instead of growing without bound.
+const MAX_BACKLOG: usize = 4096;
+
+/// Why talking to a box's agent failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("the box's agent closed the connection (the box ended or was killed)")]
+    Closed,
+    #[error("talking to the box's agent failed: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the box's agent broke the protocol: {0}")]
+    Protocol(String),
+    #[error("the box's agent refused: {code}: {message}")]
+    Refused { code: String, message: String },
+    #[error("the box's agent sent more unrequested frames than airlock keeps ({MAX_BACKLOG})")]
+    Backlog,
+}
+
+impl From<ProtocolError> for AgentError {
+    fn from(e: ProtocolError) -> AgentError {
+        AgentError::Protocol(e.to_string())
+    }
+}
+
+/// A connection to a box's agent.
+pub struct AgentClient {
+    sock: UnixStream,
+    dec: FrameDecoder,
+    backlog: VecDeque<Frame>,
+    next_id: u64,
+    buf: Vec<u8>,
+}
+
+impl AgentClient {
+    /// Exchanges hellos (bounded by `timeout`) and returns the connected client.
+    pub fn connect(sock: UnixStream, timeout: Duration) -> Result<AgentClient, AgentError> {
+        sock.set_read_timeout(Some(timeout))?;
+        let mut c = AgentClient { sock, dec: FrameDecoder::new(), backlog: VecDeque::new(), next_id: 1, buf: vec![0; 1 << 16] };
+        let hello = c.recv_wire()?.ok_or(AgentError::Closed)?;
+        if hello.kind != FrameKind::Hello {
+            return Err(AgentError::Protocol(format!("expected a hello, got a {:?} frame", hello.kind)));
+        }
+        Hello::accept(&hello.body, Role::Agent).map_err(|e| AgentError::Protocol(e.to_string()))?;
+        c.send(&Frame::json(FrameKind::Hello, &Hello::new(Role::Host))?)?;
+        c.sock.set_read_timeout(None)?;
+        Ok(c)
+    }
+
+    fn send(&mut self, frame: &Frame) -> Result<(), AgentError> {
+        self.sock.write_all(&frame.encode()).map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => AgentError::Closed,
+            _ => AgentError::Io(e),
+        })
+    }
+
+    /// Sends a request and returns its id.
+    pub fn request(&mut self, op: Op) -> Result<u64, AgentError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = Request { id, op }.encode().map_err(|e| AgentError::Protocol(e.to_string()))?;
+        self.send(&Frame::new(FrameKind::Request, 0, body)?)?;
+        Ok(id)
+    }
+
+    /// Streams `data` on a client channel, then closes it.
+    pub fn send_data(&mut self, channel: u32, data: &[u8]) -> Result<(), AgentError> {
+        for chunk in data.chunks(airlock_protocol::MAX_BODY) {
+            self.send(&Frame::data(channel, chunk.to_vec())?)?;
+        }
+        self.send(&Frame::eof(channel))
+    }
+
+    fn recv_wire(&mut self) -> Result<Option<Frame>, AgentError> {
+        loop {
+            if let Some(f) = self.dec.next()? {
+                return Ok(Some(f));
+            }
+            let n = match self.sock.read(&mut self.buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            };
+            if n == 0 {
+                return Ok(None);
+            }
+            self.dec.feed(&self.buf[..n]);
+        }
+    }
+
+    /// The first frame matching `want`; others are kept (bounded) for later.
+    pub fn wait_for(&mut self, mut want: impl FnMut(&Frame) -> bool) -> Result<Frame, AgentError> {
+        if let Some(i) = self.backlog.iter().position(&mut want) {
+            if let Some(f) = self.backlog.remove(i) {
+                return Ok(f);
+            }
+        }
+        loop {
+            let f = self.recv_wire()?.ok_or(AgentError::Closed)?;
+            if want(&f) {
+                return Ok(f);
+            }
+            if self.backlog.len() >= MAX_BACKLOG {
+                return Err(AgentError::Backlog);
+            }
+            self.backlog.push_back(f);
+        }
+    }
+
+    /// Sends `op` and waits for its reply; an error reply becomes [`AgentError::Refused`].
+    pub fn call(&mut self, op: Op) -> Result<Reply, AgentError> {
+        let id = self.request(op)?;
+        self.reply(id)
+    }
+
+    /// Waits for the reply to request `id`.
+    pub fn reply(&mut self, id: u64) -> Result<Reply, AgentError> {
+        let f = self.wait_for(|f| f.kind == FrameKind::Reply && Reply::decode(&f.body).is_ok_and(|r| r.id == id))?;
+        let reply = Reply::decode(&f.body).map_err(|e| AgentError::Protocol(e.to_string()))?;
+        if let Err(e) = &reply.result {
+            return Err(AgentError::Refused { code: format!("{:?}", e.code).to_lowercase(), message: e.message.clone() });
+        }
+        Ok(reply)
+    }
+}

@@ -1,0 +1,310 @@
+//! A long-lived box: its init is airlock's agent, and commands and file operations run inside it
+//! over the agent protocol, turn after turn — files written in one call are there in the next.
+//!
+//! Like a one-shot run, a `Sandbox` must be created from a single-threaded process (the box's
+//! setup runs between clone and exec); the server will start each sandbox from its own process.
+
+use crate::agent_client::{AgentClient, AgentError};
+use crate::launch::{Launch, Started};
+use crate::placeholders::{self, Placeholder};
+use crate::plan::{proxy_env, PlanError};
+use crate::sentinel::Sentinel;
+use crate::{Receipt, RunError};
+use airlock_agent::AgentHooks;
+use airlock_jail::spawn::{BoxMain, StdioFds};
+use airlock_jail::StatusRecord;
+use airlock_policy::{NetworkMode, ResolvedPolicy};
+use airlock_protocol::{Event, ExecReply, ExecRequest, FrameKind, Op, ReadFileReply};
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long the agent may take to greet after the box starts.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long closing waits for the box to end before killing it.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// Why a sandbox operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    #[error("the box could not be set up ({stage}): {message}")]
+    Setup { stage: String, message: String },
+    #[error("cannot prepare the sandbox: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Options of a sandbox.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxOptions {
+    /// A JSON-lines file for the proxy's network decisions (proxied boxes).
+    pub audit: Option<PathBuf>,
+}
+
+/// What one command did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+}
+
+/// A running sandbox. Dropping it ends the box and cleans up everything it made.
+pub struct Sandbox {
+    client: Option<AgentClient>,
+    started: Option<Started>,
+    sentinel: Option<Sentinel>,
+    placeholders: Vec<Placeholder>,
+    env: BTreeMap<String, String>,
+    cwd: String,
+    next_channel: u32,
+}
+
+/// The agent's children are restricted already: init restricted itself before serving.
+struct Restricted;
+
+impl AgentHooks for Restricted {
+    fn pre_exec(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Sandbox {
+    /// Starts a box under `policy` with the agent as its init, and connects to it.
+    pub fn create(policy: &ResolvedPolicy, opts: &SandboxOptions) -> Result<Sandbox, SandboxError> {
+        let sentinel = Sentinel::start().map_err(RunError::Sentinel)?;
+        let (made, extra_covers) = match placeholders::create(policy) {
+            Ok(v) => v,
+            Err(e) => {
+                sentinel.finish();
+                return Err(RunError::Placeholders(e).into());
+            }
+        };
+        for p in &made {
+            sentinel.register(if p.dir { "placeholder-dir" } else { "placeholder-file" }, &p.host);
+        }
+        let mut env: BTreeMap<String, String> = policy.env.iter().cloned().collect();
+        if policy.network == NetworkMode::Proxy {
+            for (k, v) in proxy_env() {
+                env.entry(k).or_insert(v);
+            }
+        }
+        let mut sandbox = Sandbox {
+            client: None,
+            started: None,
+            sentinel: Some(sentinel),
+            placeholders: made,
+            env,
+            cwd: policy.cwd.to_string_lossy().into_owned(),
+            next_channel: 2,
+        };
+        sandbox.start(policy, opts, &extra_covers)?;
+        Ok(sandbox)
+    }
+
+    fn start(&mut self, policy: &ResolvedPolicy, opts: &SandboxOptions, extra_covers: &[PathBuf]) -> Result<(), SandboxError> {
+        let (host, boxed) = UnixStream::pair()?;
+        let box_fd = boxed.as_raw_fd();
+        let main = BoxMain::Serve {
+            keep_fd: box_fd,
+            main: Box::new(move || {
+                // SAFETY: in the box's init, box_fd is this process's own copy of the box end,
+                // and nothing else owns it there.
+                let conn = unsafe { OwnedFd::from_raw_fd(box_fd) };
+                match airlock_agent::serve(conn, &Restricted) {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        eprintln!("airlock agent: {e}");
+                        1
+                    }
+                }
+            }),
+        };
+        let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
+        let stdio = StdioFds { stdin: null.as_raw_fd(), stdout: null.as_raw_fd(), stderr: 2, controlling_tty: false };
+        let sentinel = self.sentinel.as_ref().ok_or_else(|| std::io::Error::other("sandbox already closed"))?;
+        let argv = ["airlock-agent".to_string()];
+        let launch = Launch { policy, argv: &argv, audit: opts.audit.as_deref(), sentinel, extra_covers };
+        let started = launch.start(main, stdio, || {})?;
+        drop(boxed);
+        drop(null);
+        let status_fd = started.spawned.status_fd;
+        self.started = Some(started);
+        match AgentClient::connect(host, HELLO_TIMEOUT) {
+            Ok(c) => {
+                self.client = Some(c);
+                Ok(())
+            }
+            Err(e) => Err(setup_error(status_fd).unwrap_or(SandboxError::Agent(e))),
+        }
+    }
+
+    fn client(&mut self) -> Result<&mut AgentClient, SandboxError> {
+        self.client.as_mut().ok_or(SandboxError::Agent(AgentError::Closed))
+    }
+
+    /// What the box enforces.
+    pub fn receipt(&self) -> Option<&Receipt> {
+        self.started.as_ref().map(|s| &s.receipt)
+    }
+
+    /// Runs a command to its end and returns its output (each stream capped at `output_cap`
+    /// bytes; the rest is read and dropped). The environment is the policy's, plus `env`.
+    pub fn exec(
+        &mut self,
+        argv: &[&str],
+        env: &[(&str, &str)],
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+        output_cap: usize,
+    ) -> Result<ExecOutput, SandboxError> {
+        let mut full_env = self.env.clone();
+        for (k, v) in env {
+            full_env.insert((*k).to_string(), (*v).to_string());
+        }
+        let req = ExecRequest {
+            argv: argv.iter().map(|a| (*a).to_string()).collect(),
+            env: full_env,
+            cwd: Some(self.cwd.clone()),
+            tty: None,
+            stdin: stdin.is_some(),
+            timeout_ms: timeout.map(|t| t.as_millis().min(u64::MAX as u128) as u64),
+            tag: None,
+        };
+        let client = self.client()?;
+        let reply = client.call(Op::Exec(req))?;
+        let started: ExecReply = reply.body().map_err(|e| AgentError::Protocol(e.message))?;
+        if let (Some(ch), Some(data)) = (started.stdin, stdin) {
+            client.send_data(ch, data)?;
+        }
+        let pid = started.pid;
+        let (out_ch, err_ch) = (started.stdout, started.stderr);
+        let mut out = ExecOutput { stdout: Vec::new(), stderr: Vec::new(), exit_code: None, signal: None, timed_out: false };
+        loop {
+            let f = client.wait_for(|f| {
+                f.channel == out_ch
+                    || Some(f.channel) == err_ch
+                    || (f.kind == FrameKind::Event && matches!(Event::decode(&f.body), Ok(Event::Exit { pid: p, .. }) if p == pid))
+            })?;
+            match f.kind {
+                FrameKind::Data => {
+                    let buf = if f.channel == out_ch { &mut out.stdout } else { &mut out.stderr };
+                    let room = output_cap.saturating_sub(buf.len());
+                    buf.extend_from_slice(&f.body[..room.min(f.body.len())]);
+                }
+                FrameKind::Event => {
+                    if let Ok(Event::Exit { code, signal, timed_out, .. }) = Event::decode(&f.body) {
+                        out.exit_code = code;
+                        out.signal = signal;
+                        out.timed_out = timed_out;
+                    }
+                    return Ok(out);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Writes a whole file inside the box (streamed in chunks).
+    pub fn write_file(&mut self, path: &str, data: &[u8]) -> Result<(), SandboxError> {
+        let channel = self.next_channel;
+        self.next_channel = self.next_channel.wrapping_add(2).max(2);
+        let client = self.client()?;
+        let id = client.request(Op::WriteFile { path: path.to_string(), mode: None, channel })?;
+        client.send_data(channel, data)?;
+        client.reply(id)?;
+        Ok(())
+    }
+
+    /// Reads a whole file from inside the box.
+    pub fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        let client = self.client()?;
+        let reply = client.call(Op::ReadFile { path: path.to_string() })?;
+        let started: ReadFileReply = reply.body().map_err(|e| AgentError::Protocol(e.message))?;
+        let mut data = Vec::new();
+        loop {
+            let f = client.wait_for(|f| f.channel == started.channel)?;
+            match f.kind {
+                FrameKind::Data => data.extend_from_slice(&f.body),
+                _ => return Ok(data),
+            }
+        }
+    }
+
+    /// Ends the box: the agent stops every process, the box's namespaces go away, and the cgroup,
+    /// placeholders and proxy are cleaned up.
+    pub fn close(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        // Closing the connection makes the agent kill its processes and return.
+        self.client = None;
+        if let Some(started) = self.started.take() {
+            let deadline = Instant::now() + CLOSE_GRACE;
+            while started.spawned.try_reap().is_none() {
+                if Instant::now() >= deadline {
+                    started.spawned.kill();
+                    started.spawned.reap();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if let Some(p) = started.proxy {
+                p.stop();
+            }
+            if let Some(mut cg) = started.cgroup {
+                cg.kill_all();
+                let _ = cg.destroy();
+            }
+            for fd in [started.spawned.pidfd, started.spawned.status_fd, started.spawned.go_fd] {
+                // SAFETY: closing descriptors owned by the spawned box handle, no longer used.
+                unsafe { libc::close(fd) };
+            }
+        }
+        placeholders::remove(&self.placeholders);
+        self.placeholders.clear();
+        if let Some(s) = self.sentinel.take() {
+            s.finish();
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The setup error the box's init reported, if any (non-blocking read of its status channel).
+fn setup_error(status_fd: libc::c_int) -> Option<SandboxError> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pfd = libc::pollfd { fd: status_fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd; a short wait for init to have written its error.
+    if unsafe { libc::poll(&mut pfd, 1, 1000) } != 1 {
+        return None;
+    }
+    // SAFETY: reading into our buffer.
+    let n = unsafe { libc::read(status_fd, buf.as_mut_ptr().cast(), buf.len()) };
+    if n <= 0 {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&buf[..n as usize]).into_owned();
+    StatusRecord::parse_all(&text).into_iter().find_map(|r| match r {
+        StatusRecord::Error { stage, message, .. } => Some(SandboxError::Setup { stage, message }),
+        StatusRecord::Exit { .. } => None,
+    })
+}
+
+impl From<PlanError> for SandboxError {
+    fn from(e: PlanError) -> SandboxError {
+        SandboxError::Run(RunError::Plan(e))
+    }
+}
