@@ -52,8 +52,19 @@ pub fn listen_loopback(port: u16) -> io::Result<libc::c_int> {
 
 /// Sends one descriptor over a unix socket (SCM_RIGHTS).
 pub fn send_fd(channel: libc::c_int, fd: libc::c_int) -> io::Result<()> {
-    let mut byte = [b'L'];
-    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+    send_with_fd(channel, b"L", Some(fd))
+}
+
+/// Receives one descriptor sent with [`send_fd`]; `Ok(None)` if the sender closed the channel
+/// without sending one. The descriptor is close-on-exec.
+pub fn recv_fd(channel: libc::c_int) -> io::Result<Option<libc::c_int>> {
+    let mut byte = [0u8; 1];
+    recv_with_fd(channel, &mut byte).map(|(_, fd)| fd)
+}
+
+/// Sends `payload` (one message on a SEQPACKET socket) with an optional descriptor attached.
+pub fn send_with_fd(channel: libc::c_int, payload: &[u8], fd: Option<libc::c_int>) -> io::Result<()> {
+    let mut iov = libc::iovec { iov_base: payload.as_ptr() as *mut libc::c_void, iov_len: payload.len() };
     // SAFETY: CMSG_SPACE is a pure computation.
     let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
     let mut control = vec![0u8; space];
@@ -61,30 +72,34 @@ pub fn send_fd(channel: libc::c_int, fd: libc::c_int) -> io::Result<()> {
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space;
-    // SAFETY: msg has a control buffer of CMSG_SPACE(int) bytes, so the first header fits.
-    unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = libc::SOL_SOCKET;
-        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
+    if let Some(fd) = fd {
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space;
+        // SAFETY: msg has a control buffer of CMSG_SPACE(int) bytes, so the first header fits.
+        unsafe {
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_SOCKET;
+            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
+        }
     }
-    // SAFETY: msg points at live buffers for the duration of the call.
+    // SAFETY: msg points at live buffers for the duration of the call (the kernel only reads the
+    // payload).
     let n = unsafe { libc::sendmsg(channel, &msg, libc::MSG_NOSIGNAL) };
-    if n == 1 {
+    if n == payload.len() as isize {
         Ok(())
-    } else {
+    } else if n < 0 {
         Err(io::Error::last_os_error())
+    } else {
+        Err(io::Error::other("short send on a message socket"))
     }
 }
 
-/// Receives one descriptor sent with [`send_fd`]; `Ok(None)` if the sender closed the channel
-/// without sending one. The descriptor is close-on-exec.
-pub fn recv_fd(channel: libc::c_int) -> io::Result<Option<libc::c_int>> {
-    let mut byte = [0u8];
-    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
+/// Receives one message into `buf` and the descriptor attached to it, if any (close-on-exec).
+/// `Ok((0, None))` means the peer closed the channel.
+pub fn recv_with_fd(channel: libc::c_int, buf: &mut [u8]) -> io::Result<(usize, Option<libc::c_int>)> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     // SAFETY: CMSG_SPACE is a pure computation.
     let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
     let mut control = vec![0u8; space];
@@ -99,15 +114,17 @@ pub fn recv_fd(channel: libc::c_int) -> io::Result<Option<libc::c_int>> {
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
-    if n == 0 {
-        return Ok(None);
+    if msg.msg_flags & libc::MSG_TRUNC != 0 {
+        return Err(io::Error::other("message larger than the receive buffer"));
     }
     // SAFETY: the kernel filled msg's control buffer; CMSG_FIRSTHDR checks it is big enough.
-    unsafe {
+    let fd = unsafe {
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
         if cmsg.is_null() || (*cmsg).cmsg_level != libc::SOL_SOCKET || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
-            return Ok(None);
+            None
+        } else {
+            Some(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>()))
         }
-        Ok(Some(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>())))
-    }
+    };
+    Ok((n as usize, fd))
 }

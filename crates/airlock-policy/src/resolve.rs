@@ -1,7 +1,7 @@
 //! Turning a [`PolicyFile`] (profile + file + flags) into the [`ResolvedPolicy`] a backend enforces.
 
 use crate::{NetworkMode, PolicyError, PolicyFile, Profile};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
@@ -45,7 +45,7 @@ pub struct ResolveContext<'a> {
 }
 
 /// Read-only or writable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Access {
     ReadOnly,
@@ -53,7 +53,7 @@ pub enum Access {
 }
 
 /// A host path made visible inside the box.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mount {
     /// Canonical host path (symlinks resolved, so a grant cannot be redirected later).
     pub host: PathBuf,
@@ -65,7 +65,7 @@ pub struct Mount {
 }
 
 /// What the box sees of the host's filesystem.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum FilesystemPolicy {
     /// A fresh root: system directories read-only, the workspace and the grants, nothing else.
@@ -80,7 +80,7 @@ pub enum FilesystemPolicy {
 }
 
 /// Resource caps. `None` means not capped.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
     pub memory: Option<u64>,
     pub pids: Option<u64>,
@@ -95,7 +95,7 @@ pub struct Limits {
 }
 
 /// The egress allowlist of a proxied box.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Egress {
     pub allow_domain: Vec<String>,
     pub deny_domain: Vec<String>,
@@ -144,7 +144,7 @@ fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, Pol
 }
 
 /// A policy with every default filled in and every path checked: what a backend enforces.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResolvedPolicy {
     pub profile: Profile,
     pub filesystem: FilesystemPolicy,

@@ -212,3 +212,15 @@ fn allowlist_needs_proxy_mode() {
     f.network.max_connections = Some(0);
     assert!(run(f, "/home/alice/proj").is_err());
 }
+
+#[test]
+fn resolved_policy_round_trips_through_json() {
+    let mut f = PolicyFile::default();
+    f.filesystem.read.push("/data".into());
+    f.network.mode = Some(NetworkMode::Proxy);
+    f.network.allow_domain.push("pypi.example".into());
+    let p = run(f, "/home/alice/proj").unwrap();
+    let text = serde_json::to_string(&p).unwrap();
+    let back: ResolvedPolicy = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, p);
+}

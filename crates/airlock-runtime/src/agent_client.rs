@@ -57,6 +57,18 @@ impl AgentClient {
         Ok(c)
     }
 
+    /// A client for a connection whose hellos were already exchanged (handed over by the box's
+    /// supervisor process).
+    pub fn resume(sock: UnixStream) -> AgentClient {
+        AgentClient { sock, dec: FrameDecoder::new(), backlog: VecDeque::new(), next_id: 1, buf: vec![0; 1 << 16] }
+    }
+
+    /// The connection, for handing over. Only between requests: anything already read and not
+    /// consumed is dropped.
+    pub fn into_stream(self) -> UnixStream {
+        self.sock
+    }
+
     fn send(&mut self, frame: &Frame) -> Result<(), AgentError> {
         self.sock.write_all(&frame.encode()).map_err(|e| match e.kind() {
             std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => AgentError::Closed,

@@ -56,15 +56,25 @@ pub struct ExecOutput {
     pub timed_out: bool,
 }
 
+/// A connection to a box's agent with the box's defaults (environment, working directory): the
+/// operations a caller runs inside a sandbox, wherever the box's supervisor lives.
+pub struct AgentSession {
+    client: AgentClient,
+    env: BTreeMap<String, String>,
+    cwd: String,
+    next_channel: u32,
+}
+
 /// A running sandbox. Dropping it ends the box and cleans up everything it made.
 pub struct Sandbox {
-    client: Option<AgentClient>,
+    session: Option<AgentSession>,
     started: Option<Started>,
     sentinel: Option<Sentinel>,
     placeholders: Vec<Placeholder>,
     env: BTreeMap<String, String>,
     cwd: String,
-    next_channel: u32,
+    /// The agent connection was handed over: closing cannot wait for the agent to notice.
+    given_away: bool,
 }
 
 /// The agent's children are restricted already: init restricted itself before serving.
@@ -97,13 +107,13 @@ impl Sandbox {
             }
         }
         let mut sandbox = Sandbox {
-            client: None,
+            session: None,
             started: None,
             sentinel: Some(sentinel),
             placeholders: made,
             env,
             cwd: policy.cwd.to_string_lossy().into_owned(),
-            next_channel: 2,
+            given_away: false,
         };
         sandbox.start(policy, opts, &extra_covers)?;
         Ok(sandbox)
@@ -138,21 +148,128 @@ impl Sandbox {
         let status_fd = started.spawned.status_fd;
         self.started = Some(started);
         match AgentClient::connect(host, HELLO_TIMEOUT) {
-            Ok(c) => {
-                self.client = Some(c);
+            Ok(client) => {
+                self.session = Some(AgentSession { client, env: self.env.clone(), cwd: self.cwd.clone(), next_channel: 2 });
                 Ok(())
             }
             Err(e) => Err(setup_error(status_fd).unwrap_or(SandboxError::Agent(e))),
         }
     }
 
-    fn client(&mut self) -> Result<&mut AgentClient, SandboxError> {
-        self.client.as_mut().ok_or(SandboxError::Agent(AgentError::Closed))
+    /// The session with the box's agent (exec, files).
+    pub fn session(&mut self) -> Result<&mut AgentSession, SandboxError> {
+        self.session.as_mut().ok_or(SandboxError::Agent(AgentError::Closed))
+    }
+
+    /// Gives the agent connection away (e.g. to another process), keeping the box: the box
+    /// lives until `close`, and the new owner speaks to its agent.
+    pub fn take_session(&mut self) -> Option<AgentSession> {
+        self.given_away = true;
+        self.session.take()
+    }
+
+    /// The box's init, as a pollable pidfd (readable when the box has ended).
+    pub fn init_pidfd(&self) -> Option<libc::c_int> {
+        self.started.as_ref().map(|s| s.spawned.pidfd)
+    }
+
+    /// The box's init pid (host view).
+    pub fn init_pid(&self) -> Option<libc::pid_t> {
+        self.started.as_ref().map(|s| s.spawned.pid)
+    }
+
+    /// Replaces a proxied box's egress allowlist.
+    pub fn set_network(&self, rules: airlock_proxy::rules::EgressRules) -> Result<(), SandboxError> {
+        match self.started.as_ref().and_then(|s| s.proxy.as_ref()) {
+            Some(p) => {
+                p.set_rules(rules);
+                Ok(())
+            }
+            None => Err(SandboxError::Setup { stage: "network".into(), message: "the network policy can only change for a box started with --net proxy".into() }),
+        }
+    }
+
+    /// Runs a command to its end (see [`AgentSession::exec`]).
+    pub fn exec(
+        &mut self,
+        argv: &[&str],
+        env: &[(&str, &str)],
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+        output_cap: usize,
+    ) -> Result<ExecOutput, SandboxError> {
+        self.session()?.exec(argv, env, stdin, timeout, output_cap)
+    }
+
+    /// Writes a whole file inside the box.
+    pub fn write_file(&mut self, path: &str, data: &[u8]) -> Result<(), SandboxError> {
+        self.session()?.write_file(path, data)
+    }
+
+    /// Reads a whole file from inside the box.
+    pub fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
+        self.session()?.read_file(path)
     }
 
     /// What the box enforces.
     pub fn receipt(&self) -> Option<&Receipt> {
         self.started.as_ref().map(|s| &s.receipt)
+    }
+
+    /// Ends the box: the agent stops every process, the box's namespaces go away, and the cgroup,
+    /// placeholders and proxy are cleaned up.
+    pub fn close(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        // Closing the connection makes the agent kill its processes and return.
+        self.session = None;
+        if let Some(started) = self.started.take() {
+            let deadline = if self.given_away { Instant::now() } else { Instant::now() + CLOSE_GRACE };
+            while started.spawned.try_reap().is_none() {
+                if Instant::now() >= deadline {
+                    started.spawned.kill();
+                    started.spawned.reap();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            if let Some(p) = started.proxy {
+                p.stop();
+            }
+            if let Some(mut cg) = started.cgroup {
+                cg.kill_all();
+                let _ = cg.destroy();
+            }
+            for fd in [started.spawned.pidfd, started.spawned.status_fd, started.spawned.go_fd] {
+                // SAFETY: closing descriptors owned by the spawned box handle, no longer used.
+                unsafe { libc::close(fd) };
+            }
+        }
+        placeholders::remove(&self.placeholders);
+        self.placeholders.clear();
+        if let Some(s) = self.sentinel.take() {
+            s.finish();
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl AgentSession {
+    /// Wraps a connected agent client with the box's defaults.
+    pub fn new(client: AgentClient, env: BTreeMap<String, String>, cwd: String) -> AgentSession {
+        AgentSession { client, env, cwd, next_channel: 2 }
+    }
+
+    /// Hands the connection over (e.g. to send it to another process).
+    pub fn into_parts(self) -> (AgentClient, BTreeMap<String, String>, String) {
+        (self.client, self.env, self.cwd)
     }
 
     /// Runs a command to its end and returns its output (each stream capped at `output_cap`
@@ -178,7 +295,7 @@ impl Sandbox {
             timeout_ms: timeout.map(|t| t.as_millis().min(u64::MAX as u128) as u64),
             tag: None,
         };
-        let client = self.client()?;
+        let client = &mut self.client;
         let reply = client.call(Op::Exec(req))?;
         let started: ExecReply = reply.body().map_err(|e| AgentError::Protocol(e.message))?;
         if let (Some(ch), Some(data)) = (started.stdin, stdin) {
@@ -216,7 +333,7 @@ impl Sandbox {
     pub fn write_file(&mut self, path: &str, data: &[u8]) -> Result<(), SandboxError> {
         let channel = self.next_channel;
         self.next_channel = self.next_channel.wrapping_add(2).max(2);
-        let client = self.client()?;
+        let client = &mut self.client;
         let id = client.request(Op::WriteFile { path: path.to_string(), mode: None, channel })?;
         client.send_data(channel, data)?;
         client.reply(id)?;
@@ -225,7 +342,7 @@ impl Sandbox {
 
     /// Reads a whole file from inside the box.
     pub fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
-        let client = self.client()?;
+        let client = &mut self.client;
         let reply = client.call(Op::ReadFile { path: path.to_string() })?;
         let started: ReadFileReply = reply.body().map_err(|e| AgentError::Protocol(e.message))?;
         let mut data = Vec::new();
@@ -238,49 +355,6 @@ impl Sandbox {
         }
     }
 
-    /// Ends the box: the agent stops every process, the box's namespaces go away, and the cgroup,
-    /// placeholders and proxy are cleaned up.
-    pub fn close(mut self) {
-        self.shutdown();
-    }
-
-    fn shutdown(&mut self) {
-        // Closing the connection makes the agent kill its processes and return.
-        self.client = None;
-        if let Some(started) = self.started.take() {
-            let deadline = Instant::now() + CLOSE_GRACE;
-            while started.spawned.try_reap().is_none() {
-                if Instant::now() >= deadline {
-                    started.spawned.kill();
-                    started.spawned.reap();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            if let Some(p) = started.proxy {
-                p.stop();
-            }
-            if let Some(mut cg) = started.cgroup {
-                cg.kill_all();
-                let _ = cg.destroy();
-            }
-            for fd in [started.spawned.pidfd, started.spawned.status_fd, started.spawned.go_fd] {
-                // SAFETY: closing descriptors owned by the spawned box handle, no longer used.
-                unsafe { libc::close(fd) };
-            }
-        }
-        placeholders::remove(&self.placeholders);
-        self.placeholders.clear();
-        if let Some(s) = self.sentinel.take() {
-            s.finish();
-        }
-    }
-}
-
-impl Drop for Sandbox {
-    fn drop(&mut self) {
-        self.shutdown();
-    }
 }
 
 /// The setup error the box's init reported, if any (non-blocking read of its status channel).

@@ -20,6 +20,10 @@ pub enum Command {
     Receipt(ReceiptArgs),
     /// Print what this host can enforce, layer by layer (starts a trivial box to find out).
     Check(CheckArgs),
+    /// Internal: the supervisor process of one long-lived sandbox, driven over descriptor 3 by
+    /// the program that started it (the server). Not for direct use.
+    #[command(hide = true)]
+    SandboxHost,
 }
 
 #[derive(Debug, Args)]

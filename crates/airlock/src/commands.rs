@@ -23,6 +23,7 @@ pub fn main() -> i32 {
         Command::Run(args) => cmd_run(args),
         Command::Receipt(args) => cmd_receipt(args),
         Command::Check(args) => cmd_check(args),
+        Command::SandboxHost => cmd_sandbox_host(),
     };
     res.unwrap_or_else(|e| {
         eprintln!("airlock: {e:#}");
@@ -167,4 +168,15 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
         }
     }
     Ok(if can_run { 0 } else { FAILED })
+}
+
+fn cmd_sandbox_host() -> Result<i32> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: fcntl only inspects the descriptor number.
+    if unsafe { libc::fcntl(3, libc::F_GETFD) } == -1 {
+        anyhow::bail!("sandbox-host is started by airlock itself, with its control socket at descriptor 3");
+    }
+    // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
+    let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
+    Ok(airlock_runtime::sandbox_host_main(control))
 }
