@@ -1,0 +1,129 @@
+//! Long-lived sandbox figures (issue 4), each against a plain peer in the same run:
+//! create-to-first-exec vs a plain fork+exec of the same command, a warm exec round trip through
+//! the agent vs a plain fork+exec, host-side memory per idle box, and N idle boxes held at once.
+//! Usage: sandbox_bench AIRLOCK_EXE [IDLE_BOXES]
+#![allow(clippy::unwrap_used)]
+
+use airlock_policy::{resolve, PolicyFile, ResolveContext};
+use airlock_runtime::{RealHost, RemoteSandbox, SandboxOptions};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn rss_kib(pid: i32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix(field).map(|v| v.split_whitespace().next().unwrap_or("0").parse().unwrap_or(0)))
+        .unwrap_or(0)
+}
+
+fn pss_kib(pid: i32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Pss:").map(|v| v.split_whitespace().next().unwrap_or("0").parse().unwrap_or(0)))
+        .unwrap_or(0)
+}
+
+fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn main() {
+    let exe = std::path::PathBuf::from(std::env::args().nth(1).expect("usage: sandbox_bench AIRLOCK_EXE [IDLE_BOXES]"));
+    let idle: usize = std::env::args().nth(2).and_then(|v| v.parse().ok()).unwrap_or(200);
+    let ws = std::env::temp_dir().join(format!("airlock-sbx-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&ws).unwrap();
+    let env = BTreeMap::new();
+    let file = PolicyFile { workspace: Some(ws.to_string_lossy().into_owned()), ..Default::default() };
+    let policy = resolve(&file, &ResolveContext { cwd: ws.clone(), env: &env, host: &RealHost }).unwrap();
+    let opts = SandboxOptions::default();
+
+    let plain = |n: usize| -> Vec<f64> {
+        (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                std::process::Command::new("/bin/true").status().unwrap();
+                t.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect()
+    };
+
+    // Create + first exec.
+    let mut create = Vec::new();
+    for _ in 0..40 {
+        let t = Instant::now();
+        let mut s = RemoteSandbox::start(&exe, &policy, &opts).unwrap();
+        s.exec(&["/bin/true"], &[], None, None, 1024).unwrap();
+        create.push(t.elapsed().as_secs_f64() * 1000.0);
+        s.kill();
+    }
+    let plain_ms = median(plain(200));
+    println!("create-to-first-exec median: {:.2} ms; plain fork+exec of /bin/true {:.2} ms (goal <= 15 ms)", median(create), plain_ms);
+
+    // Warm exec.
+    let mut s = RemoteSandbox::start(&exe, &policy, &opts).unwrap();
+    for _ in 0..20 {
+        s.exec(&["/bin/true"], &[], None, None, 1024).unwrap();
+    }
+    let warm: Vec<f64> = (0..500)
+        .map(|_| {
+            let t = Instant::now();
+            s.exec(&["/bin/true"], &[], None, None, 1024).unwrap();
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    println!(
+        "warm exec of /bin/true through the agent, median: {:.3} ms; plain fork+exec {:.3} ms (goal <= 2 ms through the API)",
+        median(warm),
+        median(plain(500))
+    );
+    s.kill();
+
+    // Idle boxes held at once, and host-side memory per idle box.
+    let t = Instant::now();
+    let mut boxes = Vec::new();
+    for _ in 0..idle {
+        boxes.push(RemoteSandbox::start(&exe, &policy, &opts).unwrap());
+    }
+    let held = t.elapsed();
+    std::thread::sleep(Duration::from_millis(300));
+    let me = std::process::id() as i32;
+    let hosts = children(me);
+    let (mut rss, mut pss, mut n) = (0u64, 0u64, 0u64);
+    for h in &hosts {
+        // The sandbox-host process and its sentinel (the agent inside the box is counted apart).
+        rss += rss_kib(*h, "VmRSS:");
+        pss += pss_kib(*h);
+        n += 1;
+        for c in children(*h) {
+            let box_side = std::fs::read_to_string(format!("/proc/{c}/status")).unwrap_or_default().contains("NSpid:") && std::fs::read_to_string(format!("/proc/{c}/status")).unwrap_or_default().lines().any(|l| l.starts_with("NSpid:") && l.split_whitespace().count() > 2);
+            if !box_side {
+                rss += rss_kib(c, "VmRSS:");
+                pss += pss_kib(c);
+            }
+        }
+    }
+    let agents: Vec<i32> = boxes.iter().map(|b| b.init_pid()).collect();
+    let agent_pss: u64 = agents.iter().map(|p| pss_kib(*p)).sum();
+    let all_alive = agents.iter().all(|p| std::path::Path::new(&format!("/proc/{p}")).exists());
+    println!(
+        "{idle} idle boxes held at once: {} (started in {:.2} s); host side per box: RSS {:.2} MiB, PSS {:.2} MiB (supervisor + sentinel); the agent inside: PSS {:.2} MiB (goal <= 3 MiB host side)",
+        if all_alive && n as usize == idle { "ok" } else { "FAILED" },
+        held.as_secs_f64(),
+        rss as f64 / 1024.0 / idle as f64,
+        pss as f64 / 1024.0 / idle as f64,
+        agent_pss as f64 / 1024.0 / idle as f64,
+    );
+    drop(boxes);
+    let _ = std::fs::remove_dir_all(&ws);
+}
