@@ -16,8 +16,10 @@ mod result;
 mod sandbox;
 mod sandbox_host;
 mod sentinel;
+pub mod sessions;
 mod signals;
 mod stdio;
+pub mod store;
 mod supervisor;
 mod tty;
 

@@ -1,0 +1,24 @@
+//! Why a session operation was refused.
+
+use super::SessionState;
+
+/// Why a [`SessionManager`](super::SessionManager) refused an operation.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    #[error("no session `{0}` is known; list the sessions to see which exist")]
+    NotFound(String),
+    #[error("session `{id}` is {state}, not running; create a new session instead")]
+    NotRunning { id: String, state: SessionState },
+    #[error("a session with id `{0}` exists already; choose another id")]
+    AlreadyExists(String),
+    #[error(
+        "all {max_running} slots are busy and the queue is full ({max_queued} sessions wait); retry later or kill a session"
+    )]
+    QueueFull { max_running: usize, max_queued: usize },
+    #[error("a timeout of {requested_ms} ms is out of range; give between 1 and {max_ms} ms")]
+    InvalidTimeout { requested_ms: i64, max_ms: i64 },
+    #[error("the server is shutting down and starts no new sessions")]
+    ShuttingDown,
+    #[error("the session manager's configuration cannot work: {0}")]
+    InvalidConfig(String),
+}

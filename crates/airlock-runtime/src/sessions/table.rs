@@ -1,0 +1,412 @@
+//! The manager's bookkeeping: every session's record, the FIFO queue, the slot count and the
+//! changes not yet told to the observer. It makes decisions only; it never starts or stops a box
+//! and never waits, so the manager can hold it under its lock for short moments.
+//!
+//! Slots: a session holds one from the moment it leaves the queue until its box has been stopped
+//! (or failed to start), so the number of boxes alive never exceeds `max_running`.
+
+use super::{ManagerConfig, ManagerError, SessionInfo, SessionSpec, SessionState};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+/// Where a session's box is. Every variant but `Empty` holds a slot.
+pub(super) enum BoxSlot<H> {
+    /// No box: queued, or ended and cleaned up.
+    Empty,
+    /// Some thread is starting the box.
+    Starting,
+    /// The box is up and nobody uses its handle.
+    Ready(H),
+    /// Some thread has the handle (an operation, or a liveness check).
+    Lent,
+    /// Some thread is stopping the box.
+    Stopping,
+}
+
+struct Record<H> {
+    id: String,
+    spec: SessionSpec,
+    state: SessionState,
+    reason: Option<String>,
+    created_ms: i64,
+    started_ms: Option<i64>,
+    deadline_ms: i64,
+    ended_ms: Option<i64>,
+    /// The box's life: the spec's timeout, then the last `set_timeout`.
+    life_ms: i64,
+    slot: BoxSlot<H>,
+    /// In `ended` (terminal and without a box).
+    retired: bool,
+}
+
+/// What a new session got.
+pub(super) enum Admission {
+    /// It holds a slot; the caller starts its box.
+    Start(StartJob),
+    /// It waits in the queue.
+    Queued(u64),
+}
+
+/// Why a handle could not be lent.
+pub(super) enum LendRefusal {
+    /// Another thread has it; wait for it to come back.
+    Busy,
+    Refused(ManagerError),
+}
+
+/// A box to start: the session's key, id and spec.
+pub(super) type StartJob = (u64, String, SessionSpec);
+
+pub(super) struct Table<H> {
+    config: ManagerConfig,
+    /// Keyed by creation order.
+    records: BTreeMap<u64, Record<H>>,
+    by_id: HashMap<String, u64>,
+    queue: VecDeque<u64>,
+    /// Ended sessions without a box, oldest first; forgotten beyond `keep_ended`.
+    ended: VecDeque<u64>,
+    occupied: usize,
+    next_key: u64,
+    outbox: Vec<SessionInfo>,
+    shutting_down: bool,
+}
+
+impl<H> Table<H> {
+    pub(super) fn new(config: ManagerConfig) -> Table<H> {
+        Table {
+            config,
+            records: BTreeMap::new(),
+            by_id: HashMap::new(),
+            queue: VecDeque::new(),
+            ended: VecDeque::new(),
+            occupied: 0,
+            next_key: 0,
+            outbox: Vec::new(),
+            shutting_down: false,
+        }
+    }
+
+    pub(super) fn key(&self, id: &str) -> Result<u64, ManagerError> {
+        self.by_id.get(id).copied().ok_or_else(|| ManagerError::NotFound(id.to_string()))
+    }
+
+    /// Boxes holding a slot.
+    pub(super) fn occupied(&self) -> usize {
+        self.occupied
+    }
+
+    pub(super) fn get(&self, id: &str) -> Option<SessionInfo> {
+        self.by_id.get(id).and_then(|k| self.info(*k))
+    }
+
+    pub(super) fn info(&self, key: u64) -> Option<SessionInfo> {
+        let position = self.queue.iter().position(|k| *k == key).map(|p| p + 1);
+        self.records.get(&key).map(|r| public(r, position))
+    }
+
+    /// Sessions in any of `states` (all when empty) whose metadata has every pair of `metadata`,
+    /// in creation order.
+    pub(super) fn list(&self, states: &[SessionState], metadata: &BTreeMap<String, String>) -> Vec<SessionInfo> {
+        let positions: HashMap<u64, usize> = self.queue.iter().enumerate().map(|(i, k)| (*k, i + 1)).collect();
+        self.records
+            .iter()
+            .filter(|(_, r)| states.is_empty() || states.contains(&r.state))
+            .filter(|(_, r)| metadata.iter().all(|(k, v)| r.spec.metadata.get(k) == Some(v)))
+            .map(|(k, r)| public(r, positions.get(k).copied()))
+            .collect()
+    }
+
+    /// Registers a session: it takes a free slot if nobody waits before it, else joins the queue.
+    pub(super) fn admit(&mut self, id: String, spec: SessionSpec, now: i64) -> Result<Admission, ManagerError> {
+        if self.shutting_down {
+            return Err(ManagerError::ShuttingDown);
+        }
+        if self.by_id.contains_key(&id) {
+            return Err(ManagerError::AlreadyExists(id));
+        }
+        let life_ms = match spec.timeout_ms {
+            None => self.config.default_timeout_ms,
+            Some(t) => self.check_timeout(t)?,
+        };
+        let start_now = self.queue.is_empty() && self.occupied < self.config.max_running;
+        if !start_now && self.queue.len() >= self.config.max_queued {
+            return Err(ManagerError::QueueFull { max_running: self.config.max_running, max_queued: self.config.max_queued });
+        }
+        let key = self.next_key;
+        self.next_key += 1;
+        let mut record = Record {
+            id: id.clone(),
+            spec,
+            state: SessionState::Queued,
+            reason: None,
+            created_ms: now,
+            started_ms: None,
+            deadline_ms: now.saturating_add(self.config.queue_timeout_ms),
+            ended_ms: None,
+            life_ms,
+            slot: BoxSlot::Empty,
+            retired: false,
+        };
+        let admission = if start_now {
+            take_slot(&mut record, now);
+            self.occupied += 1;
+            Admission::Start((key, id.clone(), record.spec.clone()))
+        } else {
+            self.queue.push_back(key);
+            Admission::Queued(key)
+        };
+        self.records.insert(key, record);
+        self.by_id.insert(id, key);
+        self.changed(key);
+        Ok(admission)
+    }
+
+    /// Moves the head of the queue to `Starting` if a slot is free.
+    pub(super) fn next_start(&mut self, now: i64) -> Option<StartJob> {
+        if self.shutting_down || self.occupied >= self.config.max_running {
+            return None;
+        }
+        let key = self.queue.pop_front()?;
+        let r = self.records.get_mut(&key)?;
+        take_slot(r, now);
+        let job = (key, r.id.clone(), r.spec.clone());
+        self.occupied += 1;
+        self.changed(key);
+        Some(job)
+    }
+
+    /// Records how a start went. Returns the handle when the session ended meanwhile: the caller
+    /// stops it, then calls [`Table::release`].
+    pub(super) fn started(&mut self, key: u64, result: Result<H, String>, now: i64) -> Option<H> {
+        let r = self.records.get_mut(&key)?;
+        let ended = r.state.is_terminal();
+        match result {
+            Ok(h) if ended => {
+                r.slot = BoxSlot::Stopping;
+                return Some(h);
+            }
+            Ok(h) => {
+                r.slot = BoxSlot::Ready(h);
+                r.state = SessionState::Running;
+            }
+            Err(message) => {
+                r.slot = BoxSlot::Empty;
+                self.occupied -= 1;
+                if !ended {
+                    finish(r, SessionState::Failed, message, now);
+                }
+            }
+        }
+        self.changed(key);
+        self.retire(key);
+        None
+    }
+
+    /// Frees the slot of a box that has been stopped.
+    pub(super) fn release(&mut self, key: u64) {
+        if let Some(r) = self.records.get_mut(&key) {
+            if !matches!(r.slot, BoxSlot::Empty) {
+                r.slot = BoxSlot::Empty;
+                self.occupied -= 1;
+            }
+            self.retire(key);
+        }
+    }
+
+    /// Ends a live session with `state` and `reason`. Returns its handle when the caller must stop
+    /// it (then [`Table::release`]); a box being started or used is stopped by that thread instead.
+    pub(super) fn end(&mut self, key: u64, state: SessionState, reason: &str, now: i64) -> Result<Option<H>, ManagerError> {
+        let r = self.records.get_mut(&key).ok_or_else(|| ManagerError::NotFound(key.to_string()))?;
+        if r.state.is_terminal() {
+            return Err(ManagerError::NotRunning { id: r.id.clone(), state: r.state });
+        }
+        finish(r, state, reason.to_string(), now);
+        let handle = match std::mem::replace(&mut r.slot, BoxSlot::Empty) {
+            BoxSlot::Ready(h) => {
+                r.slot = BoxSlot::Stopping;
+                Some(h)
+            }
+            other => {
+                r.slot = other;
+                None
+            }
+        };
+        self.queue.retain(|k| *k != key);
+        self.changed(key);
+        self.retire(key);
+        Ok(handle)
+    }
+
+    /// Lends the handle of a running session.
+    pub(super) fn lend(&mut self, id: &str) -> Result<(u64, H), LendRefusal> {
+        let key = self.key(id).map_err(LendRefusal::Refused)?;
+        let r = self.records.get_mut(&key).ok_or_else(|| LendRefusal::Refused(ManagerError::NotFound(id.to_string())))?;
+        if r.state != SessionState::Running {
+            return Err(LendRefusal::Refused(ManagerError::NotRunning { id: id.to_string(), state: r.state }));
+        }
+        match std::mem::replace(&mut r.slot, BoxSlot::Lent) {
+            BoxSlot::Ready(h) => Ok((key, h)),
+            other => {
+                r.slot = other;
+                Err(LendRefusal::Busy)
+            }
+        }
+    }
+
+    /// Lends the handles of every running session nobody uses (for liveness checks).
+    pub(super) fn lend_idle(&mut self) -> Vec<(u64, H)> {
+        let mut out = Vec::new();
+        for (key, r) in self.records.iter_mut() {
+            if r.state == SessionState::Running && matches!(r.slot, BoxSlot::Ready(_)) {
+                if let BoxSlot::Ready(h) = std::mem::replace(&mut r.slot, BoxSlot::Lent) {
+                    out.push((*key, h));
+                }
+            }
+        }
+        out
+    }
+
+    /// Takes back a lent handle. Returns it when the session ended meanwhile: the caller stops it,
+    /// then calls [`Table::release`].
+    pub(super) fn give_back(&mut self, key: u64, handle: H) -> Option<H> {
+        match self.records.get_mut(&key) {
+            Some(r) if !r.state.is_terminal() => {
+                r.slot = BoxSlot::Ready(handle);
+                None
+            }
+            Some(r) => {
+                r.slot = BoxSlot::Stopping;
+                Some(handle)
+            }
+            None => Some(handle),
+        }
+    }
+
+    /// Sets a live session's box life to `timeout_ms` from now (from its start, if queued).
+    pub(super) fn set_timeout(&mut self, id: &str, timeout_ms: i64, now: i64) -> Result<u64, ManagerError> {
+        let key = self.key(id)?;
+        let timeout_ms = self.check_timeout(timeout_ms)?;
+        let r = self.records.get_mut(&key).ok_or_else(|| ManagerError::NotFound(id.to_string()))?;
+        match r.state {
+            SessionState::Queued => r.life_ms = timeout_ms,
+            SessionState::Starting | SessionState::Running => {
+                r.life_ms = timeout_ms;
+                r.deadline_ms = now.saturating_add(timeout_ms);
+            }
+            state => return Err(ManagerError::NotRunning { id: id.to_string(), state }),
+        }
+        self.changed(key);
+        Ok(key)
+    }
+
+    /// Running sessions past their deadline, and queued ones past theirs, with what they become.
+    pub(super) fn overdue(&self, now: i64) -> Vec<(u64, SessionState, String)> {
+        let mut out = Vec::new();
+        for (key, r) in &self.records {
+            if now < r.deadline_ms {
+                continue;
+            }
+            match r.state {
+                SessionState::Running => {
+                    out.push((*key, SessionState::Expired, format!("timeout of {} reached", seconds(r.life_ms))));
+                }
+                SessionState::Queued => out.push((
+                    *key,
+                    SessionState::Failed,
+                    format!(
+                        "waited {} in the queue without a free slot ({} boxes may run at once)",
+                        seconds(self.config.queue_timeout_ms),
+                        self.config.max_running
+                    ),
+                )),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Refuses new sessions and stops starting queued ones.
+    pub(super) fn close(&mut self) {
+        self.shutting_down = true;
+    }
+
+    /// Every live session's key.
+    pub(super) fn live(&self) -> Vec<u64> {
+        self.records.iter().filter(|(_, r)| !r.state.is_terminal()).map(|(k, _)| *k).collect()
+    }
+
+    /// The changes not yet told to the observer, oldest first.
+    pub(super) fn take_changes(&mut self) -> Vec<SessionInfo> {
+        std::mem::take(&mut self.outbox)
+    }
+
+    fn check_timeout(&self, timeout_ms: i64) -> Result<i64, ManagerError> {
+        if timeout_ms <= 0 || timeout_ms > self.config.max_timeout_ms {
+            return Err(ManagerError::InvalidTimeout { requested_ms: timeout_ms, max_ms: self.config.max_timeout_ms });
+        }
+        Ok(timeout_ms)
+    }
+
+    fn changed(&mut self, key: u64) {
+        if let Some(info) = self.info(key) {
+            self.outbox.push(info);
+        }
+    }
+
+    /// Files `key` among the ended once it is terminal and boxless.
+    fn retire(&mut self, key: u64) {
+        let Some(r) = self.records.get_mut(&key) else { return };
+        if r.retired || !r.state.is_terminal() || !matches!(r.slot, BoxSlot::Empty) {
+            return;
+        }
+        r.retired = true;
+        self.ended.push_back(key);
+        while self.ended.len() > self.config.keep_ended {
+            let Some(old) = self.ended.pop_front() else { break };
+            if let Some(gone) = self.records.remove(&old) {
+                self.by_id.remove(&gone.id);
+            }
+        }
+    }
+}
+
+/// Marks a record as holding a slot from `now`; its box lives `life_ms` from then.
+fn take_slot<H>(r: &mut Record<H>, now: i64) {
+    r.state = SessionState::Starting;
+    r.slot = BoxSlot::Starting;
+    r.started_ms = Some(now);
+    r.deadline_ms = now.saturating_add(r.life_ms);
+}
+
+fn finish<H>(r: &mut Record<H>, state: SessionState, reason: String, now: i64) {
+    r.state = state;
+    r.reason = Some(reason);
+    r.ended_ms = Some(now);
+}
+
+fn public<H>(r: &Record<H>, queue_position: Option<usize>) -> SessionInfo {
+    SessionInfo {
+        id: r.id.clone(),
+        template: r.spec.template.clone(),
+        metadata: r.spec.metadata.clone(),
+        state: r.state,
+        reason: r.reason.clone(),
+        created_ms: r.created_ms,
+        started_ms: r.started_ms,
+        deadline_ms: r.deadline_ms,
+        ended_ms: r.ended_ms,
+        queue_position,
+    }
+}
+
+/// "300 s", "1.5 s".
+fn seconds(ms: i64) -> String {
+    if ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+#[path = "table_tests.rs"]
+mod tests;

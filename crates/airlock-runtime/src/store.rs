@@ -1,0 +1,32 @@
+//! The server's durable record: sandboxes, their events, an audit log of every exec, file write
+//! and network decision, and the API key's hash, kept in one embedded SQLite file under
+//! `--data-dir`. A restart of the server loses no record: [`Store::recover`] marks the boxes that
+//! died while it was down as dead, with a reason.
+
+mod api_keys;
+mod audit;
+mod bounds;
+mod clock;
+mod connection;
+mod error;
+mod events;
+mod files;
+mod records;
+mod recovery;
+mod sandboxes;
+mod schema;
+
+pub use bounds::{
+    MAX_DETAIL_BYTES, MAX_METADATA_KEY_BYTES, MAX_METADATA_PAIRS, MAX_METADATA_VALUE_BYTES,
+    MAX_PAGE,
+};
+pub use connection::Store;
+pub use error::StoreError;
+pub use records::{
+    AuditEntry, AuditRecord, EventRecord, NewSandbox, SandboxFilter, SandboxRecord, SandboxState,
+};
+pub use recovery::{current_boot_id, supervisor_is_alive, DEFAULT_RECOVERY_REASON};
+pub use schema::SCHEMA_VERSION;
+
+#[cfg(test)]
+mod test_support;
