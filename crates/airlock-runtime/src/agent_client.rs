@@ -87,9 +87,20 @@ impl AgentClient {
 
     /// Streams `data` on a client channel, then closes it.
     pub fn send_data(&mut self, channel: u32, data: &[u8]) -> Result<(), AgentError> {
+        self.send_chunk(channel, data)?;
+        self.send_eof(channel)
+    }
+
+    /// Sends bytes on a client channel (split into frames as needed).
+    pub fn send_chunk(&mut self, channel: u32, data: &[u8]) -> Result<(), AgentError> {
         for chunk in data.chunks(airlock_protocol::MAX_BODY) {
             self.send(&Frame::data(channel, chunk.to_vec())?)?;
         }
+        Ok(())
+    }
+
+    /// Closes a client channel.
+    pub fn send_eof(&mut self, channel: u32) -> Result<(), AgentError> {
         self.send(&Frame::eof(channel))
     }
 

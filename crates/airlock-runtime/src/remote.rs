@@ -3,7 +3,8 @@
 //! directly; the host process holds the box and cleans up after it.
 
 use crate::agent_client::{AgentClient, AgentError};
-use crate::sandbox::{AgentSession, ExecOutput, SandboxError, SandboxOptions};
+use crate::sandbox::{SandboxError, SandboxOptions};
+use crate::session::{AgentSession, ExecOutput};
 use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
 use airlock_policy::ResolvedPolicy;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -5,6 +5,7 @@
 //! setup runs between clone and exec); the server will start each sandbox from its own process.
 
 use crate::agent_client::{AgentClient, AgentError};
+use crate::session::{AgentSession, ExecOutput};
 use crate::launch::{Launch, Started};
 use crate::placeholders::{self, Placeholder};
 use crate::plan::{proxy_env, PlanError};
@@ -14,7 +15,6 @@ use airlock_agent::AgentHooks;
 use airlock_jail::spawn::{BoxMain, StdioFds};
 use airlock_jail::StatusRecord;
 use airlock_policy::{NetworkMode, ResolvedPolicy};
-use airlock_protocol::{Event, ExecReply, ExecRequest, FrameKind, Op, ReadFileReply};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -44,25 +44,6 @@ pub enum SandboxError {
 pub struct SandboxOptions {
     /// A JSON-lines file for the proxy's network decisions (proxied boxes).
     pub audit: Option<PathBuf>,
-}
-
-/// What one command did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecOutput {
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub exit_code: Option<i32>,
-    pub signal: Option<i32>,
-    pub timed_out: bool,
-}
-
-/// A connection to a box's agent with the box's defaults (environment, working directory): the
-/// operations a caller runs inside a sandbox, wherever the box's supervisor lives.
-pub struct AgentSession {
-    client: AgentClient,
-    env: BTreeMap<String, String>,
-    cwd: String,
-    next_channel: u32,
 }
 
 /// A running sandbox. Dropping it ends the box and cleans up everything it made.
@@ -149,7 +130,7 @@ impl Sandbox {
         self.started = Some(started);
         match AgentClient::connect(host, HELLO_TIMEOUT) {
             Ok(client) => {
-                self.session = Some(AgentSession { client, env: self.env.clone(), cwd: self.cwd.clone(), next_channel: 2 });
+                self.session = Some(AgentSession::new(client, self.env.clone(), self.cwd.clone()));
                 Ok(())
             }
             Err(e) => Err(setup_error(status_fd).unwrap_or(SandboxError::Agent(e))),
@@ -259,102 +240,6 @@ impl Drop for Sandbox {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-impl AgentSession {
-    /// Wraps a connected agent client with the box's defaults.
-    pub fn new(client: AgentClient, env: BTreeMap<String, String>, cwd: String) -> AgentSession {
-        AgentSession { client, env, cwd, next_channel: 2 }
-    }
-
-    /// Hands the connection over (e.g. to send it to another process).
-    pub fn into_parts(self) -> (AgentClient, BTreeMap<String, String>, String) {
-        (self.client, self.env, self.cwd)
-    }
-
-    /// Runs a command to its end and returns its output (each stream capped at `output_cap`
-    /// bytes; the rest is read and dropped). The environment is the policy's, plus `env`.
-    pub fn exec(
-        &mut self,
-        argv: &[&str],
-        env: &[(&str, &str)],
-        stdin: Option<&[u8]>,
-        timeout: Option<Duration>,
-        output_cap: usize,
-    ) -> Result<ExecOutput, SandboxError> {
-        let mut full_env = self.env.clone();
-        for (k, v) in env {
-            full_env.insert((*k).to_string(), (*v).to_string());
-        }
-        let req = ExecRequest {
-            argv: argv.iter().map(|a| (*a).to_string()).collect(),
-            env: full_env,
-            cwd: Some(self.cwd.clone()),
-            tty: None,
-            stdin: stdin.is_some(),
-            timeout_ms: timeout.map(|t| t.as_millis().min(u64::MAX as u128) as u64),
-            tag: None,
-        };
-        let client = &mut self.client;
-        let reply = client.call(Op::Exec(req))?;
-        let started: ExecReply = reply.body().map_err(|e| AgentError::Protocol(e.message))?;
-        if let (Some(ch), Some(data)) = (started.stdin, stdin) {
-            client.send_data(ch, data)?;
-        }
-        let pid = started.pid;
-        let (out_ch, err_ch) = (started.stdout, started.stderr);
-        let mut out = ExecOutput { stdout: Vec::new(), stderr: Vec::new(), exit_code: None, signal: None, timed_out: false };
-        loop {
-            let f = client.wait_for(|f| {
-                f.channel == out_ch
-                    || Some(f.channel) == err_ch
-                    || (f.kind == FrameKind::Event && matches!(Event::decode(&f.body), Ok(Event::Exit { pid: p, .. }) if p == pid))
-            })?;
-            match f.kind {
-                FrameKind::Data => {
-                    let buf = if f.channel == out_ch { &mut out.stdout } else { &mut out.stderr };
-                    let room = output_cap.saturating_sub(buf.len());
-                    buf.extend_from_slice(&f.body[..room.min(f.body.len())]);
-                }
-                FrameKind::Event => {
-                    if let Ok(Event::Exit { code, signal, timed_out, .. }) = Event::decode(&f.body) {
-                        out.exit_code = code;
-                        out.signal = signal;
-                        out.timed_out = timed_out;
-                    }
-                    return Ok(out);
-                }
-                _ => {}
-            }
-        }
-    }
-
-    /// Writes a whole file inside the box (streamed in chunks).
-    pub fn write_file(&mut self, path: &str, data: &[u8]) -> Result<(), SandboxError> {
-        let channel = self.next_channel;
-        self.next_channel = self.next_channel.wrapping_add(2).max(2);
-        let client = &mut self.client;
-        let id = client.request(Op::WriteFile { path: path.to_string(), mode: None, channel })?;
-        client.send_data(channel, data)?;
-        client.reply(id)?;
-        Ok(())
-    }
-
-    /// Reads a whole file from inside the box.
-    pub fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
-        let client = &mut self.client;
-        let reply = client.call(Op::ReadFile { path: path.to_string() })?;
-        let started: ReadFileReply = reply.body().map_err(|e| AgentError::Protocol(e.message))?;
-        let mut data = Vec::new();
-        loop {
-            let f = client.wait_for(|f| f.channel == started.channel)?;
-            match f.kind {
-                FrameKind::Data => data.extend_from_slice(&f.body),
-                _ => return Ok(data),
-            }
-        }
-    }
-
 }
 
 /// The setup error the box's init reported, if any (non-blocking read of its status channel).
