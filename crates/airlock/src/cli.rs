@@ -24,6 +24,24 @@ pub enum Command {
     /// the program that started it (the server). Not for direct use.
     #[command(hide = true)]
     SandboxHost,
+    /// Serve the HTTP API: sandboxes created, used and killed over REST (JSON, streamed exec
+    /// output and files). Prints the API key on the first start with a data dir, then
+    /// `listening on http://ADDR`. SIGTERM or SIGINT kills every box and stops.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// HOST:PORT to listen on (port 0 picks a free port).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7777")]
+    pub listen: String,
+    /// Where the store (sandboxes, events, audit log, API key hash) lives
+    /// (default: $XDG_DATA_HOME/airlock or ~/.local/share/airlock).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Boxes running at once; further creates are queued (FIFO).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub max_running: usize,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,6 @@
 //! What each subcommand does.
 
-use crate::cli::{CheckArgs, Cli, Command, PolicyArgs, ReceiptArgs, RunArgs};
+use crate::cli::{CheckArgs, Cli, Command, PolicyArgs, ReceiptArgs, RunArgs, ServeArgs};
 use airlock_policy::{parse_duration, parse_size, DurationValue, PolicyFile, Profile, ResolveContext, ResolvedPolicy, SizeValue};
 use airlock_runtime::{run, BoxPlan, HostReport, RealHost, RunOptions, RunResult, StdinMode};
 use anyhow::{anyhow, Context, Result};
@@ -24,6 +24,7 @@ pub fn main() -> i32 {
         Command::Receipt(args) => cmd_receipt(args),
         Command::Check(args) => cmd_check(args),
         Command::SandboxHost => cmd_sandbox_host(),
+        Command::Serve(args) => cmd_serve(args),
     };
     res.unwrap_or_else(|e| {
         eprintln!("airlock: {e:#}");
@@ -179,4 +180,21 @@ fn cmd_sandbox_host() -> Result<i32> {
     // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
     Ok(airlock_runtime::sandbox_host_main(control))
+}
+
+fn cmd_serve(args: ServeArgs) -> Result<i32> {
+    let data_dir = match args.data_dir {
+        Some(dir) => dir,
+        None => match (std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()), std::env::var_os("HOME").filter(|v| !v.is_empty())) {
+            (Some(xdg), _) => std::path::PathBuf::from(xdg).join("airlock"),
+            (None, Some(home)) => std::path::PathBuf::from(home).join(".local/share/airlock"),
+            (None, None) => anyhow::bail!("neither XDG_DATA_HOME nor HOME is set; pass --data-dir DIR"),
+        },
+    };
+    if args.max_running == 0 {
+        anyhow::bail!("--max-running 0 would never run a box; give at least 1");
+    }
+    let airlock_exe = std::env::current_exe().context("cannot find airlock's own executable to start sandbox hosts")?;
+    airlock_server::serve(airlock_server::ServerConfig { listen: args.listen, data_dir, max_running: args.max_running, airlock_exe })?;
+    Ok(0)
 }

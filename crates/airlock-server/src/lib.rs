@@ -1,0 +1,24 @@
+//! airlock's HTTP server: sandboxes as a service. A native REST API (JSON; command output
+//! streamed as NDJSON; files streamed both ways) over one [`SessionManager`] whose boxes are
+//! [`RemoteSandbox`]es, with every sandbox, state change, exec and file write recorded in the
+//! store. Every request needs the API key or, for one sandbox, that sandbox's token.
+//!
+//! [`SessionManager`]: airlock_runtime::sessions::SessionManager
+//! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
+
+mod auth;
+mod error;
+mod factory;
+mod observer;
+mod requests;
+mod routes;
+mod secrets;
+mod server;
+mod spawner;
+mod state;
+mod template;
+mod view;
+
+pub use error::{ApiError, ServerError};
+pub use routes::ROUTES;
+pub use server::{serve, ServerConfig};

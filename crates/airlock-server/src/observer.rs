@@ -1,0 +1,96 @@
+//! Keeps the store in step with the session manager: a sandbox is recorded when the manager
+//! first reports it, then every change of state or deadline is written, each as an event.
+
+use airlock_runtime::sessions::{SessionInfo, SessionObserver, SessionState};
+use airlock_runtime::store::{NewSandbox, SandboxState, Store};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// What the store needs about a sandbox that the manager does not know: set by the create
+/// handler before it asks the manager, taken when the sandbox is first recorded.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    pub token_hash: String,
+    pub policy: serde_json::Value,
+}
+
+/// The shared store. One SQLite connection; every use is short.
+pub type SharedStore = Arc<Mutex<Store>>;
+
+/// Locks the store (a poisoned lock still guards a usable connection).
+pub fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Store> {
+    store.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Writes the manager's changes to the store.
+pub struct StoreObserver {
+    store: SharedStore,
+    pending: Arc<Mutex<HashMap<String, Pending>>>,
+}
+
+impl StoreObserver {
+    pub fn new(store: SharedStore, pending: Arc<Mutex<HashMap<String, Pending>>>) -> StoreObserver {
+        StoreObserver { store, pending }
+    }
+}
+
+/// The store's name for a manager state.
+pub fn store_state(s: SessionState) -> SandboxState {
+    match s {
+        SessionState::Queued => SandboxState::Queued,
+        SessionState::Starting => SandboxState::Starting,
+        SessionState::Running => SandboxState::Running,
+        SessionState::Killed => SandboxState::Killed,
+        SessionState::Expired => SandboxState::Expired,
+        SessionState::Failed => SandboxState::Failed,
+        SessionState::Dead => SandboxState::Dead,
+    }
+}
+
+impl SessionObserver for StoreObserver {
+    fn session_changed(&self, info: &SessionInfo) {
+        if let Err(e) = self.record(info) {
+            eprintln!("airlock serve: cannot record sandbox {} in the store: {e}", info.id);
+        }
+    }
+}
+
+impl StoreObserver {
+    fn record(&self, info: &SessionInfo) -> Result<(), airlock_runtime::store::StoreError> {
+        let store = lock(&self.store);
+        let state = store_state(info.state);
+        let detail = serde_json::json!({ "state": state.as_str(), "reason": info.reason, "deadline_ms": info.deadline_ms });
+        match store.get_sandbox(&info.id)? {
+            None => {
+                let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&info.id);
+                let Some(pending) = pending else { return Ok(()) };
+                store.insert_sandbox(&NewSandbox {
+                    id: info.id.clone(),
+                    template: info.template.clone(),
+                    policy: pending.policy,
+                    metadata: info.metadata.clone(),
+                    token_hash: pending.token_hash,
+                    created_ms: info.created_ms,
+                    deadline_ms: info.deadline_ms,
+                    state,
+                })?;
+                if let Some(reason) = &info.reason {
+                    store.set_state(&info.id, state, Some(reason))?;
+                }
+                store.add_event(&info.id, "state", &detail)?;
+            }
+            Some(rec) => {
+                if rec.deadline_ms != info.deadline_ms {
+                    store.set_deadline(&info.id, info.deadline_ms)?;
+                }
+                if rec.state != state && !rec.state.is_terminal() {
+                    store.set_state(&info.id, state, info.reason.as_deref())?;
+                    store.add_event(&info.id, "state", &detail)?;
+                } else if rec.deadline_ms != info.deadline_ms {
+                    store.add_event(&info.id, "deadline", &detail)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,47 @@
+//! The HTTP routes, one module per resource; [`router`] wires them, and [`ROUTES`] lists them
+//! (the OpenAPI document must describe each).
+
+mod exec;
+mod files;
+mod openapi;
+pub(crate) mod sandboxes;
+
+use crate::state::AppState;
+use crate::ApiError;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use axum::Router;
+
+/// Every route as (method, path).
+pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/openapi.json"),
+    ("post", "/v1/sandboxes"),
+    ("get", "/v1/sandboxes"),
+    ("get", "/v1/sandboxes/{id}"),
+    ("delete", "/v1/sandboxes/{id}"),
+    ("post", "/v1/sandboxes/{id}/timeout"),
+    ("post", "/v1/sandboxes/{id}/exec"),
+    ("get", "/v1/sandboxes/{id}/files"),
+    ("put", "/v1/sandboxes/{id}/files"),
+    ("get", "/v1/sandboxes/{id}/files/list"),
+    ("get", "/v1/sandboxes/{id}/events"),
+];
+
+/// The API's router.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/openapi.json", get(openapi::document))
+        .route("/v1/sandboxes", post(sandboxes::create).get(sandboxes::list))
+        .route("/v1/sandboxes/{id}", get(sandboxes::get).delete(sandboxes::kill))
+        .route("/v1/sandboxes/{id}/timeout", post(sandboxes::set_timeout))
+        .route("/v1/sandboxes/{id}/exec", post(exec::exec))
+        .route("/v1/sandboxes/{id}/files", get(files::read).put(files::write).layer(DefaultBodyLimit::disable()))
+        .route("/v1/sandboxes/{id}/files/list", get(files::list))
+        .route("/v1/sandboxes/{id}/events", get(sandboxes::events))
+        .fallback(|| async { ApiError::NotFound("no such route; see GET /openapi.json for the API".into()) })
+        .with_state(state)
+}
+
+#[cfg(test)]
+#[path = "routes_tests.rs"]
+mod tests;

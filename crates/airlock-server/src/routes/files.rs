@@ -1,0 +1,157 @@
+//! Files inside a box: read (streamed out), write (streamed in) and list. Neither direction
+//! holds a whole file in memory: bytes pass through a short bounded channel.
+
+use crate::auth::require_box;
+use crate::routes::sandboxes::audit;
+use crate::state::AppState;
+use crate::ApiError;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{header, HeaderMap};
+use axum::response::Response;
+use axum::Json;
+use futures_util::StreamExt;
+use serde::Deserialize;
+use std::io::{Read, Write};
+use tokio::sync::mpsc;
+
+/// Chunks buffered in either direction.
+const CHUNKS_BUFFERED: usize = 8;
+
+#[derive(Debug, Deserialize)]
+struct FileQuery {
+    path: Option<String>,
+    depth: Option<u32>,
+}
+
+fn query(raw: Option<&str>) -> Result<(String, Option<u32>), ApiError> {
+    let q: FileQuery = serde_urlencoded::from_str(raw.unwrap_or(""))
+        .map_err(|e| ApiError::Invalid(format!("the query string is malformed: {e}; give ?path=/absolute/path")))?;
+    let path = q.path.filter(|p| p.starts_with('/')).ok_or_else(|| ApiError::Invalid("give ?path= an absolute path inside the sandbox, e.g. /tmp/data.txt".into()))?;
+    Ok((path, q.depth))
+}
+
+enum Piece {
+    Data(Bytes),
+    Done(Result<u64, ApiError>),
+}
+
+/// Feeds what the box's agent sends into the response body. If the client went away, the rest
+/// is read and dropped, so the agent connection stays in step.
+struct BodyWriter {
+    tx: mpsc::Sender<Piece>,
+    gone: bool,
+}
+
+impl Write for BodyWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.gone && self.tx.blocking_send(Piece::Data(Bytes::copy_from_slice(buf))).is_err() {
+            self.gone = true;
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `GET /v1/sandboxes/{id}/files?path=`: the file's bytes.
+pub async fn read(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+    require_box(&state, &headers, &id)?;
+    let (path, _) = query(raw.as_deref())?;
+    let (tx, mut rx) = mpsc::channel::<Piece>(CHUNKS_BUFFERED);
+    tokio::task::spawn_blocking(move || {
+        let mut out = BodyWriter { tx: tx.clone(), gone: false };
+        let res = state.manager.with_handle(&id, |h| h.sandbox().session().read_file_to(&path, &mut out));
+        let done = match res {
+            Err(e) => Err(state.manager_error(&id, e)),
+            Ok(r) => r.map_err(ApiError::from),
+        };
+        let _ = tx.blocking_send(Piece::Done(done));
+    });
+    let first = match rx.recv().await {
+        Some(Piece::Done(Err(e))) => return Err(e),
+        Some(Piece::Done(Ok(_))) => None,
+        Some(Piece::Data(b)) => Some(b),
+        None => return Err(ApiError::Internal("the file's reader ended without a word; retry".into())),
+    };
+    let body = match first {
+        None => Body::empty(),
+        Some(first) => Body::from_stream(futures_util::stream::unfold((Some(first), rx), |(first, mut rx)| async move {
+            if let Some(b) = first {
+                return Some((Ok(b), (None, rx)));
+            }
+            match rx.recv().await {
+                Some(Piece::Data(b)) => Some((Ok(b), (None, rx))),
+                // Cut the transfer short so the client sees it failed.
+                Some(Piece::Done(Err(e))) => Some((Err(std::io::Error::other(e.to_string())), (None, rx))),
+                Some(Piece::Done(Ok(_))) | None => None,
+            }
+        })),
+    };
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .body(body)
+        .map_err(|e| ApiError::Internal(format!("cannot build the response: {e}")))
+}
+
+/// Reads the request body as it arrives.
+struct BodyReader {
+    rx: mpsc::Receiver<Result<Bytes, std::io::Error>>,
+    cur: Bytes,
+}
+
+impl Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.cur.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(Ok(b)) => self.cur = b,
+                Some(Err(e)) => return Err(e),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.cur.len());
+        buf[..n].copy_from_slice(&self.cur[..n]);
+        self.cur = self.cur.slice(n..);
+        Ok(n)
+    }
+}
+
+/// `PUT /v1/sandboxes/{id}/files?path=`: the body becomes the file (created or replaced).
+pub async fn write(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, RawQuery(raw): RawQuery, body: Body) -> Result<Json<serde_json::Value>, ApiError> {
+    let caller = require_box(&state, &headers, &id)?;
+    let (path, _) = query(raw.as_deref())?;
+    let (tx, rx) = mpsc::channel(CHUNKS_BUFFERED);
+    tokio::spawn(async move {
+        let mut chunks = body.into_data_stream();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| std::io::Error::other(format!("the request body broke off: {e}")));
+            let failed = chunk.is_err();
+            if tx.send(chunk).await.is_err() || failed {
+                break;
+            }
+        }
+    });
+    let size = state
+        .blocking(move |state| {
+            let mut input = BodyReader { rx, cur: Bytes::new() };
+            let size = state.manager.with_handle(&id, |h| h.sandbox().session().write_file_from(&path, &mut input)).map_err(|e| state.manager_error(&id, e))??;
+            audit(&state, &id, "file_write", &caller, serde_json::json!({"path": path, "size": size}));
+            Ok((path, size))
+        })
+        .await?;
+    Ok(Json(serde_json::json!({"path": size.0, "size": size.1})))
+}
+
+/// `GET /v1/sandboxes/{id}/files/list?path=&depth=`.
+pub async fn list(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Result<Json<serde_json::Value>, ApiError> {
+    require_box(&state, &headers, &id)?;
+    let (path, depth) = query(raw.as_deref())?;
+    let entries = state
+        .blocking(move |state| {
+            let entries = state.manager.with_handle(&id, |h| h.sandbox().session().list_dir(&path, depth.unwrap_or(1))).map_err(|e| state.manager_error(&id, e))??;
+            serde_json::to_value(entries).map_err(|e| ApiError::Internal(format!("cannot encode the listing: {e}")))
+        })
+        .await?;
+    Ok(Json(serde_json::json!({ "entries": entries })))
+}

@@ -1,0 +1,180 @@
+//! The sandbox collection and each sandbox's record: create, list, get, kill, extend, events.
+
+use crate::auth::{require_box, require_key, Caller};
+use crate::observer::{lock, Pending};
+use crate::requests::{parse, CreateRequest, TimeoutRequest};
+use crate::secrets::{hash, new_sandbox_id, new_token};
+use crate::state::AppState;
+use crate::template::{resolve_policy, template};
+use crate::view::{self, SandboxView};
+use crate::ApiError;
+use airlock_runtime::sessions::SessionSpec;
+use airlock_runtime::store::{
+    AuditEntry, SandboxFilter, SandboxState, MAX_METADATA_KEY_BYTES, MAX_METADATA_PAIRS, MAX_METADATA_VALUE_BYTES,
+};
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use std::collections::BTreeMap;
+use std::sync::PoisonError;
+
+/// The longest life a create or extension may ask for, in seconds (one day).
+const MAX_TIMEOUT_S: u64 = 24 * 3600;
+
+/// `POST /v1/sandboxes`.
+pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<(StatusCode, Json<SandboxView>), ApiError> {
+    let caller = require_key(&state, &headers)?;
+    let mut req: CreateRequest = parse(&body, true)?;
+    let (template, cwd) = template(req.template.as_deref())?;
+    check_metadata(&req.metadata)?;
+    let timeout_ms = req.timeout.map(timeout_ms).transpose()?;
+    let policy = resolve_policy(&mut req, cwd)?;
+    let policy = serde_json::to_value(&policy).map_err(|e| ApiError::Internal(format!("the policy cannot be encoded: {e}")))?;
+    let random = |r: std::io::Result<String>| r.map_err(|e| ApiError::Internal(format!("no random bytes for the sandbox's id or token: {e}")));
+    let (id, token) = (random(new_sandbox_id())?, random(new_token())?);
+    let token_hash = hash(&token);
+    let spec = SessionSpec { template, metadata: req.metadata, timeout_ms, payload: policy.clone() };
+    state.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), Pending { token_hash: token_hash.clone(), policy });
+    state.tokens.lock().unwrap_or_else(PoisonError::into_inner).insert(token_hash.clone(), id.clone());
+    let mut shown = state
+        .blocking(move |state| {
+            let created = state.manager.create(id.clone(), spec);
+            if let Err(e) = created {
+                state.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+                state.tokens.lock().unwrap_or_else(PoisonError::into_inner).remove(&token_hash);
+                return Err(e.into());
+            }
+            audit(&state, &id, "create", &caller, serde_json::json!({}));
+            view::get(&state, &id)
+        })
+        .await?;
+    if shown.state == SandboxState::Failed {
+        return Err(ApiError::Internal(format!(
+            "sandbox {} could not start: {}",
+            shown.id,
+            shown.reason.unwrap_or_default()
+        )));
+    }
+    shown.token = Some(token);
+    Ok((StatusCode::CREATED, Json(shown)))
+}
+
+/// `GET /v1/sandboxes?state=S&metadata.K=V`.
+pub async fn list(State(state): State<AppState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Json<Vec<SandboxView>>, ApiError> {
+    require_key(&state, &headers)?;
+    let filter = list_filter(query.as_deref().unwrap_or(""))?;
+    Ok(Json(state.blocking(move |state| view::list(&state, filter)).await?))
+}
+
+/// The filter of a list query: `state` (repeatable, or comma-separated) and `metadata.KEY=VALUE`.
+pub fn list_filter(query: &str) -> Result<SandboxFilter, ApiError> {
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(query).map_err(|e| ApiError::Invalid(format!("the query string is malformed: {e}")))?;
+    let mut filter = SandboxFilter::default();
+    for (k, v) in pairs {
+        if k == "state" {
+            for name in v.split(',').filter(|s| !s.is_empty()) {
+                let s = SandboxState::from_name(name).ok_or_else(|| {
+                    ApiError::Invalid(format!("unknown state {name:?}; use queued, starting, running, paused, killed, expired, dead or failed"))
+                })?;
+                filter.states.push(s);
+            }
+        } else if let Some(key) = k.strip_prefix("metadata.") {
+            filter.metadata.insert(key.to_string(), v);
+        }
+    }
+    Ok(filter)
+}
+
+/// `GET /v1/sandboxes/{id}`.
+pub async fn get(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<SandboxView>, ApiError> {
+    require_box(&state, &headers, &id)?;
+    Ok(Json(state.blocking(move |state| view::get(&state, &id)).await?))
+}
+
+/// `DELETE /v1/sandboxes/{id}`.
+pub async fn kill(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<SandboxView>, ApiError> {
+    let caller = require_box(&state, &headers, &id)?;
+    let shown = state
+        .blocking(move |state| {
+            view::get(&state, &id)?;
+            state.manager.kill(&id).map_err(|e| state.manager_error(&id, e))?;
+            audit(&state, &id, "kill", &caller, serde_json::json!({}));
+            view::get(&state, &id)
+        })
+        .await?;
+    Ok(Json(shown))
+}
+
+/// `POST /v1/sandboxes/{id}/timeout`.
+pub async fn set_timeout(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Result<Json<SandboxView>, ApiError> {
+    require_box(&state, &headers, &id)?;
+    let req: TimeoutRequest = parse(&body, false)?;
+    let ms = timeout_ms(req.timeout)?;
+    let shown = state
+        .blocking(move |state| {
+            view::get(&state, &id)?;
+            state.manager.set_timeout(&id, ms).map_err(|e| state.manager_error(&id, e))?;
+            view::get(&state, &id)
+        })
+        .await?;
+    Ok(Json(shown))
+}
+
+/// `GET /v1/sandboxes/{id}/events?after=N`.
+pub async fn events(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, RawQuery(query): RawQuery) -> Result<Json<serde_json::Value>, ApiError> {
+    require_box(&state, &headers, &id)?;
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
+        .map_err(|e| ApiError::Invalid(format!("the query string is malformed: {e}")))?;
+    let mut after = None;
+    for (k, v) in pairs {
+        if k == "after" {
+            after = Some(v.parse::<i64>().map_err(|_| ApiError::Invalid("after must be an event id (an integer)".into()))?);
+        }
+    }
+    let events = state
+        .blocking(move |state| {
+            view::get(&state, &id)?;
+            Ok(lock(&state.store).events(&id, after, airlock_runtime::store::MAX_PAGE)?)
+        })
+        .await?;
+    Ok(Json(serde_json::json!({ "events": events })))
+}
+
+/// Records an operation on a sandbox in the audit log and its event history. Failures to record
+/// are reported on stderr, never to the caller whose operation already happened.
+pub fn audit(state: &AppState, id: &str, kind: &str, caller: &Caller, summary: serde_json::Value) {
+    let store = lock(&state.store);
+    let entry = AuditEntry { sandbox_id: Some(id.to_string()), kind: kind.to_string(), actor: caller.actor(), summary: summary.clone(), time_ms: now_ms() };
+    if let Err(e) = store.add_audit(&entry).and_then(|_| store.add_event(id, kind, &summary)) {
+        eprintln!("airlock serve: cannot record {kind} on sandbox {id}: {e}");
+    }
+}
+
+fn now_ms() -> i64 {
+    use airlock_runtime::sessions::Clock;
+    airlock_runtime::sessions::SystemClock.now_ms()
+}
+
+fn timeout_ms(seconds: u64) -> Result<i64, ApiError> {
+    if seconds == 0 || seconds > MAX_TIMEOUT_S {
+        return Err(ApiError::Invalid(format!("a timeout of {seconds} s is out of range; give between 1 and {MAX_TIMEOUT_S} seconds")));
+    }
+    // In range: at most 86_400_000.
+    Ok(seconds as i64 * 1000)
+}
+
+fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
+    if metadata.len() > MAX_METADATA_PAIRS {
+        return Err(ApiError::Invalid(format!("{} metadata pairs given; the most allowed is {MAX_METADATA_PAIRS}", metadata.len())));
+    }
+    for (k, v) in metadata {
+        if k.is_empty() || k.len() > MAX_METADATA_KEY_BYTES || v.len() > MAX_METADATA_VALUE_BYTES {
+            return Err(ApiError::Invalid(format!(
+                "metadata key {k:?} or its value is out of bounds: keys 1..={MAX_METADATA_KEY_BYTES} bytes, values at most {MAX_METADATA_VALUE_BYTES}"
+            )));
+        }
+    }
+    Ok(())
+}

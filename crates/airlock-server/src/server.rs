@@ -1,0 +1,115 @@
+//! Starting and stopping the server: open the store and recover it, make the API key on first
+//! start, wire the session manager to the store, serve HTTP until SIGTERM or SIGINT, then end
+//! every box.
+
+use crate::factory::NativeFactory;
+use crate::observer::{SharedStore, StoreObserver};
+use crate::secrets::{hash, new_api_key};
+use crate::spawner::Spawner;
+use crate::state::AppState;
+use crate::ServerError;
+use airlock_runtime::sessions::{ManagerConfig, SessionManager, SystemClock};
+use airlock_runtime::store::Store;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How often expiries, the queue and dead boxes are looked at.
+const TICK: Duration = Duration::from_millis(250);
+/// Threads that start boxes (see [`Spawner`]).
+const SPAWNER_THREADS: usize = 8;
+/// The reason recorded on boxes of a previous run found live in the store.
+const RECOVERY_REASON: &str = "the server stopped while it ran (its boxes died with it)";
+
+/// How to run the server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// `HOST:PORT` to listen on (port 0: any free port).
+    pub listen: String,
+    /// Where the store lives.
+    pub data_dir: PathBuf,
+    /// Boxes running at once; more are queued.
+    pub max_running: usize,
+    /// The airlock executable, re-run as `airlock sandbox-host` for each box.
+    pub airlock_exe: PathBuf,
+}
+
+/// Runs the server until SIGTERM or SIGINT. Prints `listening on http://ADDR` on stdout once
+/// bound, preceded on the first start by the new API key (shown this once only).
+pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
+    let store = Store::open(&config.data_dir.join("airlock.db"))?;
+    let recovered = store.recover(&|_| false, RECOVERY_REASON)?;
+    for id in &recovered {
+        let detail = serde_json::json!({ "state": "dead", "reason": RECOVERY_REASON });
+        let _ = store.add_event(id, "state", &detail);
+    }
+    let api_key_hash = match store.api_key_hash("default")? {
+        Some(h) => h,
+        None => {
+            let key = new_api_key().map_err(ServerError::Random)?;
+            store.set_api_key_hash("default", &hash(&key))?;
+            println!("api key: {key}");
+            println!("(shown once: airlock keeps only its hash; send it as `Authorization: Bearer <key>`)");
+            hash(&key)
+        }
+    };
+    let store: SharedStore = Arc::new(Mutex::new(store));
+    let pending = Arc::new(Mutex::new(HashMap::new()));
+    let factory = NativeFactory::new(Spawner::new(config.airlock_exe.clone(), SPAWNER_THREADS)?);
+    let init_pids = factory.init_pids();
+    let observer = Arc::new(StoreObserver::new(Arc::clone(&store), Arc::clone(&pending)));
+    let manager_config = ManagerConfig { max_running: config.max_running, ..ManagerConfig::default() };
+    let manager = Arc::new(SessionManager::new(factory, manager_config, Arc::new(SystemClock), observer)?);
+    let state = AppState { manager: Arc::clone(&manager), store, api_key_hash: Arc::new(api_key_hash), tokens: Arc::default(), pending, init_pids };
+
+    let stopping = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (manager, stopping) = (Arc::clone(&manager), Arc::clone(&stopping));
+        std::thread::Builder::new().name("session-tick".into()).spawn(move || {
+            while !stopping.load(Ordering::Relaxed) {
+                std::thread::sleep(TICK);
+                manager.tick();
+            }
+        })?
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let served = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(&config.listen)
+            .await
+            .map_err(|source| ServerError::Bind { addr: config.listen.clone(), source })?;
+        let addr = listener.local_addr()?;
+        println!("listening on http://{addr}");
+        let _ = std::io::stdout().flush();
+        let stop_manager = Arc::clone(&manager);
+        let shutdown = async move {
+            wait_for_signal().await;
+            // End every box first, so streams in flight finish and the graceful stop can complete.
+            let _ = tokio::task::spawn_blocking(move || stop_manager.shutdown()).await;
+        };
+        axum::serve(listener, crate::routes::router(state)).with_graceful_shutdown(shutdown).await?;
+        Ok::<(), ServerError>(())
+    });
+    stopping.store(true, Ordering::Relaxed);
+    manager.shutdown();
+    let _ = ticker.join();
+    served
+}
+
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(mut term), Ok(mut int)) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        }
+        _ => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! What every request handler shares: the session manager, the store, and who may do what.
+
+use crate::factory::NativeFactory;
+use crate::observer::{Pending, SharedStore};
+use airlock_runtime::sessions::SessionManager;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// The server's shared state (cheap to clone).
+#[derive(Clone)]
+pub struct AppState {
+    pub manager: Arc<SessionManager<NativeFactory>>,
+    pub store: SharedStore,
+    /// SHA-256 of the API key.
+    pub api_key_hash: Arc<String>,
+    /// Token hash → sandbox id, for telling another box's token (403) from a bad key (401).
+    pub tokens: Arc<Mutex<HashMap<String, String>>>,
+    /// What the observer needs to record a sandbox the manager is about to report.
+    pub pending: Arc<Mutex<HashMap<String, Pending>>>,
+    /// Init pids of running boxes, by sandbox id.
+    pub init_pids: Arc<Mutex<HashMap<String, i32>>>,
+}
+
+impl AppState {
+    /// Runs blocking work (the manager, the store, a box) off the async threads.
+    pub async fn blocking<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(AppState) -> Result<R, crate::ApiError> + Send + 'static,
+    ) -> Result<R, crate::ApiError> {
+        let state = self.clone();
+        tokio::task::spawn_blocking(move || f(state))
+            .await
+            .map_err(|_| crate::ApiError::Internal("the request's worker failed; retry, and report it if it persists".into()))?
+    }
+
+    /// The API error for a manager refusal about sandbox `id`: one the manager no longer knows
+    /// but the store does (it ended, e.g. in a previous run of the server) is not running.
+    pub fn manager_error(&self, id: &str, e: airlock_runtime::sessions::ManagerError) -> crate::ApiError {
+        if let airlock_runtime::sessions::ManagerError::NotFound(_) = e {
+            if let Ok(Some(rec)) = crate::observer::lock(&self.store).get_sandbox(id) {
+                return crate::ApiError::NotRunning(format!("sandbox {id} is {}, not running; create a new sandbox instead", rec.state));
+            }
+        }
+        e.into()
+    }
+}

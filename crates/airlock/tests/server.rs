@@ -1,0 +1,591 @@
+//! `airlock serve` end to end: a real server process on 127.0.0.1:0 with a temporary data dir,
+//! driven over real HTTP. Each test starts its own server and stops it by its pid.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{airlock_bin, leftover_cgroups, TempDir};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    base: String,
+    key: String,
+    /// Whether this start printed an API key.
+    printed_key: bool,
+}
+
+impl Server {
+    fn start(data: &TempDir, extra: &[&str], key: Option<&str>) -> Server {
+        let mut child = Command::new(airlock_bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data.path())
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let (mut printed, mut base) = (None, None);
+        let mut line = String::new();
+        while base.is_none() {
+            line.clear();
+            assert!(out.read_line(&mut line).unwrap() > 0, "the server exited before listening");
+            if let Some(k) = line.trim().strip_prefix("api key: ") {
+                printed = Some(k.to_string());
+            }
+            if let Some(addr) = line.trim().strip_prefix("listening on ") {
+                base = Some(addr.to_string());
+            }
+        }
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        let printed_key = printed.is_some();
+        let key = printed.or(key.map(str::to_string)).expect("an API key");
+        Server { child, base: base.unwrap(), key, printed_key }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Sends a request with `auth` (None: no Authorization header); returns status and JSON.
+    fn call_as(&self, auth: Option<&str>, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+        let mut req = ureq::request(method, &self.url(path));
+        if let Some(a) = auth {
+            req = req.set("Authorization", &format!("Bearer {a}"));
+        }
+        let res = match body {
+            Some(b) => req.set("Content-Type", "application/json").send_string(b),
+            None => req.call(),
+        };
+        let resp = match res {
+            Ok(r) => r,
+            Err(ureq::Error::Status(_, r)) => r,
+            Err(e) => panic!("{method} {path}: {e}"),
+        };
+        let status = resp.status();
+        let text = resp.into_string().unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+        self.call_as(Some(&self.key.clone()), method, path, body)
+    }
+
+    fn create(&self, body: &str) -> Value {
+        let (status, v) = self.call("POST", "/v1/sandboxes", Some(body));
+        assert_eq!(status, 201, "{v}");
+        v
+    }
+
+    /// Runs a command; returns every line of the stream, each with the time it arrived.
+    fn exec_as(&self, auth: &str, id: &str, body: Value) -> Result<Vec<(Instant, Value)>, (u16, Value)> {
+        let res = ureq::post(&self.url(&format!("/v1/sandboxes/{id}/exec")))
+            .set("Authorization", &format!("Bearer {auth}"))
+            .send_string(&body.to_string());
+        let resp = match res {
+            Ok(r) => r,
+            Err(ureq::Error::Status(code, r)) => return Err((code, serde_json::from_str(&r.into_string().unwrap()).unwrap())),
+            Err(e) => panic!("exec: {e}"),
+        };
+        assert_eq!(resp.content_type(), "application/x-ndjson");
+        let mut lines = Vec::new();
+        for line in BufReader::new(resp.into_reader()).lines() {
+            lines.push((Instant::now(), serde_json::from_str(&line.unwrap()).unwrap()));
+        }
+        Ok(lines)
+    }
+
+    fn exec(&self, id: &str, body: Value) -> Vec<(Instant, Value)> {
+        self.exec_as(&self.key.clone(), id, body).unwrap()
+    }
+
+    /// stdout of a command that must succeed.
+    fn sh(&self, id: &str, script: &str) -> String {
+        let lines = self.exec(id, json!({"cmd": ["sh", "-c", script]}));
+        let end = &lines.last().unwrap().1;
+        assert_eq!(end["type"], "end");
+        assert_eq!(end["exit_code"], 0, "{script}: {lines:?}");
+        lines.iter().filter(|(_, l)| l["type"] == "stdout").map(|(_, l)| l["data"].as_str().unwrap()).collect()
+    }
+
+    /// Children of the server that are sandbox hosts.
+    fn sandbox_hosts(&self) -> Vec<i32> {
+        children(self.pid()).into_iter().filter(|p| cmdline(*p).contains("sandbox-host")).collect()
+    }
+
+    fn vm_hwm_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    /// SIGTERM, then waits (bounded) for the server to exit.
+    fn stop(&mut self) {
+        // SAFETY: signals our own child by its pid.
+        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("the server did not stop within 20 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: signals our own child by its pid.
+            unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while let Ok(None) = self.child.try_wait() {
+                if Instant::now() > deadline {
+                    let _ = self.child.kill();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn cmdline(pid: i32) -> String {
+    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default()).replace('\0', " ")
+}
+
+fn children(parent: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<i32>().ok());
+        if ppid == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !stat.is_empty() && !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+}
+
+fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn id_of(v: &Value) -> String {
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// A deterministic byte stream of `len` bytes, generated as it is read (never held).
+struct Pattern {
+    block: Vec<u8>,
+    pos: u64,
+    len: u64,
+}
+
+impl Pattern {
+    fn new(len: u64) -> Pattern {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let block = (0..(1 << 20))
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        Pattern { block, pos: 0, len }
+    }
+}
+
+impl Read for Pattern {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = (self.len - self.pos) as usize;
+        let off = (self.pos % (1 << 20)) as usize;
+        let n = buf.len().min(left).min(self.block.len() - off);
+        let salt = (self.pos >> 20) as u8;
+        for (d, s) in buf[..n].iter_mut().zip(&self.block[off..off + n]) {
+            *d = s ^ salt;
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// PUTs `len` pattern bytes to `path`, GETs them back and compares, streaming both ways.
+fn round_trip(s: &Server, id: &str, path: &str, len: u64) {
+    let resp = ureq::put(&s.url(&format!("/v1/sandboxes/{id}/files?path={path}")))
+        .set("Authorization", &format!("Bearer {}", s.key))
+        .send(Pattern::new(len))
+        .unwrap();
+    let v: Value = serde_json::from_str(&resp.into_string().unwrap()).unwrap();
+    assert_eq!(v, json!({"path": path, "size": len}));
+    let resp = ureq::get(&s.url(&format!("/v1/sandboxes/{id}/files?path={path}")))
+        .set("Authorization", &format!("Bearer {}", s.key))
+        .call()
+        .unwrap();
+    let (mut got, mut want) = (resp.into_reader(), Pattern::new(len));
+    let (mut a, mut b) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    let mut total = 0u64;
+    loop {
+        let n = got.read(&mut a).unwrap();
+        if n == 0 {
+            break;
+        }
+        want.read_exact(&mut b[..n]).unwrap();
+        assert!(a[..n] == b[..n], "bytes differ near offset {total}");
+        total += n as u64;
+    }
+    assert_eq!(total, len);
+}
+
+#[test]
+fn the_api_key_is_printed_once_and_required() {
+    let data = TempDir::new("srv-key");
+    let mut s = Server::start(&data, &[], None);
+    assert!(s.printed_key);
+    assert!(s.key.starts_with("al_") && s.key.len() == 67 && s.key[3..].chars().all(|c| c.is_ascii_hexdigit()), "{}", s.key);
+    let (status, v) = s.call_as(None, "GET", "/v1/sandboxes", None);
+    assert_eq!((status, v["error"]["code"].as_str()), (401, Some("unauthorized")), "{v}");
+    let wrong = format!("al_{}", "0".repeat(64));
+    assert_eq!(s.call_as(Some(&wrong), "GET", "/v1/sandboxes", None).0, 401);
+    assert_eq!(s.call_as(Some(&wrong), "POST", "/v1/sandboxes", Some("{}")).0, 401);
+    assert_eq!(s.call("GET", "/v1/sandboxes", None), (200, json!([])));
+    // The OpenAPI document needs no key and lists every route.
+    let (status, doc) = s.call_as(None, "GET", "/openapi.json", None);
+    assert_eq!(status, 200);
+    for (method, path) in airlock_server_routes() {
+        assert!(doc["paths"][path][method].is_object(), "{method} {path} missing");
+    }
+    s.stop();
+    let key = s.key.clone();
+    let s2 = Server::start(&data, &[], Some(&key));
+    assert!(!s2.printed_key, "the API key must be printed on the first start only");
+    assert_eq!(s2.call("GET", "/v1/sandboxes", None).0, 200);
+}
+
+fn airlock_server_routes() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("get", "/openapi.json"),
+        ("post", "/v1/sandboxes"),
+        ("get", "/v1/sandboxes"),
+        ("get", "/v1/sandboxes/{id}"),
+        ("delete", "/v1/sandboxes/{id}"),
+        ("post", "/v1/sandboxes/{id}/timeout"),
+        ("post", "/v1/sandboxes/{id}/exec"),
+        ("get", "/v1/sandboxes/{id}/files"),
+        ("put", "/v1/sandboxes/{id}/files"),
+        ("get", "/v1/sandboxes/{id}/files/list"),
+        ("get", "/v1/sandboxes/{id}/events"),
+    ]
+}
+
+#[test]
+fn exec_streams_output_as_it_happens_and_state_persists() {
+    let data = TempDir::new("srv-exec");
+    let s = Server::start(&data, &[], None);
+    let created = s.create(r#"{"metadata": {"team": "a"}, "env": {"GREETING": "hello there"}}"#);
+    assert_eq!(created["state"], "running", "{created}");
+    assert_eq!(created["template"], "base");
+    assert!(created["token"].as_str().unwrap().len() > 32);
+    let id = id_of(&created);
+
+    let lines = s.exec(&id, json!({"cmd": ["echo", "hi"]}));
+    let kinds: Vec<&str> = lines.iter().map(|(_, l)| l["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["start", "stdout", "end"], "{lines:?}");
+    assert!(lines[0].1["pid"].as_i64().unwrap() > 0);
+    assert_eq!(lines[1].1["data"], "hi\n");
+    assert_eq!(lines[2].1, json!({"type": "end", "exit_code": 0, "signal": null, "timed_out": false}));
+
+    // Output arrives as it is written, not when the command ends.
+    let lines = s.exec(&id, json!({"cmd": ["sh", "-c", "echo early; sleep 1.5; echo late >&2; exit 3"]}));
+    let early = lines.iter().find(|(_, l)| l["data"] == "early\n").unwrap().0;
+    let end = lines.last().unwrap();
+    assert_eq!((end.1["type"].as_str(), end.1["exit_code"].as_i64()), (Some("end"), Some(3)));
+    assert!(end.0.duration_since(early) > Duration::from_millis(1000), "the first line came only at the end");
+    assert!(lines.iter().any(|(_, l)| l["type"] == "stderr" && l["data"] == "late\n"));
+
+    // stdin, env (the box's and the command's), cwd, binary output.
+    let lines = s.exec(&id, json!({"cmd": ["sh", "-c", "tr a-z A-Z; echo $GREETING $X; pwd"], "stdin": "from stdin\n", "env": {"X": "x1"}}));
+    let out: String = lines.iter().filter(|(_, l)| l["type"] == "stdout").map(|(_, l)| l["data"].as_str().unwrap()).collect();
+    assert_eq!(out, "FROM STDIN\nhello there x1\n/tmp\n");
+    assert_eq!(s.sh(&id, "mkdir -p /tmp/w"), "");
+    assert_eq!(s.exec(&id, json!({"cmd": ["pwd"], "cwd": "/tmp/w"}))[1].1["data"], "/tmp/w\n");
+    let lines = s.exec(&id, json!({"cmd": ["printf", "\\377\\000"]}));
+    assert_eq!(lines[1].1["data_b64"], "/wA=", "{lines:?}");
+    let lines = s.exec(&id, json!({"cmd": ["sleep", "5"], "timeout": 0.5}));
+    assert_eq!(lines.last().unwrap().1["timed_out"], true, "{lines:?}");
+
+    // State persists across calls.
+    s.sh(&id, "echo kept > /tmp/state.txt; cd /tmp && mkdir -p d/e && touch d/e/f");
+    assert_eq!(s.sh(&id, "cat /tmp/state.txt"), "kept\n");
+    let (status, list) = s.call("GET", &format!("/v1/sandboxes/{id}/files/list?path=/tmp/d&depth=2"), None);
+    assert_eq!(status, 200, "{list}");
+    let text = list["entries"].to_string();
+    assert!(text.contains("\"e\"") || text.contains("/tmp/d/e"), "{list}");
+    assert!(text.contains("f"), "{list}");
+
+    // The user template works in the writable home.
+    let user = s.create(r#"{"template": "user"}"#);
+    assert_eq!(s.sh(&id_of(&user), "pwd; touch x && echo ok"), "/home/user\nok\n");
+
+    // Listing with filters.
+    let (_, all) = s.call("GET", "/v1/sandboxes?state=running", None);
+    assert_eq!(all.as_array().unwrap().len(), 2);
+    let (_, team) = s.call("GET", "/v1/sandboxes?state=running&metadata.team=a", None);
+    assert_eq!(team.as_array().unwrap().iter().map(id_of).collect::<Vec<_>>(), vec![id.clone()]);
+    let (_, none) = s.call("GET", "/v1/sandboxes?metadata.team=b", None);
+    assert_eq!(none, json!([]));
+
+    // Events: state changes, and one per exec.
+    let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
+    let kinds: Vec<&str> = ev["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"state") && kinds.iter().filter(|k| **k == "exec").count() >= 8, "{kinds:?}");
+}
+
+#[test]
+fn files_round_trip_64_mib() {
+    let data = TempDir::new("srv-files");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create("{}"));
+    round_trip(&s, &id, "/tmp/big.bin", 64 << 20);
+    assert_eq!(s.sh(&id, "stat -c %s /tmp/big.bin"), format!("{}\n", 64 << 20));
+    let (status, v) = s.call("GET", &format!("/v1/sandboxes/{id}/files?path=/tmp/missing"), None);
+    assert_eq!((status, v["error"]["code"].as_str()), (404, Some("not_found")), "{v}");
+    let (status, _) = s.call("GET", &format!("/v1/sandboxes/{id}/files?path=relative"), None);
+    assert_eq!(status, 400);
+    let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
+    assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "file_write" && e["detail"]["size"] == 64 << 20), "{ev}");
+    assert!(s.vm_hwm_kib() < 256 * 1024, "server peak memory {} KiB", s.vm_hwm_kib());
+}
+
+#[test]
+fn a_1_gib_file_streams_through_in_bounded_memory() {
+    let data = TempDir::new("srv-1g");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create(r#"{"policy": {"limits": {"disk": "2G"}}}"#));
+    let t = Instant::now();
+    round_trip(&s, &id, "/tmp/huge.bin", 1 << 30);
+    let hwm = s.vm_hwm_kib();
+    assert!(hwm < 256 * 1024, "server peak memory {hwm} KiB after a 1 GiB round trip");
+    eprintln!("1 GiB up and down in {:?}; server VmHWM {hwm} KiB", t.elapsed());
+}
+
+#[test]
+fn a_box_expires_at_its_timeout() {
+    let data = TempDir::new("srv-expire");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create(r#"{"timeout": 2}"#));
+    assert_eq!(s.sh(&id, "echo up"), "up\n");
+    std::thread::sleep(Duration::from_secs(3));
+    let (_, v) = s.call("GET", &format!("/v1/sandboxes/{id}"), None);
+    assert_eq!(v["state"], "expired", "{v}");
+    assert!(v["reason"].as_str().is_some_and(|r| !r.is_empty()), "{v}");
+    let (status, v) = s.exec_as(&s.key, &id, json!({"cmd": ["true"]})).unwrap_err();
+    assert_eq!((status, v["error"]["code"].as_str()), (409, Some("not_running")), "{v}");
+    // Extending a live box works; an ended one cannot be extended.
+    let other = id_of(&s.create(r#"{"timeout": 2}"#));
+    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{other}/timeout"), Some(r#"{"timeout": 60}"#));
+    assert_eq!(status, 200, "{v}");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(s.call("GET", &format!("/v1/sandboxes/{other}"), None).1["state"], "running");
+    assert_eq!(s.call("POST", &format!("/v1/sandboxes/{id}/timeout"), Some(r#"{"timeout": 60}"#)).0, 409);
+}
+
+#[test]
+fn kill_ends_the_box_and_its_processes() {
+    let data = TempDir::new("srv-kill");
+    let s = Server::start(&data, &[], None);
+    let v = s.create("{}");
+    let id = id_of(&v);
+    let init = v["init_pid"].as_i64().unwrap() as i32;
+    assert!(alive(init));
+    let hosts = s.sandbox_hosts();
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    s.sh(&id, "sleep 1000 > /dev/null 2>&1 &");
+    let (status, v) = s.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
+    assert_eq!((status, v["state"].as_str()), (200, Some("killed")), "{v}");
+    wait_until("the box's init is gone", Duration::from_secs(10), || !alive(init));
+    wait_until("the sandbox host is gone", Duration::from_secs(10), || s.sandbox_hosts().is_empty());
+    let cg = format!("airlock-{}-", hosts[0]);
+    assert!(leftover_cgroups().iter().all(|p| !p.to_string_lossy().contains(&cg)));
+    let (status, v) = s.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
+    assert_eq!(status, 409, "{v}");
+    let (status, v) = s.call("GET", "/v1/sandboxes/sb_nope", None);
+    assert_eq!((status, v["error"]["code"].as_str()), (404, Some("not_found")));
+}
+
+#[test]
+fn creates_past_max_running_queue_and_start_in_order() {
+    let data = TempDir::new("srv-queue");
+    let s = Server::start(&data, &["--max-running", "2"], None);
+    let a = id_of(&s.create("{}"));
+    let _b = id_of(&s.create("{}"));
+    let t = Instant::now();
+    let c = s.create("{}");
+    assert!(t.elapsed() < Duration::from_secs(2), "a queued create must not wait for a slot");
+    assert_eq!(c["state"], "queued", "{c}");
+    assert_eq!(c["queue_position"], 1);
+    let c = id_of(&c);
+    let (status, v) = s.exec_as(&s.key, &c, json!({"cmd": ["true"]})).unwrap_err();
+    assert_eq!(status, 409, "{v}");
+    s.call("DELETE", &format!("/v1/sandboxes/{a}"), None);
+    wait_until("the queued box runs", Duration::from_secs(15), || s.call("GET", &format!("/v1/sandboxes/{c}"), None).1["state"] == "running");
+    assert_eq!(s.sh(&c, "echo ran"), "ran\n");
+}
+
+#[test]
+fn fifty_boxes_at_once() {
+    let data = TempDir::new("srv-fifty");
+    let s = std::sync::Arc::new(Server::start(&data, &["--max-running", "64"], None));
+    let t = Instant::now();
+    let workers: Vec<_> = (0..50)
+        .map(|i| {
+            let s = std::sync::Arc::clone(&s);
+            std::thread::spawn(move || {
+                let id = id_of(&s.create(&format!(r#"{{"metadata": {{"n": "{i}"}}}}"#)));
+                let lines = s.exec(&id, json!({"cmd": ["true"]}));
+                assert_eq!(lines.last().unwrap().1["exit_code"], 0, "{lines:?}");
+                id
+            })
+        })
+        .collect();
+    let ids: Vec<String> = workers.into_iter().map(|w| w.join().unwrap()).collect();
+    let (_, running) = s.call("GET", "/v1/sandboxes?state=running", None);
+    assert_eq!(running.as_array().unwrap().len(), 50);
+    for id in &ids {
+        assert_eq!(s.call("DELETE", &format!("/v1/sandboxes/{id}"), None).0, 200);
+    }
+    assert!(t.elapsed() < Duration::from_secs(60), "50 boxes took {:?}", t.elapsed());
+    wait_until("every sandbox host is gone", Duration::from_secs(20), || s.sandbox_hosts().is_empty());
+}
+
+#[test]
+fn a_sandbox_token_opens_its_own_box_only() {
+    let data = TempDir::new("srv-token");
+    let s = Server::start(&data, &[], None);
+    let a = s.create("{}");
+    let b = s.create("{}");
+    let (ida, idb, ta) = (id_of(&a), id_of(&b), a["token"].as_str().unwrap().to_string());
+    assert!(s.call("GET", &format!("/v1/sandboxes/{ida}"), None).1.get("token").is_none(), "the token is shown at creation only");
+    assert_eq!(s.call_as(Some(&ta), "GET", &format!("/v1/sandboxes/{ida}"), None).0, 200);
+    let lines = s.exec_as(&ta, &ida, json!({"cmd": ["echo", "mine"]})).unwrap();
+    assert_eq!(lines[1].1["data"], "mine\n");
+    let (status, v) = s.call_as(Some(&ta), "GET", &format!("/v1/sandboxes/{idb}"), None);
+    assert_eq!((status, v["error"]["code"].as_str()), (403, Some("forbidden")), "{v}");
+    assert_eq!(s.exec_as(&ta, &idb, json!({"cmd": ["true"]})).unwrap_err().0, 403);
+    assert_eq!(s.call_as(Some(&ta), "DELETE", &format!("/v1/sandboxes/{idb}"), None).0, 403);
+    assert_eq!(s.call_as(Some(&ta), "GET", "/v1/sandboxes", None).0, 403);
+    assert_eq!(s.call_as(Some(&ta), "POST", "/v1/sandboxes", Some("{}")).0, 403);
+    assert_eq!(s.call_as(Some("sbt_forged"), "GET", &format!("/v1/sandboxes/{ida}"), None).0, 401);
+    assert_eq!(s.call("GET", &format!("/v1/sandboxes/{idb}"), None).1["state"], "running");
+}
+
+#[test]
+fn a_restart_marks_the_old_boxes_ended_and_leaves_nothing_running() {
+    let data = TempDir::new("srv-restart");
+    let mut s = Server::start(&data, &[], None);
+    let (a, b) = (s.create("{}"), s.create("{}"));
+    let inits = [a["init_pid"].as_i64().unwrap() as i32, b["init_pid"].as_i64().unwrap() as i32];
+    let hosts = s.sandbox_hosts();
+    assert_eq!(hosts.len(), 2, "{hosts:?}");
+    s.stop();
+    for p in inits.iter().chain(&hosts) {
+        wait_until("the old boxes are gone", Duration::from_secs(10), || !alive(*p));
+    }
+    for h in &hosts {
+        let cg = format!("airlock-{h}-");
+        assert!(leftover_cgroups().iter().all(|p| !p.to_string_lossy().contains(&cg)), "cgroup {cg} left behind");
+    }
+    let key = s.key.clone();
+    let s = Server::start(&data, &[], Some(&key));
+    let (_, list) = s.call("GET", "/v1/sandboxes", None);
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 2, "{list:?}");
+    for v in list {
+        assert!(v["state"] == "killed" || v["state"] == "dead", "{v}");
+        assert!(v["reason"].as_str().is_some_and(|r| !r.is_empty()), "{v}");
+    }
+    assert_eq!(s.call("GET", "/v1/sandboxes?state=running", None).1, json!([]));
+    assert!(s.sandbox_hosts().is_empty());
+    let (status, v) = s.exec_as(&key, &id_of(&a), json!({"cmd": ["true"]})).unwrap_err();
+    assert_eq!(status, 409, "{v}");
+}
+
+#[test]
+fn bad_input_is_refused_with_400() {
+    let data = TempDir::new("srv-bad");
+    let s = Server::start(&data, &[], None);
+    let invalid = |status: u16, v: &Value| {
+        assert_eq!((status, v["error"]["code"].as_str()), (400, Some("invalid")), "{v}");
+        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+    };
+    for body in [
+        "{",
+        "[1,2]",
+        r#"{"templat": "base"}"#,
+        r#"{"template": "gpu"}"#,
+        r#"{"timeout": -5}"#,
+        r#"{"timeout": 0}"#,
+        r#"{"policy": {"filesystem": {"read": ["/etc"]}}}"#,
+        r#"{"policy": {"limits": {"memory": "lots"}}}"#,
+        r#"{"policy": {"network": {"allow_domain": ["x.example"]}}}"#,
+        r#"{"metadata": {"k": 1}}"#,
+    ] {
+        let (status, v) = s.call("POST", "/v1/sandboxes", Some(body));
+        invalid(status, &v);
+    }
+    let id = id_of(&s.create("{}"));
+    for body in [r#"{"cmd": []}"#, r#"{"cmd": "ls"}"#, r#"{"cmd": ["ls"], "bogus": 1}"#, "not json"] {
+        let (status, v) = s.exec_as(&s.key, &id, serde_json::from_str(body).unwrap_or(Value::String(body.into()))).unwrap_err();
+        invalid(status, &v);
+    }
+    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{id}/timeout"), Some(r#"{"seconds": 5}"#));
+    invalid(status, &v);
+    let (status, v) = s.call("GET", "/v1/sandboxes?state=sleepy", None);
+    invalid(status, &v);
+    // The server is still fine.
+    assert_eq!(s.sh(&id, "echo fine"), "fine\n");
+}
+
+#[test]
+fn a_client_that_goes_away_kills_its_command() {
+    let data = TempDir::new("srv-gone");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create("{}"));
+    let resp = ureq::post(&s.url(&format!("/v1/sandboxes/{id}/exec")))
+        .set("Authorization", &format!("Bearer {}", s.key))
+        .send_string(&json!({"cmd": ["sh", "-c", "while true; do echo tick; echo x >> /tmp/ticks; sleep 0.05; done"]}).to_string())
+        .unwrap();
+    let mut lines = BufReader::new(resp.into_reader()).lines();
+    assert!(lines.next().unwrap().unwrap().contains("start"));
+    assert!(lines.next().unwrap().unwrap().contains("tick"));
+    drop(lines);
+    std::thread::sleep(Duration::from_secs(1));
+    let before = s.sh(&id, "wc -l < /tmp/ticks");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(s.sh(&id, "wc -l < /tmp/ticks"), before, "the command kept running after its client left");
+    let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
+    assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "exec" && e["detail"]["signal"] == 9), "{ev}");
+}
