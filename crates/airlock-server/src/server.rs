@@ -89,6 +89,11 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             // End every box first, so streams in flight finish and the graceful stop can complete.
             let _ = tokio::task::spawn_blocking(move || stop_manager.shutdown()).await;
         };
+        // Small writes (the lines of a streamed exec) go out at once, not after Nagle's delay.
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         axum::serve(listener, crate::routes::router(state)).with_graceful_shutdown(shutdown).await?;
         Ok::<(), ServerError>(())
     });
