@@ -157,3 +157,7 @@ impl AgentClient {
         Ok(reply)
     }
 }
+
+#[cfg(test)]
+#[path = "agent_client_tests.rs"]
+mod tests;
