@@ -4,8 +4,9 @@
 use crate::spawner::Spawner;
 use airlock_policy::ResolvedPolicy;
 use airlock_runtime::sessions::{BoxFactory, SessionSpec};
-use airlock_runtime::RemoteSandbox;
+use airlock_runtime::{RemoteSandbox, SandboxOptions};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The box of one running session.
@@ -25,11 +26,13 @@ impl BoxHandle {
 pub struct NativeFactory {
     spawner: Spawner,
     init_pids: Arc<Mutex<HashMap<String, i32>>>,
+    network_dir: PathBuf,
 }
 
 impl NativeFactory {
-    pub fn new(spawner: Spawner) -> NativeFactory {
-        NativeFactory { spawner, init_pids: Arc::new(Mutex::new(HashMap::new())) }
+    /// `network_dir` receives each proxied box's network decisions (`<id>.jsonl`).
+    pub fn new(spawner: Spawner, network_dir: PathBuf) -> NativeFactory {
+        NativeFactory { spawner, init_pids: Arc::new(Mutex::new(HashMap::new())), network_dir }
     }
 
     /// The init pids of running boxes, by session id (shared, updated as boxes start and stop).
@@ -44,7 +47,8 @@ impl BoxFactory for NativeFactory {
     fn start(&self, id: &str, spec: &SessionSpec) -> Result<BoxHandle, String> {
         let policy: ResolvedPolicy = serde_json::from_value(spec.payload.clone())
             .map_err(|e| format!("the session's policy cannot be read back ({e}); create the sandbox again"))?;
-        let sandbox = self.spawner.start(policy).map_err(|e| format!("the box could not start: {e}"))?;
+        let opts = SandboxOptions { audit: Some(crate::network_audit::audit_path(&self.network_dir, id)) };
+        let sandbox = self.spawner.start(policy, opts).map_err(|e| format!("the box could not start: {e}"))?;
         self.init_pids.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string(), sandbox.init_pid());
         Ok(BoxHandle { id: id.to_string(), sandbox })
     }

@@ -3,6 +3,7 @@
 //! every box.
 
 use crate::factory::NativeFactory;
+use crate::network_audit::NetworkImporter;
 use crate::observer::{SharedStore, StoreObserver};
 use crate::secrets::{hash, new_api_key};
 use crate::spawner::Spawner;
@@ -58,21 +59,27 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     };
     let store: SharedStore = Arc::new(Mutex::new(store));
     let pending = Arc::new(Mutex::new(HashMap::new()));
-    let factory = NativeFactory::new(Spawner::new(config.airlock_exe.clone(), SPAWNER_THREADS)?);
+    let network_dir = config.data_dir.join("network");
+    std::fs::create_dir_all(&network_dir)?;
+    let factory = NativeFactory::new(Spawner::new(config.airlock_exe.clone(), SPAWNER_THREADS)?, network_dir.clone());
     let init_pids = factory.init_pids();
     let observer = Arc::new(StoreObserver::new(Arc::clone(&store), Arc::clone(&pending)));
     let manager_config = ManagerConfig { max_running: config.max_running, ..ManagerConfig::default() };
     let manager = Arc::new(SessionManager::new(factory, manager_config, Arc::new(SystemClock), observer)?);
+    let tick_store = Arc::clone(&store);
     let state = AppState { manager: Arc::clone(&manager), store, api_key_hash: Arc::new(api_key_hash), tokens: Arc::default(), pending, init_pids };
 
     let stopping = Arc::new(AtomicBool::new(false));
     let ticker = {
         let (manager, stopping) = (Arc::clone(&manager), Arc::clone(&stopping));
+        let mut network = NetworkImporter::new(network_dir);
         std::thread::Builder::new().name("session-tick".into()).spawn(move || {
             while !stopping.load(Ordering::Relaxed) {
                 std::thread::sleep(TICK);
                 manager.tick();
+                network.import(&tick_store);
             }
+            network.import(&tick_store);
         })?
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;

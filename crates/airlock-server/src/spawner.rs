@@ -12,16 +12,17 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 
 type Reply = Sender<Result<RemoteSandbox, SandboxError>>;
+type Job = (ResolvedPolicy, SandboxOptions, Reply);
 
 /// A pool of permanent threads that start sandbox hosts.
 pub struct Spawner {
-    jobs: Mutex<Sender<(ResolvedPolicy, Reply)>>,
+    jobs: Mutex<Sender<Job>>,
 }
 
 impl Spawner {
     /// Starts `threads` permanent threads that run `exe sandbox-host` on request.
     pub fn new(exe: PathBuf, threads: usize) -> std::io::Result<Spawner> {
-        let (tx, rx) = channel::<(ResolvedPolicy, Reply)>();
+        let (tx, rx) = channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads.max(1) {
             let rx = Arc::clone(&rx);
@@ -32,9 +33,9 @@ impl Spawner {
     }
 
     /// Starts a box under `policy` from one of the permanent threads and waits for it.
-    pub fn start(&self, policy: ResolvedPolicy) -> Result<RemoteSandbox, SandboxError> {
+    pub fn start(&self, policy: ResolvedPolicy, opts: SandboxOptions) -> Result<RemoteSandbox, SandboxError> {
         let (reply, answer) = channel();
-        let sent = self.jobs.lock().unwrap_or_else(PoisonError::into_inner).send((policy, reply));
+        let sent = self.jobs.lock().unwrap_or_else(PoisonError::into_inner).send((policy, opts, reply));
         if sent.is_err() {
             return Err(SandboxError::Io(std::io::Error::other("the box spawner threads are gone")));
         }
@@ -42,11 +43,11 @@ impl Spawner {
     }
 }
 
-fn serve(exe: &std::path::Path, jobs: &Mutex<Receiver<(ResolvedPolicy, Reply)>>) {
+fn serve(exe: &std::path::Path, jobs: &Mutex<Receiver<Job>>) {
     loop {
         let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok((policy, reply)) = job else { return };
-        let started = RemoteSandbox::start(exe, &policy, &SandboxOptions::default());
+        let Ok((policy, opts, reply)) = job else { return };
+        let started = RemoteSandbox::start(exe, &policy, &opts);
         if let Err(Ok(sandbox)) = reply.send(started).map_err(|e| e.0) {
             // Nobody waits for it any more: end it at once.
             sandbox.kill();

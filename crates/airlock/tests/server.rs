@@ -589,3 +589,40 @@ fn a_client_that_goes_away_kills_its_command() {
     let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
     assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "exec" && e["detail"]["signal"] == 9), "{ev}");
 }
+
+#[test]
+fn network_decisions_of_a_proxied_box_reach_the_store() {
+    // A loopback server of the test's own, reached by name through the box's proxy.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let site = std::thread::spawn(move || {
+        if let Ok((mut conn, _)) = listener.accept() {
+            use std::io::{Read, Write};
+            let mut buf = [0u8; 1024];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n");
+        }
+    });
+    let data = TempDir::new("srv-net");
+    let s = Server::start(&data, &[], None);
+    let body = json!({
+        "policy": {"network": {"mode": "proxy", "allow_domain": ["svc.test"], "allow_ip": [format!("127.0.0.1:{port}")], "map_host": ["svc.test=127.0.0.1"]}}
+    });
+    let id = id_of(&s.create(&body.to_string()));
+    let out = s.sh(&id, &format!("curl -sS http://svc.test:{port}/; curl -s -o /dev/null -w '%{{http_code}}' http://other.test:{port}/"));
+    assert!(out.contains("ok") && out.contains("403"), "{out}");
+    site.join().unwrap();
+    let mut found = Vec::new();
+    wait_until("the network decisions reach the store", Duration::from_secs(10), || {
+        let (status, v) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
+        assert_eq!(status, 200, "{v}");
+        found = v["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "network").cloned().collect();
+        found.len() >= 2
+    });
+    let decisions: Vec<(String, String)> = found
+        .iter()
+        .map(|e| (e["detail"]["host"].as_str().unwrap_or("").to_string(), e["detail"]["decision"].as_str().unwrap_or("").to_string()))
+        .collect();
+    assert!(decisions.contains(&("svc.test".into(), "allow".into())), "{decisions:?}");
+    assert!(decisions.contains(&("other.test".into(), "deny".into())), "{decisions:?}");
+}
