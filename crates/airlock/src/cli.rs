@@ -28,6 +28,8 @@ pub enum Command {
     /// output and files). Prints the API key on the first start with a data dir, then
     /// `listening on http://ADDR`. SIGTERM or SIGINT kills every box and stops.
     Serve(ServeArgs),
+    /// Create, list, use and kill sandboxes on a running `airlock serve`. Server errors exit 125.
+    Sandbox(SandboxArgs),
 }
 
 #[derive(Debug, Args)]
@@ -158,4 +160,122 @@ pub struct PolicyArgs {
     /// Refuse to run when any layer would only be enforced by a fallback or not at all.
     #[arg(long)]
     pub fail_if_unavailable: bool,
+}
+
+/// `airlock sandbox ...`: the client of `airlock serve`.
+#[derive(Debug, Args)]
+pub struct SandboxArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    #[command(subcommand)]
+    pub command: SandboxCommand,
+}
+
+/// Where the server is and how to authenticate to it.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// The server's base URL (default: $AIRLOCK_SERVER, else http://127.0.0.1:7777).
+    #[arg(long, value_name = "URL", global = true)]
+    pub server: Option<String>,
+    /// The API key `airlock serve` printed on its first start (default: $AIRLOCK_API_KEY).
+    #[arg(long, value_name = "KEY", global = true)]
+    pub api_key: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Create a sandbox; prints its id, then its access token (or the whole record with --json).
+    Create(CreateArgs),
+    /// List sandboxes, newest first.
+    Ls(LsArgs),
+    /// Run a command in a sandbox, streaming its output. Exit status: the command's own; 128+N
+    /// if killed by signal N; 124 on timeout; 125 when the client or the server fails. Stdin is
+    /// sent to the command when it is not a terminal.
+    Exec(ExecArgs),
+    /// Copy a file into or out of a sandbox: exactly one side is ID:/absolute/path; `-` as the
+    /// local side is stdin or stdout.
+    Cp(CpArgs),
+    /// Kill sandboxes; prints each id with its final state.
+    Kill(KillArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// base (working directory /tmp) or user (working directory the home).
+    #[arg(long, value_name = "NAME", value_parser = ["base", "user"])]
+    pub template: Option<String>,
+    /// The sandbox's life in seconds (server default 300).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// A label KEY=VALUE, to find the sandbox with `ls --metadata` (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub metadata: Vec<String>,
+    /// A variable NAME=VALUE in the sandbox's environment (repeatable).
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// none (loopback only) or proxy (egress through the allowlisting proxy).
+    #[arg(long, value_name = "MODE", value_parser = ["none", "proxy"])]
+    pub net: Option<String>,
+    /// With --net proxy: allow NAME[:PORT] (exact) or *.NAME[:PORT] (its subdomains).
+    #[arg(long, value_name = "PATTERN[:PORT]")]
+    pub allow_domain: Vec<String>,
+    /// Memory cap, e.g. 512M.
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+    /// Process cap.
+    #[arg(long, value_name = "N")]
+    pub pids: Option<u64>,
+    /// Print the sandbox's record (token included) as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// Only sandboxes in this state: queued, starting, running, paused, killed, expired, dead,
+    /// failed (repeatable).
+    #[arg(long, value_name = "STATE")]
+    pub state: Vec<String>,
+    /// Only sandboxes labelled KEY=VALUE (repeatable; all must match).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub metadata: Vec<String>,
+    /// Print the records as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The sandbox's id.
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// A variable NAME=VALUE for this command (repeatable).
+    #[arg(long, value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// The directory the command starts in (inside the sandbox).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<String>,
+    /// Seconds; the command is killed past it (exit 124).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CpArgs {
+    /// ID:/path/in/sandbox, a local path, or `-` (stdin).
+    #[arg(value_name = "SRC")]
+    pub src: String,
+    /// ID:/path/in/sandbox, a local path, or `-` (stdout).
+    #[arg(value_name = "DST")]
+    pub dst: String,
+}
+
+#[derive(Debug, Args)]
+pub struct KillArgs {
+    /// The sandboxes' ids.
+    #[arg(value_name = "ID", required = true)]
+    pub ids: Vec<String>,
 }

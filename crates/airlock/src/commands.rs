@@ -1,6 +1,7 @@
 //! What each subcommand does.
 
-use crate::cli::{CheckArgs, Cli, Command, PolicyArgs, ReceiptArgs, RunArgs, ServeArgs};
+use crate::cli::{CheckArgs, Cli, Command, PolicyArgs, ReceiptArgs, RunArgs, SandboxArgs, SandboxCommand, ServeArgs};
+use crate::client;
 use airlock_policy::{parse_duration, parse_size, DurationValue, PolicyFile, Profile, ResolveContext, ResolvedPolicy, SizeValue};
 use airlock_runtime::{run, BoxPlan, HostReport, RealHost, RunOptions, RunResult, StdinMode};
 use anyhow::{anyhow, Context, Result};
@@ -25,6 +26,7 @@ pub fn main() -> i32 {
         Command::Check(args) => cmd_check(args),
         Command::SandboxHost => cmd_sandbox_host(),
         Command::Serve(args) => cmd_serve(args),
+        Command::Sandbox(args) => cmd_sandbox(args),
     };
     res.unwrap_or_else(|e| {
         eprintln!("airlock: {e:#}");
@@ -197,4 +199,15 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
     let airlock_exe = std::env::current_exe().context("cannot find airlock's own executable to start sandbox hosts")?;
     airlock_server::serve(airlock_server::ServerConfig { listen: args.listen, data_dir, max_running: args.max_running, airlock_exe })?;
     Ok(0)
+}
+
+fn cmd_sandbox(args: SandboxArgs) -> Result<i32> {
+    let api = client::Api::new(&args.server)?;
+    match args.command {
+        SandboxCommand::Create(a) => client::create(&api, &a),
+        SandboxCommand::Ls(a) => client::list(&api, &a),
+        SandboxCommand::Exec(a) => client::exec(&api, &a),
+        SandboxCommand::Cp(a) => client::copy(&api, &a),
+        SandboxCommand::Kill(a) => client::kill(&api, &a),
+    }
 }

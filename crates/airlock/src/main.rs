@@ -1,6 +1,7 @@
 //! The `airlock` command line.
 
 mod cli;
+mod client;
 mod commands;
 
 use std::process::ExitCode;

@@ -1,0 +1,18 @@
+//! `airlock sandbox ...`: the command-line client of `airlock serve`. One module per
+//! subcommand; [`Api`] is the connection (server address, API key, what refusals mean).
+
+mod api;
+mod copy;
+mod create;
+mod exec;
+mod kill;
+mod list;
+mod pairs;
+mod stdout;
+
+pub use api::Api;
+pub use copy::copy;
+pub use create::create;
+pub use exec::exec;
+pub use kill::kill;
+pub use list::list;
