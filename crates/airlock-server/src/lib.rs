@@ -18,6 +18,7 @@ mod server;
 mod spawner;
 mod state;
 mod template;
+pub mod untrusted;
 mod view;
 
 pub use error::{ApiError, ServerError};
