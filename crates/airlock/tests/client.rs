@@ -5,14 +5,14 @@
 
 mod common;
 
-use common::{airlock_bin, TempDir};
+use common::{airlock_bin, ServeProcess, TempDir};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 struct Server {
-    child: Child,
+    serve: ServeProcess,
     base: String,
     key: String,
     _data: TempDir,
@@ -21,33 +21,9 @@ struct Server {
 impl Server {
     fn start(tag: &str) -> Server {
         let data = TempDir::new(tag);
-        let mut child = Command::new(airlock_bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let (mut key, mut base) = (None, None);
-        let mut line = String::new();
-        while base.is_none() {
-            line.clear();
-            assert!(out.read_line(&mut line).unwrap() > 0, "the server exited before listening");
-            if let Some(k) = line.trim().strip_prefix("api key: ") {
-                key = Some(k.to_string());
-            }
-            if let Some(addr) = line.trim().strip_prefix("listening on ") {
-                base = Some(addr.to_string());
-            }
-        }
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        Server { child, base: base.unwrap(), key: key.expect("a fresh data dir prints the API key"), _data: data }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
+        let serve = ServeProcess::start(data.path(), &[]);
+        let key = serve.printed_key.clone().expect("a fresh data dir prints the API key");
+        Server { base: serve.base.clone(), serve, key, _data: data }
     }
 
     /// `airlock sandbox <args>` against this server, stdin from `input` (or /dev/null).
@@ -57,37 +33,10 @@ impl Server {
 
     /// SIGTERM, then waits (bounded) for the server to exit.
     fn stop(&mut self) {
-        // SAFETY: signals our own child by its pid.
-        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("the server did not stop within 20 s of SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.serve.stop();
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            // SAFETY: signals our own child by its pid.
-            unsafe { libc::kill(self.pid(), libc::SIGTERM) };
-            let deadline = Instant::now() + Duration::from_secs(15);
-            while let Ok(None) = self.child.try_wait() {
-                if Instant::now() > deadline {
-                    let _ = self.child.kill();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.child.wait();
-        }
-    }
-}
 
 /// What one client invocation did.
 struct Out {

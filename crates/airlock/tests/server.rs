@@ -4,14 +4,13 @@
 
 mod common;
 
-use common::{airlock_bin, leftover_cgroups, TempDir};
+use common::{leftover_cgroups, ServeProcess, TempDir};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 struct Server {
-    child: Child,
+    serve: ServeProcess,
     base: String,
     key: String,
     /// Whether this start printed an API key.
@@ -20,36 +19,14 @@ struct Server {
 
 impl Server {
     fn start(data: &TempDir, extra: &[&str], key: Option<&str>) -> Server {
-        let mut child = Command::new(airlock_bin())
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data.path())
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let (mut printed, mut base) = (None, None);
-        let mut line = String::new();
-        while base.is_none() {
-            line.clear();
-            assert!(out.read_line(&mut line).unwrap() > 0, "the server exited before listening");
-            if let Some(k) = line.trim().strip_prefix("api key: ") {
-                printed = Some(k.to_string());
-            }
-            if let Some(addr) = line.trim().strip_prefix("listening on ") {
-                base = Some(addr.to_string());
-            }
-        }
-        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        let printed_key = printed.is_some();
-        let key = printed.or(key.map(str::to_string)).expect("an API key");
-        Server { child, base: base.unwrap(), key, printed_key }
+        let serve = ServeProcess::start(data.path(), extra);
+        let printed_key = serve.printed_key.is_some();
+        let key = serve.printed_key.clone().or(key.map(str::to_string)).expect("an API key");
+        Server { base: serve.base.clone(), serve, key, printed_key }
     }
 
     fn pid(&self) -> i32 {
-        self.child.id() as i32
+        self.serve.pid()
     }
 
     fn url(&self, path: &str) -> String {
@@ -130,35 +107,7 @@ impl Server {
 
     /// SIGTERM, then waits (bounded) for the server to exit.
     fn stop(&mut self) {
-        // SAFETY: signals our own child by its pid.
-        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.child.try_wait().unwrap().is_none() {
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("the server did not stop within 20 s of SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            // SAFETY: signals our own child by its pid.
-            unsafe { libc::kill(self.pid(), libc::SIGTERM) };
-            let deadline = Instant::now() + Duration::from_secs(15);
-            while let Ok(None) = self.child.try_wait() {
-                if Instant::now() > deadline {
-                    let _ = self.child.kill();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = self.child.wait();
-        }
+        self.serve.stop();
     }
 }
 

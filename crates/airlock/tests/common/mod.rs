@@ -137,3 +137,82 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// A real `airlock serve` on 127.0.0.1 with a port the kernel picked, stopped (SIGTERM, then
+/// SIGKILL) by its PID when dropped.
+pub struct ServeProcess {
+    pub child: std::process::Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// The API key, if this start printed one (the first start on a data directory does).
+    pub printed_key: Option<String>,
+}
+
+impl ServeProcess {
+    /// Starts `airlock serve --listen 127.0.0.1:0 --data-dir DATA <extra>` and waits until it
+    /// listens.
+    pub fn start(data: &Path, extra: &[&str]) -> ServeProcess {
+        use std::io::BufRead;
+        let mut child = Command::new(airlock_bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start airlock serve");
+        let mut out = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        let (mut printed_key, mut base) = (None, None);
+        let mut line = String::new();
+        while base.is_none() {
+            line.clear();
+            assert!(out.read_line(&mut line).expect("read the server's stdout") > 0, "the server exited before listening");
+            if let Some(k) = line.trim().strip_prefix("api key: ") {
+                printed_key = Some(k.to_string());
+            }
+            if let Some(addr) = line.trim().strip_prefix("listening on ") {
+                base = Some(addr.to_string());
+            }
+        }
+        std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+        ServeProcess { child, base: base.unwrap_or_default(), printed_key }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// SIGTERM, then waits (bounded) for the server to exit; panics if it does not.
+    pub fn stop(&mut self) {
+        // SAFETY: signals our own child by its pid.
+        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while self.child.try_wait().expect("wait for the server").is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("the server did not stop within 20 s of SIGTERM");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            // SAFETY: signals our own child by its pid.
+            unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+            while let Ok(None) = self.child.try_wait() {
+                if std::time::Instant::now() > deadline {
+                    let _ = self.child.kill();
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            let _ = self.child.wait();
+        }
+    }
+}
