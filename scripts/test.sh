@@ -4,13 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Tools the tests drive inside and around the box: sh, python3 (+ pip), git, curl, node + npm
+# Tools the tests drive inside and around the box: sh, python3 (+ pip, matplotlib, pandas), git, curl, node + npm
 # (the proxy tests run real clients), setpriv/unshare (util-linux), ps (procps), useradd (passwd)
 # for the unprivileged-user tests, bubblewrap + hyperfine for the benchmarks' peers.
 need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine)
 missing=0
 for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
+# The code-interpreter driver's tests render matplotlib figures and pandas tables.
+/usr/bin/python3 -c 'import matplotlib, pandas' >/dev/null 2>&1 || missing=1
 if [ "$missing" = 1 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: missing tools (${need[*]}); run as root once to install them" >&2
@@ -18,7 +20,7 @@ if [ "$missing" = 1 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(git python3 python3-pip curl util-linux procps passwd bubblewrap hyperfine)
+  pkgs=(git python3 python3-pip python3-matplotlib python3-pandas curl util-linux procps passwd bubblewrap hyperfine)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
