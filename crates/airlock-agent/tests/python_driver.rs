@@ -1,0 +1,340 @@
+#![allow(clippy::unwrap_used)]
+//! The Python code-interpreter driver (`drivers/python_driver.py`) run under `/usr/bin/python3`:
+//! state across executions, results and rich formats, streamed output and its cap, tracebacks
+//! that point at the user's cell, matplotlib and pandas output, SIGINT and per-execution env.
+
+use serde_json::{json, Value};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/drivers/python_driver.py");
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running driver: requests go to its stdin, events come back from its fd 3.
+struct Driver {
+    child: Child,
+    stdin: ChildStdin,
+    events: Receiver<Value>,
+    next_id: u32,
+}
+
+impl Driver {
+    fn start() -> Self {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` is a valid two-element array for pipe2 to fill.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
+        let (read_end, write_end) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let write_fd = write_end.as_raw_fd();
+        let mut command = Command::new("/usr/bin/python3");
+        command
+            .arg(DRIVER)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        // SAFETY: the closure only calls dup2/fcntl, which are async-signal-safe and allocate nothing.
+        unsafe {
+            command.pre_exec(move || {
+                if write_fd == 3 {
+                    // dup2 onto itself keeps FD_CLOEXEC; clear it so fd 3 survives exec.
+                    if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(write_fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().unwrap();
+        drop(write_end);
+        let stdin = child.stdin.take().unwrap();
+        let (tx, events) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(File::from(read_end)).lines() {
+                let Ok(line) = line else { break };
+                let event: Value = serde_json::from_str(&line).unwrap();
+                if tx.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+        Driver {
+            child,
+            stdin,
+            events,
+            next_id: 0,
+        }
+    }
+
+    fn send(&mut self, code: &str, env: Option<Value>) -> String {
+        self.next_id += 1;
+        let id = format!("r{}", self.next_id);
+        let mut request = json!({"id": id, "code": code});
+        if let Some(env) = env {
+            request["env"] = env;
+        }
+        writeln!(self.stdin, "{request}").unwrap();
+        self.stdin.flush().unwrap();
+        id
+    }
+
+    /// Events of request `id` up to and including its `end`.
+    fn collect(&mut self, id: &str) -> Vec<Value> {
+        let deadline = Instant::now() + TIMEOUT;
+        let mut events = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = self
+                .events
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("no `end` for {id} ({e}); got {events:?}"));
+            assert_eq!(event["id"], id, "event for another request: {event}");
+            let done = event["type"] == "end";
+            events.push(event);
+            if done {
+                return events;
+            }
+        }
+    }
+
+    fn run(&mut self, code: &str) -> Vec<Value> {
+        let id = self.send(code, None);
+        self.collect(&id)
+    }
+
+    fn interrupt(&self) {
+        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
+        // SAFETY: kill has no memory-safety preconditions; the pid is our own live child.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+fn end_status(events: &[Value]) -> &str {
+    let end = events.last().unwrap();
+    assert_eq!(end["type"], "end");
+    end["status"].as_str().unwrap()
+}
+
+fn result_plain(events: &[Value]) -> Option<String> {
+    of_type(events, "result")
+        .first()
+        .map(|r| r["data"]["text/plain"].as_str().unwrap().to_owned())
+}
+
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        }
+    };
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for &c in text.as_bytes().iter().filter(|&&c| c != b'=') {
+        acc = (acc << 6) | value(c);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(u8::try_from((acc >> bits) & 0xff).unwrap());
+        }
+    }
+    out
+}
+
+#[test]
+fn state_persists_and_only_non_none_expressions_give_results() {
+    let mut d = Driver::start();
+    let first = d.run("x = 41");
+    assert_eq!(end_status(&first), "ok");
+    assert!(of_type(&first, "result").is_empty(), "statement: {first:?}");
+    assert_eq!(first.last().unwrap()["execution_count"], 1);
+
+    let second = d.run("def f(v):\n    return v + 1\nf(x)");
+    assert_eq!(result_plain(&second).as_deref(), Some("42"));
+    assert_eq!(second.last().unwrap()["execution_count"], 2);
+
+    let none = d.run("None");
+    assert!(of_type(&none, "result").is_empty(), "None: {none:?}");
+    assert_eq!(end_status(&none), "ok");
+}
+
+#[test]
+fn stdout_and_stderr_keep_their_order() {
+    let mut d = Driver::start();
+    let events = d.run("print(\"a\"); import sys; print(\"b\", file=sys.stderr); print(\"c\")");
+    let output: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["type"] == "stdout" || e["type"] == "stderr")
+        .map(|e| {
+            assert!(e["time"].is_f64());
+            (
+                e["type"].as_str().unwrap().to_owned(),
+                e["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [("stdout", "a\n"), ("stderr", "b\n"), ("stdout", "c\n")]
+        .map(|(k, t)| (k.to_owned(), t.to_owned()));
+    assert_eq!(output, expected);
+    assert_eq!(end_status(&events), "ok");
+}
+
+#[test]
+fn traceback_points_at_the_users_cell_line() {
+    let mut d = Driver::start();
+    let events = d.run("a = 1\nb = 2\nraise ValueError(\"boom\")\n");
+    assert_eq!(end_status(&events), "error");
+    let error = of_type(&events, "error")[0];
+    assert_eq!(error["name"], "ValueError");
+    assert_eq!(error["value"], "boom");
+    let traceback = error["traceback"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(traceback.contains("<cell-1>"), "{traceback}");
+    assert!(traceback.contains("line 3"), "{traceback}");
+    assert!(!traceback.contains("python_driver"), "{traceback}");
+    // The context survives the error.
+    assert_eq!(result_plain(&d.run("a + b")).as_deref(), Some("3"));
+}
+
+#[test]
+fn syntax_error_reports_the_users_line() {
+    let mut d = Driver::start();
+    let events = d.run("x = 1\ny = (\n");
+    assert_eq!(end_status(&events), "error");
+    let error = of_type(&events, "error")[0];
+    assert_eq!(error["name"], "SyntaxError");
+    let traceback = error["traceback"].to_string();
+    assert!(traceback.contains("<cell-1>"), "{traceback}");
+    assert!(traceback.contains("line 2"), "{traceback}");
+    assert!(!traceback.contains("python_driver"), "{traceback}");
+}
+
+#[test]
+fn display_and_rich_formats() {
+    let mut d = Driver::start();
+    let code = "class Rich:\n    def _repr_html_(self):\n        return '<b>hi</b>'\n    \
+                def _repr_png_(self):\n        return b'\\x89PNG'\n    \
+                def _repr_latex_(self):\n        return None\n    \
+                def __repr__(self):\n        return 'Rich()'\n\
+                display(Rich())\nRich()";
+    let events = d.run(code);
+    assert_eq!(end_status(&events), "ok");
+    let display = of_type(&events, "display");
+    assert_eq!(display.len(), 1, "{events:?}");
+    let result = of_type(&events, "result");
+    assert_eq!(result.len(), 1, "{events:?}");
+    for data in [&display[0]["data"], &result[0]["data"]] {
+        assert_eq!(data["text/plain"], "Rich()");
+        assert_eq!(data["text/html"], "<b>hi</b>");
+        assert_eq!(
+            base64_decode(data["image/png"].as_str().unwrap()),
+            b"\x89PNG"
+        );
+        assert!(data.get("text/latex").is_none(), "None is ignored: {data}");
+    }
+}
+
+#[test]
+fn matplotlib_figures_become_png_displays() {
+    let mut d = Driver::start();
+    let events = d.run(
+        "import matplotlib.pyplot as plt\nplt.figure(figsize=(4,3), dpi=100)\nplt.plot([1,2,3])\nNone",
+    );
+    assert_eq!(end_status(&events), "ok", "{events:?}");
+    let displays = of_type(&events, "display");
+    assert_eq!(displays.len(), 1, "{events:?}");
+    let png = base64_decode(displays[0]["data"]["image/png"].as_str().unwrap());
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    assert_eq!(&png[12..16], b"IHDR");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert_eq!((width, height), (400, 300));
+    // Figures were closed: the next execution shows nothing.
+    let next = d.run("len(plt.get_fignums())");
+    assert!(of_type(&next, "display").is_empty(), "{next:?}");
+    assert_eq!(result_plain(&next).as_deref(), Some("0"));
+}
+
+#[test]
+fn pandas_dataframe_result_has_html_table() {
+    let mut d = Driver::start();
+    let events = d.run("import pandas as pd\npd.DataFrame({\"a\": [1, 2]})");
+    assert_eq!(end_status(&events), "ok", "{events:?}");
+    let data = &of_type(&events, "result")[0]["data"];
+    assert!(data["text/html"].as_str().unwrap().contains("<table"));
+    assert!(data["text/plain"].as_str().unwrap().contains('a'));
+}
+
+#[test]
+fn sigint_interrupts_and_keeps_state() {
+    let mut d = Driver::start();
+    assert_eq!(end_status(&d.run("x = 7")), "ok");
+    // While idle, SIGINT is ignored.
+    d.interrupt();
+    std::thread::sleep(Duration::from_millis(100));
+    let id = d.send("while True:\n    pass", None);
+    std::thread::sleep(Duration::from_millis(300));
+    d.interrupt();
+    let events = d.collect(&id);
+    assert_eq!(end_status(&events), "interrupted");
+    assert_eq!(of_type(&events, "error")[0]["name"], "KeyboardInterrupt");
+    assert_eq!(result_plain(&d.run("x")).as_deref(), Some("7"));
+}
+
+#[test]
+fn env_applies_to_one_execution_only() {
+    let mut d = Driver::start();
+    let id = d.send(
+        "import os\nos.environ[\"AIRLOCK_K\"]",
+        Some(json!({"AIRLOCK_K": "V"})),
+    );
+    let events = d.collect(&id);
+    assert_eq!(result_plain(&events).as_deref(), Some("'V'"));
+    let after = d.run("'AIRLOCK_K' in os.environ");
+    assert_eq!(result_plain(&after).as_deref(), Some("False"));
+}
+
+#[test]
+fn huge_output_is_capped_not_fatal() {
+    let mut d = Driver::start();
+    let events = d.run("print(\"x\" * 10_000_000)\nprint(\"after\")");
+    assert_eq!(end_status(&events), "ok");
+    let stdout: usize = of_type(&events, "stdout")
+        .iter()
+        .map(|e| e["text"].as_str().unwrap().len())
+        .sum();
+    assert!(stdout <= 1024 * 1024, "{stdout} bytes");
+    let truncated = of_type(&events, "stderr");
+    assert_eq!(truncated.len(), 1, "one truncation notice");
+    assert_eq!(truncated[0]["text"], "[output truncated]");
+    // The cap is per execution.
+    let next = d.run("print('fresh')");
+    assert_eq!(of_type(&next, "stdout")[0]["text"], "fresh\n");
+}
