@@ -1,0 +1,283 @@
+#![allow(clippy::unwrap_used)]
+//! The Bash code-interpreter driver (`drivers/bash_driver.py`) run under `/usr/bin/python3`:
+//! state across executions (cwd, variables, functions), streamed output and its cap, exit
+//! status, SIGINT, per-execution env and recovery after the shell exits.
+
+use serde_json::{json, Value};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/drivers/bash_driver.py");
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A running driver: requests go to its stdin, events come back from its fd 3.
+struct Driver {
+    child: Child,
+    stdin: ChildStdin,
+    events: Receiver<Value>,
+    next_id: u32,
+}
+
+impl Driver {
+    fn start() -> Self {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` is a valid two-element array for pipe2 to fill.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
+        let (read_end, write_end) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let write_fd = write_end.as_raw_fd();
+        let mut command = Command::new("/usr/bin/python3");
+        command
+            .arg(DRIVER)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        // SAFETY: the closure only calls dup2/fcntl, which are async-signal-safe and allocate nothing.
+        unsafe {
+            command.pre_exec(move || {
+                if write_fd == 3 {
+                    // dup2 onto itself keeps FD_CLOEXEC; clear it so fd 3 survives exec.
+                    if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else if libc::dup2(write_fd, 3) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().unwrap();
+        drop(write_end);
+        let stdin = child.stdin.take().unwrap();
+        let (tx, events) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(File::from(read_end)).lines() {
+                let Ok(line) = line else { break };
+                let event: Value = serde_json::from_str(&line).unwrap();
+                if tx.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+        Driver {
+            child,
+            stdin,
+            events,
+            next_id: 0,
+        }
+    }
+
+    fn send(&mut self, code: &str, env: Option<Value>) -> String {
+        self.next_id += 1;
+        let id = format!("r{}", self.next_id);
+        let mut request = json!({"id": id, "code": code});
+        if let Some(env) = env {
+            request["env"] = env;
+        }
+        writeln!(self.stdin, "{request}").unwrap();
+        self.stdin.flush().unwrap();
+        id
+    }
+
+    /// Events of request `id` up to and including its `end`.
+    fn collect(&mut self, id: &str) -> Vec<Value> {
+        let deadline = Instant::now() + TIMEOUT;
+        let mut events = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let event = self
+                .events
+                .recv_timeout(left)
+                .unwrap_or_else(|e| panic!("no `end` for {id} ({e}); got {events:?}"));
+            assert_eq!(event["id"], id, "event for another request: {event}");
+            let done = event["type"] == "end";
+            events.push(event);
+            if done {
+                return events;
+            }
+        }
+    }
+
+    fn run(&mut self, code: &str) -> Vec<Value> {
+        let id = self.send(code, None);
+        self.collect(&id)
+    }
+
+    fn interrupt(&self) {
+        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
+        // SAFETY: kill has no memory-safety preconditions; the pid is our own live child.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+fn end_status(events: &[Value]) -> &str {
+    let end = events.last().unwrap();
+    assert_eq!(end["type"], "end");
+    end["status"].as_str().unwrap()
+}
+
+/// All text of `kind` ("stdout"/"stderr") events, concatenated.
+fn text(events: &[Value], kind: &str) -> String {
+    of_type(events, kind)
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect()
+}
+
+fn exit_code(events: &[Value]) -> Option<i64> {
+    events.last().unwrap()["exit_code"].as_i64()
+}
+
+#[test]
+fn cwd_persists_across_executions() {
+    let mut d = Driver::start();
+    assert_eq!(end_status(&d.run("cd /tmp")), "ok");
+    assert_eq!(text(&d.run("pwd"), "stdout"), "/tmp\n");
+}
+
+#[test]
+fn variables_and_functions_persist() {
+    let mut d = Driver::start();
+    let events = d.run("export AIRLOCK_E=exported\nplain=shell\ngreet() { echo \"hi $1\"; }");
+    assert_eq!(end_status(&events), "ok");
+    let events = d.run("echo \"$plain\"; sh -c 'echo \"$AIRLOCK_E\"'; greet you");
+    assert_eq!(text(&events, "stdout"), "shell\nexported\nhi you\n");
+    assert_eq!(end_status(&events), "ok");
+    assert_eq!(exit_code(&events), Some(0));
+}
+
+#[test]
+fn stdout_and_stderr_keep_their_order() {
+    let mut d = Driver::start();
+    // Two pipes: order across streams is exact once writes are not back to back.
+    let events = d.run("echo a; sleep 0.1; echo b >&2; sleep 0.1; echo c");
+    let output: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| e["type"] == "stdout" || e["type"] == "stderr")
+        .map(|e| {
+            assert!(e["time"].is_f64());
+            (
+                e["type"].as_str().unwrap().to_owned(),
+                e["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let expected = [("stdout", "a\n"), ("stderr", "b\n"), ("stdout", "c\n")]
+        .map(|(k, t)| (k.to_owned(), t.to_owned()));
+    assert_eq!(output, expected);
+    assert_eq!(end_status(&events), "ok");
+    // Back to back, each stream is still complete and in its own order.
+    let events = d.run("echo a; echo b >&2; echo c");
+    assert_eq!(text(&events, "stdout"), "a\nc\n");
+    assert_eq!(text(&events, "stderr"), "b\n");
+}
+
+#[test]
+fn failing_last_command_is_an_error_with_its_exit_code() {
+    let mut d = Driver::start();
+    let events = d.run("false");
+    assert_eq!(end_status(&events), "error");
+    assert_eq!(exit_code(&events), Some(1));
+    assert!(of_type(&events, "error").is_empty());
+    let events = d.run("false; true");
+    assert_eq!(end_status(&events), "ok");
+}
+
+#[test]
+fn env_applies_to_one_execution_only() {
+    let mut d = Driver::start();
+    d.run("export AIRLOCK_KEEP=before");
+    let id = d.send(
+        "echo \"$AIRLOCK_K $AIRLOCK_KEEP\"; sh -c 'echo \"$AIRLOCK_K\"'",
+        Some(json!({"AIRLOCK_K": "V 'q'", "AIRLOCK_KEEP": "during"})),
+    );
+    let events = d.collect(&id);
+    assert_eq!(text(&events, "stdout"), "V 'q' during\nV 'q'\n");
+    let after = d.run("echo \"${AIRLOCK_K-unset} $AIRLOCK_KEEP\"");
+    assert_eq!(text(&after, "stdout"), "unset before\n");
+}
+
+#[test]
+fn sigint_interrupts_and_keeps_state() {
+    let mut d = Driver::start();
+    assert_eq!(end_status(&d.run("X=7; cd /tmp")), "ok");
+    // While idle, SIGINT is ignored.
+    d.interrupt();
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    let id = d.send("sleep 30; echo not-reached", None);
+    std::thread::sleep(Duration::from_millis(300));
+    d.interrupt();
+    let events = d.collect(&id);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(end_status(&events), "interrupted");
+    assert!(!text(&events, "stdout").contains("not-reached"));
+    assert_eq!(text(&d.run("echo $X; pwd"), "stdout"), "7\n/tmp\n");
+    // A pure-shell busy loop is interrupted too.
+    let id = d.send("while :; do :; done", None);
+    std::thread::sleep(Duration::from_millis(300));
+    d.interrupt();
+    assert_eq!(end_status(&d.collect(&id)), "interrupted");
+    assert_eq!(text(&d.run("echo $X"), "stdout"), "7\n");
+}
+
+#[test]
+fn marker_like_output_does_not_end_the_execution() {
+    let mut d = Driver::start();
+    let events = d.run(
+        "for i in 1 2 3; do echo \"deadbeefdeadbeefdeadbeefdeadbeef $i\"; echo \"$i 0\"; done\n\
+         echo 0 >&2; sleep 0.2; echo done",
+    );
+    assert_eq!(end_status(&events), "ok");
+    assert!(text(&events, "stdout").ends_with("3 0\ndone\n"));
+}
+
+#[test]
+fn huge_output_is_capped_not_fatal() {
+    let mut d = Driver::start();
+    let events = d.run("yes | head -c 5000000");
+    assert_eq!(end_status(&events), "ok");
+    let stdout = text(&events, "stdout");
+    assert!(stdout.len() <= 1024 * 1024, "{} bytes", stdout.len());
+    assert!(stdout.len() >= 1024 * 1024 - 4, "{} bytes", stdout.len());
+    let truncated = of_type(&events, "stderr");
+    assert_eq!(truncated.len(), 1, "one truncation notice");
+    assert_eq!(truncated[0]["text"], "[output truncated]");
+    // The cap is per execution.
+    let next = d.run("echo fresh");
+    assert_eq!(text(&next, "stdout"), "fresh\n");
+}
+
+#[test]
+fn exit_reports_shell_exited_and_a_fresh_shell_follows() {
+    let mut d = Driver::start();
+    d.run("LOST=yes; cd /tmp");
+    let events = d.run("echo bye; exit 3");
+    assert_eq!(text(&events, "stdout"), "bye\n");
+    assert_eq!(end_status(&events), "error");
+    assert_eq!(exit_code(&events), Some(3));
+    let errors = of_type(&events, "error");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["name"], "ShellExited");
+    let next = d.run("echo \"[${LOST-}]\"");
+    assert_eq!(text(&next, "stdout"), "[]\n");
+    assert_eq!(end_status(&next), "ok");
+    assert_eq!(next.last().unwrap()["execution_count"], 3);
+}
