@@ -36,3 +36,14 @@ pub trait AgentHooks {
     /// Confines the calling (child) process.
     fn pre_exec(&self) -> std::io::Result<()>;
 }
+
+/// The interpreter drivers that run inside a box for the code interpreter (one process per
+/// context; protocol in each file's header).
+pub mod drivers {
+    /// `python3 python_driver.py`, events on fd 3.
+    pub const PYTHON: &str = include_str!("../drivers/python_driver.py");
+    /// `node js_driver.js`, events on fd 3.
+    pub const JAVASCRIPT: &str = include_str!("../drivers/js_driver.js");
+    /// `python3 bash_driver.py` (one persistent bash), events on fd 3.
+    pub const BASH: &str = include_str!("../drivers/bash_driver.py");
+}

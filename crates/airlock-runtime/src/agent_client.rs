@@ -141,6 +141,43 @@ impl AgentClient {
         }
     }
 
+    /// Like [`AgentClient::wait_for`], but gives up at `deadline` (`Ok(None)`).
+    pub fn wait_for_until(&mut self, deadline: std::time::Instant, mut want: impl FnMut(&Frame) -> bool) -> Result<Option<Frame>, AgentError> {
+        if let Some(i) = self.backlog.iter().position(&mut want) {
+            return Ok(self.backlog.remove(i));
+        }
+        loop {
+            if let Some(f) = self.dec.next()? {
+                if want(&f) {
+                    return Ok(Some(f));
+                }
+                if self.backlog.len() >= MAX_BACKLOG {
+                    return Err(AgentError::Backlog);
+                }
+                self.backlog.push_back(f);
+                continue;
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            self.sock.set_read_timeout(Some(deadline - now))?;
+            let read = self.sock.read(&mut self.buf);
+            self.sock.set_read_timeout(None)?;
+            let n = match read {
+                Ok(n) => n,
+                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => return Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
+                Err(e) => return Err(e.into()),
+            };
+            if n == 0 {
+                return Err(AgentError::Closed);
+            }
+            self.dec.feed(&self.buf[..n]);
+        }
+    }
+
     /// Sends `op` and waits for its reply; an error reply becomes [`AgentError::Refused`].
     pub fn call(&mut self, op: Op) -> Result<Reply, AgentError> {
         let id = self.request(op)?;

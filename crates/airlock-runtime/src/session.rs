@@ -65,6 +65,14 @@ impl AgentSession {
         (self.client, self.env, self.cwd)
     }
 
+    pub(crate) fn client_mut(&mut self) -> &mut AgentClient {
+        &mut self.client
+    }
+
+    pub(crate) fn defaults(&self) -> (&BTreeMap<String, String>, &str) {
+        (&self.env, &self.cwd)
+    }
+
     fn channel(&mut self) -> u32 {
         let c = self.next_channel;
         self.next_channel = self.next_channel.checked_add(2).unwrap_or(2);

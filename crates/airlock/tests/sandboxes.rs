@@ -86,3 +86,97 @@ fn a_bad_policy_fails_cleanly() {
     let err = RemoteSandbox::start(&airlock_bin(), &policy, &SandboxOptions::default()).err().expect("the box cannot start");
     assert!(err.to_string().contains("/does/not/exist"), "{err}");
 }
+
+mod interpreter {
+    use super::*;
+    use airlock_runtime::{CodeEvent, Language};
+
+    fn run(s: &mut RemoteSandbox, ctx: &mut airlock_runtime::CodeContext, code: &str, timeout: Option<Duration>) -> (Vec<CodeEvent>, String) {
+        let mut events = Vec::new();
+        let end = s.session().run_code(ctx, code, &BTreeMap::new(), timeout, |e| events.push(e.clone())).unwrap();
+        (events, end.status)
+    }
+
+    fn result_text(events: &[CodeEvent]) -> Option<String> {
+        events.iter().find_map(|e| match e {
+            CodeEvent::Result(v) => v["text/plain"].as_str().map(str::to_string),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn python_state_results_figures_and_interrupts_inside_a_box() {
+        let ws = TempDir::new("interp-py");
+        let mut s = remote(ws.path(), |_| {});
+        let mut ctx = s.session().create_context(Language::Python, None).unwrap();
+        let (_, status) = run(&mut s, &mut ctx, "x = 41\nimport os", None);
+        assert_eq!(status, "ok");
+        let (events, _) = run(&mut s, &mut ctx, "x + 1", None);
+        assert_eq!(result_text(&events).as_deref(), Some("42"));
+        // The driver runs inside the box: its user and capabilities are the box's.
+        let (events, _) = run(&mut s, &mut ctx, "print(os.getuid()); print(open('/proc/self/status').read().count('CapEff:\\t0000000000000000'))", None);
+        let out: String = events.iter().filter_map(|e| if let CodeEvent::Stdout(t) = e { Some(t.clone()) } else { None }).collect();
+        assert_eq!(out, "1000\n1\n");
+        // A matplotlib figure comes back as a PNG without show().
+        let (events, _) = run(&mut s, &mut ctx, "import matplotlib.pyplot as plt\nplt.figure(figsize=(4,3), dpi=100)\nplt.plot([1,2,3])\n", None);
+        let png = events.iter().find_map(|e| match e {
+            CodeEvent::Display(v) => v["image/png"].as_str().map(str::to_string),
+            _ => None,
+        });
+        let png = png.unwrap_or_else(|| panic!("a PNG display event: {events:?}"));
+        assert!(png.starts_with("iVBORw0KGgo"), "base64 of a PNG signature");
+        // An infinite loop is interrupted at the timeout; the state survives.
+        let (events, status) = run(&mut s, &mut ctx, "while True: pass", Some(Duration::from_millis(500)));
+        assert_eq!(status, "interrupted", "{events:?}");
+        let (events, _) = run(&mut s, &mut ctx, "x", None);
+        assert_eq!(result_text(&events).as_deref(), Some("41"));
+        // An exception points at the user's line.
+        let (events, status) = run(&mut s, &mut ctx, "a = 1\nb = 2\nraise ValueError('boom')", None);
+        assert_eq!(status, "error");
+        let tb = events.iter().find_map(|e| if let CodeEvent::Error { name, traceback, .. } = e { Some((name.clone(), traceback.join(""))) } else { None }).unwrap();
+        assert_eq!(tb.0, "ValueError");
+        assert!(tb.1.contains("line 3"), "{}", tb.1);
+    }
+
+    #[test]
+    fn contexts_are_separate_and_a_dead_context_is_reported() {
+        let ws = TempDir::new("interp-two");
+        let mut s = remote(ws.path(), |f| f.limits.memory = Some(airlock_policy::SizeValue(256 << 20)));
+        let mut a = s.session().create_context(Language::Python, None).unwrap();
+        let mut b = s.session().create_context(Language::Python, None).unwrap();
+        run(&mut s, &mut a, "secret = 'only in a'", None);
+        let (events, status) = run(&mut s, &mut b, "secret", None);
+        assert_eq!(status, "error", "b must not see a's variables: {events:?}");
+        // A memory bomb kills only its own context (the box's memory cgroup); the other lives.
+        let mut events = Vec::new();
+        let err = s.session().run_code(&mut b, "blocks = []\nwhile True: blocks.append(bytearray(50 << 20))", &BTreeMap::new(), Some(Duration::from_secs(30)), |e| events.push(e.clone()));
+        assert!(err.is_err(), "the bomb's context should die: {events:?}");
+        let (events, _) = run(&mut s, &mut a, "secret", None);
+        assert_eq!(result_text(&events).as_deref(), Some("'only in a'"));
+        // A fresh context replaces the dead one.
+        let mut c = s.session().create_context(Language::Python, None).unwrap();
+        let (events, _) = run(&mut s, &mut c, "1 + 1", None);
+        assert_eq!(result_text(&events).as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn bash_context_keeps_cwd_and_exports() {
+        let ws = TempDir::new("interp-bash");
+        let mut s = remote(ws.path(), |_| {});
+        let mut ctx = s.session().create_context(Language::Bash, None).unwrap();
+        run(&mut s, &mut ctx, "cd /tmp && export GREETING=hello", None);
+        let (events, status) = run(&mut s, &mut ctx, "pwd; echo $GREETING", None);
+        let out: String = events.iter().filter_map(|e| if let CodeEvent::Stdout(t) = e { Some(t.clone()) } else { None }).collect();
+        assert_eq!((out.as_str(), status.as_str()), ("/tmp\nhello\n", "ok"));
+    }
+
+    #[test]
+    fn javascript_context_keeps_state() {
+        let ws = TempDir::new("interp-js");
+        let mut s = remote(ws.path(), |_| {});
+        let mut ctx = s.session().create_context(Language::JavaScript, None).unwrap();
+        run(&mut s, &mut ctx, "let x = 41", None);
+        let (events, status) = run(&mut s, &mut ctx, "x + 1", None);
+        assert_eq!((result_text(&events).as_deref(), status.as_str()), (Some("42"), "ok"));
+    }
+}

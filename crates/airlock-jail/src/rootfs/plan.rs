@@ -14,7 +14,7 @@ const ETC_ENTRIES: &[&str] = &[
     "ca-certificates.conf", "localtime", "timezone", "nsswitch.conf", "protocols", "services",
     "mime.types", "magic", "magic.mime", "inputrc", "bash.bashrc", "profile", "terminfo",
     "gai.conf", "host.conf", "os-release", "debian_version", "python3", "python3.11",
-    "python3.12", "python3.13", "perl", "manpath.config", "locale.alias",
+    "python3.12", "python3.13", "perl", "manpath.config", "locale.alias", "matplotlibrc", "fonts",
 ];
 /// Device nodes bound from the host's /dev.
 const DEV_NODES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
