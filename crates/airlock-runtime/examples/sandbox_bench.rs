@@ -87,6 +87,31 @@ fn main() {
         median(warm),
         median(plain(500))
     );
+    // Interpreter: creating a Python context, and a warm `1+1`.
+    let mut ctxs = Vec::new();
+    for _ in 0..10 {
+        let t = Instant::now();
+        let mut ctx = s.session().create_context(airlock_runtime::Language::Python, None).unwrap();
+        s.session().run_code(&mut ctx, "pass", &BTreeMap::new(), None, |_| {}).unwrap();
+        ctxs.push(t.elapsed().as_secs_f64() * 1000.0);
+        s.session().close_context(ctx).unwrap();
+    }
+    let mut ctx = s.session().create_context(airlock_runtime::Language::Python, None).unwrap();
+    for _ in 0..20 {
+        s.session().run_code(&mut ctx, "1+1", &BTreeMap::new(), None, |_| {}).unwrap();
+    }
+    let code: Vec<f64> = (0..300)
+        .map(|_| {
+            let t = Instant::now();
+            s.session().run_code(&mut ctx, "1+1", &BTreeMap::new(), None, |_| {}).unwrap();
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    println!(
+        "python context create + first execution, median: {:.1} ms (goal <= 100 ms); warm 1+1 through the agent, median: {:.3} ms",
+        median(ctxs),
+        median(code)
+    );
     s.kill();
 
     // Idle boxes held at once, and host-side memory per idle box.
