@@ -105,6 +105,22 @@ impl AgentSession {
         timeout: Option<Duration>,
         mut on_event: impl FnMut(&CodeEvent),
     ) -> Result<CodeEnd, SandboxError> {
+        self.run_code_while(ctx, code, env, timeout, |e| {
+            on_event(e);
+            true
+        })
+    }
+
+    /// [`run_code`](Self::run_code), where `on_event` answering `false` (e.g. its reader went
+    /// away) interrupts the execution as a timeout would; later events are still passed to it.
+    pub fn run_code_while(
+        &mut self,
+        ctx: &mut CodeContext,
+        code: &str,
+        env: &BTreeMap<String, String>,
+        timeout: Option<Duration>,
+        mut on_event: impl FnMut(&CodeEvent) -> bool,
+    ) -> Result<CodeEnd, SandboxError> {
         let id = format!("e{}", ctx.next_id);
         ctx.next_id += 1;
         let mut line = serde_json::to_vec(&serde_json::json!({"id": id, "code": code, "env": env}))
@@ -115,7 +131,18 @@ impl AgentSession {
         let mut deadline = timeout.map(|t| Instant::now() + t);
         let mut interrupted = false;
         let (pid, events, stray) = (ctx.pid, ctx.events, ctx.stray);
+        let mut reader_gone = false;
         loop {
+            if reader_gone && !interrupted {
+                client.call(Op::Signal { pid, signal: libc::SIGINT })?;
+                interrupted = true;
+                deadline = Some(Instant::now() + INTERRUPT_GRACE);
+            }
+            let mut on_event = |e: &CodeEvent| {
+                if !on_event(e) {
+                    reader_gone = true;
+                }
+            };
             let want = |f: &airlock_protocol::Frame| {
                 f.channel == events
                     || Some(f.channel) == stray

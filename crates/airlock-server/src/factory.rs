@@ -4,21 +4,47 @@
 use crate::spawner::Spawner;
 use airlock_policy::ResolvedPolicy;
 use airlock_runtime::sessions::{BoxFactory, SessionSpec};
-use airlock_runtime::{RemoteSandbox, SandboxOptions};
+use airlock_runtime::{CodeContext, RemoteSandbox, SandboxOptions};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
+
+/// One code interpreter context of a box, with what it was started with (for restarts).
+pub struct LiveContext {
+    pub cwd: Option<String>,
+    pub ctx: CodeContext,
+}
 
 /// The box of one running session.
 pub struct BoxHandle {
     id: String,
     sandbox: RemoteSandbox,
+    /// The box's code interpreter contexts, by context id.
+    contexts: HashMap<String, LiveContext>,
+    /// Numbers the contexts created by id-less requests (`ctx-1`, `ctx-2`, ...).
+    next_context: u64,
 }
 
 impl BoxHandle {
     /// The box itself (exec, files).
     pub fn sandbox(&mut self) -> &mut RemoteSandbox {
         &mut self.sandbox
+    }
+
+    /// The box and its interpreter contexts, borrowed together.
+    pub fn parts(&mut self) -> (&mut RemoteSandbox, &mut HashMap<String, LiveContext>) {
+        (&mut self.sandbox, &mut self.contexts)
+    }
+
+    /// A fresh id for a new context.
+    pub fn new_context_id(&mut self) -> String {
+        loop {
+            self.next_context += 1;
+            let id = format!("ctx-{}", self.next_context);
+            if !self.contexts.contains_key(&id) {
+                return id;
+            }
+        }
     }
 }
 
@@ -50,7 +76,7 @@ impl BoxFactory for NativeFactory {
         let opts = SandboxOptions { audit: Some(crate::network_audit::audit_path(&self.network_dir, id)) };
         let sandbox = self.spawner.start(policy, opts).map_err(|e| format!("the box could not start: {e}"))?;
         self.init_pids.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string(), sandbox.init_pid());
-        Ok(BoxHandle { id: id.to_string(), sandbox })
+        Ok(BoxHandle { id: id.to_string(), sandbox, contexts: HashMap::new(), next_context: 0 })
     }
 
     fn stop(&self, handle: BoxHandle) {

@@ -45,6 +45,30 @@ pub struct ExecRequest {
     pub timeout: Option<f64>,
 }
 
+/// `POST /v1/sandboxes/{id}/code`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CodeRequest {
+    pub code: String,
+    /// `python` (default), `js` or `bash`.
+    pub language: Option<String>,
+    /// The context to run in; the language's default context (`python`, `js`, `bash`) if absent.
+    pub context: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Seconds; the execution is interrupted past it (the context keeps its state).
+    pub timeout: Option<f64>,
+}
+
+/// `POST /v1/sandboxes/{id}/contexts`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextRequest {
+    /// `python` (default), `js` or `bash`.
+    pub language: Option<String>,
+    pub cwd: Option<String>,
+}
+
 /// `POST /v1/sandboxes/{id}/timeout`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,6 +1,7 @@
 //! The HTTP routes, one module per resource; [`router`] wires them, and [`ROUTES`] lists them
 //! (the OpenAPI document must describe each).
 
+mod code;
 mod exec;
 mod files;
 mod openapi;
@@ -9,7 +10,7 @@ pub(crate) mod sandboxes;
 use crate::state::AppState;
 use crate::ApiError;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use axum::Router;
 
 /// Every route as (method, path).
@@ -25,6 +26,11 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("put", "/v1/sandboxes/{id}/files"),
     ("get", "/v1/sandboxes/{id}/files/list"),
     ("get", "/v1/sandboxes/{id}/events"),
+    ("post", "/v1/sandboxes/{id}/code"),
+    ("post", "/v1/sandboxes/{id}/contexts"),
+    ("get", "/v1/sandboxes/{id}/contexts"),
+    ("post", "/v1/sandboxes/{id}/contexts/{ctx}/restart"),
+    ("delete", "/v1/sandboxes/{id}/contexts/{ctx}"),
 ];
 
 /// The API's router.
@@ -38,6 +44,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sandboxes/{id}/files", get(files::read).put(files::write).layer(DefaultBodyLimit::disable()))
         .route("/v1/sandboxes/{id}/files/list", get(files::list))
         .route("/v1/sandboxes/{id}/events", get(sandboxes::events))
+        .route("/v1/sandboxes/{id}/code", post(code::run))
+        .route("/v1/sandboxes/{id}/contexts", post(code::create).get(code::list))
+        .route("/v1/sandboxes/{id}/contexts/{ctx}/restart", post(code::restart))
+        .route("/v1/sandboxes/{id}/contexts/{ctx}", delete(code::delete))
         .fallback(|| async { ApiError::NotFound("no such route; see GET /openapi.json for the API".into()) })
         .with_state(state)
 }

@@ -30,6 +30,32 @@ pub enum Command {
     Serve(ServeArgs),
     /// Create, list, use and kill sandboxes on a running `airlock serve`. Server errors exit 125.
     Sandbox(SandboxArgs),
+    /// Run code in a persistent interpreter context of a sandbox on a running `airlock serve`
+    /// (without --sandbox: in a new sandbox, deleted afterwards). The code is CODE, else stdin.
+    /// Output and results go to stdout; errors, tracebacks and rich data summaries to stderr.
+    /// Exit status: 0 ok, 1 error, 130 interrupted (timeout), 125 client or server failure.
+    Code(CodeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CodeArgs {
+    #[command(flatten)]
+    pub server: ServerArgs,
+    /// The language: python (default), js or bash.
+    #[arg(long, value_name = "LANG", value_parser = ["python", "js", "bash"])]
+    pub lang: Option<String>,
+    /// The context to run in (default: the language's default context).
+    #[arg(long, value_name = "ID")]
+    pub context: Option<String>,
+    /// The sandbox to run in (default: a new one, deleted afterwards).
+    #[arg(long, value_name = "ID")]
+    pub sandbox: Option<String>,
+    /// Seconds; the execution is interrupted past it (exit 130).
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// The code (default: read from stdin).
+    #[arg(value_name = "CODE")]
+    pub code: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,6 @@
 //! What each subcommand does.
 
-use crate::cli::{CheckArgs, Cli, Command, PolicyArgs, ReceiptArgs, RunArgs, SandboxArgs, SandboxCommand, ServeArgs};
+use crate::cli::{CheckArgs, Cli, CodeArgs, Command, PolicyArgs, ReceiptArgs, RunArgs, SandboxArgs, SandboxCommand, ServeArgs};
 use crate::client;
 use airlock_policy::{parse_duration, parse_size, DurationValue, PolicyFile, Profile, ResolveContext, ResolvedPolicy, SizeValue};
 use airlock_runtime::{run, BoxPlan, HostReport, RealHost, RunOptions, RunResult, StdinMode};
@@ -27,6 +27,7 @@ pub fn main() -> i32 {
         Command::SandboxHost => cmd_sandbox_host(),
         Command::Serve(args) => cmd_serve(args),
         Command::Sandbox(args) => cmd_sandbox(args),
+        Command::Code(args) => cmd_code(args),
     };
     res.unwrap_or_else(|e| {
         eprintln!("airlock: {e:#}");
@@ -199,6 +200,11 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
     let airlock_exe = std::env::current_exe().context("cannot find airlock's own executable to start sandbox hosts")?;
     airlock_server::serve(airlock_server::ServerConfig { listen: args.listen, data_dir, max_running: args.max_running, airlock_exe })?;
     Ok(0)
+}
+
+fn cmd_code(args: CodeArgs) -> Result<i32> {
+    let api = client::Api::new(&args.server)?;
+    client::code(&api, &args)
 }
 
 fn cmd_sandbox(args: SandboxArgs) -> Result<i32> {

@@ -57,8 +57,15 @@ impl Out {
 
 /// `airlock sandbox <args>` with exactly `env` of the client variables set.
 fn cli_with(env: &[(&str, &str)], args: &[&str], input: Option<&[u8]>) -> Out {
+    let mut all = vec!["sandbox"];
+    all.extend_from_slice(args);
+    airlock_with(env, &all, input)
+}
+
+/// `airlock <args>` with exactly `env` of the client variables set.
+fn airlock_with(env: &[(&str, &str)], args: &[&str], input: Option<&[u8]>) -> Out {
     let mut cmd = Command::new(airlock_bin());
-    cmd.arg("sandbox").args(args).env_remove("AIRLOCK_SERVER").env_remove("AIRLOCK_API_KEY");
+    cmd.args(args).env_remove("AIRLOCK_SERVER").env_remove("AIRLOCK_API_KEY");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -273,4 +280,32 @@ fn a_wrong_key_is_the_servers_refusal() {
     assert_eq!(out.code, 125);
     assert!(out.stderr.contains("(unauthorized)"), "{}", out.stderr);
     s.stop();
+}
+
+#[test]
+fn code_keeps_state_reads_stdin_and_reports_errors() {
+    let s = Server::start("cli-code");
+    let env = [("AIRLOCK_SERVER", s.base.as_str()), ("AIRLOCK_API_KEY", s.key.as_str())];
+    let id = create(&s, &[]);
+    let set = airlock_with(&env, &["code", "--sandbox", &id, "x = 2"], None).ok("code x = 2");
+    assert_eq!(set.text(), "");
+    let got = airlock_with(&env, &["code", "--sandbox", &id, "x * 21"], None).ok("code x * 21");
+    assert_eq!(got.text(), "42\n");
+    let piped = airlock_with(&env, &["code", "--sandbox", &id], Some(b"print('from stdin', x)\n")).ok("code from stdin");
+    assert_eq!(piped.text(), "from stdin 2\n");
+    let failed = airlock_with(&env, &["code", "--sandbox", &id, "1 / 0"], None);
+    assert_eq!(failed.code, 1, "{}", failed.stderr);
+    assert!(failed.stderr.contains("ZeroDivisionError"), "{}", failed.stderr);
+    let looped = airlock_with(&env, &["code", "--sandbox", &id, "--timeout", "1", "while True: pass"], None);
+    assert_eq!(looped.code, 130, "{}", looped.stderr);
+    let bash = airlock_with(&env, &["code", "--sandbox", &id, "--lang", "bash", "echo hi"], None).ok("code --lang bash");
+    assert_eq!(bash.text(), "hi\n");
+    // Without --sandbox: a sandbox of its own, gone afterwards.
+    let before = listed_ids(&s, &["--state", "running"]).len();
+    let once = airlock_with(&env, &["code", "6 * 7"], None).ok("code in a new sandbox");
+    assert_eq!(once.text(), "42\n");
+    assert_eq!(listed_ids(&s, &["--state", "running"]).len(), before);
+    // A server that is not there is a client failure.
+    let gone = airlock_with(&[("AIRLOCK_SERVER", "http://127.0.0.1:1"), ("AIRLOCK_API_KEY", "k")], &["code", "1"], None);
+    assert_eq!(gone.code, 125, "{}", gone.stderr);
 }

@@ -247,6 +247,11 @@ fn airlock_server_routes() -> Vec<(&'static str, &'static str)> {
         ("put", "/v1/sandboxes/{id}/files"),
         ("get", "/v1/sandboxes/{id}/files/list"),
         ("get", "/v1/sandboxes/{id}/events"),
+        ("post", "/v1/sandboxes/{id}/code"),
+        ("post", "/v1/sandboxes/{id}/contexts"),
+        ("get", "/v1/sandboxes/{id}/contexts"),
+        ("post", "/v1/sandboxes/{id}/contexts/{ctx}/restart"),
+        ("delete", "/v1/sandboxes/{id}/contexts/{ctx}"),
     ]
 }
 
@@ -574,4 +579,148 @@ fn network_decisions_of_a_proxied_box_reach_the_store() {
         .collect();
     assert!(decisions.contains(&("svc.test".into(), "allow".into())), "{decisions:?}");
     assert!(decisions.contains(&("other.test".into(), "deny".into())), "{decisions:?}");
+}
+
+/// Runs code; returns every line of the NDJSON stream.
+fn code(s: &Server, id: &str, body: Value) -> Vec<Value> {
+    let resp = ureq::post(&s.url(&format!("/v1/sandboxes/{id}/code")))
+        .set("Authorization", &format!("Bearer {}", s.key))
+        .send_string(&body.to_string())
+        .unwrap_or_else(|e| panic!("code {body}: {e}"));
+    assert_eq!(resp.content_type(), "application/x-ndjson");
+    BufReader::new(resp.into_reader()).lines().map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect()
+}
+
+/// The text/plain of the result line.
+fn result_text(lines: &[Value]) -> String {
+    let r = lines.iter().find(|l| l["type"] == "result").unwrap_or_else(|| panic!("no result: {lines:?}"));
+    r["data"]["text/plain"].as_str().unwrap().to_string()
+}
+
+fn status_of(lines: &[Value]) -> String {
+    let end = lines.last().unwrap();
+    assert_eq!(end["type"], "end", "{lines:?}");
+    end["status"].as_str().unwrap().to_string()
+}
+
+fn stdout_of(lines: &[Value]) -> String {
+    lines.iter().filter(|l| l["type"] == "stdout").map(|l| l["text"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn code_keeps_state_streams_output_and_reports_errors() {
+    let data = TempDir::new("srv-code");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create("{}"));
+    let first = code(&s, &id, json!({"code": "x = 41"}));
+    assert_eq!(status_of(&first), "ok", "{first:?}");
+    let second = code(&s, &id, json!({"code": "x + 1"}));
+    assert_eq!(result_text(&second), "42");
+    assert_eq!(second.last().unwrap()["execution_count"], 2, "{second:?}");
+    // Output comes in order.
+    let out = code(&s, &id, json!({"code": "for i in range(5):\n    print(i)"}));
+    assert_eq!(stdout_of(&out), "0\n1\n2\n3\n4\n");
+    // An exception names the user's line.
+    let err = code(&s, &id, json!({"code": "a = 1\nraise ValueError('bad thing')"}));
+    assert_eq!(status_of(&err), "error");
+    let e = err.iter().find(|l| l["type"] == "error").unwrap();
+    assert_eq!((e["name"].as_str(), e["value"].as_str()), (Some("ValueError"), Some("bad thing")), "{e}");
+    assert!(e["traceback"].as_array().unwrap().iter().any(|l| l.as_str().unwrap().contains("raise ValueError('bad thing')")), "{e}");
+    // An endless loop is interrupted at its timeout; the state survives.
+    let t0 = Instant::now();
+    let looped = code(&s, &id, json!({"code": "while True: pass", "timeout": 1}));
+    assert_eq!(status_of(&looped), "interrupted", "{looped:?}");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(result_text(&code(&s, &id, json!({"code": "x"}))), "41");
+    // The audit trail has the executions.
+    let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
+    assert!(ev["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "code").count() >= 5, "{ev}");
+    // An unknown context or language is refused.
+    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{id}/code"), Some(r#"{"code": "1", "context": "nope"}"#));
+    assert_eq!(status, 404, "{v}");
+    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{id}/code"), Some(r#"{"code": "1", "language": "cobol"}"#));
+    assert_eq!(status, 400, "{v}");
+}
+
+#[test]
+fn code_shows_a_matplotlib_figure_as_png() {
+    let data = TempDir::new("srv-plot");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create("{}"));
+    let lines = code(&s, &id, json!({"code": "import matplotlib.pyplot as plt; plt.figure(figsize=(4,3), dpi=100); plt.plot([1,2])", "timeout": 120}));
+    assert_eq!(status_of(&lines), "ok", "{lines:?}");
+    let shown = lines.iter().find(|l| l["type"] == "display" && l["data"]["image/png"].is_string()).unwrap_or_else(|| panic!("no png: {lines:?}"));
+    use base64::Engine;
+    let png = base64::engine::general_purpose::STANDARD.decode(shown["data"]["image/png"].as_str().unwrap()).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert_eq!((width, height), (400, 300));
+}
+
+#[test]
+fn contexts_are_separate_restartable_and_per_language() {
+    let data = TempDir::new("srv-ctx");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create("{}"));
+    let path = format!("/v1/sandboxes/{id}/contexts");
+    let (status, a) = s.call("POST", &path, Some(r#"{"language": "python"}"#));
+    assert_eq!(status, 201, "{a}");
+    let (_, b) = s.call("POST", &path, Some(r#"{"language": "python", "cwd": "/tmp"}"#));
+    let (a, b) = (id_of(&a), id_of(&b));
+    assert_ne!(a, b);
+    code(&s, &id, json!({"code": "v = 'in a'", "context": a}));
+    let other = code(&s, &id, json!({"code": "v", "context": b}));
+    assert_eq!(status_of(&other), "error", "{other:?}");
+    assert!(other.iter().any(|l| l["type"] == "error" && l["name"] == "NameError"), "{other:?}");
+    assert_eq!(result_text(&code(&s, &id, json!({"code": "v", "context": a}))), "'in a'");
+    assert_eq!(result_text(&code(&s, &id, json!({"code": "import os; os.getcwd()", "context": b}))), "'/tmp'");
+    // Restart: same id, state gone.
+    let (status, r) = s.call("POST", &format!("{path}/{a}/restart"), None);
+    assert_eq!((status, r["id"].as_str()), (200, Some(a.as_str())), "{r}");
+    let gone = code(&s, &id, json!({"code": "v", "context": a}));
+    assert_eq!(status_of(&gone), "error", "{gone:?}");
+    // JavaScript and Bash keep state too.
+    code(&s, &id, json!({"code": "let y = 1", "language": "js"}));
+    assert!(result_text(&code(&s, &id, json!({"code": "y + 1", "language": "js"}))).contains('2'));
+    code(&s, &id, json!({"code": "cd /tmp", "language": "bash"}));
+    assert_eq!(stdout_of(&code(&s, &id, json!({"code": "pwd", "language": "bash"}))), "/tmp\n");
+    let (_, listed) = s.call("GET", &path, None);
+    let mut ids: Vec<&str> = listed["contexts"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    ids.sort();
+    let mut want = vec![a.as_str(), b.as_str(), "bash", "js"];
+    want.sort();
+    assert_eq!(ids, want, "{listed}");
+    assert_eq!(s.call("DELETE", &format!("{path}/{b}"), None).0, 204);
+    assert_eq!(s.call("DELETE", &format!("{path}/{b}"), None).0, 404);
+    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{id}/code"), Some(&json!({"code": "1", "context": b}).to_string()));
+    assert_eq!(status, 404, "{v}");
+}
+
+#[test]
+fn code_is_interrupted_when_its_client_leaves_and_a_dead_context_is_replaced() {
+    let data = TempDir::new("srv-code-gone");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create("{}"));
+    code(&s, &id, json!({"code": "x = 41"}));
+    let resp = ureq::post(&s.url(&format!("/v1/sandboxes/{id}/code")))
+        .set("Authorization", &format!("Bearer {}", s.key))
+        .send_string(&json!({"code": "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.05)"}).to_string())
+        .unwrap();
+    let mut lines = BufReader::new(resp.into_reader()).lines();
+    assert!(lines.next().unwrap().unwrap().contains("tick"));
+    drop(lines);
+    // The box is free again (an uninterrupted loop would hold it forever), with the state kept.
+    let t0 = Instant::now();
+    assert_eq!(result_text(&code(&s, &id, json!({"code": "x"}))), "41");
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
+    assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "code" && e["detail"]["status"] == "interrupted"), "{ev}");
+    // A context whose process dies says so and is replaced on the next call.
+    let died = code(&s, &id, json!({"code": "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"}));
+    assert!(died.iter().any(|l| l["type"] == "error" && l["name"] == "ContextDied"), "{died:?}");
+    assert_eq!(status_of(&died), "error");
+    let fresh = code(&s, &id, json!({"code": "x"}));
+    assert!(fresh.iter().any(|l| l["type"] == "error" && l["name"] == "NameError"), "{fresh:?}");
+    assert_eq!(result_text(&code(&s, &id, json!({"code": "1 + 1"}))), "2");
 }

@@ -2,6 +2,7 @@
 //! subcommand; [`Api`] is the connection (server address, API key, what refusals mean).
 
 mod api;
+mod code;
 mod copy;
 mod create;
 mod exec;
@@ -11,6 +12,7 @@ mod pairs;
 mod stdout;
 
 pub use api::Api;
+pub use code::code;
 pub use copy::copy;
 pub use create::create;
 pub use exec::exec;

@@ -1,0 +1,302 @@
+//! The box's code interpreter: `POST /v1/sandboxes/{id}/code` runs a snippet in a persistent
+//! context (Python, JavaScript or Bash) and streams its events as NDJSON lines; the
+//! `/contexts` routes create, list, restart and delete contexts. Each language has a default
+//! context (id `python`, `js` or `bash`), created on first use.
+//!
+//! A client that goes away interrupts its execution: once the stream's receiver is gone, the
+//! next event the execution produces makes the box send it SIGINT (as a timeout does), and the
+//! context keeps its state. An execution that produces no event at all after its client left
+//! runs on until its own timeout, if any.
+
+use crate::auth::{require_box, Caller};
+use crate::factory::{BoxHandle, LiveContext};
+use crate::requests::{parse, CodeRequest, ContextRequest};
+use crate::routes::sandboxes::audit;
+use crate::state::AppState;
+use crate::ApiError;
+use airlock_runtime::{CodeEvent, Language, SandboxError};
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use std::cell::Cell;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Lines buffered between the box and a slow client before the execution's events wait.
+const LINES_BUFFERED: usize = 32;
+/// The longest per-execution timeout, in seconds.
+const MAX_CODE_TIMEOUT_S: f64 = 24.0 * 3600.0;
+/// The most code kept in the audit log, in bytes.
+const AUDIT_CODE_MAX: usize = 4096;
+
+enum Out {
+    /// The context is ready and the code was sent: answer 200 and stream.
+    Started,
+    Line(Bytes),
+    Fail(ApiError),
+}
+
+/// A language's name in the API.
+pub fn language_name(l: Language) -> &'static str {
+    match l {
+        Language::Python => "python",
+        Language::JavaScript => "js",
+        Language::Bash => "bash",
+    }
+}
+
+fn language_of(name: Option<&str>) -> Result<Language, ApiError> {
+    match name.unwrap_or("python") {
+        "python" => Ok(Language::Python),
+        "js" | "javascript" => Ok(Language::JavaScript),
+        "bash" => Ok(Language::Bash),
+        other => Err(ApiError::Invalid(format!("unknown language {other:?}; use \"python\", \"js\" or \"bash\""))),
+    }
+}
+
+/// The language whose default context has this id, if it is one.
+fn default_language(ctx: &str) -> Option<Language> {
+    [Language::Python, Language::JavaScript, Language::Bash].into_iter().find(|l| language_name(*l) == ctx)
+}
+
+fn context_view(id: &str, language: Language) -> Value {
+    json!({"id": id, "language": language_name(language)})
+}
+
+/// Runs code; answers 200 with the NDJSON stream once the context is ready.
+pub async fn run(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Result<Response, ApiError> {
+    let caller = require_box(&state, &headers, &id)?;
+    let req: CodeRequest = parse(&body, false)?;
+    let timeout = match req.timeout {
+        None => None,
+        Some(t) if t.is_finite() && t > 0.0 && t <= MAX_CODE_TIMEOUT_S => Some(Duration::from_secs_f64(t)),
+        Some(t) => return Err(ApiError::Invalid(format!("timeout {t} is out of range; give seconds between 0 and {MAX_CODE_TIMEOUT_S}"))),
+    };
+    let language = req.language.as_deref().map(|l| language_of(Some(l))).transpose()?;
+    let (tx, mut rx) = mpsc::channel::<Out>(LINES_BUFFERED);
+    tokio::task::spawn_blocking(move || execute(&state, &id, &caller, &req, language, timeout, &tx));
+    match rx.recv().await {
+        Some(Out::Started) => {}
+        Some(Out::Fail(e)) => return Err(e),
+        Some(Out::Line(_)) | None => return Err(ApiError::Internal("the execution's worker ended without a word; retry".into())),
+    }
+    let lines = futures_util::stream::unfold(rx, |mut rx| async move {
+        loop {
+            match rx.recv().await {
+                Some(Out::Line(line)) => return Some((Ok::<Bytes, std::io::Error>(line), rx)),
+                Some(Out::Fail(e)) => return Some((Ok(line_of(&json!({"type": "error", "name": e.code(), "value": e.to_string(), "traceback": []}))), rx)),
+                Some(Out::Started) => continue,
+                None => return None,
+            }
+        }
+    });
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/x-ndjson")
+        .header(header::CACHE_CONTROL, "no-store")
+        .body(Body::from_stream(lines))
+        .map_err(|e| ApiError::Internal(format!("cannot build the response: {e}")))
+}
+
+/// Makes sure context `ctx_id` exists (creating a default context on first use); checks that
+/// its language is `language` when one was asked for.
+fn ensure_context(h: &mut BoxHandle, ctx_id: &str, language: Option<Language>) -> Result<(), ApiError> {
+    let (sandbox, contexts) = h.parts();
+    if let Some(live) = contexts.get(ctx_id) {
+        return match language {
+            Some(l) if l != live.ctx.language => Err(ApiError::Invalid(format!(
+                "context {ctx_id} runs {}, not {}; leave out \"language\" or pick another context",
+                language_name(live.ctx.language),
+                language_name(l)
+            ))),
+            _ => Ok(()),
+        };
+    }
+    let Some(default) = default_language(ctx_id) else {
+        return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox; create it with POST /v1/sandboxes/{{id}}/contexts")));
+    };
+    if let Some(l) = language.filter(|l| *l != default) {
+        return Err(ApiError::Invalid(format!("context {ctx_id} is the default {ctx_id} context, not {}", language_name(l))));
+    }
+    let ctx = sandbox.session().create_context(default, None)?;
+    contexts.insert(ctx_id.to_string(), LiveContext { cwd: None, ctx });
+    Ok(())
+}
+
+fn execute(state: &AppState, id: &str, caller: &Caller, req: &CodeRequest, language: Option<Language>, timeout: Option<Duration>, tx: &mpsc::Sender<Out>) {
+    let ctx_id = req.context.clone().unwrap_or_else(|| language_name(language.unwrap_or(Language::Python)).to_string());
+    let started = Cell::new(false);
+    let outcome = state.manager.with_handle(id, |h| {
+        ensure_context(h, &ctx_id, language)?;
+        let (sandbox, contexts) = h.parts();
+        let Some(live) = contexts.get_mut(&ctx_id) else {
+            return Err(ApiError::Internal(format!("context {ctx_id} vanished; retry")));
+        };
+        started.set(true);
+        let _ = tx.blocking_send(Out::Started);
+        let session = sandbox.session();
+        let ran = session.run_code_while(&mut live.ctx, &req.code, &req.env, timeout, |e| tx.blocking_send(Out::Line(event_line(e))).is_ok());
+        if ran.is_err() {
+            // The context is dead or its stream is out of step: drop it (the next call starts afresh).
+            if let Some(dead) = contexts.remove(&ctx_id) {
+                let _ = sandbox.session().close_context(dead.ctx);
+            }
+        }
+        Ok(ran)
+    });
+    let end = match outcome {
+        Err(e) => {
+            let _ = tx.blocking_send(Out::Fail(state.manager_error(id, e)));
+            return;
+        }
+        Ok(Err(e)) => {
+            let _ = tx.blocking_send(Out::Fail(e));
+            if !started.get() {
+                return;
+            }
+            None
+        }
+        Ok(Ok(Err(SandboxError::Setup { stage, message }))) if stage == "interpreter" => {
+            let _ = tx.blocking_send(Out::Line(line_of(&json!({"type": "error", "name": "ContextDied", "value": message, "traceback": []}))));
+            let _ = tx.blocking_send(Out::Line(line_of(&json!({"type": "end", "execution_count": null, "status": "error"}))));
+            Some((None, "error".to_string()))
+        }
+        Ok(Ok(Err(e))) => {
+            let _ = tx.blocking_send(Out::Fail(e.into()));
+            None
+        }
+        Ok(Ok(Ok(end))) => {
+            let _ = tx.blocking_send(Out::Line(line_of(&json!({"type": "end", "execution_count": end.execution_count, "status": end.status}))));
+            Some((Some(end.execution_count), end.status))
+        }
+    };
+    let mut shown = req.code.clone();
+    if shown.len() > AUDIT_CODE_MAX {
+        let mut cut = AUDIT_CODE_MAX;
+        while !shown.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        shown.truncate(cut);
+    }
+    let summary = json!({
+        "context": ctx_id,
+        "code": shown,
+        "execution_count": end.as_ref().and_then(|e| e.0),
+        "status": end.as_ref().map(|e| e.1.as_str()),
+        "completed": end.is_some(),
+    });
+    audit(state, id, "code", caller, summary);
+}
+
+fn event_line(e: &CodeEvent) -> Bytes {
+    line_of(&match e {
+        CodeEvent::Stdout(text) => json!({"type": "stdout", "text": text}),
+        CodeEvent::Stderr(text) => json!({"type": "stderr", "text": text}),
+        CodeEvent::Display(data) => json!({"type": "display", "data": data}),
+        CodeEvent::Result(data) => json!({"type": "result", "data": data}),
+        CodeEvent::Error { name, value, traceback } => json!({"type": "error", "name": name, "value": value, "traceback": traceback}),
+    })
+}
+
+fn line_of(v: &Value) -> Bytes {
+    let mut text = v.to_string();
+    text.push('\n');
+    Bytes::from(text)
+}
+
+/// `POST /v1/sandboxes/{id}/contexts`: a new context with a fresh id.
+pub async fn create(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Result<impl IntoResponse, ApiError> {
+    require_box(&state, &headers, &id)?;
+    let req: ContextRequest = parse(&body, true)?;
+    let language = language_of(req.language.as_deref())?;
+    let view = state
+        .blocking(move |state| {
+            state
+                .manager
+                .with_handle(&id, |h| {
+                    let ctx_id = h.new_context_id();
+                    let (sandbox, contexts) = h.parts();
+                    let ctx = sandbox.session().create_context(language, req.cwd.as_deref())?;
+                    contexts.insert(ctx_id.clone(), LiveContext { cwd: req.cwd, ctx });
+                    Ok::<Value, ApiError>(context_view(&ctx_id, language))
+                })
+                .map_err(|e| state.manager_error(&id, e))?
+        })
+        .await?;
+    Ok((StatusCode::CREATED, Json(view)))
+}
+
+/// `GET /v1/sandboxes/{id}/contexts`.
+pub async fn list(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+    require_box(&state, &headers, &id)?;
+    let listed = state
+        .blocking(move |state| {
+            state
+                .manager
+                .with_handle(&id, |h| {
+                    let (_, contexts) = h.parts();
+                    let mut all: Vec<(&String, Language)> = contexts.iter().map(|(k, v)| (k, v.ctx.language)).collect();
+                    all.sort_by(|a, b| a.0.cmp(b.0));
+                    all.into_iter().map(|(k, l)| context_view(k, l)).collect::<Vec<Value>>()
+                })
+                .map_err(|e| state.manager_error(&id, e))
+        })
+        .await?;
+    Ok(Json(json!({ "contexts": listed })))
+}
+
+/// `POST /v1/sandboxes/{id}/contexts/{ctx}/restart`: a new process under the same id; the
+/// context's state is gone.
+pub async fn restart(State(state): State<AppState>, headers: HeaderMap, Path((id, ctx_id)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
+    require_box(&state, &headers, &id)?;
+    let view = state
+        .blocking(move |state| {
+            state
+                .manager
+                .with_handle(&id, |h| {
+                    let (sandbox, contexts) = h.parts();
+                    let (language, cwd) = match contexts.remove(&ctx_id) {
+                        Some(old) => {
+                            let kept = (old.ctx.language, old.cwd.clone());
+                            // Best effort: the old process may already be dead.
+                            let _ = sandbox.session().close_context(old.ctx);
+                            kept
+                        }
+                        None => match default_language(&ctx_id) {
+                            Some(l) => (l, None),
+                            None => return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox"))),
+                        },
+                    };
+                    let ctx = sandbox.session().create_context(language, cwd.as_deref())?;
+                    contexts.insert(ctx_id.clone(), LiveContext { cwd, ctx });
+                    Ok(context_view(&ctx_id, language))
+                })
+                .map_err(|e| state.manager_error(&id, e))?
+        })
+        .await?;
+    Ok(Json(view))
+}
+
+/// `DELETE /v1/sandboxes/{id}/contexts/{ctx}`: ends the context's process.
+pub async fn delete(State(state): State<AppState>, headers: HeaderMap, Path((id, ctx_id)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
+    require_box(&state, &headers, &id)?;
+    state
+        .blocking(move |state| {
+            state
+                .manager
+                .with_handle(&id, |h| {
+                    let (sandbox, contexts) = h.parts();
+                    let Some(old) = contexts.remove(&ctx_id) else {
+                        return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox")));
+                    };
+                    // The context is gone from the map either way; a process already dead is fine.
+                    let _ = sandbox.session().close_context(old.ctx);
+                    Ok(())
+                })
+                .map_err(|e| state.manager_error(&id, e))?
+        })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
