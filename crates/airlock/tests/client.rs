@@ -309,3 +309,50 @@ fn code_keeps_state_reads_stdin_and_reports_errors() {
     let gone = airlock_with(&[("AIRLOCK_SERVER", "http://127.0.0.1:1"), ("AIRLOCK_API_KEY", "k")], &["code", "1"], None);
     assert_eq!(gone.code, 125, "{}", gone.stderr);
 }
+
+/// The interactive mode: `airlock code` with a terminal on stdin reads snippets one after the
+/// other (driven here through a pseudo-terminal made by python3's pty module).
+#[test]
+fn code_is_interactive_on_a_terminal() {
+    let mut s = Server::start("cli-repl");
+    let id = create(&s, &[]);
+    let driver = r#"
+import os, pty, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+out = b""
+def pump(seconds):
+    global out
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            import select
+            r, _, _ = select.select([fd], [], [], 0.05)
+            if r:
+                out += os.read(fd, 65536)
+        except OSError:
+            return
+pump(1.0)
+for line in [b"x = 5\n", b"def f(y):\n", b"    return y * 2\n", b"\n", b"f(x) + 32\n"]:
+    os.write(fd, line)
+    pump(0.6)
+os.write(fd, b"\x04")
+pump(3.0)
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.stdout.write(f"\nEXIT {os.waitstatus_to_exitcode(status)}\n")
+"#;
+    let out = Command::new("python3")
+        .args(["-c", driver, airlock_bin().to_str().unwrap(), "code", "--sandbox", &id])
+        .env("AIRLOCK_SERVER", &s.base)
+        .env("AIRLOCK_API_KEY", &s.key)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.trim() == "42"), "the REPL kept x and f and printed 42:\n{text}");
+    assert!(text.contains(">>> ") && text.contains("... "), "prompts shown:\n{text}");
+    assert!(text.contains("EXIT 0"), "Ctrl-D leaves cleanly:\n{text}");
+    s.stop();
+}

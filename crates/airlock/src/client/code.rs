@@ -20,10 +20,26 @@ const BROKEN_PIPE: i32 = 128 + libc::SIGPIPE;
 
 /// Runs the code; returns the exit status.
 pub fn code(api: &Api, args: &CodeArgs) -> Result<i32> {
+    if args.code.is_none() && std::io::stdin().is_terminal() {
+        return repl(api, args);
+    }
     let snippet = match &args.code {
         Some(c) => c.clone(),
         None => stdin_code()?,
     };
+    let body = request_body(args, &snippet);
+    if let Some(id) = &args.sandbox {
+        return run(api, id, &body);
+    }
+    let id = create(api)?;
+    let ran = run(api, &id, &body);
+    let deleted = api.json("DELETE", &format!("/v1/sandboxes/{}", segment(&id)), None);
+    let status = ran?;
+    deleted.with_context(|| format!("the code ran, but its sandbox {id} could not be deleted; kill it with `airlock sandbox kill {id}`"))?;
+    Ok(status)
+}
+
+fn request_body(args: &CodeArgs, snippet: &str) -> Value {
     let mut body = json!({ "code": snippet });
     if let Some(lang) = &args.lang {
         body["language"] = json!(lang);
@@ -34,19 +50,70 @@ pub fn code(api: &Api, args: &CodeArgs) -> Result<i32> {
     if let Some(t) = args.timeout {
         body["timeout"] = json!(t);
     }
-    if let Some(id) = &args.sandbox {
-        return run(api, id, &body);
-    }
-    let created = api.json("POST", "/v1/sandboxes", Some(&json!({})))?;
-    let id = created["id"].as_str().ok_or_else(|| anyhow!("the server's answer to creating a sandbox has no id; check that --server points at `airlock serve`"))?;
-    let ran = run(api, id, &body);
-    let deleted = api.json("DELETE", &format!("/v1/sandboxes/{}", segment(id)), None);
-    let status = ran?;
-    deleted.with_context(|| format!("the code ran, but its sandbox {id} could not be deleted; kill it with `airlock sandbox kill {id}`"))?;
-    Ok(status)
+    body
 }
 
-/// The code from stdin (there is no interactive mode: a terminal on stdin is refused).
+fn create(api: &Api) -> Result<String> {
+    let created = api.json("POST", "/v1/sandboxes", Some(&json!({})))?;
+    created["id"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| anyhow!("the server's answer to creating a sandbox has no id; check that --server points at `airlock serve`"))
+}
+
+/// The interactive mode (stdin is a terminal and no code was given): read a snippet, run it in
+/// the same context, print its events, repeat until end of input (Ctrl-D). A line ending in `:`
+/// (or `{` for JavaScript) opens a block that continues until an empty line.
+fn repl(api: &Api, args: &CodeArgs) -> Result<i32> {
+    let (id, owned) = match &args.sandbox {
+        Some(id) => (id.clone(), false),
+        None => (create(api)?, true),
+    };
+    let lang = args.lang.as_deref().unwrap_or("python");
+    let prompt = if lang == "bash" { "$ " } else { ">>> " };
+    eprintln!("airlock code: {lang} in sandbox {id}; Ctrl-D to leave");
+    let stdin = std::io::stdin();
+    let mut last = 0;
+    loop {
+        eprint!("{prompt}");
+        let mut snippet = String::new();
+        if stdin.lock().read_line(&mut snippet).context("cannot read from the terminal")? == 0 {
+            eprintln!();
+            break;
+        }
+        let opens_block = |l: &str| {
+            let t = l.trim_end();
+            t.ends_with(':') || (lang == "js" && t.ends_with('{'))
+        };
+        if opens_block(&snippet) {
+            loop {
+                eprint!("... ");
+                let mut line = String::new();
+                if stdin.lock().read_line(&mut line).context("cannot read from the terminal")? == 0 || line.trim().is_empty() {
+                    break;
+                }
+                snippet.push_str(&line);
+            }
+        }
+        if snippet.trim().is_empty() {
+            continue;
+        }
+        last = match run(api, &id, &request_body(args, &snippet)) {
+            Ok(status) => status,
+            Err(e) => {
+                eprintln!("airlock: {e:#}");
+                FAILED
+            }
+        };
+    }
+    if owned {
+        api.json("DELETE", &format!("/v1/sandboxes/{}", segment(&id)), None)
+            .with_context(|| format!("its sandbox {id} could not be deleted; kill it with `airlock sandbox kill {id}`"))?;
+    }
+    Ok(last)
+}
+
+/// The code from stdin (a terminal on stdin means the interactive mode, handled above).
 fn stdin_code() -> Result<String> {
     let mut stdin = std::io::stdin().lock();
     if stdin.is_terminal() {
