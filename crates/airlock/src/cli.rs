@@ -31,7 +31,8 @@ pub enum Command {
     /// Create, list, use and kill sandboxes on a running `airlock serve`. Server errors exit 125.
     Sandbox(SandboxArgs),
     /// Run code in a persistent interpreter context of a sandbox on a running `airlock serve`
-    /// (without --sandbox: in a new sandbox, deleted afterwards). The code is CODE, else stdin.
+    /// (without --sandbox: in a new sandbox, deleted afterwards). The code is CODE, else stdin; with
+    /// a terminal on stdin and no CODE, an interactive prompt runs snippet after snippet.
     /// Output and results go to stdout; errors, tracebacks and rich data summaries to stderr.
     /// Exit status: 0 ok, 1 error, 130 interrupted (timeout), 125 client or server failure.
     Code(CodeArgs),
