@@ -38,11 +38,16 @@ impl Language {
     }
 }
 
+fn now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}
+
 /// One event of an execution.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CodeEvent {
-    Stdout(String),
-    Stderr(String),
+    /// Output text and when the driver saw it (Unix seconds).
+    Stdout { text: String, time: f64 },
+    Stderr { text: String, time: f64 },
     /// `display(...)` output or a figure: mime type → content.
     Display(Value),
     /// The value of the last expression: mime type → content.
@@ -177,8 +182,8 @@ impl AgentSession {
                         }
                         let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
                         match v.get("type").and_then(Value::as_str) {
-                            Some("stdout") => on_event(&CodeEvent::Stdout(text("text"))),
-                            Some("stderr") => on_event(&CodeEvent::Stderr(text("text"))),
+                            Some("stdout") => on_event(&CodeEvent::Stdout { text: text("text"), time: v.get("time").and_then(Value::as_f64).unwrap_or_else(now) }),
+                            Some("stderr") => on_event(&CodeEvent::Stderr { text: text("text"), time: v.get("time").and_then(Value::as_f64).unwrap_or_else(now) }),
                             Some("display") => on_event(&CodeEvent::Display(v.get("data").cloned().unwrap_or(Value::Null))),
                             Some("result") => on_event(&CodeEvent::Result(v.get("data").cloned().unwrap_or(Value::Null))),
                             Some("error") => on_event(&CodeEvent::Error {
@@ -200,7 +205,7 @@ impl AgentSession {
                         }
                     }
                 }
-                FrameKind::Data => on_event(&CodeEvent::Stderr(String::from_utf8_lossy(&f.body).into_owned())),
+                FrameKind::Data => on_event(&CodeEvent::Stderr { text: String::from_utf8_lossy(&f.body).into_owned(), time: now() }),
                 FrameKind::Event => {
                     let how = match Event::decode(&f.body) {
                         Ok(Event::Exit { signal: Some(9), .. }) => "was killed (SIGKILL: the box's memory limit, or an interrupt that did not end it)".to_string(),

@@ -115,7 +115,7 @@ mod interpreter {
         assert_eq!(result_text(&events).as_deref(), Some("42"));
         // The driver runs inside the box: its user and capabilities are the box's.
         let (events, _) = run(&mut s, &mut ctx, "print(os.getuid()); print(open('/proc/self/status').read().count('CapEff:\\t0000000000000000'))", None);
-        let out: String = events.iter().filter_map(|e| if let CodeEvent::Stdout(t) = e { Some(t.clone()) } else { None }).collect();
+        let out: String = events.iter().filter_map(|e| if let CodeEvent::Stdout { text, .. } = e { Some(text.clone()) } else { None }).collect();
         assert_eq!(out, "1000\n1\n");
         // A matplotlib figure comes back as a PNG without show().
         let (events, _) = run(&mut s, &mut ctx, "import matplotlib.pyplot as plt\nplt.figure(figsize=(4,3), dpi=100)\nplt.plot([1,2,3])\n", None);
@@ -166,7 +166,7 @@ mod interpreter {
         let mut ctx = s.session().create_context(Language::Bash, None).unwrap();
         run(&mut s, &mut ctx, "cd /tmp && export GREETING=hello", None);
         let (events, status) = run(&mut s, &mut ctx, "pwd; echo $GREETING", None);
-        let out: String = events.iter().filter_map(|e| if let CodeEvent::Stdout(t) = e { Some(t.clone()) } else { None }).collect();
+        let out: String = events.iter().filter_map(|e| if let CodeEvent::Stdout { text, .. } = e { Some(text.clone()) } else { None }).collect();
         assert_eq!((out.as_str(), status.as_str()), ("/tmp\nhello\n", "ok"));
     }
 

@@ -620,6 +620,10 @@ fn code_keeps_state_streams_output_and_reports_errors() {
     // Output comes in order.
     let out = code(&s, &id, json!({"code": "for i in range(5):\n    print(i)"}));
     assert_eq!(stdout_of(&out), "0\n1\n2\n3\n4\n");
+    // Each chunk carries the time the interpreter saw it, in order.
+    let times: Vec<f64> = out.iter().filter(|l| l["type"] == "stdout").map(|l| l["time"].as_f64().expect("a timestamp")).collect();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]) && times.iter().all(|t| (now - t).abs() < 60.0), "{times:?}");
     // An exception names the user's line.
     let err = code(&s, &id, json!({"code": "a = 1\nraise ValueError('bad thing')"}));
     assert_eq!(status_of(&err), "error");

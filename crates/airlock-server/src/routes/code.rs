@@ -192,8 +192,8 @@ fn execute(state: &AppState, id: &str, caller: &Caller, req: &CodeRequest, langu
 
 fn event_line(e: &CodeEvent) -> Bytes {
     line_of(&match e {
-        CodeEvent::Stdout(text) => json!({"type": "stdout", "text": text}),
-        CodeEvent::Stderr(text) => json!({"type": "stderr", "text": text}),
+        CodeEvent::Stdout { text, time } => json!({"type": "stdout", "text": text, "time": time}),
+        CodeEvent::Stderr { text, time } => json!({"type": "stderr", "text": text, "time": time}),
         CodeEvent::Display(data) => json!({"type": "display", "data": data}),
         CodeEvent::Result(data) => json!({"type": "result", "data": data}),
         CodeEvent::Error { name, value, traceback } => json!({"type": "error", "name": name, "value": value, "traceback": traceback}),
