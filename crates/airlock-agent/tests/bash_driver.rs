@@ -3,134 +3,14 @@
 //! state across executions (cwd, variables, functions), streamed output and its cap, exit
 //! status, SIGINT, per-execution env and recovery after the shell exits.
 
+mod driver_support;
+
+use driver_support::{end_status, of_type, Driver};
 use serde_json::{json, Value};
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/drivers/bash_driver.py");
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A running driver: requests go to its stdin, events come back from its fd 3.
-struct Driver {
-    child: Child,
-    stdin: ChildStdin,
-    events: Receiver<Value>,
-    next_id: u32,
-}
-
-impl Driver {
-    fn start() -> Self {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` is a valid two-element array for pipe2 to fill.
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-        // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
-        let (read_end, write_end) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let write_fd = write_end.as_raw_fd();
-        let mut command = Command::new("/usr/bin/python3");
-        command
-            .arg(DRIVER)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        // SAFETY: the closure only calls dup2/fcntl, which are async-signal-safe and allocate nothing.
-        unsafe {
-            command.pre_exec(move || {
-                if write_fd == 3 {
-                    // dup2 onto itself keeps FD_CLOEXEC; clear it so fd 3 survives exec.
-                    if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                } else if libc::dup2(write_fd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = command.spawn().unwrap();
-        drop(write_end);
-        let stdin = child.stdin.take().unwrap();
-        let (tx, events) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(File::from(read_end)).lines() {
-                let Ok(line) = line else { break };
-                let event: Value = serde_json::from_str(&line).unwrap();
-                if tx.send(event).is_err() {
-                    break;
-                }
-            }
-        });
-        Driver {
-            child,
-            stdin,
-            events,
-            next_id: 0,
-        }
-    }
-
-    fn send(&mut self, code: &str, env: Option<Value>) -> String {
-        self.next_id += 1;
-        let id = format!("r{}", self.next_id);
-        let mut request = json!({"id": id, "code": code});
-        if let Some(env) = env {
-            request["env"] = env;
-        }
-        writeln!(self.stdin, "{request}").unwrap();
-        self.stdin.flush().unwrap();
-        id
-    }
-
-    /// Events of request `id` up to and including its `end`.
-    fn collect(&mut self, id: &str) -> Vec<Value> {
-        let deadline = Instant::now() + TIMEOUT;
-        let mut events = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let event = self
-                .events
-                .recv_timeout(left)
-                .unwrap_or_else(|e| panic!("no `end` for {id} ({e}); got {events:?}"));
-            assert_eq!(event["id"], id, "event for another request: {event}");
-            let done = event["type"] == "end";
-            events.push(event);
-            if done {
-                return events;
-            }
-        }
-    }
-
-    fn run(&mut self, code: &str) -> Vec<Value> {
-        let id = self.send(code, None);
-        self.collect(&id)
-    }
-
-    fn interrupt(&self) {
-        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
-        // SAFETY: kill has no memory-safety preconditions; the pid is our own live child.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
-fn end_status(events: &[Value]) -> &str {
-    let end = events.last().unwrap();
-    assert_eq!(end["type"], "end");
-    end["status"].as_str().unwrap()
+fn start() -> Driver {
+    Driver::start("/usr/bin/python3", "bash_driver.py")
 }
 
 /// All text of `kind` ("stdout"/"stderr") events, concatenated.
@@ -147,14 +27,14 @@ fn exit_code(events: &[Value]) -> Option<i64> {
 
 #[test]
 fn cwd_persists_across_executions() {
-    let mut d = Driver::start();
+    let mut d = start();
     assert_eq!(end_status(&d.run("cd /tmp")), "ok");
     assert_eq!(text(&d.run("pwd"), "stdout"), "/tmp\n");
 }
 
 #[test]
 fn variables_and_functions_persist() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("export AIRLOCK_E=exported\nplain=shell\ngreet() { echo \"hi $1\"; }");
     assert_eq!(end_status(&events), "ok");
     let events = d.run("echo \"$plain\"; sh -c 'echo \"$AIRLOCK_E\"'; greet you");
@@ -165,7 +45,7 @@ fn variables_and_functions_persist() {
 
 #[test]
 fn stdout_and_stderr_keep_their_order() {
-    let mut d = Driver::start();
+    let mut d = start();
     // Two pipes: order across streams is exact once writes are not back to back.
     let events = d.run("echo a; sleep 0.1; echo b >&2; sleep 0.1; echo c");
     let output: Vec<(String, String)> = events
@@ -191,7 +71,7 @@ fn stdout_and_stderr_keep_their_order() {
 
 #[test]
 fn failing_last_command_is_an_error_with_its_exit_code() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("false");
     assert_eq!(end_status(&events), "error");
     assert_eq!(exit_code(&events), Some(1));
@@ -202,7 +82,7 @@ fn failing_last_command_is_an_error_with_its_exit_code() {
 
 #[test]
 fn env_applies_to_one_execution_only() {
-    let mut d = Driver::start();
+    let mut d = start();
     d.run("export AIRLOCK_KEEP=before");
     let id = d.send(
         "echo \"$AIRLOCK_K $AIRLOCK_KEEP\"; sh -c 'echo \"$AIRLOCK_K\"'",
@@ -216,7 +96,7 @@ fn env_applies_to_one_execution_only() {
 
 #[test]
 fn sigint_interrupts_and_keeps_state() {
-    let mut d = Driver::start();
+    let mut d = start();
     assert_eq!(end_status(&d.run("X=7; cd /tmp")), "ok");
     // While idle, SIGINT is ignored.
     d.interrupt();
@@ -240,7 +120,7 @@ fn sigint_interrupts_and_keeps_state() {
 
 #[test]
 fn marker_like_output_does_not_end_the_execution() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run(
         "for i in 1 2 3; do echo \"deadbeefdeadbeefdeadbeefdeadbeef $i\"; echo \"$i 0\"; done\n\
          echo 0 >&2; sleep 0.2; echo done",
@@ -251,7 +131,7 @@ fn marker_like_output_does_not_end_the_execution() {
 
 #[test]
 fn huge_output_is_capped_not_fatal() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("yes | head -c 5000000");
     assert_eq!(end_status(&events), "ok");
     let stdout = text(&events, "stdout");
@@ -267,7 +147,7 @@ fn huge_output_is_capped_not_fatal() {
 
 #[test]
 fn exit_reports_shell_exited_and_a_fresh_shell_follows() {
-    let mut d = Driver::start();
+    let mut d = start();
     d.run("LOST=yes; cd /tmp");
     let events = d.run("echo bye; exit 3");
     assert_eq!(text(&events, "stdout"), "bye\n");

@@ -3,134 +3,15 @@
 //! state across executions, results, streamed output and its cap, tracebacks that point at
 //! the user's cell, syntax errors, SIGINT, per-execution env and top-level await.
 
+mod driver_support;
+
+use driver_support::{end_status, of_type, Driver};
 use serde_json::{json, Value};
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::time::Duration;
 
-const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/drivers/js_driver.js");
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A running driver: requests go to its stdin, events come back from its fd 3.
-struct Driver {
-    child: Child,
-    stdin: ChildStdin,
-    events: Receiver<Value>,
-    next_id: u32,
-}
-
-impl Driver {
-    fn start() -> Self {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` is a valid two-element array for pipe2 to fill.
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-        // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
-        let (read_end, write_end) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let write_fd = write_end.as_raw_fd();
-        let mut command = Command::new("/usr/bin/node");
-        command
-            .arg(DRIVER)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        // SAFETY: the closure only calls dup2/fcntl, which are async-signal-safe and allocate nothing.
-        unsafe {
-            command.pre_exec(move || {
-                if write_fd == 3 {
-                    // dup2 onto itself keeps FD_CLOEXEC; clear it so fd 3 survives exec.
-                    if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                } else if libc::dup2(write_fd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = command.spawn().unwrap();
-        drop(write_end);
-        let stdin = child.stdin.take().unwrap();
-        let (tx, events) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(File::from(read_end)).lines() {
-                let Ok(line) = line else { break };
-                let event: Value = serde_json::from_str(&line).unwrap();
-                if tx.send(event).is_err() {
-                    break;
-                }
-            }
-        });
-        Driver {
-            child,
-            stdin,
-            events,
-            next_id: 0,
-        }
-    }
-
-    fn send(&mut self, code: &str, env: Option<Value>) -> String {
-        self.next_id += 1;
-        let id = format!("r{}", self.next_id);
-        let mut request = json!({"id": id, "code": code});
-        if let Some(env) = env {
-            request["env"] = env;
-        }
-        writeln!(self.stdin, "{request}").unwrap();
-        self.stdin.flush().unwrap();
-        id
-    }
-
-    /// Events of request `id` up to and including its `end`.
-    fn collect(&mut self, id: &str) -> Vec<Value> {
-        let deadline = Instant::now() + TIMEOUT;
-        let mut events = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let event = self
-                .events
-                .recv_timeout(left)
-                .unwrap_or_else(|e| panic!("no `end` for {id} ({e}); got {events:?}"));
-            assert_eq!(event["id"], id, "event for another request: {event}");
-            let done = event["type"] == "end";
-            events.push(event);
-            if done {
-                return events;
-            }
-        }
-    }
-
-    fn run(&mut self, code: &str) -> Vec<Value> {
-        let id = self.send(code, None);
-        self.collect(&id)
-    }
-
-    fn interrupt(&self) {
-        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
-        // SAFETY: kill has no memory-safety preconditions; the pid is our own live child.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
-fn end_status(events: &[Value]) -> &str {
-    let end = events.last().unwrap();
-    assert_eq!(end["type"], "end");
-    end["status"].as_str().unwrap()
+fn start() -> Driver {
+    Driver::start("/usr/bin/node", "js_driver.js")
 }
 
 fn result_plain(events: &[Value]) -> Option<String> {
@@ -151,7 +32,7 @@ fn traceback_text(error: &Value) -> String {
 
 #[test]
 fn state_persists_and_undefined_gives_no_result() {
-    let mut d = Driver::start();
+    let mut d = start();
     let first = d.run("let x = 41");
     assert_eq!(end_status(&first), "ok");
     assert!(
@@ -183,7 +64,7 @@ fn state_persists_and_undefined_gives_no_result() {
 
 #[test]
 fn stdout_and_stderr_keep_their_order() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run(
         "console.log(\"a\"); console.error(\"b\"); process.stdout.write(\"c\\n\"); \
          process.stderr.write(\"d\\n\"); console.log(\"e\", 1)",
@@ -214,7 +95,7 @@ fn stdout_and_stderr_keep_their_order() {
 
 #[test]
 fn traceback_points_at_the_users_cell_line() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("let a = 1;\nlet b = 2;\nthrow new TypeError(\"boom\");\n");
     assert_eq!(end_status(&events), "error");
     let error = of_type(&events, "error")[0];
@@ -230,7 +111,7 @@ fn traceback_points_at_the_users_cell_line() {
 
 #[test]
 fn syntax_error_is_an_error_event() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("let x = 1;\nlet y = );\n");
     assert_eq!(end_status(&events), "error");
     let error = of_type(&events, "error")[0];
@@ -245,7 +126,7 @@ fn syntax_error_is_an_error_event() {
 
 #[test]
 fn sigint_interrupts_and_keeps_state() {
-    let mut d = Driver::start();
+    let mut d = start();
     assert_eq!(end_status(&d.run("let x = 7")), "ok");
     // While idle, SIGINT is ignored.
     d.interrupt();
@@ -261,7 +142,7 @@ fn sigint_interrupts_and_keeps_state() {
 
 #[test]
 fn env_applies_to_one_execution_only() {
-    let mut d = Driver::start();
+    let mut d = start();
     let id = d.send("process.env.AIRLOCK_K", Some(json!({"AIRLOCK_K": "V"})));
     let events = d.collect(&id);
     assert_eq!(result_plain(&events).as_deref(), Some("'V'"));
@@ -271,7 +152,7 @@ fn env_applies_to_one_execution_only() {
 
 #[test]
 fn huge_output_is_capped_not_fatal() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("console.log(\"x\".repeat(10000000));\nconsole.log(\"after\");");
     assert_eq!(end_status(&events), "ok");
     let stdout: usize = of_type(&events, "stdout")
@@ -289,7 +170,7 @@ fn huge_output_is_capped_not_fatal() {
 
 #[test]
 fn top_level_await_runs_to_completion() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run(
         "await new Promise(r => setTimeout(r, 10));\nconsole.log('waited');\n\
          globalThis.kept = 5;\n5",
@@ -307,7 +188,7 @@ fn top_level_await_runs_to_completion() {
 
 #[test]
 fn bad_requests_get_a_protocol_error() {
-    let mut d = Driver::start();
+    let mut d = start();
     writeln!(d.stdin, "{{\"id\": \"bad\", \"code\": 5}}").unwrap();
     d.stdin.flush().unwrap();
     let events = d.collect("bad");

@@ -3,134 +3,14 @@
 //! state across executions, results and rich formats, streamed output and its cap, tracebacks
 //! that point at the user's cell, matplotlib and pandas output, SIGINT and per-execution env.
 
+mod driver_support;
+
+use driver_support::{end_status, of_type, Driver};
 use serde_json::{json, Value};
-use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const DRIVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/drivers/python_driver.py");
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A running driver: requests go to its stdin, events come back from its fd 3.
-struct Driver {
-    child: Child,
-    stdin: ChildStdin,
-    events: Receiver<Value>,
-    next_id: u32,
-}
-
-impl Driver {
-    fn start() -> Self {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` is a valid two-element array for pipe2 to fill.
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-        // SAFETY: pipe2 succeeded, so both descriptors are open and owned by nobody else.
-        let (read_end, write_end) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let write_fd = write_end.as_raw_fd();
-        let mut command = Command::new("/usr/bin/python3");
-        command
-            .arg(DRIVER)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
-        // SAFETY: the closure only calls dup2/fcntl, which are async-signal-safe and allocate nothing.
-        unsafe {
-            command.pre_exec(move || {
-                if write_fd == 3 {
-                    // dup2 onto itself keeps FD_CLOEXEC; clear it so fd 3 survives exec.
-                    if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                } else if libc::dup2(write_fd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = command.spawn().unwrap();
-        drop(write_end);
-        let stdin = child.stdin.take().unwrap();
-        let (tx, events) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(File::from(read_end)).lines() {
-                let Ok(line) = line else { break };
-                let event: Value = serde_json::from_str(&line).unwrap();
-                if tx.send(event).is_err() {
-                    break;
-                }
-            }
-        });
-        Driver {
-            child,
-            stdin,
-            events,
-            next_id: 0,
-        }
-    }
-
-    fn send(&mut self, code: &str, env: Option<Value>) -> String {
-        self.next_id += 1;
-        let id = format!("r{}", self.next_id);
-        let mut request = json!({"id": id, "code": code});
-        if let Some(env) = env {
-            request["env"] = env;
-        }
-        writeln!(self.stdin, "{request}").unwrap();
-        self.stdin.flush().unwrap();
-        id
-    }
-
-    /// Events of request `id` up to and including its `end`.
-    fn collect(&mut self, id: &str) -> Vec<Value> {
-        let deadline = Instant::now() + TIMEOUT;
-        let mut events = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let event = self
-                .events
-                .recv_timeout(left)
-                .unwrap_or_else(|e| panic!("no `end` for {id} ({e}); got {events:?}"));
-            assert_eq!(event["id"], id, "event for another request: {event}");
-            let done = event["type"] == "end";
-            events.push(event);
-            if done {
-                return events;
-            }
-        }
-    }
-
-    fn run(&mut self, code: &str) -> Vec<Value> {
-        let id = self.send(code, None);
-        self.collect(&id)
-    }
-
-    fn interrupt(&self) {
-        let pid = libc::pid_t::try_from(self.child.id()).unwrap();
-        // SAFETY: kill has no memory-safety preconditions; the pid is our own live child.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
-    }
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
-
-fn end_status(events: &[Value]) -> &str {
-    let end = events.last().unwrap();
-    assert_eq!(end["type"], "end");
-    end["status"].as_str().unwrap()
+fn start() -> Driver {
+    Driver::start("/usr/bin/python3", "python_driver.py")
 }
 
 fn result_plain(events: &[Value]) -> Option<String> {
@@ -165,7 +45,7 @@ fn base64_decode(text: &str) -> Vec<u8> {
 
 #[test]
 fn state_persists_and_only_non_none_expressions_give_results() {
-    let mut d = Driver::start();
+    let mut d = start();
     let first = d.run("x = 41");
     assert_eq!(end_status(&first), "ok");
     assert!(of_type(&first, "result").is_empty(), "statement: {first:?}");
@@ -182,7 +62,7 @@ fn state_persists_and_only_non_none_expressions_give_results() {
 
 #[test]
 fn stdout_and_stderr_keep_their_order() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("print(\"a\"); import sys; print(\"b\", file=sys.stderr); print(\"c\")");
     let output: Vec<(String, String)> = events
         .iter()
@@ -203,7 +83,7 @@ fn stdout_and_stderr_keep_their_order() {
 
 #[test]
 fn traceback_points_at_the_users_cell_line() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("a = 1\nb = 2\nraise ValueError(\"boom\")\n");
     assert_eq!(end_status(&events), "error");
     let error = of_type(&events, "error")[0];
@@ -225,7 +105,7 @@ fn traceback_points_at_the_users_cell_line() {
 
 #[test]
 fn syntax_error_reports_the_users_line() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("x = 1\ny = (\n");
     assert_eq!(end_status(&events), "error");
     let error = of_type(&events, "error")[0];
@@ -238,7 +118,7 @@ fn syntax_error_reports_the_users_line() {
 
 #[test]
 fn display_and_rich_formats() {
-    let mut d = Driver::start();
+    let mut d = start();
     let code = "class Rich:\n    def _repr_html_(self):\n        return '<b>hi</b>'\n    \
                 def _repr_png_(self):\n        return b'\\x89PNG'\n    \
                 def _repr_latex_(self):\n        return None\n    \
@@ -263,7 +143,7 @@ fn display_and_rich_formats() {
 
 #[test]
 fn matplotlib_figures_become_png_displays() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run(
         "import matplotlib.pyplot as plt\nplt.figure(figsize=(4,3), dpi=100)\nplt.plot([1,2,3])\nNone",
     );
@@ -284,7 +164,7 @@ fn matplotlib_figures_become_png_displays() {
 
 #[test]
 fn pandas_dataframe_result_has_html_table() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("import pandas as pd\npd.DataFrame({\"a\": [1, 2]})");
     assert_eq!(end_status(&events), "ok", "{events:?}");
     let data = &of_type(&events, "result")[0]["data"];
@@ -294,7 +174,7 @@ fn pandas_dataframe_result_has_html_table() {
 
 #[test]
 fn sigint_interrupts_and_keeps_state() {
-    let mut d = Driver::start();
+    let mut d = start();
     assert_eq!(end_status(&d.run("x = 7")), "ok");
     // While idle, SIGINT is ignored.
     d.interrupt();
@@ -310,7 +190,7 @@ fn sigint_interrupts_and_keeps_state() {
 
 #[test]
 fn env_applies_to_one_execution_only() {
-    let mut d = Driver::start();
+    let mut d = start();
     let id = d.send(
         "import os\nos.environ[\"AIRLOCK_K\"]",
         Some(json!({"AIRLOCK_K": "V"})),
@@ -323,7 +203,7 @@ fn env_applies_to_one_execution_only() {
 
 #[test]
 fn huge_output_is_capped_not_fatal() {
-    let mut d = Driver::start();
+    let mut d = start();
     let events = d.run("print(\"x\" * 10_000_000)\nprint(\"after\")");
     assert_eq!(end_status(&events), "ok");
     let stdout: usize = of_type(&events, "stdout")
