@@ -5,39 +5,16 @@ IPython kernel through jupyter_client, in the same run; and context creation thr
 Usage: python3 benches/interpreter.py AIRLOCK_BINARY   (run with a Python that has
 jupyter_client and ipykernel, e.g. the venv benches/interpreter.sh makes)
 """
-import http.client, json, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
+import json, statistics, sys, time
 
 from jupyter_client.manager import start_new_kernel
 
+from airlock_api import Server
+
 exe = sys.argv[1]
 N = 300
-data = tempfile.mkdtemp(prefix="airlock-interp-bench-")
-server = subprocess.Popen([exe, "serve", "--listen", "127.0.0.1:0", "--data-dir", data], stdout=subprocess.PIPE, text=True)
-key = addr = None
-while key is None or addr is None:
-    line = server.stdout.readline()
-    if not line:
-        sys.exit("the server did not start")
-    line = line.strip()
-    if line.startswith("api key: "):
-        key = line[len("api key: "):]
-    if line.startswith("listening on http://"):
-        addr = line[len("listening on http://"):]
-host, port = addr.rsplit(":", 1)
-conn = http.client.HTTPConnection(host, int(port), timeout=60)
-conn.connect()
-conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-
-
-def call(method, path, body=None):
-    conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=auth)
-    r = conn.getresponse()
-    payload = r.read()
-    if r.status >= 300:
-        raise RuntimeError(f"{method} {path}: {r.status} {payload[:300]!r}")
-    return payload
-
+server = Server(exe)
+call = server.call
 
 try:
     sid = json.loads(call("POST", "/v1/sandboxes", {"template": "user"}))["id"]
@@ -86,10 +63,4 @@ try:
     print(f"python context create + first execution through the API, median: {statistics.median(creates):.1f} ms (goal <= 100 ms)")
     print(f"warm 1+1: airlock serve /code {a:.3f} ms, IPython kernel via jupyter_client {b:.3f} ms, ratio {a / b:.2f}x (goals <= 2 ms and <= 1.0x)")
 finally:
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-    shutil.rmtree(data, ignore_errors=True)
+    server.stop()

@@ -3,42 +3,14 @@
 Usage: python3 benches/server.py AIRLOCK_BINARY [IDLE_BOXES]
 Starts its own server on 127.0.0.1 with a temporary data directory and stops it at the end.
 """
-import http.client, json, os, shutil, signal, statistics, subprocess, sys, tempfile, time
+import json, os, statistics, subprocess, sys, time
+
+from airlock_api import Server
 
 exe = sys.argv[1]
 idle = int(sys.argv[2]) if len(sys.argv) > 2 else 200
-data = tempfile.mkdtemp(prefix="airlock-api-bench-")
-server = subprocess.Popen([exe, "serve", "--listen", "127.0.0.1:0", "--data-dir", data, "--max-running", str(idle + 8)],
-                          stdout=subprocess.PIPE, text=True)
-key = addr = None
-deadline = time.time() + 30
-while (key is None or addr is None) and time.time() < deadline:
-    line = server.stdout.readline()
-    if not line:
-        break
-    line = line.strip()
-    if line.startswith("api key: "):
-        key = line[len("api key: "):]
-    if line.startswith("listening on http://"):
-        addr = line[len("listening on http://"):]
-assert key and addr, "the server did not start"
-host, port = addr.rsplit(":", 1)
-conn = http.client.HTTPConnection(host, int(port), timeout=60)
-conn.connect()
-# http.client sends headers and body in two writes; without TCP_NODELAY Nagle's algorithm and the
-# peer's delayed ACK add ~40 ms to every request.
-import socket
-conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
-
-
-def call(method, path, body=None):
-    conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=auth)
-    r = conn.getresponse()
-    payload = r.read()
-    if r.status >= 300:
-        raise RuntimeError(f"{method} {path}: {r.status} {payload[:300]!r}")
-    return payload
+server = Server(exe, "--max-running", str(idle + 8))
+call = server.call
 
 
 def create():
@@ -127,10 +99,4 @@ try:
     for i in ids:
         call("DELETE", f"/v1/sandboxes/{i}")
 finally:
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
-    shutil.rmtree(data, ignore_errors=True)
+    server.stop()
