@@ -51,13 +51,12 @@ pub struct AgentSession {
     client: AgentClient,
     env: BTreeMap<String, String>,
     cwd: String,
-    next_channel: u32,
 }
 
 impl AgentSession {
     /// Wraps a connected agent client with the box's defaults.
     pub fn new(client: AgentClient, env: BTreeMap<String, String>, cwd: String) -> AgentSession {
-        AgentSession { client, env, cwd, next_channel: 2 }
+        AgentSession { client, env, cwd }
     }
 
     /// Hands the connection over (e.g. to send it to another process).
@@ -74,9 +73,7 @@ impl AgentSession {
     }
 
     fn channel(&mut self) -> u32 {
-        let c = self.next_channel;
-        self.next_channel = self.next_channel.checked_add(2).unwrap_or(2);
-        c
+        self.client.alloc_channel()
     }
 
     /// Runs a command, passing its output to `on_output` as it comes. `on_start` gets the pid.
