@@ -7,6 +7,10 @@
 //! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
 
 mod auth;
+// The E2B gateway's process bookkeeping (the rest of `e2b` is merged from its branch).
+#[path = "e2b/procs.rs"]
+#[allow(dead_code)]
+mod e2b_procs;
 mod error;
 mod factory;
 mod network_audit;
