@@ -7,6 +7,7 @@
 //! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
 
 mod auth;
+mod e2b;
 mod error;
 mod factory;
 mod network_audit;
@@ -23,4 +24,4 @@ mod view;
 
 pub use error::{ApiError, ServerError};
 pub use routes::ROUTES;
-pub use server::{serve, ServerConfig};
+pub use server::{serve, E2bDefaultNetwork, ServerConfig};
