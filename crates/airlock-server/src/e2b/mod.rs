@@ -1,6 +1,6 @@
 //! The E2B-compatible gateway: E2B's official SDKs drive airlock unchanged when pointed at
 //! `airlock serve` (`E2B_API_URL` and `E2B_SANDBOX_URL` both set to the server's address).
-//! See `docs/e2b.md` and the protocol notes in the design folder.
+//! The README says how to use it; the protocol itself is described in the design notes.
 //!
 //! One listener serves three protocols, told apart by headers:
 //! - requests without `E2b-Sandbox-Id` go to the normal router: the native API and E2B's
