@@ -64,6 +64,16 @@ impl AgentSession {
         (self.client, self.env, self.cwd)
     }
 
+    /// The box's environment: what every command starts with.
+    pub fn default_env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    /// The box's working directory: where commands start unless told otherwise.
+    pub fn default_cwd(&self) -> &str {
+        &self.cwd
+    }
+
     pub(crate) fn client_mut(&mut self) -> &mut AgentClient {
         &mut self.client
     }
@@ -210,6 +220,30 @@ impl AgentSession {
     /// Writes a whole file inside the box.
     pub fn write_file(&mut self, path: &str, data: &[u8]) -> Result<(), SandboxError> {
         self.write_file_from(path, &mut &data[..]).map(|_| ())
+    }
+
+    /// Describes one path inside the box (a symlink is described, not followed).
+    pub fn stat(&mut self, path: &str) -> Result<Entry, SandboxError> {
+        let reply = self.client.call(Op::Stat { path: path.to_string() })?;
+        Ok(reply.body().map_err(|e| AgentError::Protocol(e.message))?)
+    }
+
+    /// Creates a directory inside the box (with its missing parents when `parents`).
+    pub fn make_dir(&mut self, path: &str, parents: bool) -> Result<(), SandboxError> {
+        self.client.call(Op::MakeDir { path: path.to_string(), parents })?;
+        Ok(())
+    }
+
+    /// Renames (moves) a path inside the box.
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), SandboxError> {
+        self.client.call(Op::Rename { from: from.to_string(), to: to.to_string() })?;
+        Ok(())
+    }
+
+    /// Removes a path inside the box (a directory with everything under it when `recursive`).
+    pub fn remove(&mut self, path: &str, recursive: bool) -> Result<(), SandboxError> {
+        self.client.call(Op::Remove { path: path.to_string(), recursive })?;
+        Ok(())
     }
 
     /// Lists a directory inside the box, `depth` levels deep.

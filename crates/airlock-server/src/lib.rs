@@ -7,10 +7,7 @@
 //! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
 
 mod auth;
-// The E2B gateway's process bookkeeping (the rest of `e2b` is merged from its branch).
-#[path = "e2b/procs.rs"]
-#[allow(dead_code)]
-mod e2b_procs;
+mod e2b;
 mod error;
 mod factory;
 mod network_audit;
@@ -27,4 +24,4 @@ mod view;
 
 pub use error::{ApiError, ServerError};
 pub use routes::ROUTES;
-pub use server::{serve, ServerConfig};
+pub use server::{serve, E2bDefaultNetwork, ServerConfig};

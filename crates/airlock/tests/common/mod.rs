@@ -146,6 +146,8 @@ pub struct ServeProcess {
     pub base: String,
     /// The API key, if this start printed one (the first start on a data directory does).
     pub printed_key: Option<String>,
+    /// The E2B-format API key (for the E2B gateway), if this start printed one.
+    pub printed_e2b_key: Option<String>,
 }
 
 impl ServeProcess {
@@ -163,7 +165,7 @@ impl ServeProcess {
             .spawn()
             .expect("start airlock serve");
         let mut out = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
-        let (mut printed_key, mut base) = (None, None);
+        let (mut printed_key, mut printed_e2b_key, mut base) = (None, None, None);
         let mut line = String::new();
         while base.is_none() {
             line.clear();
@@ -171,12 +173,15 @@ impl ServeProcess {
             if let Some(k) = line.trim().strip_prefix("api key: ") {
                 printed_key = Some(k.to_string());
             }
+            if let Some(k) = line.trim().strip_prefix("e2b api key: ") {
+                printed_e2b_key = Some(k.to_string());
+            }
             if let Some(addr) = line.trim().strip_prefix("listening on ") {
                 base = Some(addr.to_string());
             }
         }
         std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        ServeProcess { child, base: base.unwrap_or_default(), printed_key }
+        ServeProcess { child, base: base.unwrap_or_default(), printed_key, printed_e2b_key }
     }
 
     pub fn pid(&self) -> i32 {
