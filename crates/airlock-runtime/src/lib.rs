@@ -28,7 +28,7 @@ mod supervisor;
 mod tty;
 
 pub use agent_client::{AgentClient, AgentError};
-pub use airlock_protocol::{ExecReply, FsEventKind, ProcessInfo, TtySize};
+pub use airlock_protocol::{Entry, EntryKind, ExecReply, FsEventKind, ProcessInfo, TtySize};
 pub use mux::{AgentMux, MuxPort};
 pub use control::{ControlMessage, ControlReader};
 pub use host::RealHost;

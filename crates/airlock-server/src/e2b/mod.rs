@@ -15,8 +15,7 @@
 
 pub(crate) mod auth;
 pub(crate) mod boxio;
-// Parts of the codec (streams, envelopes) serve the process service.
-#[allow(dead_code)]
+pub(crate) mod boxstate;
 pub(crate) mod connect;
 pub(crate) mod control;
 pub(crate) mod envd;
@@ -27,6 +26,7 @@ pub(crate) mod interpreter;
 pub(crate) mod metrics;
 pub(crate) mod network;
 pub(crate) mod process;
+pub(crate) mod procs;
 pub(crate) mod views;
 pub(crate) mod watch;
 

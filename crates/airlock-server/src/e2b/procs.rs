@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+use super::error::E2bError;
 use tokio::sync::mpsc;
 
 /// Processes remembered per box after they end (for `List` and late `Connect`s they are gone).
@@ -154,54 +155,47 @@ pub(crate) fn end_event(exit: &ExitInfo) -> Value {
     }
 }
 
-/// One item of a process event stream, for the HTTP layer.
-pub(crate) enum Item {
-    Message(Value),
-    /// Ends the stream with a Connect error.
-    Fail { code: &'static str, message: String },
-}
-
-/// Relays what `started` does as envd events until it ends, its client goes away (the process
-/// runs on, detached) or `deadline` passes (envd kills the process then; so does the agent's own
-/// timeout, and the stream ends with `deadline_exceeded`). Keepalives every `keepalive` while
-/// quiet.
-pub(crate) fn relay(session: &mut AgentSession, started: &ExecReply, pty: bool, keepalive: Duration, tx: &mpsc::Sender<Item>) {
+/// Relays what `started` does as envd events until it ends (`true`), its client goes away (the
+/// process runs on, detached: `false`) or the box is lost. A process killed by its timeout (the
+/// agent enforces the call's `Connect-Timeout-Ms`, as envd does) ends the stream with
+/// `deadline_exceeded`. Keepalives every `keepalive` while quiet.
+pub(crate) fn relay(session: &mut AgentSession, started: &ExecReply, pty: bool, keepalive: Duration, tx: &mpsc::Sender<Result<Value, E2bError>>) -> bool {
     let b64 = base64::engine::general_purpose::STANDARD;
     loop {
         if tx.is_closed() {
-            return;
+            return false;
         }
         let next = match session.next_output(started, Instant::now() + keepalive) {
             Ok(n) => n,
             Err(e) => {
-                let _ = tx.blocking_send(Item::Fail { code: "unavailable", message: lost(&e) });
-                return;
+                let _ = tx.blocking_send(Err(lost(&e)));
+                return false;
             }
         };
         let item = match next {
-            None => Item::Message(keepalive_event()),
+            None => keepalive_event(),
             Some(ProcessOutput::Stdout(data)) => {
                 let key = if pty { "pty" } else { "stdout" };
-                Item::Message(event(json!({"data": {key: b64.encode(data)}})))
+                event(json!({"data": {key: b64.encode(data)}}))
             }
-            Some(ProcessOutput::Stderr(data)) => Item::Message(event(json!({"data": {"stderr": b64.encode(data)}}))),
+            Some(ProcessOutput::Stderr(data)) => event(json!({"data": {"stderr": b64.encode(data)}})),
             Some(ProcessOutput::Exit(exit)) if exit.timed_out => {
-                let _ = tx.blocking_send(Item::Fail { code: "deadline_exceeded", message: "the command's timeout passed; it was killed".into() });
-                return;
+                let _ = tx.blocking_send(Err(E2bError::DeadlineExceeded("the command's timeout passed; it was killed".into())));
+                return true;
             }
             Some(ProcessOutput::Exit(exit)) => {
-                let _ = tx.blocking_send(Item::Message(end_event(&exit)));
-                return;
+                let _ = tx.blocking_send(Ok(end_event(&exit)));
+                return true;
             }
         };
-        if tx.blocking_send(item).is_err() {
-            return;
+        if tx.blocking_send(Ok(item)).is_err() {
+            return false;
         }
     }
 }
 
-fn lost(e: &SandboxError) -> String {
-    format!("lost the sandbox while relaying the process: {e}")
+fn lost(e: &SandboxError) -> E2bError {
+    E2bError::SandboxGone(format!("lost the sandbox while relaying the process: {e}"))
 }
 
 #[cfg(test)]
