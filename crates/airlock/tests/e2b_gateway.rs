@@ -11,6 +11,7 @@ use common::{ServeProcess, TempDir};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::io::Read;
+use std::time::Duration;
 
 struct Gw {
     _serve: ServeProcess,
@@ -338,19 +339,8 @@ fn envd_filesystem_and_files() {
     let r = send(req, Some(b"{not json"));
     assert_eq!((r.status, r.json()["code"].clone()), (400, json!("invalid_argument")));
     assert_eq!(gw.rpc(&sb, "filesystem.Filesystem/Chmod", json!({})).json()["code"], "unimplemented");
-    // The streaming stubs answer a Connect end frame with `unimplemented`.
-    let env = {
-        let msg = br#"{"process":{"cmd":"/bin/bash","args":["-l","-c","true"]}}"#;
-        let mut v = vec![0u8];
-        v.extend_from_slice(&(msg.len() as u32).to_be_bytes());
-        v.extend_from_slice(msg);
-        v
-    };
-    let req = gw.sandbox_req(&sb, Some(&sb.token), 49983, "POST", "/process.Process/Start").set("Content-Type", "application/connect+json");
-    let r = send(req, Some(&env));
-    assert_eq!(r.status, 200);
-    assert_eq!(r.body[0], 2, "an end frame");
-    assert!(String::from_utf8_lossy(&r.body[5..]).contains("unimplemented"));
+    // A streaming method that does not exist answers a Connect error.
+    assert_eq!(gw.rpc(&sb, "process.Process/Frobnicate", json!({})).json()["code"], "unimplemented");
     // gzip upload.
     let gz = gzip_stored(b"zipped");
     let req = gw.sandbox_req(&sb, Some(&sb.token), 49983, "POST", "/files?path=/tmp/g.txt").set("Content-Type", "application/octet-stream").set("Content-Encoding", "gzip");
@@ -488,4 +478,128 @@ fn interpreter_execute_streams_and_contexts() {
     let r = send(gw.sandbox_req(&sb, None, 49999, "DELETE", &format!("/contexts/{ctx_id}")).set("E2B-Traffic-Access-Token", &sb.token), None);
     assert_eq!(r.status, 204);
     assert_eq!(gw.execute(&sb, json!({"code": "1", "context_id": ctx_id})).0, 404);
+}
+
+/// One Connect envelope.
+fn envelope(flags: u8, msg: &Value) -> Vec<u8> {
+    let body = msg.to_string().into_bytes();
+    let mut out = vec![flags];
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Splits a streamed Connect response into its messages; the last is the end frame's.
+fn envelopes(body: &[u8]) -> Vec<(u8, Value)> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while rest.len() >= 5 {
+        let len = u32::from_be_bytes([rest[1], rest[2], rest[3], rest[4]]) as usize;
+        out.push((rest[0], serde_json::from_slice(&rest[5..5 + len]).unwrap()));
+        rest = &rest[5 + len..];
+    }
+    assert!(rest.is_empty(), "trailing bytes in the stream");
+    out
+}
+
+impl Gw {
+    /// A server-stream Connect call (`Start`, `Connect`) read to its end.
+    fn stream(&self, sb: &Sb, method: &str, msg: Value, timeout_ms: Option<u64>) -> Vec<(u8, Value)> {
+        let mut req = self.sandbox_req(sb, Some(&sb.token), 49983, "POST", &format!("/{method}")).set("Content-Type", "application/connect+json").set("Connect-Protocol-Version", "1");
+        if let Some(ms) = timeout_ms {
+            req = req.set("Connect-Timeout-Ms", &ms.to_string());
+        }
+        let r = send(req, Some(&envelope(0, &msg)));
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        envelopes(&r.body)
+    }
+}
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+#[test]
+fn envd_process_start_streams_events_and_ends_with_the_exit() {
+    let gw = Gw::start();
+    let sb = gw.create(json!({"templateID": "base"}));
+    let frames = gw.stream(&sb, "process.Process/Start", json!({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "echo hi; echo oops >&2; exit 2"], "envs": {"X": "1"}}, "stdin": false}), None);
+    assert!(frames[0].1["event"]["start"]["pid"].as_u64().unwrap() > 0, "{frames:?}");
+    let text = |key: &str| -> String { frames.iter().filter_map(|(_, m)| m["event"]["data"][key].as_str()).collect::<Vec<_>>().join(",") };
+    assert_eq!(text("stdout"), b64("hi\n"));
+    assert_eq!(text("stderr"), b64("oops\n"));
+    let n = frames.len();
+    assert_eq!(frames[n - 2].1["event"]["end"]["exitCode"], 2);
+    assert_eq!(frames[n - 2].1["event"]["end"]["status"], "exit status 2");
+    assert_eq!(frames[n - 1], (2, json!({})), "the end frame closes the stream");
+
+    // The call's Connect-Timeout-Ms is the process's lifetime: it is killed, and the stream ends
+    // with deadline_exceeded.
+    let t0 = std::time::Instant::now();
+    let frames = gw.stream(&sb, "process.Process/Start", json!({"process": {"cmd": "/bin/sleep", "args": ["30"]}, "stdin": false}), Some(500));
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    let last = &frames.last().unwrap();
+    assert_eq!((last.0, last.1["error"]["code"].as_str()), (2, Some("deadline_exceeded")), "{frames:?}");
+    let listed = gw.rpc(&sb, "process.Process/List", json!({})).json();
+    assert!(!listed.to_string().contains("\"30\""), "the timed-out process is gone: {listed}");
+
+    // A bad request fails the stream with a Connect error, not a hang.
+    let frames = gw.stream(&sb, "process.Process/Start", json!({"process": {"cmd": ""}}), None);
+    assert_eq!(frames.last().unwrap().1["error"]["code"], "invalid_argument");
+}
+
+#[test]
+fn a_process_outlives_its_stream_and_another_sandbox_cannot_touch_it() {
+    let gw = Gw::start();
+    let a = gw.create(json!({}));
+    let b = gw.create(json!({}));
+    // Start a background reader with stdin open, then drop the stream after its first event.
+    let req = gw
+        .sandbox_req(&a, Some(&a.token), 49983, "POST", "/process.Process/Start")
+        .set("Content-Type", "application/connect+json")
+        .set("Connect-Protocol-Version", "1");
+    let resp = req.send_bytes(&envelope(0, &json!({"process": {"cmd": "/bin/sh", "args": ["-c", "read line; echo got $line > /tmp/a.txt; read again; exit 5"]}, "stdin": true}))).unwrap();
+    let mut reader = resp.into_reader();
+    let mut head = [0u8; 5];
+    reader.read_exact(&mut head).unwrap();
+    let mut msg = vec![0u8; u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize];
+    reader.read_exact(&mut msg).unwrap();
+    let pid = serde_json::from_slice::<Value>(&msg).unwrap()["event"]["start"]["pid"].as_u64().unwrap();
+    drop(reader);
+
+    // Sandbox b, with its own valid token, names a's pid: not found there, and a's process lives.
+    let sel = json!({"process": {"pid": pid}});
+    let r = gw.rpc(&b, "process.Process/SendSignal", json!({"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"}));
+    assert_eq!((r.status, r.json()["code"].as_str()), (404, Some("not_found")), "{}", r.json());
+    let r = gw.rpc(&b, "process.Process/SendInput", json!({"process": {"pid": pid}, "input": {"stdin": b64("evil\n")}}));
+    assert_eq!(r.status, 404, "{}", r.json());
+    // a's token on a's sandbox id works but not on b's (the token guard), and b's on a is refused.
+    let r = gw.rpc_as(&a, &b.token, "process.Process/List", json!({}));
+    assert_eq!(r.status, 401, "{}", r.json());
+    let listed = gw.rpc(&a, "process.Process/List", json!({})).json();
+    assert!(listed["processes"].as_array().unwrap().iter().any(|p| p["pid"] == pid), "{listed}");
+
+    // The detached process still reads its stdin, sent from a new call.
+    let r = gw.rpc(&a, "process.Process/SendInput", json!({"process": {"pid": pid}, "input": {"stdin": b64("hello\n")}}));
+    assert_eq!(r.status, 200, "{}", r.json());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while gw.download(&a, "/tmp/a.txt").status != 200 {
+        assert!(std::time::Instant::now() < deadline, "the detached process never read its input");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(gw.download(&a, "/tmp/a.txt").body, b"got hello\n");
+    assert_eq!(gw.download(&b, "/tmp/a.txt").status, 404, "b's box never saw the file");
+    // A new stream picks it up (Connect) and sees it end after its last input.
+    std::thread::scope(|scope| {
+        let attached = scope.spawn(|| gw.stream(&a, "process.Process/Connect", sel, None));
+        std::thread::sleep(Duration::from_millis(500));
+        let r = gw.rpc(&a, "process.Process/SendInput", json!({"process": {"pid": pid}, "input": {"stdin": b64("bye\n")}}));
+        assert_eq!(r.status, 200, "{}", r.json());
+        let frames = attached.join().unwrap();
+        assert_eq!(frames[0].1["event"]["start"]["pid"], pid, "{frames:?}");
+        assert!(frames.iter().any(|(_, m)| m["event"]["end"]["exitCode"] == 5), "{frames:?}");
+    });
+    // Now it has ended: signalling it is not found, as envd answers.
+    let r = gw.rpc(&a, "process.Process/SendSignal", json!({"process": {"pid": pid}, "signal": "SIGNAL_SIGTERM"}));
+    assert_eq!(r.status, 404, "{}", r.json());
 }

@@ -1,9 +1,10 @@
-//! The one door to a box for the gateway: every file operation, listing, stat and command of
-//! the E2B surfaces goes through [`with_session`] (or [`with_box`] when the interpreter
-//! contexts are needed too). Each runs the blocking agent I/O off the async threads, on the
-//! sandbox's handle lent by the session manager (so a kill or expiry waits for it to finish,
-//! and calls on one sandbox take turns). Changing how boxes are reached (e.g. one multiplexed
-//! agent connection per request) happens here only.
+//! The one door to a box for the gateway: every file operation, listing and stat of the E2B
+//! surfaces goes through [`with_session`] (or [`with_box`] when the interpreter contexts or the
+//! gateway's per-box state are needed). Both run the blocking agent I/O off the async threads.
+//! [`with_session`] borrows the box's handle only long enough to open a session of its own on
+//! the box's shared agent connection, so calls on one sandbox run side by side (a long download
+//! does not hold up a stat) and a kill ends them with "sandbox gone"; [`with_box`] holds the
+//! handle for the whole call (calls that need it take turns).
 
 use super::error::E2bError;
 use crate::factory::BoxHandle;
@@ -17,7 +18,13 @@ pub async fn with_session<R: Send + 'static>(
     id: &str,
     f: impl FnOnce(&mut AgentSession) -> Result<R, E2bError> + Send + 'static,
 ) -> Result<R, E2bError> {
-    with_box(state, id, move |h| f(h.sandbox().session())).await
+    let (state, id) = (state.clone(), id.to_string());
+    tokio::task::spawn_blocking(move || {
+        let mut session = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session()))?;
+        f(&mut session)
+    })
+    .await
+    .map_err(|_| E2bError::Internal("the request's worker failed; retry, and report it if it persists".into()))?
 }
 
 /// Runs `f` on sandbox `id`'s whole handle (the box and its interpreter contexts), off the

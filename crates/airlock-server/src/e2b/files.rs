@@ -108,8 +108,7 @@ async fn download_inner(state: AppState, headers: HeaderMap, raw: Option<&str>) 
     let (tx, mut rx) = mpsc::channel::<Piece>(CHUNKS_BUFFERED);
     tokio::task::spawn_blocking(move || {
         let mut out = ChannelWriter { tx: tx.clone(), gone: false };
-        let done = with_box_blocking(&state, &id, |h| {
-            let session = h.sandbox().session();
+        let done = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session())).and_then(|mut session| {
             if session.stat(&path)?.kind == EntryKind::Dir {
                 return Err(E2bError::InvalidArgument(format!("{path} is a directory; read a file, or list the directory")));
             }
@@ -176,8 +175,7 @@ impl FileWriter {
         let (tx, rx) = mpsc::channel(CHUNKS_BUFFERED);
         let (state, id) = (state.clone(), id.to_string());
         let task = tokio::task::spawn_blocking(move || {
-            with_box_blocking(&state, &id, |h| {
-                let session = h.sandbox().session();
+            with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session())).and_then(|mut session| {
                 if let Some(parent) = std::path::Path::new(&path).parent().and_then(|p| p.to_str()).filter(|p| !p.is_empty() && *p != "/") {
                     session.make_dir(parent, true)?;
                 }
