@@ -3,8 +3,6 @@
 languages python, js and bash."""
 import base64
 
-import pytest
-
 
 async def test_state_persists_across_calls_and_text_is_the_last_value(sdk):
     async with sdk.sandbox(code=True) as sbx:
@@ -135,9 +133,3 @@ async def test_bash(sdk):
         errs = await sdk(sbx.run_code, "echo oops >&2", language="bash")
         assert errs.logs.stderr == ["oops\n"]
 
-
-async def test_language_and_context_together_are_refused(sdk):
-    async with sdk.sandbox(code=True) as sbx:
-        ctx = await sdk(sbx.create_code_context)
-        with pytest.raises(sdk.e2b.InvalidArgumentException):
-            await sdk(sbx.run_code, "1", language="python", context=ctx)
