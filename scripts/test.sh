@@ -13,6 +13,8 @@ for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; do
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
 # The code-interpreter driver's tests render matplotlib figures and pandas tables.
 /usr/bin/python3 -c 'import matplotlib, pandas' >/dev/null 2>&1 || missing=1
+# The E2B conformance suite's clients live in virtualenvs made from Debian's python3.
+/usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing=1
 if [ "$missing" = 1 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: missing tools (${need[*]}); run as root once to install them" >&2
@@ -20,7 +22,7 @@ if [ "$missing" = 1 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(git python3 python3-pip python3-matplotlib python3-pandas curl util-linux procps passwd bubblewrap hyperfine)
+  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas curl util-linux procps passwd bubblewrap hyperfine)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
@@ -28,6 +30,9 @@ fi
 
 cargo build --workspace --all-targets --locked
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# E2B's official SDKs (PyPI and npm, pinned in tests/e2b) for the E2B conformance suite; fast when
+# already installed.
+scripts/e2b-clients.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --locked 2>&1 | tee "$log"
