@@ -73,6 +73,9 @@ pub(crate) fn entry(path: &Path, meta: &fs::Metadata) -> Entry {
         size: meta.len(),
         mode: meta.mode() & 0o7777,
         mtime: meta.mtime(),
+        uid: meta.uid(),
+        gid: meta.gid(),
+        target: if ft.is_symlink() { fs::read_link(path).ok().map(|t| t.to_string_lossy().into_owned()) } else { None },
     }
 }
 

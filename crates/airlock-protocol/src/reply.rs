@@ -205,6 +205,14 @@ pub struct Entry {
     pub mode: u32,
     /// Modification time, seconds since the epoch.
     pub mtime: i64,
+    /// Owner and group ids, as the box sees them.
+    #[serde(default)]
+    pub uid: u32,
+    #[serde(default)]
+    pub gid: u32,
+    /// Where a symlink points (not resolved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
 }
 
 /// Reply to `list_dir`, entries sorted by path.

@@ -111,6 +111,9 @@ fn entries_and_lists() {
         size: 3,
         mode: 0o777,
         mtime: 1,
+        uid: 1000,
+        gid: 1000,
+        target: Some("c".into()),
     };
     let r = Reply::ok(
         1,

@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 const DRIVER_DIR: &str = "/tmp/.airlock-interpreter";
 /// How long an interrupted execution may take to end before its context is killed.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+/// How often a quiet execution asks whether its reader is still there.
+pub const WANTED_POLL: Duration = Duration::from_millis(200);
 /// Longest event line accepted from a driver.
 const MAX_LINE: usize = 16 << 20;
 
@@ -110,14 +112,22 @@ impl AgentSession {
         timeout: Option<Duration>,
         mut on_event: impl FnMut(&CodeEvent),
     ) -> Result<CodeEnd, SandboxError> {
-        self.run_code_while(ctx, code, env, timeout, |e| {
-            on_event(e);
-            true
-        })
+        self.run_code_while(
+            ctx,
+            code,
+            env,
+            timeout,
+            |e| {
+                on_event(e);
+                true
+            },
+            || true,
+        )
     }
 
-    /// [`run_code`](Self::run_code), where `on_event` answering `false` (e.g. its reader went
-    /// away) interrupts the execution as a timeout would; later events are still passed to it.
+    /// [`run_code`](Self::run_code), where `on_event` answering `false`, or `wanted` answering
+    /// `false` (asked every [`WANTED_POLL`] while the code is quiet), means its reader went away:
+    /// the execution is interrupted as a timeout would; later events are still passed on.
     pub fn run_code_while(
         &mut self,
         ctx: &mut CodeContext,
@@ -125,6 +135,7 @@ impl AgentSession {
         env: &BTreeMap<String, String>,
         timeout: Option<Duration>,
         mut on_event: impl FnMut(&CodeEvent) -> bool,
+        wanted: impl Fn() -> bool,
     ) -> Result<CodeEnd, SandboxError> {
         let id = format!("e{}", ctx.next_id);
         ctx.next_id += 1;
@@ -153,10 +164,17 @@ impl AgentSession {
                     || Some(f.channel) == stray
                     || (f.kind == FrameKind::Event && matches!(Event::decode(&f.body), Ok(Event::Exit { pid: p, .. }) if p == pid))
             };
-            let frame = match deadline {
-                Some(d) => client.wait_for_until(d, want)?,
-                None => Some(client.wait_for(want)?),
-            };
+            // Wake up at least every WANTED_POLL to notice a reader that left while the code is
+            // silent (e.g. sleeping).
+            let poll = Instant::now() + WANTED_POLL;
+            let wake = deadline.map_or(poll, |d| d.min(poll));
+            let frame = client.wait_for_until(wake, want)?;
+            if frame.is_none() && deadline.is_none_or(|d| Instant::now() < d) {
+                if !interrupted && !wanted() {
+                    reader_gone = true;
+                }
+                continue;
+            }
             let Some(f) = frame else {
                 if interrupted {
                     client.call(Op::Signal { pid, signal: libc::SIGKILL })?;

@@ -755,3 +755,25 @@ fn one_box_serves_commands_and_files_at_the_same_time() {
         assert_eq!(out, "started\ndone\n");
     });
 }
+
+#[test]
+fn a_client_that_leaves_a_silent_execution_interrupts_it() {
+    let data = TempDir::new("srv-code-leave");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create("{}"));
+    code(&s, &id, json!({"code": "kept = 'yes'"}));
+    // The client gives up after 1 s on code that prints nothing for 30 s.
+    let agent = ureq::AgentBuilder::new().timeout_read(Duration::from_secs(1)).build();
+    let resp = agent
+        .post(&s.url(&format!("/v1/sandboxes/{id}/code")))
+        .set("Authorization", &format!("Bearer {}", s.key))
+        .send_string(&json!({"code": "import time\ntime.sleep(30)"}).to_string())
+        .unwrap();
+    let mut body = String::new();
+    assert!(resp.into_reader().read_to_string(&mut body).is_err(), "the read should time out: {body}");
+    // The context was interrupted, not left sleeping: the next snippet runs at once, state kept.
+    let t0 = Instant::now();
+    let lines = code(&s, &id, json!({"code": "kept"}));
+    assert!(t0.elapsed() < Duration::from_secs(10), "the sleeping execution held the context for {:?}", t0.elapsed());
+    assert_eq!(result_text(&lines), "'yes'");
+}

@@ -135,7 +135,7 @@ async fn remove(state: &AppState, id: &str, req: PathRequest) -> Result<Value, E
 
 /// An entry as proto3-JSON `EntryInfo`: default values omitted, `size` as a string, the type
 /// as its enum name, `mode` with Go's file-mode type bits, `permissions` as Go prints a mode.
-/// Owner and group are not known to the agent and are left out (empty).
+/// Owner and group are the box's names for the ids (`user`, `root`; other ids as numbers).
 pub fn entry_info(e: &Entry) -> Value {
     let (type_name, type_bits, type_char) = match e.kind {
         EntryKind::File => (Some("FILE_TYPE_FILE"), 0, '-'),
@@ -158,8 +158,22 @@ pub fn entry_info(e: &Entry) -> Value {
         map.insert("mode".into(), json!(mode));
     }
     map.insert("permissions".into(), json!(permissions(type_char, perm)));
+    map.insert("owner".into(), json!(id_name(e.uid)));
+    map.insert("group".into(), json!(id_name(e.gid)));
     map.insert("modifiedTime".into(), json!(rfc3339_secs(e.mtime)));
+    if let Some(target) = &e.target {
+        map.insert("symlinkTarget".into(), json!(target));
+    }
     Value::Object(map)
+}
+
+/// The box's name of a user or group id: its one user (and group) is `user`, 0 is `root`.
+fn id_name(id: u32) -> String {
+    match id {
+        airlock_policy::INSIDE_UID => "user".into(),
+        0 => "root".into(),
+        other => other.to_string(),
+    }
 }
 
 /// `-rw-r--r--`-style permissions.

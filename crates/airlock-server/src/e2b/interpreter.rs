@@ -7,8 +7,8 @@
 //! `/execute`) or `E2B-Traffic-Access-Token` (what they send everywhere here: the control
 //! plane hands out the same token as the traffic token).
 //!
-//! A client that disconnects interrupts its execution at the next event the execution
-//! produces (as with the native API); the context keeps its state.
+//! A client that disconnects interrupts its execution (within a fraction of a second, even when
+//! the execution is silent), as E2B's interpreter does; the context keeps its state.
 
 use super::auth::check_token;
 use super::boxio::{with_box, with_box_blocking};
@@ -211,6 +211,7 @@ async fn execute_inner(state: AppState, headers: HeaderMap, body: Body) -> Resul
                     let _ = tx.blocking_send(Out::Started);
                 },
                 |e| tx.blocking_send(Out::Line(event_line(e))).is_ok(),
+                || !tx.is_closed(),
             )
             .map_err(E2bError::from)
         });

@@ -3,10 +3,9 @@
 //! `/contexts` routes create, list, restart and delete contexts. Each language has a default
 //! context (id `python`, `js` or `bash`), created on first use.
 //!
-//! A client that goes away interrupts its execution: once the stream's receiver is gone, the
-//! next event the execution produces makes the box send it SIGINT (as a timeout does), and the
-//! context keeps its state. An execution that produces no event at all after its client left
-//! runs on until its own timeout, if any.
+//! A client that goes away interrupts its execution: once the stream's receiver is gone (noticed
+//! at the execution's next event, or within a fraction of a second while it is silent), the box
+//! sends it SIGINT (as a timeout does), and the context keeps its state.
 
 use crate::auth::{require_box, Caller};
 use crate::factory::{BoxHandle, LiveContext};
@@ -140,6 +139,7 @@ pub(crate) fn run_in_context(
     timeout: Option<Duration>,
     on_started: impl FnOnce(),
     on_event: impl FnMut(&CodeEvent) -> bool,
+    wanted: impl Fn() -> bool,
 ) -> Result<Result<airlock_runtime::CodeEnd, SandboxError>, ApiError> {
     ensure_context(h, ctx_id, language)?;
     let (sandbox, contexts) = h.parts();
@@ -147,7 +147,7 @@ pub(crate) fn run_in_context(
         return Err(ApiError::Internal(format!("context {ctx_id} vanished; retry")));
     };
     on_started();
-    let ran = sandbox.session().run_code_while(&mut live.ctx, code, env, timeout, on_event);
+    let ran = sandbox.session().run_code_while(&mut live.ctx, code, env, timeout, on_event, wanted);
     if ran.is_err() {
         if let Some(dead) = contexts.remove(ctx_id) {
             let _ = sandbox.session().close_context(dead.ctx);
@@ -172,6 +172,7 @@ fn execute(state: &AppState, id: &str, caller: &Caller, req: &CodeRequest, langu
                 let _ = tx.blocking_send(Out::Started);
             },
             |e| tx.blocking_send(Out::Line(event_line(e))).is_ok(),
+            || !tx.is_closed(),
         )
     });
     let end = match outcome {
