@@ -9,6 +9,7 @@
 mod auth;
 mod error;
 mod factory;
+mod mcp;
 mod network_audit;
 mod observer;
 mod requests;
