@@ -12,6 +12,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 
 /// Default time a run_code or run_command call may take.
@@ -287,7 +288,15 @@ fn write_file(args: &JsonObject, env: &CallEnv, slot: &mut BoxSlot) -> Result<To
     let full = env.roots.check(path, true).map_err(|why| ToolOutput::denied(&Denial::path(&format!("write {path}"), &why)))?;
     let full = full.to_string_lossy();
     let live = live(slot)?;
-    match live.sandbox.session().write_file(&full, content.as_bytes()) {
+    let session = live.sandbox.session();
+    let parent = Path::new(&*full).parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    if let Err(e) = session.make_dir(&parent, true) {
+        return match e {
+            SandboxError::Agent(e) if !matches!(e, airlock_runtime::AgentError::Closed) => Ok(ToolOutput::text(format!("cannot create {parent}: {e}"), true)),
+            e => Err(box_failed(slot, &e)),
+        };
+    }
+    match session.write_file(&full, content.as_bytes()) {
         Ok(()) => Ok(ToolOutput::text(format!("wrote {} bytes to {full}", content.len()), false)),
         Err(SandboxError::Agent(e)) if !matches!(e, airlock_runtime::AgentError::Closed) => Ok(ToolOutput::text(format!("cannot write {full}: {e}"), true)),
         Err(e) => Err(box_failed(slot, &e)),

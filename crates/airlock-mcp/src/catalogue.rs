@@ -139,7 +139,7 @@ pub fn description(tool: ToolName, reach: &str) -> String {
         ToolName::RunCode => "Run code in a persistent interpreter (python, javascript or bash): variables, imports and the working directory persist across calls in the same context. Returns stdout/stderr, the value of the last expression, and matplotlib figures as PNG images.",
         ToolName::RunCommand => "Run a shell command (sh -c) in the sandbox and return its stdout, stderr and exit code. Files persist across calls.",
         ToolName::ReadFile => "Read a text file from the sandbox (UTF-8; binary files come back base64-encoded).",
-        ToolName::WriteFile => "Write a text file in the sandbox (created or replaced).",
+        ToolName::WriteFile => "Write a text file in the sandbox (created or replaced; missing parent directories are created).",
         ToolName::ListFiles => "List a directory in the sandbox (names, kinds, sizes).",
         ToolName::SandboxInfo => "Describe what this sandbox may and may not do: its filesystem grants, network policy and limits, layer by layer (the sandbox's receipt).",
     };

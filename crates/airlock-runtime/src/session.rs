@@ -215,6 +215,12 @@ impl AgentSession {
         self.write_file_from(path, &mut &data[..]).map(|_| ())
     }
 
+    /// Makes a directory inside the box (and its missing parents, with `parents`).
+    pub fn make_dir(&mut self, path: &str, parents: bool) -> Result<(), SandboxError> {
+        self.client.call(Op::MakeDir { path: path.to_string(), parents })?;
+        Ok(())
+    }
+
     /// Lists a directory inside the box, `depth` levels deep.
     pub fn list_dir(&mut self, path: &str, depth: u32) -> Result<Vec<Entry>, SandboxError> {
         let reply = self.client.call(Op::ListDir { path: path.to_string(), depth })?;

@@ -9,12 +9,16 @@ STEPS_JSON is a list of steps, run in order in one session:
   {"call": NAME, "args": {...}}                   -> {"is_error": bool, "text": str, "images": [{"mime", "png"}]}
   {"bench": NAME, "args": {...}, "n": N}          -> {"ms": [per-call milliseconds]}
   {"wait": SECONDS}                               -> {}
+  {"kill": MARKER}                                -> {"killed": [pids]}: SIGKILL to every `node` or
+                                                     `python` process whose arguments contain MARKER
 A protocol error becomes {"error": message}. Prints the list of results as JSON on stdout.
 """
 
 import asyncio
 import base64
 import json
+import os
+import signal
 import sys
 import time
 
@@ -36,6 +40,23 @@ def summarize(result):
     return {"is_error": bool(result.is_error), "text": "\n".join(texts), "images": images}
 
 
+def kill_marked(marker):
+    killed = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        prog = os.path.basename(argv[0]).decode(errors="replace")
+        if (prog.startswith("node") or prog.startswith("python")) and any(marker.encode() in a for a in argv[1:]):
+            os.kill(int(pid), signal.SIGKILL)
+            killed.append(int(pid))
+    return killed
+
+
 async def run_steps(session, steps):
     await session.initialize()
     out = []
@@ -55,6 +76,8 @@ async def run_steps(session, steps):
                     if r.is_error:
                         raise RuntimeError(f"benchmark call failed: {summarize(r)}")
                 out.append({"ms": ms})
+            elif "kill" in step:
+                out.append({"killed": kill_marked(step["kill"])})
             elif "wait" in step:
                 await asyncio.sleep(step["wait"])
                 out.append({})
