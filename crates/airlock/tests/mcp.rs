@@ -226,3 +226,133 @@ fn http_mcp_needs_the_key_and_serves_tools_per_profile() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+// ----- airlock wrap -----
+
+fn wrap(cwd: &Path, flags: &[&str], server: &[&str], steps: Value) -> Vec<Value> {
+    let mut args = vec!["wrap"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend_from_slice(server);
+    run_client(cwd, &steps, &stdio(&airlock_bin(), &args))
+}
+
+fn audit_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("audit line is not JSON ({e}): {l}"))).collect()
+}
+
+#[test]
+fn wrap_filters_the_filesystem_server_and_confines_its_writes() {
+    let base = TempDir::new("wrap-fs");
+    let ws = base.join("ws");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(ws.join("hello.txt"), "hello from the host\n").unwrap();
+    let audit = base.join("audit.jsonl");
+    let (npm, server) = (npm_dir().display().to_string(), filesystem_server().display().to_string());
+    let p = |p: &Path| p.display().to_string();
+    // The server itself is told it may use the whole filesystem: only the box confines it.
+    let r = wrap(
+        &ws,
+        &["--read", &npm, "--tools", "read_*,write_file,list_*,move_file", "--deny-tools", "move_*,read_media_file", "--audit", &p(&audit)],
+        &["node", &server, "/"],
+        json!([
+            {"list": true},
+            {"call": "read_text_file", "args": {"path": p(&ws.join("hello.txt"))}},
+            {"call": "write_file", "args": {"path": p(&ws.join("made.txt")), "content": "inside"}},
+            {"call": "write_file", "args": {"path": p(&outside.join("escaped.txt")), "content": "outside"}},
+            {"call": "write_file", "args": {"path": "/usr/escaped.txt", "content": "outside"}},
+            {"call": "move_file", "args": {"source": p(&ws.join("hello.txt")), "destination": p(&outside.join("moved.txt"))}},
+            {"call": "create_directory", "args": {"path": p(&ws.join("newdir"))}},
+        ]),
+    );
+    let listed = names(&r[0]);
+    assert!(listed.contains(&"read_text_file".to_string()) && listed.contains(&"write_file".to_string()), "{listed:?}");
+    for hidden in ["move_file", "read_media_file", "create_directory", "edit_file"] {
+        assert!(!listed.contains(&hidden.to_string()), "{hidden} must be filtered out: {listed:?}");
+    }
+    assert_eq!(text(&r[1]), "hello from the host\n");
+    assert!(!is_error(&r[2]), "{:?}", r[2]);
+    assert_eq!(std::fs::read_to_string(ws.join("made.txt")).unwrap(), "inside");
+    // The attacks: writes outside the granted directory fail, and the host is untouched.
+    assert!(is_error(&r[3]) && is_error(&r[4]), "{:?} {:?}", r[3], r[4]);
+    assert!(!outside.join("escaped.txt").exists() && !Path::new("/usr/escaped.txt").exists(), "the host is untouched");
+    // Filtered tools are refused by airlock, without reaching the server.
+    for step in [&r[5], &r[6]] {
+        let t = text(step);
+        assert!(is_error(step) && t.starts_with("airlock refused"), "{t}");
+    }
+    assert!(ws.join("hello.txt").exists() && !outside.join("moved.txt").exists() && !ws.join("newdir").exists());
+    let calls: Vec<Value> = audit_lines(&audit).into_iter().filter(|l| l["kind"] == "tool_call").collect();
+    let summary: Vec<(String, String)> = calls.iter().map(|c| (c["tool"].as_str().unwrap().to_string(), c["status"].as_str().unwrap().to_string())).collect();
+    let expected = [("read_text_file", "ok"), ("write_file", "ok"), ("write_file", "error"), ("write_file", "error"), ("move_file", "refused"), ("create_directory", "refused")];
+    assert_eq!(summary, expected.map(|(a, b)| (a.to_string(), b.to_string())), "{calls:#?}");
+    assert!(calls.iter().all(|c| c["arguments_sha256"].as_str().unwrap().len() == 64 && c["duration_ms"].is_number()));
+}
+
+#[test]
+fn wrap_limits_the_fetch_servers_network_to_the_allowlist() {
+    let ws = TempDir::new("wrap-fetch");
+    let audit = ws.join("audit.jsonl");
+    let origin = Origin::serve("<html><head><title>t</title></head><body><p>the allowed page says hello</p></body></html>");
+    let port = origin.port;
+    let venv = fetch_venv().display().to_string();
+    let server = fetch_server().display().to_string();
+    let r = wrap(
+        ws.path(),
+        &[
+            "--read", &venv, "--net", "proxy", "--map-host", "svc.test=127.0.0.1", "--map-host", "other.test=127.0.0.1", "--allow-domain", "svc.test", "--allow-ip", "127.0.0.1",
+            "--audit", &audit.display().to_string(),
+        ],
+        // httpx does not take the box's ALL_PROXY (socks5h://), so the server is pointed at the
+        // proxy's HTTP side explicitly.
+        &[&server, "--ignore-robots-txt", "--proxy-url", "http://127.0.0.1:3128"],
+        json!([
+            {"list": true},
+            {"call": "fetch", "args": {"url": format!("http://svc.test:{port}/page"), "raw": true}},
+            {"call": "fetch", "args": {"url": format!("http://other.test:{port}/page"), "raw": true}},
+        ]),
+    );
+    assert_eq!(names(&r[0]), ["fetch"]);
+    assert!(!is_error(&r[1]) && text(&r[1]).contains("the allowed page says hello"), "{:?}", r[1]);
+    let t = text(&r[2]);
+    assert!(is_error(&r[2]) && t.contains("403"), "{t}");
+    assert_eq!(origin.hits(), 1, "only the allowed fetch reached the origin");
+    let lines = audit_lines(&audit);
+    let denied: Vec<&Value> = lines.iter().filter(|l| l["decision"] == "deny").collect();
+    assert!(denied.iter().any(|l| l["host"] == "other.test"), "the refusal is in the audit log: {lines:#?}");
+    assert!(lines.iter().any(|l| l["decision"] == "allow" && l["host"] == "svc.test"), "{lines:#?}");
+    assert_eq!(lines.iter().filter(|l| l["kind"] == "tool_call" && l["tool"] == "fetch").count(), 2, "{lines:#?}");
+}
+
+#[test]
+fn wrap_reports_a_crash_of_the_wrapped_server() {
+    let base = TempDir::new("wrap-crash");
+    let marker = base.join("granted");
+    std::fs::create_dir_all(&marker).unwrap();
+    let audit = base.join("audit.jsonl");
+    let (npm, server) = (npm_dir().display().to_string(), filesystem_server().display().to_string());
+    let ws = marker.display().to_string();
+    let r = wrap(
+        &marker,
+        &["--read", &npm, "--audit", &audit.display().to_string()],
+        &["node", &server, &ws],
+        json!([
+            {"call": "list_allowed_directories", "args": {}},
+            {"kill": ws},
+            {"wait": 1},
+            {"call": "list_allowed_directories", "args": {}},
+            {"list": true},
+        ]),
+    );
+    assert!(!is_error(&r[0]), "{:?}", r[0]);
+    assert_eq!(r[1]["killed"].as_array().map(Vec::len), Some(1), "{:?}", r[1]);
+    for step in [&r[3], &r[4]] {
+        let e = step["error"].as_str().unwrap_or_else(|| panic!("the crash must be reported: {step}"));
+        assert!(e.contains("the wrapped MCP server is gone") && e.contains("signal 9"), "{e}");
+    }
+    let calls: Vec<Value> = audit_lines(&audit).into_iter().filter(|l| l["kind"] == "tool_call").collect();
+    assert_eq!(calls.last().unwrap()["status"], "server_ended", "{calls:#?}");
+    assert!(pids_with_marker(&ws).is_empty(), "the wrapped server's processes are gone once the client left");
+}

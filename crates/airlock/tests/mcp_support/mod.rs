@@ -14,10 +14,12 @@ use std::sync::Arc;
 
 /// Where scripts/test.sh installed the MCP tools.
 pub fn tools_dir() -> PathBuf {
-    match std::env::var_os("AIRLOCK_MCP_TOOLS") {
+    let dir = match std::env::var_os("AIRLOCK_MCP_TOOLS") {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-tools"),
-    }
+    };
+    // Canonical, so that the path granted to a box is the path used inside it.
+    dir.canonicalize().unwrap_or(dir)
 }
 
 fn need(path: PathBuf, what: &str) -> PathBuf {
