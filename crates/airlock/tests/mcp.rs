@@ -356,3 +356,75 @@ fn wrap_reports_a_crash_of_the_wrapped_server() {
     assert_eq!(calls.last().unwrap()["status"], "server_ended", "{calls:#?}");
     assert!(pids_with_marker(&ws).is_empty(), "the wrapped server's processes are gone once the client left");
 }
+
+// ----- without root -----
+
+const TEST_USER: &str = "airlock-test";
+
+/// The unprivileged test user (created if missing, as the other suites do): uid, gid.
+fn ensure_test_user() -> (u32, u32) {
+    use std::process::{Command, Stdio};
+    let exists = Command::new("id").arg("-u").arg(TEST_USER).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    if !exists {
+        let out = Command::new("useradd").args(["--system", "--create-home", "--shell", "/bin/sh", TEST_USER]).output().expect("run useradd");
+        if !out.status.success() {
+            eprintln!("useradd: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    let id = |flag: &str| -> u32 {
+        let out = Command::new("id").arg(flag).arg(TEST_USER).output().expect("run id");
+        String::from_utf8_lossy(&out.stdout).trim().parse().expect("numeric id")
+    };
+    (id("-u"), id("-g"))
+}
+
+#[test]
+fn an_unprivileged_user_gets_the_same_mcp_and_wrap() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    assert!(is_root(), "this test must run as root (it switches to {TEST_USER})");
+    let (uid, gid) = ensure_test_user();
+    let bin_dir = TempDir::new("mcp-unpriv-bin");
+    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = bin_dir.join("airlock");
+    std::fs::copy(airlock_bin(), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ws = TempDir::new("mcp-unpriv-ws");
+    std::os::unix::fs::chown(ws.path(), Some(uid), Some(gid)).unwrap();
+    let as_user = |args: &[&str]| {
+        let mut v = vec!["stdio".to_string(), "setpriv".into(), "--reuid".into(), TEST_USER.into(), "--regid".into(), TEST_USER.into(), "--init-groups".into(), "--".into()];
+        v.push(bin.display().to_string());
+        v.extend(args.iter().map(|a| a.to_string()));
+        v
+    };
+    let r = run_client(
+        ws.path(),
+        &json!([
+            {"call": "run_code", "args": {"code": "import os\nn = 6"}},
+            {"call": "run_code", "args": {"code": "n * 7"}},
+            {"call": "write_file", "args": {"path": "by-model.txt", "content": "x"}},
+            {"call": "read_file", "args": {"path": "/root/.bashrc"}},
+        ]),
+        &as_user(&["mcp"]),
+    );
+    assert_eq!(text(&r[1]), "42\n");
+    assert!(!is_error(&r[2]), "{:?}", r[2]);
+    assert_eq!(std::fs::metadata(ws.join("by-model.txt")).unwrap().uid(), uid, "files the box writes belong to the caller");
+    assert!(is_error(&r[3]), "{:?}", r[3]);
+
+    let (npm, server) = (npm_dir().display().to_string(), filesystem_server().display().to_string());
+    let outside = TempDir::new("mcp-unpriv-outside");
+    std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let r = run_client(
+        ws.path(),
+        &json!([
+            {"call": "write_file", "args": {"path": ws.join("wrapped.txt").display().to_string(), "content": "ok"}},
+            {"call": "write_file", "args": {"path": outside.join("escaped.txt").display().to_string(), "content": "no"}},
+            {"call": "move_file", "args": {"source": "a", "destination": "b"}},
+        ]),
+        &as_user(&["wrap", "--read", &npm, "--deny-tools", "move_file", "--", "node", &server, "/"]),
+    );
+    assert!(!is_error(&r[0]), "{:?}", r[0]);
+    assert_eq!(std::fs::read_to_string(ws.join("wrapped.txt")).unwrap(), "ok");
+    assert!(is_error(&r[1]) && !outside.join("escaped.txt").exists(), "the host is untouched: {:?}", r[1]);
+    assert!(is_error(&r[2]) && text(&r[2]).contains("--deny-tools"), "{:?}", r[2]);
+}
