@@ -23,4 +23,4 @@ pub use boxes::{StartBox, ThreadStarter};
 pub use catalogue::ToolName;
 pub use pattern::{PatternError, ToolFilter};
 pub use serve::{http_service, serve_stdio, ServeError, DEFAULT_IDLE};
-pub use server::{McpSession, SessionSettings};
+pub use server::{McpSession, SessionSettings, SettingsBuilder};

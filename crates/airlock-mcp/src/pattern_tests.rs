@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used)]
+
 use super::*;
 
 fn pats(v: &str) -> Vec<ToolPattern> {

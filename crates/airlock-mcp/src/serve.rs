@@ -2,7 +2,7 @@
 //! streamable-HTTP service that `airlock serve` mounts at `/mcp` (one session per MCP session id).
 
 use crate::boxes::{StartBox, ThreadStarter};
-use crate::server::{McpSession, SessionSettings, SettingsSource};
+use crate::server::{McpSession, SessionSettings, SettingsBuilder, SettingsSource};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServiceExt;
@@ -45,7 +45,7 @@ pub fn serve_stdio(airlock_exe: PathBuf, settings: SessionSettings, idle: Durati
 /// query string of the session's first request. Sessions idle for `idle` are closed (and their
 /// box ended). Authentication is the caller's job (the server checks its API key first).
 pub fn http_service(
-    build: Arc<dyn Fn(&str) -> Result<SessionSettings, String> + Send + Sync>,
+    build: SettingsBuilder,
     starter: Arc<dyn StartBox>,
     idle: Duration,
 ) -> StreamableHttpService<McpSession, LocalSessionManager> {

@@ -58,11 +58,14 @@ impl SessionSettings {
     }
 }
 
+/// Builds a session's settings from the query string of its first request (or says why not).
+pub type SettingsBuilder = Arc<dyn Fn(&str) -> Result<SessionSettings, String> + Send + Sync>;
+
 /// Where a session's settings come from: fixed (stdio), or chosen by the first HTTP request.
 pub enum SettingsSource {
     Fixed(Arc<SessionSettings>),
     /// Built from the query string of the session's first request (`profile`, `tools`, `deny_tools`).
-    FromQuery(Arc<dyn Fn(&str) -> Result<SessionSettings, String> + Send + Sync>),
+    FromQuery(SettingsBuilder),
 }
 
 /// One MCP session.
