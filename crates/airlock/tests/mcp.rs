@@ -428,3 +428,28 @@ fn an_unprivileged_user_gets_the_same_mcp_and_wrap() {
     assert!(is_error(&r[1]) && !outside.join("escaped.txt").exists(), "the host is untouched: {:?}", r[1]);
     assert!(is_error(&r[2]) && text(&r[2]).contains("--deny-tools"), "{:?}", r[2]);
 }
+
+#[test]
+fn nothing_outlives_the_client() {
+    // airlock mcp: a box with a running interpreter and a background process.
+    let ws = TempDir::new("mcp-left");
+    let r = mcp(
+        ws.path(),
+        &[],
+        json!([
+            {"call": "run_code", "args": {"code": "import subprocess\nsubprocess.Popen(['sleep', '300'])\n1"}},
+            {"call": "run_command", "args": {"command": "(setsid sleep 300 &) ; echo started"}},
+        ]),
+    );
+    assert!(!is_error(&r[1]), "{:?}", r[1]);
+    assert_nothing_left_in(ws.path(), "airlock mcp after its client left");
+
+    // airlock wrap: the wrapped server and its box.
+    let ws2 = TempDir::new("wrap-left");
+    let (npm, server) = (npm_dir().display().to_string(), filesystem_server().display().to_string());
+    let dir = ws2.path().display().to_string();
+    let r = wrap(ws2.path(), &["--read", &npm], &["node", &server, &dir], json!([{"call": "list_allowed_directories", "args": {}}]));
+    assert!(!is_error(&r[0]), "{:?}", r[0]);
+    assert_nothing_left_in(ws2.path(), "airlock wrap after its client left");
+    assert!(pids_with_marker(&dir).is_empty(), "the wrapped server is gone");
+}

@@ -141,3 +141,30 @@ pub fn children_with(pid: i32, needle: &str) -> Vec<i32> {
     }
     found
 }
+
+/// Processes (other than this one) whose working directory is `dir`, as their own mount
+/// namespace names it: box processes started in a workspace mapped at the same path count.
+pub fn pids_in_dir(dir: &Path) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        if p != me && std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir) {
+            found.push(p);
+        }
+    }
+    found
+}
+
+/// Waits (bounded) until no process works in `dir`; panics naming what is left.
+pub fn assert_nothing_left_in(dir: &Path, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let left = pids_in_dir(dir);
+        if left.is_empty() {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: processes left behind: {left:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
