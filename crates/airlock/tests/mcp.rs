@@ -411,7 +411,13 @@ fn an_unprivileged_user_gets_the_same_mcp_and_wrap() {
     assert_eq!(std::fs::metadata(ws.join("by-model.txt")).unwrap().uid(), uid, "files the box writes belong to the caller");
     assert!(is_error(&r[3]), "{:?}", r[3]);
 
-    let (npm, server) = (npm_dir().display().to_string(), filesystem_server().display().to_string());
+    // The test user may not be able to traverse the checkout: give it its own copy of the server.
+    let npm_copy = TempDir::new("mcp-unpriv-npm");
+    std::fs::set_permissions(npm_copy.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copied = std::process::Command::new("cp").arg("-a").arg(npm_dir().join("node_modules")).arg(npm_copy.path()).status().unwrap();
+    assert!(copied.success(), "copy the filesystem server");
+    let npm = npm_copy.path().display().to_string();
+    let server = npm_copy.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js").display().to_string();
     let outside = TempDir::new("mcp-unpriv-outside");
     std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let r = run_client(
