@@ -11,16 +11,20 @@ class Server:
         self.proc = subprocess.Popen([exe, "serve", "--listen", "127.0.0.1:0", "--data-dir", self.data, *extra],
                                      stdout=subprocess.PIPE, text=True)
         key = addr = None
+        # Every line printed up to `listening on` (the E2B benchmark finds its key there).
+        self.printed = []
         while key is None or addr is None:
             line = self.proc.stdout.readline()
             if not line:
                 self.stop()
                 sys.exit("the server did not start")
             line = line.strip()
+            self.printed.append(line)
             if line.startswith("api key: "):
                 key = line[len("api key: "):]
             if line.startswith("listening on http://"):
                 addr = line[len("listening on http://"):]
+        self.base = "http://" + addr
         host, port = addr.rsplit(":", 1)
         self.conn = http.client.HTTPConnection(host, int(port), timeout=60)
         self.conn.connect()

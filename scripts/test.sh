@@ -13,7 +13,7 @@ for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; do
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
 # The code-interpreter driver's tests render matplotlib figures and pandas tables.
 /usr/bin/python3 -c 'import matplotlib, pandas' >/dev/null 2>&1 || missing=1
-# The MCP tests make a venv for the MCP Python SDK.
+# The MCP tests and the E2B conformance suite's clients live in virtualenvs made from Debian's python3.
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing=1
 if [ "$missing" = 1 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -48,6 +48,9 @@ chmod -R a+rX "$mcp_tools"
 
 cargo build --workspace --all-targets --locked
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# E2B's official SDKs (PyPI and npm, pinned in tests/e2b) for the E2B conformance suite; fast when
+# already installed.
+scripts/e2b-clients.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --locked 2>&1 | tee "$log"

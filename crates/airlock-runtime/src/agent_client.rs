@@ -2,6 +2,7 @@
 //! runs next to untrusted code, so everything it sends is treated as untrusted: framing errors
 //! end the session, unexpected frames are bounded, nothing panics.
 
+use crate::mux::MuxPort;
 use airlock_protocol::{Frame, FrameDecoder, FrameKind, Hello, Op, ProtocolError, Reply, Request, Role};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -33,51 +34,84 @@ impl From<ProtocolError> for AgentError {
     }
 }
 
-/// A connection to a box's agent.
+/// A connection to a box's agent: its own socket, or one port of a shared connection.
 pub struct AgentClient {
-    sock: UnixStream,
-    dec: FrameDecoder,
+    io: Io,
     backlog: VecDeque<Frame>,
     next_id: u64,
-    buf: Vec<u8>,
+    next_channel: u32,
+}
+
+enum Io {
+    Direct { sock: UnixStream, dec: FrameDecoder, buf: Vec<u8> },
+    Port(MuxPort),
 }
 
 impl AgentClient {
     /// Exchanges hellos (bounded by `timeout`) and returns the connected client.
     pub fn connect(sock: UnixStream, timeout: Duration) -> Result<AgentClient, AgentError> {
         sock.set_read_timeout(Some(timeout))?;
-        let mut c = AgentClient { sock, dec: FrameDecoder::new(), backlog: VecDeque::new(), next_id: 1, buf: vec![0; 1 << 16] };
+        let mut c = AgentClient::resume(sock);
         let hello = c.recv_wire()?.ok_or(AgentError::Closed)?;
         if hello.kind != FrameKind::Hello {
             return Err(AgentError::Protocol(format!("expected a hello, got a {:?} frame", hello.kind)));
         }
         Hello::accept(&hello.body, Role::Agent).map_err(|e| AgentError::Protocol(e.to_string()))?;
         c.send(&Frame::json(FrameKind::Hello, &Hello::new(Role::Host))?)?;
-        c.sock.set_read_timeout(None)?;
+        if let Io::Direct { sock, .. } = &c.io {
+            sock.set_read_timeout(None)?;
+        }
         Ok(c)
     }
 
     /// A client for a connection whose hellos were already exchanged (handed over by the box's
     /// supervisor process).
     pub fn resume(sock: UnixStream) -> AgentClient {
-        AgentClient { sock, dec: FrameDecoder::new(), backlog: VecDeque::new(), next_id: 1, buf: vec![0; 1 << 16] }
+        let io = Io::Direct { sock, dec: FrameDecoder::new(), buf: vec![0; 1 << 16] };
+        AgentClient { io, backlog: VecDeque::new(), next_id: 1, next_channel: 2 }
     }
 
-    /// The connection, for handing over. Only between requests: anything already read and not
-    /// consumed is dropped.
-    pub fn into_stream(self) -> UnixStream {
-        self.sock
+    /// A client over one port of a shared connection.
+    pub fn over(port: MuxPort) -> AgentClient {
+        AgentClient { io: Io::Port(port), backlog: VecDeque::new(), next_id: 1, next_channel: 2 }
+    }
+
+    /// The connection, for handing over (`None` for a port of a shared connection). Only
+    /// between requests: anything already read and not consumed is dropped.
+    pub fn into_stream(self) -> Option<UnixStream> {
+        match self.io {
+            Io::Direct { sock, .. } => Some(sock),
+            Io::Port(_) => None,
+        }
+    }
+
+    /// A fresh client-side channel id (for an upload).
+    pub fn alloc_channel(&mut self) -> u32 {
+        match &mut self.io {
+            Io::Direct { .. } => {
+                let c = self.next_channel;
+                self.next_channel = self.next_channel.checked_add(2).unwrap_or(2);
+                c
+            }
+            Io::Port(port) => port.alloc_channel(),
+        }
     }
 
     fn send(&mut self, frame: &Frame) -> Result<(), AgentError> {
-        self.sock.write_all(&frame.encode()).map_err(|e| match e.kind() {
-            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => AgentError::Closed,
-            _ => AgentError::Io(e),
-        })
+        match &mut self.io {
+            Io::Direct { sock, .. } => sock.write_all(&frame.encode()).map_err(|e| match e.kind() {
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => AgentError::Closed,
+                _ => AgentError::Io(e),
+            }),
+            Io::Port(port) => port.send(frame),
+        }
     }
 
     /// Sends a request and returns its id.
     pub fn request(&mut self, op: Op) -> Result<u64, AgentError> {
+        if let Io::Port(port) = &mut self.io {
+            return port.request(op);
+        }
         let id = self.next_id;
         self.next_id += 1;
         let body = Request { id, op }.encode().map_err(|e| AgentError::Protocol(e.to_string()))?;
@@ -105,11 +139,15 @@ impl AgentClient {
     }
 
     fn recv_wire(&mut self) -> Result<Option<Frame>, AgentError> {
+        let (sock, dec, buf) = match &mut self.io {
+            Io::Direct { sock, dec, buf } => (sock, dec, buf),
+            Io::Port(port) => return Ok(port.recv()),
+        };
         loop {
-            if let Some(f) = self.dec.next()? {
+            if let Some(f) = dec.next()? {
                 return Ok(Some(f));
             }
-            let n = match self.sock.read(&mut self.buf) {
+            let n = match sock.read(buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -118,7 +156,7 @@ impl AgentClient {
             if n == 0 {
                 return Ok(None);
             }
-            self.dec.feed(&self.buf[..n]);
+            dec.feed(&buf[..n]);
         }
     }
 
@@ -146,8 +184,21 @@ impl AgentClient {
         if let Some(i) = self.backlog.iter().position(&mut want) {
             return Ok(self.backlog.remove(i));
         }
+        if let Io::Port(port) = &mut self.io {
+            loop {
+                let Some(f) = port.recv_until(deadline)? else { return Ok(None) };
+                if want(&f) {
+                    return Ok(Some(f));
+                }
+                if self.backlog.len() >= MAX_BACKLOG {
+                    return Err(AgentError::Backlog);
+                }
+                self.backlog.push_back(f);
+            }
+        }
+        let Io::Direct { sock, dec, buf } = &mut self.io else { return Ok(None) };
         loop {
-            if let Some(f) = self.dec.next()? {
+            if let Some(f) = dec.next()? {
                 if want(&f) {
                     return Ok(Some(f));
                 }
@@ -161,9 +212,9 @@ impl AgentClient {
             if now >= deadline {
                 return Ok(None);
             }
-            self.sock.set_read_timeout(Some(deadline - now))?;
-            let read = self.sock.read(&mut self.buf);
-            self.sock.set_read_timeout(None)?;
+            sock.set_read_timeout(Some(deadline - now))?;
+            let read = sock.read(buf);
+            sock.set_read_timeout(None)?;
             let n = match read {
                 Ok(n) => n,
                 Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => return Ok(None),
@@ -174,7 +225,7 @@ impl AgentClient {
             if n == 0 {
                 return Err(AgentError::Closed);
             }
-            self.dec.feed(&self.buf[..n]);
+            dec.feed(&buf[..n]);
         }
     }
 

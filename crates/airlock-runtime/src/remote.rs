@@ -3,6 +3,7 @@
 //! directly; the host process holds the box and cleans up after it.
 
 use crate::agent_client::{AgentClient, AgentError};
+use crate::mux::AgentMux;
 use crate::sandbox::{SandboxError, SandboxOptions};
 use crate::session::{AgentSession, ExecOutput};
 use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
@@ -21,6 +22,12 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct RemoteSandbox {
     child: Option<Child>,
     control: OwnedFd,
+    /// The agent connection, shared by [`RemoteSandbox::session`] and every
+    /// [`RemoteSandbox::new_session`].
+    mux: AgentMux,
+    /// The box's defaults for new sessions.
+    env: std::collections::BTreeMap<String, String>,
+    cwd: String,
     session: AgentSession,
     receipt: serde_json::Value,
     init_pid: i32,
@@ -79,8 +86,12 @@ impl RemoteSandbox {
             (FromHost::Started { init_pid, receipt, env, cwd }, Some(fd)) => {
                 // SAFETY: fd is the agent connection we just received, owned from here on.
                 let stream = unsafe { UnixStream::from_raw_fd(fd) };
-                let session = AgentSession::new(AgentClient::resume(stream), env, cwd);
-                Ok(RemoteSandbox { child: remote_child, control: ours, session, receipt, init_pid })
+                let mux = match AgentMux::new(stream) {
+                    Ok(m) => m,
+                    Err(e) => return Err(fail(&mut remote_child, e.into())),
+                };
+                let session = AgentSession::new(AgentClient::over(mux.port()), env.clone(), cwd.clone());
+                Ok(RemoteSandbox { child: remote_child, control: ours, mux, env, cwd, session, receipt, init_pid })
             }
             (FromHost::Error { message }, _) => Err(fail(&mut remote_child, SandboxError::Setup { stage: "sandbox".into(), message })),
             (other, _) => Err(fail(&mut remote_child, io_err(format!("unexpected reply from the sandbox host: {other:?}")))),
@@ -97,9 +108,21 @@ impl RemoteSandbox {
         self.init_pid
     }
 
-    /// The session with the box's agent.
+    /// The box's main session (the one its code interpreter contexts live on).
     pub fn session(&mut self) -> &mut AgentSession {
         &mut self.session
+    }
+
+    /// A new session on the box, independent of every other: usable from another thread while
+    /// the main session (or other sessions) are busy. What it starts and reads is its own; a
+    /// process it started runs on after it is dropped (its output is detached).
+    pub fn new_session(&self) -> AgentSession {
+        AgentSession::new(AgentClient::over(self.mux.port()), self.env.clone(), self.cwd.clone())
+    }
+
+    /// The shared agent connection (to write to a process's stdin from anywhere).
+    pub fn mux(&self) -> &AgentMux {
+        &self.mux
     }
 
     /// Runs a command to its end (see [`AgentSession::exec`]).

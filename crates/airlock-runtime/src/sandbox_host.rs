@@ -81,7 +81,10 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
         return 1;
     };
     let (client, env, cwd) = session.into_parts();
-    let stream = client.into_stream();
+    let Some(stream) = client.into_stream() else {
+        let _ = send(&control, &FromHost::Error { message: "the box's agent connection cannot be handed over".into() }, None);
+        return 1;
+    };
     let started = FromHost::Started { init_pid, receipt, env, cwd };
     if send(&control, &started, Some(stream.as_raw_fd())).is_err() {
         return 1;

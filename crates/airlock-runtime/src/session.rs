@@ -51,18 +51,27 @@ pub struct AgentSession {
     client: AgentClient,
     env: BTreeMap<String, String>,
     cwd: String,
-    next_channel: u32,
 }
 
 impl AgentSession {
     /// Wraps a connected agent client with the box's defaults.
     pub fn new(client: AgentClient, env: BTreeMap<String, String>, cwd: String) -> AgentSession {
-        AgentSession { client, env, cwd, next_channel: 2 }
+        AgentSession { client, env, cwd }
     }
 
     /// Hands the connection over (e.g. to send it to another process).
     pub fn into_parts(self) -> (AgentClient, BTreeMap<String, String>, String) {
         (self.client, self.env, self.cwd)
+    }
+
+    /// The box's environment: what every command starts with.
+    pub fn default_env(&self) -> &BTreeMap<String, String> {
+        &self.env
+    }
+
+    /// The box's working directory: where commands start unless told otherwise.
+    pub fn default_cwd(&self) -> &str {
+        &self.cwd
     }
 
     pub(crate) fn client_mut(&mut self) -> &mut AgentClient {
@@ -74,9 +83,7 @@ impl AgentSession {
     }
 
     fn channel(&mut self) -> u32 {
-        let c = self.next_channel;
-        self.next_channel = self.next_channel.checked_add(2).unwrap_or(2);
-        c
+        self.client.alloc_channel()
     }
 
     /// Runs a command, passing its output to `on_output` as it comes. `on_start` gets the pid.
@@ -215,9 +222,27 @@ impl AgentSession {
         self.write_file_from(path, &mut &data[..]).map(|_| ())
     }
 
-    /// Makes a directory inside the box (and its missing parents, with `parents`).
+    /// Describes one path inside the box (a symlink is described, not followed).
+    pub fn stat(&mut self, path: &str) -> Result<Entry, SandboxError> {
+        let reply = self.client.call(Op::Stat { path: path.to_string() })?;
+        Ok(reply.body().map_err(|e| AgentError::Protocol(e.message))?)
+    }
+
+    /// Creates a directory inside the box (with its missing parents when `parents`).
     pub fn make_dir(&mut self, path: &str, parents: bool) -> Result<(), SandboxError> {
         self.client.call(Op::MakeDir { path: path.to_string(), parents })?;
+        Ok(())
+    }
+
+    /// Renames (moves) a path inside the box.
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), SandboxError> {
+        self.client.call(Op::Rename { from: from.to_string(), to: to.to_string() })?;
+        Ok(())
+    }
+
+    /// Removes a path inside the box (a directory with everything under it when `recursive`).
+    pub fn remove(&mut self, path: &str, recursive: bool) -> Result<(), SandboxError> {
+        self.client.call(Op::Remove { path: path.to_string(), recursive })?;
         Ok(())
     }
 

@@ -15,6 +15,8 @@ pub enum Caller {
     ApiKey,
     /// The holder of one sandbox's token.
     Sandbox(String),
+    /// The holder of the E2B-format API key (the E2B gateway's control plane).
+    E2bKey,
 }
 
 impl Caller {
@@ -23,6 +25,7 @@ impl Caller {
         match self {
             Caller::ApiKey => "api_key:default".into(),
             Caller::Sandbox(id) => format!("token:{id}"),
+            Caller::E2bKey => "api_key:e2b".into(),
         }
     }
 }

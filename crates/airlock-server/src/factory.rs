@@ -1,6 +1,7 @@
 //! The session manager's [`BoxFactory`]: each session's box is a [`RemoteSandbox`] held by its
 //! own `airlock sandbox-host` process, started under the policy carried in the session's spec.
 
+use crate::e2b::boxstate::E2bBox;
 use crate::spawner::Spawner;
 use airlock_policy::ResolvedPolicy;
 use airlock_runtime::sessions::{BoxFactory, SessionSpec};
@@ -23,6 +24,8 @@ pub struct BoxHandle {
     contexts: HashMap<String, LiveContext>,
     /// Numbers the contexts created by id-less requests (`ctx-1`, `ctx-2`, ...).
     next_context: u64,
+    /// The E2B gateway's state of this box (its envd processes and watchers).
+    e2b: Arc<E2bBox>,
 }
 
 impl BoxHandle {
@@ -34,6 +37,11 @@ impl BoxHandle {
     /// The box and its interpreter contexts, borrowed together.
     pub fn parts(&mut self) -> (&mut RemoteSandbox, &mut HashMap<String, LiveContext>) {
         (&mut self.sandbox, &mut self.contexts)
+    }
+
+    /// The E2B gateway's state of this box.
+    pub(crate) fn e2b(&self) -> Arc<E2bBox> {
+        Arc::clone(&self.e2b)
     }
 
     /// A fresh id for a new context.
@@ -76,7 +84,7 @@ impl BoxFactory for NativeFactory {
         let opts = SandboxOptions { audit: Some(crate::network_audit::audit_path(&self.network_dir, id)) };
         let sandbox = self.spawner.start(policy, opts).map_err(|e| format!("the box could not start: {e}"))?;
         self.init_pids.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string(), sandbox.init_pid());
-        Ok(BoxHandle { id: id.to_string(), sandbox, contexts: HashMap::new(), next_context: 0 })
+        Ok(BoxHandle { id: id.to_string(), sandbox, contexts: HashMap::new(), next_context: 0, e2b: Arc::default() })
     }
 
     fn stop(&self, handle: BoxHandle) {

@@ -7,6 +7,7 @@
 //! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
 
 mod auth;
+mod e2b;
 mod error;
 mod factory;
 mod mcp;
@@ -24,4 +25,4 @@ mod view;
 
 pub use error::{ApiError, ServerError};
 pub use routes::ROUTES;
-pub use server::{serve, ServerConfig};
+pub use server::{serve, E2bDefaultNetwork, ServerConfig};

@@ -1,7 +1,7 @@
 //! The HTTP routes, one module per resource; [`router`] wires them, and [`ROUTES`] lists them
 //! (the OpenAPI document must describe each).
 
-mod code;
+pub(crate) mod code;
 mod exec;
 mod files;
 mod openapi;
@@ -33,8 +33,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("delete", "/v1/sandboxes/{id}/contexts/{ctx}"),
 ];
 
-/// The API's router.
+/// The API's router: the native API and E2B's control plane, behind the E2B gateway's
+/// dispatcher (which sends sandbox traffic, by its `E2b-Sandbox-*` headers, to envd or the code
+/// interpreter). The E2B routes are a separate protocol and are not in [`ROUTES`] nor in
+/// `/openapi.json`.
 pub fn router(state: AppState) -> Router {
+    let gateway = crate::e2b::Gateway::new(&state);
     Router::new()
         .route("/openapi.json", get(openapi::document))
         .route("/v1/sandboxes", post(sandboxes::create).get(sandboxes::list))
@@ -48,8 +52,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sandboxes/{id}/contexts", post(code::create).get(code::list))
         .route("/v1/sandboxes/{id}/contexts/{ctx}/restart", post(code::restart))
         .route("/v1/sandboxes/{id}/contexts/{ctx}", delete(code::delete))
+        .merge(crate::e2b::control_routes())
         .fallback(|| async { ApiError::NotFound("no such route; see GET /openapi.json for the API".into()) })
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(gateway, crate::e2b::dispatch))
 }
 
 #[cfg(test)]

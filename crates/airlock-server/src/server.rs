@@ -36,10 +36,18 @@ pub struct ServerConfig {
     pub max_running: usize,
     /// The airlock executable, re-run as `airlock sandbox-host` for each box.
     pub airlock_exe: PathBuf,
+    /// Replace the E2B-format API key with a new one (printed) on this start.
+    pub new_e2b_key: bool,
+    /// The network of E2B sandboxes whose create request says nothing about it.
+    pub e2b_default_network: E2bDefaultNetwork,
 }
 
+pub use crate::e2b::DefaultNetwork as E2bDefaultNetwork;
+
 /// Runs the server until SIGTERM or SIGINT. Prints `listening on http://ADDR` on stdout once
-/// bound, preceded on the first start by the new API key (shown this once only).
+/// bound, preceded on the first start by the new API key (`api key: al_…`) and the new
+/// E2B-format key for E2B's SDKs (`e2b api key: e2b_…`), each shown this once only (a lost E2B
+/// key is replaced with `new_e2b_key`).
 pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     let store = Store::open(&config.data_dir.join("airlock.db"))?;
     let recovered = store.recover(&|_| false, RECOVERY_REASON)?;
@@ -57,6 +65,16 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             hash(&key)
         }
     };
+    let e2b_key_hash = match store.api_key_hash(crate::e2b::auth::KEY_NAME)? {
+        Some(h) if !config.new_e2b_key => h,
+        _ => {
+            let key = crate::e2b::auth::new_key().map_err(ServerError::Random)?;
+            store.set_api_key_hash(crate::e2b::auth::KEY_NAME, &hash(&key))?;
+            println!("e2b api key: {key}");
+            println!("(shown once: for E2B's SDKs, set E2B_API_KEY to it and E2B_API_URL and E2B_SANDBOX_URL to this server's address)");
+            hash(&key)
+        }
+    };
     let store: SharedStore = Arc::new(Mutex::new(store));
     let pending = Arc::new(Mutex::new(HashMap::new()));
     let network_dir = config.data_dir.join("network");
@@ -67,7 +85,7 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     let manager_config = ManagerConfig { max_running: config.max_running, ..ManagerConfig::default() };
     let manager = Arc::new(SessionManager::new(factory, manager_config, Arc::new(SystemClock), observer)?);
     let tick_store = Arc::clone(&store);
-    let state = AppState { manager: Arc::clone(&manager), store, api_key_hash: Arc::new(api_key_hash), tokens: Arc::default(), pending, init_pids };
+    let state = AppState { manager: Arc::clone(&manager), store, api_key_hash: Arc::new(api_key_hash), tokens: Arc::default(), pending, init_pids, e2b: Arc::new(crate::e2b::E2bState::new(e2b_key_hash, config.e2b_default_network)) };
 
     let stopping = Arc::new(AtomicBool::new(false));
     let ticker = {

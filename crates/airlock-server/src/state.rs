@@ -19,6 +19,8 @@ pub struct AppState {
     pub pending: Arc<Mutex<HashMap<String, Pending>>>,
     /// Init pids of running boxes, by sandbox id.
     pub init_pids: Arc<Mutex<HashMap<String, i32>>>,
+    /// The E2B gateway's own state (its API key, raw sandbox tokens for signed URLs).
+    pub e2b: Arc<crate::e2b::E2bState>,
 }
 
 impl AppState {

@@ -118,6 +118,15 @@ pub struct ServeArgs {
     /// Boxes running at once; further creates are queued (FIFO).
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub max_running: usize,
+    /// Replace the E2B-format API key (for E2B's SDKs) with a new one, printed on start: use it
+    /// when the key printed on the first start is lost.
+    #[arg(long)]
+    pub new_e2b_key: bool,
+    /// Network of E2B sandboxes whose create request sets none: `internet` (any public
+    /// destination by name through the egress proxy; private, loopback and metadata addresses
+    /// stay refused) or `none`.
+    #[arg(long, value_name = "MODE", default_value = "internet", value_parser = ["internet", "none"])]
+    pub e2b_network: String,
 }
 
 #[derive(Debug, Args)]

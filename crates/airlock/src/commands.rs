@@ -200,7 +200,15 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         anyhow::bail!("--max-running 0 would never run a box; give at least 1");
     }
     let airlock_exe = std::env::current_exe().context("cannot find airlock's own executable to start sandbox hosts")?;
-    airlock_server::serve(airlock_server::ServerConfig { listen: args.listen, data_dir, max_running: args.max_running, airlock_exe })?;
+    let e2b_default_network = if args.e2b_network == "none" { airlock_server::E2bDefaultNetwork::None } else { airlock_server::E2bDefaultNetwork::Internet };
+    airlock_server::serve(airlock_server::ServerConfig {
+        listen: args.listen,
+        data_dir,
+        max_running: args.max_running,
+        airlock_exe,
+        new_e2b_key: args.new_e2b_key,
+        e2b_default_network,
+    })?;
     Ok(0)
 }
 

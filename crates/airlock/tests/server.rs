@@ -728,3 +728,30 @@ fn code_is_interrupted_when_its_client_leaves_and_a_dead_context_is_replaced() {
     assert!(fresh.iter().any(|l| l["type"] == "error" && l["name"] == "NameError"), "{fresh:?}");
     assert_eq!(result_text(&code(&s, &id, json!({"code": "1 + 1"}))), "2");
 }
+
+#[test]
+fn one_box_serves_commands_and_files_at_the_same_time() {
+    let data = TempDir::new("srv-concurrent");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create("{}"));
+    std::thread::scope(|scope| {
+        // A command that runs for a while and reports when it ends...
+        let long = scope.spawn(|| {
+            let lines = s.exec(&id, json!({"cmd": ["sh", "-c", "echo started; sleep 3; echo done"]}));
+            (Instant::now(), lines)
+        });
+        wait_until("the long command to start", Duration::from_secs(10), || {
+            s.call("GET", &format!("/v1/sandboxes/{id}/files/list?path=/tmp"), None).0 == 200
+        });
+        // ...while a second command, a file write and a read on the same box finish meanwhile.
+        let t0 = Instant::now();
+        assert_eq!(s.sh(&id, "echo meanwhile > /tmp/m.txt; cat /tmp/m.txt"), "meanwhile\n");
+        round_trip(&s, &id, "/tmp/concurrent.bin", 1 << 20);
+        let quick_done = Instant::now();
+        assert!(quick_done.duration_since(t0) < Duration::from_secs(2), "the box waited for the long command");
+        let (long_done, lines) = long.join().unwrap();
+        assert!(long_done > quick_done, "the long command ended before the others started");
+        let out: String = lines.iter().filter(|(_, l)| l["type"] == "stdout").map(|(_, l)| l["data"].as_str().unwrap()).collect();
+        assert_eq!(out, "started\ndone\n");
+    });
+}

@@ -605,3 +605,29 @@ fn system_resolver_is_usable_as_a_trait_object() {
     // Only the type is checked: tests never query DNS.
     let _resolver: &dyn Resolver = &SystemResolver;
 }
+
+#[test]
+fn a_lone_star_allows_public_names_only() {
+    let r = rules(&["*"], &["blocked.example"], &[], &[]);
+    let resolver = FakeResolver::with(&[
+        ("public.example", &["93.184.216.34"]),
+        ("internal.example", &["10.1.2.3"]),
+        ("loop.example", &["127.0.0.1"]),
+        ("metadata.example", &["169.254.169.254"]),
+        ("blocked.example", &["93.184.216.35"]),
+        ("mixed.example", &["10.0.0.1", "93.184.216.36"]),
+    ]);
+    assert!(decide(&r, "public.example", 443, &resolver, &[]).is_allowed());
+    for refused in ["internal.example", "loop.example", "metadata.example", "blocked.example"] {
+        assert!(!decide(&r, refused, 443, &resolver, &[]).is_allowed(), "{refused}");
+    }
+    // Only the public address of a mixed answer is used.
+    match decide(&r, "mixed.example", 80, &resolver, &[]) {
+        EgressDecision::Allow { addrs, .. } => assert_eq!(addrs, vec!["93.184.216.36:80".parse::<SocketAddr>().unwrap()]),
+        other => panic!("{other:?}"),
+    }
+    // IP literals still need a grant; the host's own addresses stay refused.
+    assert!(!decide(&r, "93.184.216.34", 443, &resolver, &[]).is_allowed());
+    let own: IpAddr = "93.184.216.34".parse().unwrap();
+    assert!(!decide(&r, "public.example", 443, &resolver, &[own]).is_allowed());
+}

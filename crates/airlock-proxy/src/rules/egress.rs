@@ -53,11 +53,23 @@ impl EgressRules {
         }
         Ok(EgressRules {
             allow_domains: parse_all(allow_domain, "--allow-domain", DomainPattern::parse)?,
-            deny_domains: parse_all(deny_domain, "--deny-domain", DomainPattern::parse)?,
+            deny_domains: parse_all(deny_domain, "--deny-domain", parse_deny)?,
             allow_ips: parse_all(allow_ip, "--allow-ip", IpGrant::parse)?,
             map_hosts,
         })
     }
+}
+
+/// A deny pattern: `*` (deny every name) is refused, since it would make every allow rule
+/// dead; leave the allow rules out instead.
+fn parse_deny(text: &str) -> Result<DomainPattern, RuleError> {
+    let pattern = DomainPattern::parse(text)?;
+    if pattern.is_any() {
+        return Err(RuleError::BareWildcard {
+            value: printable(text),
+        });
+    }
+    Ok(pattern)
 }
 
 fn parse_all<T>(

@@ -48,7 +48,7 @@ pub fn language_name(l: Language) -> &'static str {
     }
 }
 
-fn language_of(name: Option<&str>) -> Result<Language, ApiError> {
+pub(crate) fn language_of(name: Option<&str>) -> Result<Language, ApiError> {
     match name.unwrap_or("python") {
         "python" => Ok(Language::Python),
         "js" | "javascript" => Ok(Language::JavaScript),
@@ -58,7 +58,7 @@ fn language_of(name: Option<&str>) -> Result<Language, ApiError> {
 }
 
 /// The language whose default context has this id, if it is one.
-fn default_language(ctx: &str) -> Option<Language> {
+pub(crate) fn default_language(ctx: &str) -> Option<Language> {
     [Language::Python, Language::JavaScript, Language::Bash].into_iter().find(|l| language_name(*l) == ctx)
 }
 
@@ -125,26 +125,54 @@ fn ensure_context(h: &mut BoxHandle, ctx_id: &str, language: Option<Language>) -
     Ok(())
 }
 
+/// Runs `code` in context `ctx_id` of a box (a default context is created on first use),
+/// calling `on_started` once the context is ready and `on_event` for each event (answering
+/// `false` interrupts the execution). A context that died, or whose stream got out of step, is
+/// dropped (the next call starts afresh). The outer error: the context could not be had; the
+/// inner one: the execution failed.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run_in_context(
+    h: &mut BoxHandle,
+    ctx_id: &str,
+    language: Option<Language>,
+    code: &str,
+    env: &std::collections::BTreeMap<String, String>,
+    timeout: Option<Duration>,
+    on_started: impl FnOnce(),
+    on_event: impl FnMut(&CodeEvent) -> bool,
+) -> Result<Result<airlock_runtime::CodeEnd, SandboxError>, ApiError> {
+    ensure_context(h, ctx_id, language)?;
+    let (sandbox, contexts) = h.parts();
+    let Some(live) = contexts.get_mut(ctx_id) else {
+        return Err(ApiError::Internal(format!("context {ctx_id} vanished; retry")));
+    };
+    on_started();
+    let ran = sandbox.session().run_code_while(&mut live.ctx, code, env, timeout, on_event);
+    if ran.is_err() {
+        if let Some(dead) = contexts.remove(ctx_id) {
+            let _ = sandbox.session().close_context(dead.ctx);
+        }
+    }
+    Ok(ran)
+}
+
 fn execute(state: &AppState, id: &str, caller: &Caller, req: &CodeRequest, language: Option<Language>, timeout: Option<Duration>, tx: &mpsc::Sender<Out>) {
     let ctx_id = req.context.clone().unwrap_or_else(|| language_name(language.unwrap_or(Language::Python)).to_string());
     let started = Cell::new(false);
     let outcome = state.manager.with_handle(id, |h| {
-        ensure_context(h, &ctx_id, language)?;
-        let (sandbox, contexts) = h.parts();
-        let Some(live) = contexts.get_mut(&ctx_id) else {
-            return Err(ApiError::Internal(format!("context {ctx_id} vanished; retry")));
-        };
-        started.set(true);
-        let _ = tx.blocking_send(Out::Started);
-        let session = sandbox.session();
-        let ran = session.run_code_while(&mut live.ctx, &req.code, &req.env, timeout, |e| tx.blocking_send(Out::Line(event_line(e))).is_ok());
-        if ran.is_err() {
-            // The context is dead or its stream is out of step: drop it (the next call starts afresh).
-            if let Some(dead) = contexts.remove(&ctx_id) {
-                let _ = sandbox.session().close_context(dead.ctx);
-            }
-        }
-        Ok(ran)
+        run_in_context(
+            h,
+            &ctx_id,
+            language,
+            &req.code,
+            &req.env,
+            timeout,
+            || {
+                started.set(true);
+                let _ = tx.blocking_send(Out::Started);
+            },
+            |e| tx.blocking_send(Out::Line(event_line(e))).is_ok(),
+        )
     });
     let end = match outcome {
         Err(e) => {
@@ -215,13 +243,7 @@ pub async fn create(State(state): State<AppState>, headers: HeaderMap, Path(id):
         .blocking(move |state| {
             state
                 .manager
-                .with_handle(&id, |h| {
-                    let ctx_id = h.new_context_id();
-                    let (sandbox, contexts) = h.parts();
-                    let ctx = sandbox.session().create_context(language, req.cwd.as_deref())?;
-                    contexts.insert(ctx_id.clone(), LiveContext { cwd: req.cwd, ctx });
-                    Ok::<Value, ApiError>(context_view(&ctx_id, language))
-                })
+                .with_handle(&id, |h| Ok::<Value, ApiError>(context_view(&create_in(h, language, req.cwd)?, language)))
                 .map_err(|e| state.manager_error(&id, e))?
         })
         .await?;
@@ -255,24 +277,7 @@ pub async fn restart(State(state): State<AppState>, headers: HeaderMap, Path((id
         .blocking(move |state| {
             state
                 .manager
-                .with_handle(&id, |h| {
-                    let (sandbox, contexts) = h.parts();
-                    let (language, cwd) = match contexts.remove(&ctx_id) {
-                        Some(old) => {
-                            let kept = (old.ctx.language, old.cwd.clone());
-                            // Best effort: the old process may already be dead.
-                            let _ = sandbox.session().close_context(old.ctx);
-                            kept
-                        }
-                        None => match default_language(&ctx_id) {
-                            Some(l) => (l, None),
-                            None => return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox"))),
-                        },
-                    };
-                    let ctx = sandbox.session().create_context(language, cwd.as_deref())?;
-                    contexts.insert(ctx_id.clone(), LiveContext { cwd, ctx });
-                    Ok(context_view(&ctx_id, language))
-                })
+                .with_handle(&id, |h| Ok(context_view(&ctx_id, restart_in(h, &ctx_id)?)))
                 .map_err(|e| state.manager_error(&id, e))?
         })
         .await?;
@@ -286,17 +291,50 @@ pub async fn delete(State(state): State<AppState>, headers: HeaderMap, Path((id,
         .blocking(move |state| {
             state
                 .manager
-                .with_handle(&id, |h| {
-                    let (sandbox, contexts) = h.parts();
-                    let Some(old) = contexts.remove(&ctx_id) else {
-                        return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox")));
-                    };
-                    // The context is gone from the map either way; a process already dead is fine.
-                    let _ = sandbox.session().close_context(old.ctx);
-                    Ok(())
-                })
+                .with_handle(&id, |h| delete_in(h, &ctx_id))
                 .map_err(|e| state.manager_error(&id, e))?
         })
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Creates a context with a fresh id in a box; returns its id.
+pub(crate) fn create_in(h: &mut BoxHandle, language: Language, cwd: Option<String>) -> Result<String, ApiError> {
+    let ctx_id = h.new_context_id();
+    let (sandbox, contexts) = h.parts();
+    let ctx = sandbox.session().create_context(language, cwd.as_deref())?;
+    contexts.insert(ctx_id.clone(), LiveContext { cwd, ctx });
+    Ok(ctx_id)
+}
+
+/// Restarts context `ctx_id` (a new process under the same id, same language and directory;
+/// its state is gone); a default context not started yet is started. Returns its language.
+pub(crate) fn restart_in(h: &mut BoxHandle, ctx_id: &str) -> Result<Language, ApiError> {
+    let (sandbox, contexts) = h.parts();
+    let (language, cwd) = match contexts.remove(ctx_id) {
+        Some(old) => {
+            let kept = (old.ctx.language, old.cwd.clone());
+            // Best effort: the old process may already be dead.
+            let _ = sandbox.session().close_context(old.ctx);
+            kept
+        }
+        None => match default_language(ctx_id) {
+            Some(l) => (l, None),
+            None => return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox"))),
+        },
+    };
+    let ctx = sandbox.session().create_context(language, cwd.as_deref())?;
+    contexts.insert(ctx_id.to_string(), LiveContext { cwd, ctx });
+    Ok(language)
+}
+
+/// Ends context `ctx_id`'s process and forgets it.
+pub(crate) fn delete_in(h: &mut BoxHandle, ctx_id: &str) -> Result<(), ApiError> {
+    let (sandbox, contexts) = h.parts();
+    let Some(old) = contexts.remove(ctx_id) else {
+        return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox")));
+    };
+    // The context is gone from the map either way; a process already dead is fine.
+    let _ = sandbox.session().close_context(old.ctx);
+    Ok(())
 }

@@ -69,8 +69,9 @@ fn command(req: ExecRequest) -> Result<Command, ApiError> {
 
 fn run(state: &AppState, id: &str, caller: &Caller, cmd: &Command, tx: &mpsc::Sender<Out>) {
     let started = Cell::new(false);
-    let outcome = state.manager.with_handle(id, |h| {
-        h.sandbox().session().exec_stream(
+    // A session of its own: the box stays usable (and killable) while the command runs.
+    let outcome = state.manager.with_handle(id, |h| h.sandbox().new_session()).map(|mut session| {
+        session.exec_stream(
             cmd,
             |pid| {
                 started.set(true);

@@ -62,7 +62,7 @@ pub async fn read(State(state): State<AppState>, headers: HeaderMap, Path(id): P
     let (tx, mut rx) = mpsc::channel::<Piece>(CHUNKS_BUFFERED);
     tokio::task::spawn_blocking(move || {
         let mut out = BodyWriter { tx: tx.clone(), gone: false };
-        let res = state.manager.with_handle(&id, |h| h.sandbox().session().read_file_to(&path, &mut out));
+        let res = state.manager.with_handle(&id, |h| h.sandbox().new_session()).map(|mut s| s.read_file_to(&path, &mut out));
         let done = match res {
             Err(e) => Err(state.manager_error(&id, e)),
             Ok(r) => r.map_err(ApiError::from),
@@ -135,7 +135,7 @@ pub async fn write(State(state): State<AppState>, headers: HeaderMap, Path(id): 
     let size = state
         .blocking(move |state| {
             let mut input = BodyReader { rx, cur: Bytes::new() };
-            let size = state.manager.with_handle(&id, |h| h.sandbox().session().write_file_from(&path, &mut input)).map_err(|e| state.manager_error(&id, e))??;
+            let size = state.manager.with_handle(&id, |h| h.sandbox().new_session()).map(|mut s| s.write_file_from(&path, &mut input)).map_err(|e| state.manager_error(&id, e))??;
             audit(&state, &id, "file_write", &caller, serde_json::json!({"path": path, "size": size}));
             Ok((path, size))
         })
@@ -149,7 +149,7 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap, Path(id): P
     let (path, depth) = query(raw.as_deref())?;
     let entries = state
         .blocking(move |state| {
-            let entries = state.manager.with_handle(&id, |h| h.sandbox().session().list_dir(&path, depth.unwrap_or(1))).map_err(|e| state.manager_error(&id, e))??;
+            let entries = state.manager.with_handle(&id, |h| h.sandbox().new_session()).map(|mut s| s.list_dir(&path, depth.unwrap_or(1))).map_err(|e| state.manager_error(&id, e))??;
             serde_json::to_value(entries).map_err(|e| ApiError::Internal(format!("cannot encode the listing: {e}")))
         })
         .await?;

@@ -33,19 +33,11 @@ pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Byt
     let policy = serde_json::to_value(&policy).map_err(|e| ApiError::Internal(format!("the policy cannot be encoded: {e}")))?;
     let random = |r: std::io::Result<String>| r.map_err(|e| ApiError::Internal(format!("no random bytes for the sandbox's id or token: {e}")));
     let (id, token) = (random(new_sandbox_id())?, random(new_token())?);
-    let token_hash = hash(&token);
-    let spec = SessionSpec { template, metadata: req.metadata, timeout_ms, payload: policy.clone() };
-    state.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id.clone(), Pending { token_hash: token_hash.clone(), policy });
-    state.tokens.lock().unwrap_or_else(PoisonError::into_inner).insert(token_hash.clone(), id.clone());
+    let spec = SessionSpec { template, metadata: req.metadata, timeout_ms, payload: policy };
+    let box_token = token.clone();
     let mut shown = state
         .blocking(move |state| {
-            let created = state.manager.create(id.clone(), spec);
-            if let Err(e) = created {
-                state.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-                state.tokens.lock().unwrap_or_else(PoisonError::into_inner).remove(&token_hash);
-                return Err(e.into());
-            }
-            audit(&state, &id, "create", &caller, serde_json::json!({}));
+            create_session(&state, &id, &box_token, spec, &caller)?;
             view::get(&state, &id)
         })
         .await?;
@@ -58,6 +50,27 @@ pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Byt
     }
     shown.token = Some(token);
     Ok((StatusCode::CREATED, Json(shown)))
+}
+
+/// Registers and creates a session (on a blocking thread): its token is recorded for both
+/// APIs (hash for the native API, raw for signed E2B file URLs), the manager starts or queues
+/// its box, and the creation is audited. On refusal nothing is left behind.
+pub(crate) fn create_session(state: &AppState, id: &str, token: &str, spec: SessionSpec, caller: &Caller) -> Result<(), ApiError> {
+    let token_hash = hash(token);
+    let policy = spec.payload.clone();
+    state.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string(), Pending { token_hash: token_hash.clone(), policy });
+    state.tokens.lock().unwrap_or_else(PoisonError::into_inner).insert(token_hash.clone(), id.to_string());
+    // Tokens of ended sandboxes are forgotten here, so the map stays as small as the live set.
+    state.e2b.retain_live(|other| state.manager.get(other).is_some_and(|i| !i.state.is_terminal()));
+    state.e2b.remember_token(id, token);
+    if let Err(e) = state.manager.create(id.to_string(), spec) {
+        state.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        state.tokens.lock().unwrap_or_else(PoisonError::into_inner).remove(&token_hash);
+        state.e2b.forget_token(id);
+        return Err(e.into());
+    }
+    audit(state, id, "create", caller, serde_json::json!({}));
+    Ok(())
 }
 
 /// `GET /v1/sandboxes?state=S&metadata.K=V`.
@@ -157,7 +170,7 @@ fn now_ms() -> i64 {
     airlock_runtime::sessions::SystemClock.now_ms()
 }
 
-fn timeout_ms(seconds: u64) -> Result<i64, ApiError> {
+pub(crate) fn timeout_ms(seconds: u64) -> Result<i64, ApiError> {
     if seconds == 0 || seconds > MAX_TIMEOUT_S {
         return Err(ApiError::Invalid(format!("a timeout of {seconds} s is out of range; give between 1 and {MAX_TIMEOUT_S} seconds")));
     }
@@ -165,7 +178,7 @@ fn timeout_ms(seconds: u64) -> Result<i64, ApiError> {
     Ok(seconds as i64 * 1000)
 }
 
-fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
+pub(crate) fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
     if metadata.len() > MAX_METADATA_PAIRS {
         return Err(ApiError::Invalid(format!("{} metadata pairs given; the most allowed is {MAX_METADATA_PAIRS}", metadata.len())));
     }

@@ -146,14 +146,23 @@ pub struct ServeProcess {
     pub base: String,
     /// The API key, if this start printed one (the first start on a data directory does).
     pub printed_key: Option<String>,
+    /// The E2B-format API key (for the E2B gateway), if this start printed one.
+    pub printed_e2b_key: Option<String>,
+    /// Every line the server printed on stdout up to and including `listening on …`.
+    pub printed: Vec<String>,
 }
 
 impl ServeProcess {
     /// Starts `airlock serve --listen 127.0.0.1:0 --data-dir DATA <extra>` and waits until it
     /// listens.
     pub fn start(data: &Path, extra: &[&str]) -> ServeProcess {
+        ServeProcess::start_bin(&airlock_bin(), data, extra)
+    }
+
+    /// The same with another `airlock` binary.
+    pub fn start_bin(bin: &Path, data: &Path, extra: &[&str]) -> ServeProcess {
         use std::io::BufRead;
-        let mut child = Command::new(airlock_bin())
+        let mut child = Command::new(bin)
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data)
             .args(extra)
@@ -163,20 +172,24 @@ impl ServeProcess {
             .spawn()
             .expect("start airlock serve");
         let mut out = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
-        let (mut printed_key, mut base) = (None, None);
+        let (mut printed_key, mut printed_e2b_key, mut base, mut printed) = (None, None, None, Vec::new());
         let mut line = String::new();
         while base.is_none() {
             line.clear();
             assert!(out.read_line(&mut line).expect("read the server's stdout") > 0, "the server exited before listening");
+            printed.push(line.trim_end().to_string());
             if let Some(k) = line.trim().strip_prefix("api key: ") {
                 printed_key = Some(k.to_string());
+            }
+            if let Some(k) = line.trim().strip_prefix("e2b api key: ") {
+                printed_e2b_key = Some(k.to_string());
             }
             if let Some(addr) = line.trim().strip_prefix("listening on ") {
                 base = Some(addr.to_string());
             }
         }
         std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        ServeProcess { child, base: base.unwrap_or_default(), printed_key }
+        ServeProcess { child, base: base.unwrap_or_default(), printed_key, printed_e2b_key, printed }
     }
 
     pub fn pid(&self) -> i32 {

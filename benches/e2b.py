@@ -1,0 +1,106 @@
+"""E2B SDK figures for `airlock serve` (issue 6), through E2B's own Python SDK (e2b 2.63.0 +
+e2b-code-interpreter 2.11.5, from scripts/e2b-clients.sh), each next to the native API doing the
+same work against the same server in the same run, so the SDK + gateway overhead is visible:
+
+- `Sandbox.create()` + `commands.run("true")` + `kill()`, median (goal <= 50 ms); peer:
+  `POST /v1/sandboxes` + `POST …/exec` of `true` + `DELETE` on one keep-alive connection;
+- warm `run_code("1+1")`, median (goal <= 5 ms); peer: `POST /v1/sandboxes/{id}/code`.
+
+Usage: PYTHON_OF_THE_E2B_VENV benches/e2b.py AIRLOCK_BINARY [ITERATIONS] [WARM_RUNS]
+Starts its own server on 127.0.0.1 with a temporary data directory and stops it at the end.
+"""
+import json, os, re, statistics, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from airlock_api import Server
+
+exe = sys.argv[1]
+iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 40
+warm_runs = int(sys.argv[3]) if len(sys.argv) > 3 else 300
+server = Server(exe, "--max-running", "64")
+
+
+def e2b_key():
+    """The E2B-format key the server printed on its first start (or wrote to its data dir)."""
+    texts = list(server.printed)
+    for name in os.listdir(server.data):
+        path = os.path.join(server.data, name)
+        if os.path.isfile(path) and os.path.getsize(path) < 4096:
+            texts.append(open(path, errors="replace").read())
+    for text in texts:
+        found = re.search(r"\be2b_[0-9a-f]{40}\b", text)
+        if found:
+            return found.group(0)
+    server.stop()
+    sys.exit(f"the server made no E2B key; it printed {server.printed}")
+
+
+os.environ.update({"E2B_API_KEY": e2b_key(), "E2B_API_URL": server.base, "E2B_SANDBOX_URL": server.base,
+                   "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
+for var in ("E2B_DOMAIN", "E2B_DEBUG", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+    os.environ.pop(var, None)
+from e2b import Sandbox  # noqa: E402 (after the environment it reads)
+from e2b_code_interpreter import Sandbox as CodeSandbox  # noqa: E402
+
+call = server.call
+
+
+def ms(t):
+    return (time.perf_counter() - t) * 1000
+
+
+def sdk_cycle():
+    t = time.perf_counter()
+    sbx = Sandbox.create()
+    sbx.commands.run("true")
+    sbx.kill()
+    return ms(t)
+
+
+def native_cycle():
+    t = time.perf_counter()
+    sid = json.loads(call("POST", "/v1/sandboxes", {"template": "base"}))["id"]
+    end = json.loads(call("POST", f"/v1/sandboxes/{sid}/exec", {"cmd": ["true"]}).decode().splitlines()[-1])
+    assert end["type"] == "end" and end["exit_code"] == 0, end
+    call("DELETE", f"/v1/sandboxes/{sid}")
+    return ms(t)
+
+
+try:
+    for _ in range(3):
+        sdk_cycle(), native_cycle()
+    sdk, native = [], []
+    # Interleaved, so both see the same machine state.
+    for _ in range(iterations):
+        sdk.append(sdk_cycle())
+        native.append(native_cycle())
+    a, b = statistics.median(sdk), statistics.median(native)
+    print(f"Sandbox.create() + commands.run('true') + kill() through the E2B Python SDK, median of {iterations}: "
+          f"{a:.2f} ms; native API create + exec + delete {b:.2f} ms; SDK/gateway overhead {a - b:+.2f} ms (goal <= 50 ms)")
+
+    sbx = CodeSandbox.create()
+    sid = sbx.sandbox_id
+    for _ in range(20):
+        assert sbx.run_code("1+1").text == "2"
+
+    def native_code():
+        t = time.perf_counter()
+        lines = call("POST", f"/v1/sandboxes/{sid}/code", {"code": "1+1"}).decode().splitlines()
+        took = ms(t)
+        assert any(json.loads(l).get("type") == "result" for l in lines), lines
+        return took
+
+    for _ in range(20):
+        native_code()
+    sdk_code, native = [], []
+    for _ in range(warm_runs):
+        t = time.perf_counter()
+        sbx.run_code("1+1")
+        sdk_code.append(ms(t))
+        native.append(native_code())
+    a, b = statistics.median(sdk_code), statistics.median(native)
+    print(f"warm run_code('1+1') through the E2B Python SDK, median of {warm_runs}: {a:.3f} ms; "
+          f"native POST /v1/sandboxes/{{id}}/code {b:.3f} ms; SDK/gateway overhead {a - b:+.3f} ms (goal <= 5 ms)")
+    sbx.kill()
+finally:
+    server.stop()

@@ -1,0 +1,431 @@
+//! E2B's control plane (`X-API-KEY`): create, connect, get, list, kill, extend, metrics — on
+//! the same session manager and store as the native API. Pause and resume are refused with
+//! 501 until airlock can pause a box: the SDK raises it as a `SandboxException`.
+
+use super::auth::require_api_key;
+use super::error::E2bError;
+use super::network::{network_section, NetworkOptions};
+use super::views;
+use crate::auth::Caller;
+use crate::observer::lock;
+use crate::requests::{CreateRequest, RequestPolicy};
+use crate::routes::sandboxes::{audit, check_metadata, create_session, timeout_ms};
+use crate::secrets::{new_token, random_hex};
+use crate::state::AppState;
+use crate::template::resolve_policy;
+use airlock_policy::INSIDE_HOME;
+use airlock_runtime::sessions::{SessionSpec, SessionState};
+use airlock_runtime::store::{SandboxFilter, SandboxRecord, SandboxState, MAX_PAGE};
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The E2B templates airlock offers: each is a box with the user's home as working directory,
+/// Python, Node and Bash from the host's read-only system directories, and the code
+/// interpreter on demand.
+pub const TEMPLATES: &[&str] = &["base", "code-interpreter-v1"];
+/// E2B's default sandbox life, in seconds.
+pub const DEFAULT_TIMEOUT_S: u64 = 300;
+/// How long a create waits for a queued box to start.
+const START_WAIT: Duration = Duration::from_secs(120);
+/// The most sandboxes one list page holds.
+const MAX_LIST_LIMIT: usize = 100;
+
+/// The control-plane routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/sandboxes", post(create).get(list_v1))
+        .route("/v2/sandboxes", post(create).get(list_v2))
+        .route("/sandboxes/{id}", get(get_one).delete(kill))
+        .route("/sandboxes/{id}/connect", post(connect))
+        .route("/v2/sandboxes/{id}/connect", post(connect))
+        .route("/sandboxes/{id}/timeout", post(set_timeout))
+        .route("/sandboxes/{id}/pause", post(pause))
+        .route("/sandboxes/{id}/resume", post(resume))
+        .route("/sandboxes/{id}/metrics", get(metrics))
+}
+
+/// `POST /sandboxes` and `POST /v2/sandboxes` bodies. Fields airlock cannot honour are
+/// refused when set to something other than their default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewSandbox {
+    #[serde(rename = "templateID")]
+    pub template_id: Option<String>,
+    pub timeout: Option<i64>,
+    pub metadata: Option<BTreeMap<String, String>>,
+    pub env_vars: Option<BTreeMap<String, String>>,
+    #[serde(rename = "allow_internet_access")]
+    pub allow_internet_access: Option<bool>,
+    pub network: Option<NetworkOptions>,
+    pub auto_pause: Option<bool>,
+    pub volume_mounts: Option<Vec<Value>>,
+    pub mcp: Option<Value>,
+}
+
+/// The template's name and working directory, or not_found.
+pub fn template(name: Option<&str>) -> Result<(String, &'static str), E2bError> {
+    let name = name.unwrap_or("base");
+    if TEMPLATES.contains(&name) {
+        return Ok((name.to_string(), INSIDE_HOME));
+    }
+    Err(E2bError::NotFound(format!("template {name:?} not found; airlock offers {}", TEMPLATES.join(" and "))))
+}
+
+/// The native create request and session spec a `NewSandbox` amounts to (no side effect).
+pub fn plan(req: NewSandbox, default_network: super::DefaultNetwork) -> Result<SessionSpec, E2bError> {
+    let (template, cwd) = template(req.template_id.as_deref())?;
+    if req.auto_pause == Some(true) {
+        return Err(E2bError::InvalidArgument("autoPause is not supported: airlock cannot pause sandboxes yet; leave it off".into()));
+    }
+    if req.volume_mounts.as_ref().is_some_and(|v| !v.is_empty()) {
+        return Err(E2bError::InvalidArgument("volumeMounts are not supported by airlock; copy files in with sandbox.files.write".into()));
+    }
+    if req.mcp.as_ref().is_some_and(|m| !m.is_null()) {
+        return Err(E2bError::InvalidArgument("mcp is not supported by airlock; leave it out".into()));
+    }
+    let seconds = match req.timeout {
+        None => DEFAULT_TIMEOUT_S,
+        Some(t) if t > 0 => t as u64,
+        Some(t) => return Err(E2bError::InvalidArgument(format!("timeout {t} must be a positive number of seconds"))),
+    };
+    let timeout_ms = timeout_ms(seconds).map_err(E2bError::from)?;
+    let metadata = req.metadata.unwrap_or_default();
+    check_metadata(&metadata).map_err(E2bError::from)?;
+    let section = network_section(req.allow_internet_access, req.network.as_ref(), default_network)?;
+    let mut native = CreateRequest {
+        template: None,
+        timeout: Some(seconds),
+        metadata: BTreeMap::new(),
+        env: req.env_vars.unwrap_or_default(),
+        policy: Some(RequestPolicy { network: Some(section), limits: None, filesystem: None }),
+    };
+    let policy = resolve_policy(&mut native, cwd).map_err(E2bError::from)?;
+    let payload = serde_json::to_value(&policy).map_err(|e| E2bError::Internal(format!("the policy cannot be encoded: {e}")))?;
+    Ok(SessionSpec { template, metadata, timeout_ms: Some(timeout_ms), payload })
+}
+
+/// A new E2B-style sandbox id: 20 characters of `[0-9a-f]` (E2B requires `^[a-z0-9]+$`).
+fn new_id() -> Result<String, E2bError> {
+    random_hex(10).map_err(|e| E2bError::Internal(format!("no random bytes for the sandbox's id: {e}")))
+}
+
+fn respond(result: Result<Response, E2bError>) -> Response {
+    result.unwrap_or_else(|e| e.rest_response())
+}
+
+async fn blocking<R: Send + 'static>(state: &AppState, f: impl FnOnce(AppState) -> Result<R, E2bError> + Send + 'static) -> Result<R, E2bError> {
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || f(state))
+        .await
+        .map_err(|_| E2bError::Internal("the request's worker failed; retry, and report it if it persists".into()))?
+}
+
+fn parse_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, E2bError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body).map_err(|e| E2bError::InvalidArgument(format!("the request body is not valid for this route: {e}")))
+}
+
+/// A live sandbox's record, or not_found (unknown, or ended: E2B forgets ended sandboxes).
+fn live_record(state: &AppState, id: &str) -> Result<SandboxRecord, E2bError> {
+    let rec = lock(&state.store).get_sandbox(id).map_err(|e| E2bError::Internal(e.to_string()))?;
+    match rec {
+        Some(rec) if views::e2b_state(rec.state).is_some() => Ok(rec),
+        _ => Err(E2bError::NotFound(format!("sandbox {id} not found (it ended or never existed)"))),
+    }
+}
+
+fn started_ms(state: &AppState, id: &str) -> Option<i64> {
+    state.manager.get(id).and_then(|i| i.started_ms)
+}
+
+async fn create(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    respond(create_inner(state, headers, body).await)
+}
+
+async fn create_inner(state: AppState, headers: HeaderMap, body: Bytes) -> Result<Response, E2bError> {
+    require_api_key(&state.e2b, &headers)?;
+    let req: NewSandbox = parse_body(&body)?;
+    let spec = plan(req, state.e2b.default_network)?;
+    let id = new_id()?;
+    let token = new_token().map_err(|e| E2bError::Internal(format!("no random bytes for the sandbox's token: {e}")))?;
+    let shown = blocking(&state, move |state| {
+        create_session(&state, &id, &token, spec, &Caller::E2bKey).map_err(E2bError::from)?;
+        let info = state.manager.wait_started(&id, START_WAIT).map_err(|e| E2bError::from_manager(&id, e))?;
+        match info.state {
+            SessionState::Running => {}
+            SessionState::Queued | SessionState::Starting => {
+                let _ = state.manager.kill(&id);
+                return Err(E2bError::ResourceExhausted(format!(
+                    "sandbox {id} did not get a slot within {} s; every slot is busy — kill a sandbox or retry later",
+                    START_WAIT.as_secs()
+                )));
+            }
+            other => {
+                return Err(E2bError::Internal(format!("sandbox {id} could not start ({other}): {}", info.reason.unwrap_or_default())));
+            }
+        }
+        let rec = live_record(&state, &id)?;
+        Ok(views::sandbox(&rec, Some(&token)))
+    })
+    .await?;
+    Ok((StatusCode::CREATED, Json(shown)).into_response())
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ConnectBody {
+    timeout: Option<i64>,
+}
+
+async fn connect(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            let req: ConnectBody = parse_body(&body)?;
+            let shown = blocking(&state, move |state| {
+                let rec = live_record(&state, &id)?;
+                if let Some(t) = req.timeout.filter(|t| *t > 0) {
+                    extend_to(&state, &id, &rec, t as u64)?;
+                }
+                let token = state.e2b.token_of(&id);
+                Ok(views::sandbox(&rec, token.as_deref()))
+            })
+            .await?;
+            Ok((StatusCode::OK, Json(shown)).into_response())
+        }
+        .await,
+    )
+}
+
+/// Extends the sandbox's life to `seconds` from now if that is later than its deadline.
+fn extend_to(state: &AppState, id: &str, rec: &SandboxRecord, seconds: u64) -> Result<(), E2bError> {
+    let ms = timeout_ms(seconds).map_err(E2bError::from)?;
+    let now = now_ms();
+    if now + ms > rec.deadline_ms {
+        state.manager.set_timeout(id, ms).map_err(|e| E2bError::from_manager(id, e))?;
+    }
+    Ok(())
+}
+
+fn now_ms() -> i64 {
+    use airlock_runtime::sessions::Clock;
+    airlock_runtime::sessions::SystemClock.now_ms()
+}
+
+async fn get_one(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            let shown = blocking(&state, move |state| {
+                let rec = live_record(&state, &id)?;
+                let token = state.e2b.token_of(&id);
+                Ok(views::detail(&rec, started_ms(&state, &id), token.as_deref()))
+            })
+            .await?;
+            Ok(Json(shown).into_response())
+        }
+        .await,
+    )
+}
+
+/// What a list asks for.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ListQuery {
+    pub metadata: BTreeMap<String, String>,
+    /// `running` and/or `paused`; both when empty.
+    pub states: Vec<String>,
+    pub limit: usize,
+    /// Entries to skip (the previous page's `X-Next-Token`).
+    pub offset: usize,
+}
+
+/// Parses `metadata` (url-encoded `k=v&…`), `state` (comma-separated or repeated), `limit`
+/// and `nextToken`; other parameters (`order`, `template`, …) are accepted and ignored.
+pub fn list_query(raw: &str) -> Result<ListQuery, E2bError> {
+    let bad = |what: &str| E2bError::InvalidArgument(format!("the query's {what} is malformed"));
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw).map_err(|_| bad("encoding"))?;
+    let mut q = ListQuery { limit: MAX_LIST_LIMIT, ..ListQuery::default() };
+    for (k, v) in pairs {
+        match k.as_str() {
+            "metadata" => {
+                let inner: Vec<(String, String)> = serde_urlencoded::from_str(&v).map_err(|_| bad("metadata"))?;
+                q.metadata.extend(inner);
+            }
+            "state" => {
+                for s in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                    if s != "running" && s != "paused" {
+                        return Err(E2bError::InvalidArgument(format!("unknown state {s:?}; use running or paused")));
+                    }
+                    q.states.push(s.to_string());
+                }
+            }
+            "limit" => {
+                let n: usize = v.parse().map_err(|_| bad("limit"))?;
+                if n == 0 {
+                    return Err(E2bError::InvalidArgument("limit must be at least 1".into()));
+                }
+                q.limit = n.min(MAX_LIST_LIMIT);
+            }
+            "nextToken" => q.offset = v.parse().map_err(|_| bad("nextToken"))?,
+            _ => {}
+        }
+    }
+    Ok(q)
+}
+
+/// Live sandboxes matching `q`, newest first, and the token of the next page if any.
+fn list_matching(state: &AppState, q: &ListQuery, paginate: bool) -> Result<(Vec<Value>, Option<String>), E2bError> {
+    let mut filter = SandboxFilter { metadata: q.metadata.clone(), limit: MAX_PAGE, ..SandboxFilter::default() };
+    let want_running = q.states.is_empty() || q.states.iter().any(|s| s == "running");
+    let want_paused = q.states.is_empty() || q.states.iter().any(|s| s == "paused");
+    if want_running {
+        filter.states.extend([SandboxState::Queued, SandboxState::Starting, SandboxState::Running]);
+    }
+    if want_paused {
+        filter.states.push(SandboxState::Paused);
+    }
+    let recs = lock(&state.store).list_sandboxes(&filter).map_err(|e| E2bError::Internal(e.to_string()))?;
+    let all: Vec<Value> = recs.iter().map(|r| views::listed(r, started_ms(state, &r.id))).collect();
+    if !paginate {
+        return Ok((all, None));
+    }
+    let page: Vec<Value> = all.iter().skip(q.offset).take(q.limit).cloned().collect();
+    let next = q.offset + page.len();
+    Ok((page, (next < all.len()).then(|| next.to_string())))
+}
+
+async fn list_v2(State(state): State<AppState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            let q = list_query(raw.as_deref().unwrap_or(""))?;
+            let (page, next) = blocking(&state, move |state| list_matching(&state, &q, true)).await?;
+            let mut res = Json(page).into_response();
+            if let Some(next) = next.and_then(|n| HeaderValue::from_str(&n).ok()) {
+                res.headers_mut().insert("x-next-token", next);
+            }
+            Ok(res)
+        }
+        .await,
+    )
+}
+
+async fn list_v1(State(state): State<AppState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            let q = list_query(raw.as_deref().unwrap_or(""))?;
+            let (all, _) = blocking(&state, move |state| list_matching(&state, &q, false)).await?;
+            Ok(Json(all).into_response())
+        }
+        .await,
+    )
+}
+
+async fn kill(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            blocking(&state, move |state| {
+                live_record(&state, &id)?;
+                state.manager.kill(&id).map_err(|_| E2bError::NotFound(format!("sandbox {id} not found (it ended or never existed)")))?;
+                state.e2b.forget_token(&id);
+                audit(&state, &id, "kill", &Caller::E2bKey, serde_json::json!({}));
+                Ok(())
+            })
+            .await?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        .await,
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct TimeoutBody {
+    timeout: Option<i64>,
+}
+
+async fn set_timeout(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            let req: TimeoutBody = parse_body(&body)?;
+            let seconds = match req.timeout {
+                Some(t) if t > 0 => t as u64,
+                _ => return Err(E2bError::InvalidArgument("give {\"timeout\": seconds}, a positive number".into())),
+            };
+            let ms = timeout_ms(seconds).map_err(E2bError::from)?;
+            blocking(&state, move |state| {
+                live_record(&state, &id)?;
+                state.manager.set_timeout(&id, ms).map_err(|e| E2bError::from_manager(&id, e))?;
+                Ok(())
+            })
+            .await?;
+            Ok(StatusCode::NO_CONTENT.into_response())
+        }
+        .await,
+    )
+}
+
+fn not_pausable(id: &str) -> E2bError {
+    E2bError::Unimplemented(format!(
+        "pausing and resuming are not supported by airlock yet; sandbox {id} keeps running — extend it with set_timeout or kill it"
+    ))
+}
+
+async fn pause(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            blocking(&state, move |state| {
+                live_record(&state, &id)?;
+                Err::<Response, _>(not_pausable(&id))
+            })
+            .await
+        }
+        .await,
+    )
+}
+
+async fn resume(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            blocking(&state, move |state| {
+                live_record(&state, &id)?;
+                Err::<Response, _>(not_pausable(&id))
+            })
+            .await
+        }
+        .await,
+    )
+}
+
+async fn metrics(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            let sample = blocking(&state, move |state| {
+                let rec = live_record(&state, &id)?;
+                let pid = state.init_pids.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id).copied();
+                Ok(super::metrics::sample(&rec, pid, started_ms(&state, &id), now_ms()))
+            })
+            .await?;
+            Ok(Json(vec![sample]).into_response())
+        }
+        .await,
+    )
+}
+
+#[cfg(test)]
+#[path = "control_tests.rs"]
+mod tests;

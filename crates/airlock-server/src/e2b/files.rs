@@ -1,0 +1,278 @@
+//! envd's `/files`: download (`GET`, the raw bytes) and upload (`POST`, multipart with one
+//! `file` part per file whose filename is the target path, or `application/octet-stream` with
+//! `?path=`, optionally gzip-encoded). Authorised by the sandbox's access token or by a signed
+//! URL ([`super::auth::check_signature`]). Bytes stream through a short bounded channel in
+//! both directions; a whole file is never held in memory. Errors are `{"code", "message"}`
+//! with 400 (bad request, a directory), 401 (credentials, unknown user), 404, 502 (sandbox
+//! gone) or 507 (no space left).
+
+use super::auth::{check_signature, require_token, resolve_path, user_from_headers, user_named, SignedRequest};
+use super::boxio::with_box_blocking;
+use super::error::E2bError;
+use crate::state::AppState;
+use airlock_protocol::EntryKind;
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, Multipart, Request, State};
+use axum::http::{header, HeaderMap};
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use tokio::sync::mpsc;
+
+/// Chunks buffered in either direction.
+const CHUNKS_BUFFERED: usize = 8;
+/// Most files one upload may carry.
+const MAX_FILES: usize = 1000;
+
+#[derive(Debug, Default, Deserialize)]
+struct FilesQuery {
+    path: Option<String>,
+    username: Option<String>,
+    signature: Option<String>,
+    signature_expiration: Option<i64>,
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// Who may do `operation` ("read" or "write"): the sandbox the request is for.
+fn authorise(state: &AppState, headers: &HeaderMap, q: &FilesQuery, operation: &str) -> Result<String, E2bError> {
+    let named = super::sandbox_id(headers);
+    if let Some(user) = q.username.as_deref() {
+        user_named(Some(user))?;
+    } else {
+        user_from_headers(headers)?;
+    }
+    if let Some(signature) = q.signature.as_deref() {
+        let path = q.path.as_deref().ok_or_else(|| E2bError::InvalidArgument("a signed URL needs ?path=".into()))?;
+        let req = SignedRequest { path, operation, user: q.username.as_deref().unwrap_or(""), signature, expiration: q.signature_expiration };
+        return check_signature(&state.e2b, &req, named, now_s());
+    }
+    let id = named.ok_or_else(|| E2bError::Unauthenticated("send E2b-Sandbox-Id and X-Access-Token, or use a signed URL".into()))?;
+    require_token(&state.e2b, headers, id)?;
+    Ok(id.to_string())
+}
+
+fn query(raw: Option<&str>) -> Result<FilesQuery, E2bError> {
+    serde_urlencoded::from_str(raw.unwrap_or("")).map_err(|e| E2bError::InvalidArgument(format!("the query string is malformed: {e}")))
+}
+
+/// A write error as envd reports it: "no space left" is 507.
+fn files_error(e: &E2bError) -> Response {
+    if e.to_string().to_ascii_lowercase().contains("no space left") {
+        let body = json!({"code": 507, "message": e.to_string()});
+        return (axum::http::StatusCode::INSUFFICIENT_STORAGE, axum::Json(body)).into_response();
+    }
+    e.rest_response()
+}
+
+enum Piece {
+    Data(Bytes),
+    Done(Result<u64, E2bError>),
+}
+
+/// Feeds what the box sends into the response body; once the client is gone the rest is read
+/// and dropped, so the agent connection stays in step.
+struct ChannelWriter {
+    tx: mpsc::Sender<Piece>,
+    gone: bool,
+}
+
+impl Write for ChannelWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !self.gone && self.tx.blocking_send(Piece::Data(Bytes::copy_from_slice(buf))).is_err() {
+            self.gone = true;
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `GET /files?path=`: the file's bytes.
+pub async fn download(State(state): State<AppState>, headers: HeaderMap, req: Request) -> Response {
+    match download_inner(state, headers, req.uri().query()).await {
+        Ok(r) => r,
+        Err(e) => files_error(&e),
+    }
+}
+
+async fn download_inner(state: AppState, headers: HeaderMap, raw: Option<&str>) -> Result<Response, E2bError> {
+    let q = query(raw)?;
+    let id = authorise(&state, &headers, &q, "read")?;
+    let path = resolve_path(q.path.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| E2bError::InvalidArgument("give ?path= the file to read".into()))?)?;
+    let (tx, mut rx) = mpsc::channel::<Piece>(CHUNKS_BUFFERED);
+    tokio::task::spawn_blocking(move || {
+        let mut out = ChannelWriter { tx: tx.clone(), gone: false };
+        let done = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session())).and_then(|mut session| {
+            if session.stat(&path)?.kind == EntryKind::Dir {
+                return Err(E2bError::InvalidArgument(format!("{path} is a directory; read a file, or list the directory")));
+            }
+            Ok(session.read_file_to(&path, &mut out)?)
+        });
+        let _ = tx.blocking_send(Piece::Done(done));
+    });
+    let first = match rx.recv().await {
+        Some(Piece::Done(Err(e))) => return Err(e),
+        Some(Piece::Done(Ok(_))) => None,
+        Some(Piece::Data(b)) => Some(b),
+        None => return Err(E2bError::Internal("the file's reader ended without a word; retry".into())),
+    };
+    let body = match first {
+        None => Body::empty(),
+        Some(first) => Body::from_stream(futures_util::stream::unfold((Some(first), rx), |(first, mut rx)| async move {
+            if let Some(b) = first {
+                return Some((Ok(b), (None, rx)));
+            }
+            match rx.recv().await {
+                Some(Piece::Data(b)) => Some((Ok(b), (None, rx))),
+                // Cut the transfer short so the client sees it failed.
+                Some(Piece::Done(Err(e))) => Some((Err(std::io::Error::other(e.to_string())), (None, rx))),
+                Some(Piece::Done(Ok(_))) | None => None,
+            }
+        })),
+    };
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response())
+}
+
+/// Reads chunks sent from the async side, on the blocking side.
+struct ChunkReader {
+    rx: mpsc::Receiver<Result<Bytes, std::io::Error>>,
+    cur: Bytes,
+}
+
+impl Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.cur.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(Ok(b)) => self.cur = b,
+                Some(Err(e)) => return Err(e),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.cur.len());
+        buf[..n].copy_from_slice(&self.cur[..n]);
+        self.cur = self.cur.slice(n..);
+        Ok(n)
+    }
+}
+
+/// A file being written into the box: send its bytes with [`FileWriter::send`], then
+/// [`FileWriter::finish`].
+struct FileWriter {
+    tx: Option<mpsc::Sender<Result<Bytes, std::io::Error>>>,
+    task: tokio::task::JoinHandle<Result<u64, E2bError>>,
+}
+
+impl FileWriter {
+    /// Starts writing `path` (its missing parent directories are created), gunzipping the
+    /// bytes when `gzip`.
+    fn open(state: &AppState, id: &str, path: String, gzip: bool) -> FileWriter {
+        let (tx, rx) = mpsc::channel(CHUNKS_BUFFERED);
+        let (state, id) = (state.clone(), id.to_string());
+        let task = tokio::task::spawn_blocking(move || {
+            with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session())).and_then(|mut session| {
+                if let Some(parent) = std::path::Path::new(&path).parent().and_then(|p| p.to_str()).filter(|p| !p.is_empty() && *p != "/") {
+                    session.make_dir(parent, true)?;
+                }
+                let mut reader = ChunkReader { rx, cur: Bytes::new() };
+                let written = if gzip {
+                    session.write_file_from(&path, &mut flate2::read::GzDecoder::new(reader))
+                } else {
+                    session.write_file_from(&path, &mut reader)
+                };
+                Ok(written?)
+            })
+        });
+        FileWriter { tx: Some(tx), task }
+    }
+
+    /// Sends a chunk; false if the writer has stopped (its error comes from `finish`).
+    async fn send(&mut self, chunk: Result<Bytes, std::io::Error>) -> bool {
+        match &self.tx {
+            Some(tx) => tx.send(chunk).await.is_ok(),
+            None => false,
+        }
+    }
+
+    async fn finish(mut self) -> Result<u64, E2bError> {
+        self.tx.take();
+        self.task.await.map_err(|_| E2bError::Internal("the file's writer failed; retry".into()))?
+    }
+}
+
+fn written(path: &str) -> Value {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    json!({"path": path, "name": name, "type": "file"})
+}
+
+/// `POST /files`: writes one or more files; answers the list of files written.
+pub async fn upload(State(state): State<AppState>, headers: HeaderMap, req: Request) -> Response {
+    match upload_inner(state, headers, req).await {
+        Ok(r) => r,
+        Err(e) => files_error(&e),
+    }
+}
+
+async fn upload_inner(state: AppState, headers: HeaderMap, req: Request) -> Result<Response, E2bError> {
+    let q = query(req.uri().query())?;
+    let id = authorise(&state, &headers, &q, "write")?;
+    let media = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+    let mut done = Vec::new();
+    if media.starts_with("multipart/form-data") {
+        let mut form = Multipart::from_request(req, &()).await.map_err(|e| E2bError::InvalidArgument(format!("the multipart body is malformed: {e}")))?;
+        loop {
+            let field = form.next_field().await.map_err(|e| E2bError::InvalidArgument(format!("the multipart body is malformed: {e}")))?;
+            let Some(mut field) = field else { break };
+            if field.name() != Some("file") {
+                continue;
+            }
+            if done.len() >= MAX_FILES {
+                return Err(E2bError::InvalidArgument(format!("one upload may carry at most {MAX_FILES} files")));
+            }
+            let target = match (q.path.as_deref(), field.file_name()) {
+                (Some(p), _) if !p.is_empty() => p.to_string(),
+                (_, Some(f)) if !f.is_empty() => f.to_string(),
+                _ => return Err(E2bError::InvalidArgument("a file part needs a filename (the target path) or ?path=".into())),
+            };
+            let path = resolve_path(&target)?;
+            let mut writer = FileWriter::open(&state, &id, path.clone(), false);
+            loop {
+                let chunk = field.chunk().await;
+                let (chunk, end) = match chunk {
+                    Ok(Some(b)) => (Ok(b), false),
+                    Ok(None) => break,
+                    Err(e) => (Err(std::io::Error::other(format!("the upload broke off: {e}"))), true),
+                };
+                if !writer.send(chunk).await || end {
+                    break;
+                }
+            }
+            writer.finish().await?;
+            done.push(written(&path));
+        }
+    } else {
+        let target = q.path.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| E2bError::InvalidArgument("give ?path= the file to write".into()))?;
+        let path = resolve_path(target)?;
+        let gzip = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim().eq_ignore_ascii_case("gzip"));
+        let mut writer = FileWriter::open(&state, &id, path.clone(), gzip);
+        let mut chunks = req.into_body().into_data_stream();
+        while let Some(chunk) = chunks.next().await {
+            let failed = chunk.is_err();
+            let chunk = chunk.map_err(|e| std::io::Error::other(format!("the upload broke off: {e}")));
+            if !writer.send(chunk).await || failed {
+                break;
+            }
+        }
+        writer.finish().await?;
+        done.push(written(&path));
+    }
+    if done.is_empty() {
+        return Err(E2bError::InvalidArgument("the upload carries no part named `file`".into()));
+    }
+    Ok(axum::Json(done).into_response())
+}

@@ -1,0 +1,180 @@
+//! envd's `filesystem.Filesystem` Connect service, unary methods: `Stat`, `MakeDir`, `Move`,
+//! `ListDir`, `Remove`. Entries are proto3-JSON `EntryInfo`s. Relative paths resolve against
+//! the user's home. The watch methods live in [`super::watch`].
+
+use super::auth::resolve_path;
+use super::boxio::with_session;
+use super::connect::{parse_unary, read_body, unary_error, unary_ok, MAX_MESSAGE};
+use super::error::E2bError;
+use super::views::rfc3339_secs;
+use crate::state::AppState;
+use airlock_protocol::{Entry, EntryKind, MAX_LIST_DEPTH};
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+/// Go's `os.ModeDir` and `os.ModeSymlink` bits, which envd's `mode` carries.
+const GO_MODE_DIR: u32 = 1 << 31;
+const GO_MODE_SYMLINK: u32 = 1 << 27;
+
+#[derive(Debug, Default, Deserialize)]
+struct PathRequest {
+    #[serde(default)]
+    path: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct MoveRequest {
+    #[serde(default)]
+    source: String,
+    #[serde(default)]
+    destination: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ListDirRequest {
+    #[serde(default)]
+    path: String,
+    #[serde(default)]
+    depth: u32,
+}
+
+/// `POST /filesystem.Filesystem/{method}` for the unary methods.
+pub async fn call(State(state): State<AppState>, Path(method): Path<String>, headers: HeaderMap, body: Body) -> Response {
+    let Some(id) = super::sandbox_id(&headers).map(str::to_string) else {
+        return unary_error(&E2bError::InvalidArgument("E2b-Sandbox-Id is missing".into()));
+    };
+    let result = async {
+        let body = read_body(body, MAX_MESSAGE).await?;
+        match method.as_str() {
+            "Stat" => stat(&state, &id, parse_unary(&headers, &body)?).await,
+            "MakeDir" => make_dir(&state, &id, parse_unary(&headers, &body)?).await,
+            "Move" => rename(&state, &id, parse_unary(&headers, &body)?).await,
+            "ListDir" => list_dir(&state, &id, parse_unary(&headers, &body)?).await,
+            "Remove" => remove(&state, &id, parse_unary(&headers, &body)?).await,
+            other => Err(E2bError::Unimplemented(format!("filesystem.Filesystem/{other} is not a method airlock serves"))),
+        }
+    }
+    .await;
+    match result {
+        Ok(v) => unary_ok(&v),
+        Err(e) => unary_error(&e),
+    }
+}
+
+fn required(path: &str, what: &str) -> Result<String, E2bError> {
+    if path.is_empty() {
+        return Err(E2bError::InvalidArgument(format!("{what} is empty; give a path")));
+    }
+    resolve_path(path)
+}
+
+async fn stat(state: &AppState, id: &str, req: PathRequest) -> Result<Value, E2bError> {
+    let path = required(&req.path, "path")?;
+    let entry = with_session(state, id, move |s| Ok(s.stat(&path)?)).await?;
+    Ok(json!({ "entry": entry_info(&entry) }))
+}
+
+async fn make_dir(state: &AppState, id: &str, req: PathRequest) -> Result<Value, E2bError> {
+    let path = required(&req.path, "path")?;
+    let entry = with_session(state, id, move |s| {
+        match s.stat(&path) {
+            Ok(_) => return Err(E2bError::AlreadyExists(format!("{path} already exists"))),
+            Err(e) => match E2bError::from(e) {
+                E2bError::NotFound(_) => {}
+                other => return Err(other),
+            },
+        }
+        s.make_dir(&path, true)?;
+        Ok(s.stat(&path)?)
+    })
+    .await?;
+    Ok(json!({ "entry": entry_info(&entry) }))
+}
+
+async fn rename(state: &AppState, id: &str, req: MoveRequest) -> Result<Value, E2bError> {
+    let from = required(&req.source, "source")?;
+    let to = required(&req.destination, "destination")?;
+    let entry = with_session(state, id, move |s| {
+        s.rename(&from, &to)?;
+        Ok(s.stat(&to)?)
+    })
+    .await?;
+    Ok(json!({ "entry": entry_info(&entry) }))
+}
+
+async fn list_dir(state: &AppState, id: &str, req: ListDirRequest) -> Result<Value, E2bError> {
+    let path = required(&req.path, "path")?;
+    let depth = req.depth.max(1);
+    if depth > MAX_LIST_DEPTH {
+        return Err(E2bError::InvalidArgument(format!("depth {depth} is too deep; the most is {MAX_LIST_DEPTH}")));
+    }
+    let entries = with_session(state, id, move |s| {
+        let top = s.stat(&path)?;
+        if top.kind != EntryKind::Dir {
+            return Err(E2bError::InvalidArgument(format!("{path} is not a directory")));
+        }
+        Ok(s.list_dir(&path, depth)?)
+    })
+    .await?;
+    Ok(json!({ "entries": entries.iter().map(entry_info).collect::<Vec<_>>() }))
+}
+
+async fn remove(state: &AppState, id: &str, req: PathRequest) -> Result<Value, E2bError> {
+    let path = required(&req.path, "path")?;
+    with_session(state, id, move |s| {
+        s.stat(&path)?;
+        Ok(s.remove(&path, true)?)
+    })
+    .await?;
+    Ok(json!({}))
+}
+
+/// An entry as proto3-JSON `EntryInfo`: default values omitted, `size` as a string, the type
+/// as its enum name, `mode` with Go's file-mode type bits, `permissions` as Go prints a mode.
+/// Owner and group are not known to the agent and are left out (empty).
+pub fn entry_info(e: &Entry) -> Value {
+    let (type_name, type_bits, type_char) = match e.kind {
+        EntryKind::File => (Some("FILE_TYPE_FILE"), 0, '-'),
+        EntryKind::Dir => (Some("FILE_TYPE_DIRECTORY"), GO_MODE_DIR, 'd'),
+        EntryKind::Symlink => (Some("FILE_TYPE_SYMLINK"), GO_MODE_SYMLINK, 'L'),
+        EntryKind::Other => (None, 0, '?'),
+    };
+    let perm = e.mode & 0o777;
+    let mut map = Map::new();
+    map.insert("name".into(), json!(e.name));
+    if let Some(t) = type_name {
+        map.insert("type".into(), json!(t));
+    }
+    map.insert("path".into(), json!(e.path));
+    if e.size != 0 {
+        map.insert("size".into(), json!(e.size.to_string()));
+    }
+    let mode = type_bits | perm;
+    if mode != 0 {
+        map.insert("mode".into(), json!(mode));
+    }
+    map.insert("permissions".into(), json!(permissions(type_char, perm)));
+    map.insert("modifiedTime".into(), json!(rfc3339_secs(e.mtime)));
+    Value::Object(map)
+}
+
+/// `-rw-r--r--`-style permissions.
+pub fn permissions(type_char: char, perm: u32) -> String {
+    let mut s = String::with_capacity(10);
+    s.push(type_char);
+    for shift in [6, 3, 0] {
+        let bits = (perm >> shift) & 7;
+        s.push(if bits & 4 != 0 { 'r' } else { '-' });
+        s.push(if bits & 2 != 0 { 'w' } else { '-' });
+        s.push(if bits & 1 != 0 { 'x' } else { '-' });
+    }
+    s
+}
+
+#[cfg(test)]
+#[path = "filesystem_tests.rs"]
+mod tests;

@@ -1,0 +1,26 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+fn entry(kind: EntryKind, mode: u32, size: u64) -> Entry {
+    Entry { path: "/home/user/x".into(), name: "x".into(), kind, size, mode, mtime: 0 }
+}
+
+#[test]
+fn entries_are_proto3_json() {
+    let f = entry_info(&entry(EntryKind::File, 0o644, 12));
+    assert_eq!(f["type"], "FILE_TYPE_FILE");
+    assert_eq!(f["size"], "12");
+    assert_eq!(f["mode"], 0o644);
+    assert_eq!(f["permissions"], "-rw-r--r--");
+    assert_eq!(f["modifiedTime"], "1970-01-01T00:00:00Z");
+    let d = entry_info(&entry(EntryKind::Dir, 0o755, 0));
+    assert_eq!(d["type"], "FILE_TYPE_DIRECTORY");
+    assert!(d.get("size").is_none(), "defaults are omitted");
+    assert_eq!(d["mode"], GO_MODE_DIR | 0o755);
+    assert_eq!(d["permissions"], "drwxr-xr-x");
+    let l = entry_info(&entry(EntryKind::Symlink, 0o777, 5));
+    assert_eq!(l["type"], "FILE_TYPE_SYMLINK");
+    assert_eq!(l["permissions"], "Lrwxrwxrwx");
+    assert!(entry_info(&entry(EntryKind::Other, 0, 0)).get("type").is_none());
+}

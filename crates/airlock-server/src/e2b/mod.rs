@@ -1,0 +1,161 @@
+//! The E2B-compatible gateway: E2B's official SDKs drive airlock unchanged when pointed at
+//! `airlock serve` (`E2B_API_URL` and `E2B_SANDBOX_URL` both set to the server's address).
+//! The README says how to use it; the protocol itself is described in the design notes.
+//!
+//! One listener serves three protocols, told apart by headers:
+//! - requests without `E2b-Sandbox-Id` go to the normal router: the native API and E2B's
+//!   control plane (`/sandboxes`, `/v2/sandboxes`, [`control`]);
+//! - requests with `E2b-Sandbox-Id` and `E2b-Sandbox-Port: 49983` go to envd (Connect services
+//!   [`filesystem`], [`process`], [`watch`]; plain HTTP [`files`]);
+//! - `E2b-Sandbox-Port: 49999` goes to the code interpreter ([`interpreter`]);
+//! - a signed `/files` URL (which carries no sandbox id) goes to envd as well.
+//!
+//! Every sandbox is a session of the one [`SessionManager`](airlock_runtime::sessions::SessionManager)
+//! the native API uses: a sandbox made through either API is visible and usable through both.
+
+pub(crate) mod auth;
+pub(crate) mod boxio;
+pub(crate) mod boxstate;
+pub(crate) mod connect;
+pub(crate) mod control;
+pub(crate) mod envd;
+pub(crate) mod error;
+pub(crate) mod files;
+pub(crate) mod filesystem;
+pub(crate) mod interpreter;
+pub(crate) mod metrics;
+pub(crate) mod network;
+pub(crate) mod process;
+pub(crate) mod procs;
+pub(crate) mod views;
+pub(crate) mod watch;
+
+use crate::state::AppState;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+pub use error::E2bError;
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use tower::ServiceExt;
+
+/// envd's port in E2B.
+pub const ENVD_PORT: &str = "49983";
+/// The code interpreter's port in E2B.
+pub const INTERPRETER_PORT: &str = "49999";
+/// The envd version advertised: the features of envd up to it are implemented (see the
+/// protocol notes: 0.6.3 brings watch `include_entry`).
+pub const ENVD_VERSION: &str = "0.6.3";
+
+/// The network E2B boxes get when their create request sets no network option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DefaultNetwork {
+    /// Any public destination through the egress proxy (private, loopback and metadata
+    /// addresses stay refused): what E2B users expect.
+    #[default]
+    Internet,
+    /// No network at all.
+    None,
+}
+
+/// What the gateway keeps beyond the native API's state.
+pub struct E2bState {
+    /// SHA-256 of the E2B-format API key.
+    pub key_hash: String,
+    /// Raw access tokens of live sandboxes, by sandbox id: needed to check signed file URLs,
+    /// which are made from the raw token. Entries of ended sandboxes are dropped lazily.
+    tokens: Mutex<HashMap<String, String>>,
+    /// The network of boxes whose create request says nothing about it.
+    pub default_network: DefaultNetwork,
+}
+
+impl E2bState {
+    pub fn new(key_hash: String, default_network: DefaultNetwork) -> E2bState {
+        E2bState { key_hash, tokens: Mutex::new(HashMap::new()), default_network }
+    }
+
+    /// Remembers sandbox `id`'s raw access token (any sandbox, whichever API made it).
+    pub fn remember_token(&self, id: &str, token: &str) {
+        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string(), token.to_string());
+    }
+
+    /// Forgets a sandbox's token (it ended).
+    pub fn forget_token(&self, id: &str) {
+        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+    }
+
+    /// Sandbox `id`'s token, if it is known.
+    pub fn token_of(&self, id: &str) -> Option<String> {
+        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+    }
+
+    /// Every known (sandbox id, token) pair.
+    pub fn tokens_snapshot(&self) -> Vec<(String, String)> {
+        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// Drops the tokens of sandboxes for which `live` answers false.
+    pub fn retain_live(&self, live: impl Fn(&str) -> bool) {
+        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).retain(|id, _| live(id));
+    }
+}
+
+/// The sandbox id a request names in `E2b-Sandbox-Id`, if any.
+pub fn sandbox_id(headers: &HeaderMap) -> Option<&str> {
+    headers.get("e2b-sandbox-id").and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+/// Whether `id` can be a sandbox id (E2B's `[a-z0-9]`, plus `_` for native `sb_…` ids).
+pub fn valid_sandbox_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// The routers requests are dispatched to.
+#[derive(Clone)]
+pub struct Gateway {
+    envd: Router,
+    interpreter: Router,
+}
+
+impl Gateway {
+    pub fn new(state: &AppState) -> Gateway {
+        Gateway { envd: envd::router(state.clone()), interpreter: interpreter::router(state.clone()) }
+    }
+}
+
+/// Middleware in front of the normal router: sends sandbox traffic to envd or the code
+/// interpreter by the `E2b-Sandbox-*` headers; everything else goes on.
+pub async fn dispatch(State(gateway): State<Gateway>, req: Request, next: Next) -> Response {
+    let Some(id) = sandbox_id(req.headers()) else {
+        if req.uri().path() == "/files" && req.uri().query().is_some_and(|q| q.contains("signature=")) {
+            return forward(gateway.envd, req).await;
+        }
+        return next.run(req).await;
+    };
+    if !valid_sandbox_id(id) {
+        return E2bError::InvalidArgument("E2b-Sandbox-Id must be a sandbox id (lowercase letters, digits, `_`)".into()).rest_response();
+    }
+    let port = req.headers().get("e2b-sandbox-port").and_then(|v| v.to_str().ok()).unwrap_or(ENVD_PORT).trim().to_string();
+    match port.as_str() {
+        ENVD_PORT => forward(gateway.envd, req).await,
+        INTERPRETER_PORT => forward(gateway.interpreter, req).await,
+        other => {
+            let msg = format!("port {other} of the sandbox is not served: airlock serves envd on {ENVD_PORT} and the code interpreter on {INTERPRETER_PORT}");
+            (StatusCode::BAD_GATEWAY, axum::Json(serde_json::json!({"code": 502, "message": msg}))).into_response()
+        }
+    }
+}
+
+async fn forward(router: Router, req: Request) -> Response {
+    match router.oneshot(req).await {
+        Ok(res) => res,
+        Err(never) => match never {},
+    }
+}
+
+/// The control-plane routes, merged into the normal router.
+pub fn control_routes() -> Router<AppState> {
+    control::routes()
+}

@@ -1,0 +1,100 @@
+//! E2B's network options as an airlock network policy.
+//!
+//! - `allow_internet_access: false` (no other rule): no network at all.
+//! - No option at all: the server's default ([`DefaultNetwork`]); by default any public
+//!   destination by name through the egress proxy (the proxy still refuses private, loopback
+//!   and metadata addresses, and IP literals without a grant).
+//! - `network.allowOut` / `denyOut`: egress proxy rules. Domains (`example.com`,
+//!   `*.example.com`) become allow/deny domain rules, IPs and CIDRs allow-ip grants. A
+//!   `denyOut` of `0.0.0.0/0` (E2B's idiom; also `allow_internet_access: false`) means "only
+//!   what `allowOut` lists"; otherwise `allowOut` adds to the public internet.
+//!   An IP range in `denyOut` other than everything cannot be enforced by the proxy's rules
+//!   and is refused (fail closed).
+
+use super::error::E2bError;
+use super::DefaultNetwork;
+use airlock_policy::{NetworkMode, NetworkSection};
+use serde::Deserialize;
+
+/// The rule that grants any public destination by name.
+pub const ANY_PUBLIC_NAME: &str = "*";
+
+/// `network` of a create request. `allowPublicTraffic` is accepted whatever its value: every
+/// route into a sandbox needs its token already.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkOptions {
+    #[serde(default)]
+    pub allow_out: Option<Vec<String>>,
+    #[serde(default)]
+    pub deny_out: Option<Vec<String>>,
+    #[serde(default)]
+    pub mask_request_host: Option<String>,
+}
+
+fn is_everything(rule: &str) -> bool {
+    matches!(rule.trim(), "0.0.0.0/0" | "::/0")
+}
+
+/// Whether `rule` is an IP address or CIDR range (else it is taken as a domain).
+fn is_ip_rule(rule: &str) -> bool {
+    let addr = rule.split('/').next().unwrap_or(rule);
+    addr.parse::<std::net::IpAddr>().is_ok()
+}
+
+/// The network section of a box made from E2B's options.
+pub fn network_section(allow_internet: Option<bool>, options: Option<&NetworkOptions>, default: DefaultNetwork) -> Result<NetworkSection, E2bError> {
+    let empty = Vec::new();
+    let allow_out = options.and_then(|o| o.allow_out.as_ref()).unwrap_or(&empty);
+    let deny_out = options.and_then(|o| o.deny_out.as_ref()).unwrap_or(&empty);
+    if options.is_some_and(|o| o.mask_request_host.is_some()) {
+        return Err(E2bError::InvalidArgument("network.maskRequestHost is not supported by airlock; leave it out".into()));
+    }
+    let only_listed = allow_internet == Some(false) || deny_out.iter().any(|r| is_everything(r));
+    let mut section = NetworkSection::default();
+    if allow_out.is_empty() && deny_out.is_empty() && allow_internet.is_none() && default == DefaultNetwork::None {
+        section.mode = Some(NetworkMode::None);
+        return Ok(section);
+    }
+    if only_listed && allow_out.is_empty() {
+        section.mode = Some(NetworkMode::None);
+        return Ok(section);
+    }
+    section.mode = Some(NetworkMode::Proxy);
+    if !only_listed {
+        section.allow_domain.push(ANY_PUBLIC_NAME.to_string());
+    }
+    for rule in allow_out {
+        let rule = rule.trim();
+        if is_everything(rule) {
+            if !only_listed {
+                continue;
+            }
+            return Err(E2bError::InvalidArgument(
+                "allowOut 0.0.0.0/0 with everything denied is contradictory; list the destinations to allow".into(),
+            ));
+        }
+        if is_ip_rule(rule) {
+            section.allow_ip.push(rule.to_string());
+        } else {
+            section.allow_domain.push(rule.to_string());
+        }
+    }
+    for rule in deny_out {
+        let rule = rule.trim();
+        if is_everything(rule) {
+            continue;
+        }
+        if is_ip_rule(rule) {
+            return Err(E2bError::InvalidArgument(format!(
+                "denyOut {rule:?}: airlock denies address ranges only as a whole (0.0.0.0/0); deny domains by name, or deny everything and list allowOut"
+            )));
+        }
+        section.deny_domain.push(rule.to_string());
+    }
+    Ok(section)
+}
+
+#[cfg(test)]
+#[path = "network_tests.rs"]
+mod tests;

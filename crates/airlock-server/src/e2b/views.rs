@@ -1,0 +1,131 @@
+//! Sandboxes as E2B's control plane shows them (`Sandbox`, `SandboxDetail`, `ListedSandbox`),
+//! and the time format they use.
+
+use super::ENVD_VERSION;
+use airlock_runtime::store::{SandboxRecord, SandboxState};
+use serde_json::{json, Map, Value};
+
+/// The `clientID` every sandbox reports (E2B's id of the node; one node here).
+pub const CLIENT_ID: &str = "airlock";
+
+/// The E2B state of a store state: live sandboxes are `running` (queued and starting ones
+/// too: they will be), paused ones `paused`; ended ones have no E2B state.
+pub fn e2b_state(state: SandboxState) -> Option<&'static str> {
+    match state {
+        SandboxState::Queued | SandboxState::Starting | SandboxState::Running => Some("running"),
+        SandboxState::Paused => Some("paused"),
+        _ => None,
+    }
+}
+
+/// What a box is sized to, from its resolved policy: (cpus, memory MiB, disk MiB).
+fn sizes(policy: &Value) -> (u64, u64, u64) {
+    let limits = &policy["limits"];
+    let host_cpus = std::thread::available_parallelism().map(|n| n.get() as u64).unwrap_or(1);
+    let cpus = limits["cpus"].as_f64().map(|c| c.ceil().max(1.0) as u64).unwrap_or(host_cpus);
+    let mib = |v: &Value| v.as_u64().map(|b| b >> 20).unwrap_or(0);
+    (cpus, mib(&limits["memory"]), mib(&limits["disk"]))
+}
+
+/// `Sandbox`: the answer to create and connect. `token` is the sandbox's access token.
+pub fn sandbox(rec: &SandboxRecord, token: Option<&str>) -> Value {
+    json!({
+        "templateID": rec.template,
+        "sandboxID": rec.id,
+        "alias": rec.template,
+        "clientID": CLIENT_ID,
+        "envdVersion": ENVD_VERSION,
+        "envdAccessToken": token,
+        // The interpreter SDKs send it to the code interpreter's /contexts routes, which have
+        // no other credential: it is the same token.
+        "trafficAccessToken": token,
+        "domain": Value::Null,
+    })
+}
+
+/// `ListedSandbox`: one entry of a list.
+pub fn listed(rec: &SandboxRecord, started_ms: Option<i64>) -> Value {
+    let (cpus, memory, disk) = sizes(&rec.policy);
+    json!({
+        "templateID": rec.template,
+        "alias": rec.template,
+        "sandboxID": rec.id,
+        "clientID": CLIENT_ID,
+        "startedAt": rfc3339(started_ms.unwrap_or(rec.created_ms)),
+        "endAt": rfc3339(rec.deadline_ms),
+        "cpuCount": cpus,
+        "memoryMB": memory,
+        "diskSizeMB": disk,
+        "metadata": rec.metadata,
+        "state": e2b_state(rec.state).unwrap_or("running"),
+        "envdVersion": ENVD_VERSION,
+    })
+}
+
+/// `SandboxDetail`: one sandbox, with its token.
+pub fn detail(rec: &SandboxRecord, started_ms: Option<i64>, token: Option<&str>) -> Value {
+    let mut v = listed(rec, started_ms);
+    if let Value::Object(map) = &mut v {
+        map.insert("envdAccessToken".into(), json!(token));
+        map.insert("domain".into(), Value::Null);
+        let internet = rec.policy["network"].as_str() != Some("none");
+        map.insert("allowInternetAccess".into(), json!(internet));
+        map.insert("lifecycle".into(), json!({"autoResume": false, "onTimeout": "kill"}));
+        map.insert("volumeMounts".into(), Value::Array(Vec::new()));
+        map.insert("network".into(), network_view(&rec.policy));
+    }
+    v
+}
+
+fn network_view(policy: &Value) -> Value {
+    let egress = &policy["egress"];
+    let list = |k: &str| egress[k].as_array().cloned().unwrap_or_default();
+    let mut out = Map::new();
+    let mut allow = list("allow_domain");
+    allow.retain(|d| d.as_str() != Some("*"));
+    allow.extend(list("allow_ip"));
+    if !allow.is_empty() {
+        out.insert("allowOut".into(), Value::Array(allow));
+    }
+    let deny = list("deny_domain");
+    if !deny.is_empty() {
+        out.insert("denyOut".into(), Value::Array(deny));
+    }
+    Value::Object(out)
+}
+
+/// Milliseconds since the Unix epoch as RFC 3339 UTC with milliseconds
+/// (`2024-01-02T03:04:05.678Z`).
+pub fn rfc3339(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let millis = ms.rem_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Seconds since the Unix epoch as RFC 3339 UTC without fractions.
+pub fn rfc3339_secs(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+#[path = "views_tests.rs"]
+mod tests;

@@ -1,0 +1,45 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+
+#[test]
+fn times_are_rfc3339_utc() {
+    assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+    assert_eq!(rfc3339(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+    assert_eq!(rfc3339_secs(951_782_400), "2000-02-29T00:00:00Z");
+    assert_eq!(rfc3339_secs(-1), "1969-12-31T23:59:59Z");
+}
+
+#[test]
+fn sandboxes_show_the_required_fields() {
+    let rec = SandboxRecord {
+        id: "abc123".into(),
+        template: "base".into(),
+        policy: serde_json::json!({"network": "proxy", "limits": {"memory": 1u64 << 30, "disk": 512u64 << 20, "cpus": 1.5}, "egress": {"allow_domain": ["*", "a.example"], "allow_ip": ["1.2.3.4"], "deny_domain": []}}),
+        metadata: [("k".to_string(), "v".to_string())].into(),
+        token_hash: String::new(),
+        created_ms: 0,
+        deadline_ms: 300_000,
+        state: SandboxState::Running,
+        reason: None,
+        ended_ms: None,
+        supervisor_pid: None,
+        boot_id: None,
+    };
+    let s = sandbox(&rec, Some("tok"));
+    for k in ["templateID", "sandboxID", "clientID", "envdVersion", "envdAccessToken"] {
+        assert!(!s[k].is_null(), "{k}");
+    }
+    let d = detail(&rec, Some(1000), Some("tok"));
+    for k in ["templateID", "sandboxID", "clientID", "startedAt", "endAt", "envdVersion", "cpuCount", "memoryMB", "diskSizeMB", "state"] {
+        assert!(!d[k].is_null(), "{k}");
+    }
+    assert_eq!(d["cpuCount"], 2);
+    assert_eq!(d["memoryMB"], 1024);
+    assert_eq!(d["diskSizeMB"], 512);
+    assert_eq!(d["state"], "running");
+    assert_eq!(d["startedAt"], "1970-01-01T00:00:01.000Z");
+    assert_eq!(d["allowInternetAccess"], true);
+    assert_eq!(d["network"]["allowOut"], serde_json::json!(["a.example", "1.2.3.4"]));
+    assert_eq!(e2b_state(SandboxState::Killed), None);
+}

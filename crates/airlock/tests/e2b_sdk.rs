@@ -1,0 +1,220 @@
+//! E2B conformance: E2B's official SDKs, installed from the registries by
+//! `scripts/e2b-clients.sh`, drive a real `airlock serve` through the suites in `tests/e2b/`:
+//! Python current (sync and async APIs), Python older (v1 endpoints; sync and async) and
+//! JavaScript. The whole set runs twice, each time against a fresh server, and both tries must
+//! pass: a flaky test is a failing test.
+//!
+//! The clients are looked up in `$E2B_CLIENTS_DIR`, else `target/e2b-clients` at the workspace
+//! root; when they are missing the test fails (it never skips) and says to run
+//! `scripts/e2b-clients.sh`. `E2B_SUITE_AIRLOCK=/path/to/airlock` runs the suites against another
+//! build of the server (a development aid; CI uses the binary built with this test).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{ServeProcess, TempDir};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How many times the whole set runs, each against a fresh server.
+const TRIES: usize = 2;
+/// Bound on one suite run (one SDK, one API flavour). A suite normally takes well under a minute.
+const SUITE_LIMIT: Duration = Duration::from_secs(600);
+
+/// The repository root (two levels above this crate).
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// Where scripts/e2b-clients.sh installed the SDKs.
+struct Clients {
+    py_current: PathBuf,
+    py_older: PathBuf,
+    js_modules: PathBuf,
+}
+
+impl Clients {
+    /// Finds the installed clients, or fails the test saying how to install them.
+    fn find() -> Clients {
+        let dir = std::env::var_os("E2B_CLIENTS_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target/e2b-clients"));
+        let clients = Clients {
+            py_current: dir.join("py-current/bin/python"),
+            py_older: dir.join("py-older/bin/python"),
+            js_modules: dir.join("js/node_modules"),
+        };
+        let missing: Vec<String> = [&clients.py_current, &clients.py_older, &clients.js_modules.join("e2b/package.json")]
+            .into_iter()
+            .filter(|p| !p.exists())
+            .map(|p| p.display().to_string())
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "E2B's SDKs are not installed (missing: {}). Run `scripts/e2b-clients.sh` (scripts/test.sh does) \
+             to install the pinned Python and npm clients under {}, or point E2B_CLIENTS_DIR at them.",
+            missing.join(", "),
+            dir.display()
+        );
+        clients
+    }
+}
+
+/// One suite: an SDK, an API flavour, and the command that runs its tests.
+struct Suite {
+    name: &'static str,
+    program: PathBuf,
+    args: Vec<String>,
+    extra_env: Vec<(&'static str, String)>,
+}
+
+fn suites(clients: &Clients) -> Vec<Suite> {
+    let pytest = |python: &Path, api: &str| -> (PathBuf, Vec<String>) {
+        let args = ["-m", "pytest", "tests/e2b/python", "-q", "-rfE", "-p", "no:cacheprovider", "--api", api];
+        (python.to_path_buf(), args.iter().map(|s| s.to_string()).collect())
+    };
+    let python = |name, python: &Path, api| {
+        let (program, args) = pytest(python, api);
+        Suite { name, program, args, extra_env: vec![("PYTHONDONTWRITEBYTECODE", "1".into())] }
+    };
+    vec![
+        python("python e2b 2.63.0 sync", &clients.py_current, "sync"),
+        python("python e2b 2.63.0 async", &clients.py_current, "async"),
+        python("python e2b 2.45.1 sync", &clients.py_older, "sync"),
+        python("python e2b 2.45.1 async", &clients.py_older, "async"),
+        Suite {
+            name: "js e2b 2.51.0",
+            program: PathBuf::from("node"),
+            args: vec!["--test".into(), "tests/e2b/js/conformance.test.js".into()],
+            extra_env: vec![("NODE_PATH", clients.js_modules.display().to_string())],
+        },
+    ]
+}
+
+/// A fresh `airlock serve` and the E2B-format key the SDKs authenticate with.
+struct E2bServer {
+    serve: ServeProcess,
+    key: String,
+    _data: TempDir,
+}
+
+impl E2bServer {
+    fn start() -> E2bServer {
+        let data = TempDir::new("e2b-sdk");
+        // A development aid: E2B_SUITE_AIRLOCK names another airlock binary to test.
+        let serve = match std::env::var_os("E2B_SUITE_AIRLOCK") {
+            Some(bin) => ServeProcess::start_bin(Path::new(&bin), data.path(), &[]),
+            None => ServeProcess::start(data.path(), &[]),
+        };
+        let key = e2b_key(&serve.printed, data.path()).unwrap_or_else(|| {
+            panic!("`airlock serve` made no E2B API key (e2b_ and 40 hex digits) on its first start; it printed: {:?}", serve.printed)
+        });
+        E2bServer { serve, key, _data: data }
+    }
+}
+
+/// The E2B key (`e2b_` and 40 hex digits) the server printed on its first start, or else wrote
+/// to a file at the top of its data directory.
+fn e2b_key(printed: &[String], data: &Path) -> Option<String> {
+    let mut texts: Vec<String> = printed.to_vec();
+    for entry in std::fs::read_dir(data).into_iter().flatten().flatten() {
+        if entry.metadata().is_ok_and(|m| m.is_file() && m.len() < 4096) {
+            texts.push(std::fs::read_to_string(entry.path()).unwrap_or_default());
+        }
+    }
+    texts.iter().find_map(|t| find_key(t))
+}
+
+fn find_key(text: &str) -> Option<String> {
+    text.match_indices("e2b_").find_map(|(at, _)| {
+        let hex: String = text[at + 4..].chars().take_while(char::is_ascii_hexdigit).collect();
+        (hex.len() == 40).then(|| format!("e2b_{hex}"))
+    })
+}
+
+/// What one suite run produced.
+struct Outcome {
+    passed: bool,
+    took: Duration,
+    output: String,
+}
+
+/// Runs `suite` against `server`, bounded by SUITE_LIMIT; the suite's processes are killed (by
+/// their process group, which this function created) if it overruns.
+fn run_suite(suite: &Suite, server: &E2bServer) -> Outcome {
+    use std::os::unix::process::CommandExt;
+    let logs = TempDir::new("e2b-suite");
+    let log_path = logs.join("output.txt");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut cmd = Command::new(&suite.program);
+    cmd.args(&suite.args)
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .process_group(0);
+    for var in ["E2B_DOMAIN", "E2B_DEBUG", "E2B_ACCESS_TOKEN", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+        cmd.env_remove(var);
+    }
+    cmd.env("E2B_API_KEY", &server.key)
+        .env("E2B_API_URL", &server.serve.base)
+        .env("E2B_SANDBOX_URL", &server.serve.base)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost");
+    for (k, v) in &suite.extra_env {
+        cmd.env(k, v);
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("start {}: {e}", suite.program.display()));
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > SUITE_LIMIT {
+            // SAFETY: signals the process group this function created for the suite.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut output = std::fs::read_to_string(&log_path).unwrap_or_default();
+    if status.is_none() {
+        output.push_str(&format!("\n[killed: the suite ran longer than {} s]\n", SUITE_LIMIT.as_secs()));
+    }
+    Outcome { passed: status.is_some_and(|s| s.success()), took: started.elapsed(), output }
+}
+
+/// The last `n` lines of `text`.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[test]
+fn e2b_sdks_pass_twice_against_fresh_servers() {
+    let clients = Clients::find();
+    let suites = suites(&clients);
+    let mut failures = Vec::new();
+    for attempt in 1..=TRIES {
+        let mut server = E2bServer::start();
+        for suite in &suites {
+            let outcome = run_suite(suite, &server);
+            eprintln!("try {attempt}: {}: {} in {:.1} s", suite.name, if outcome.passed { "passed" } else { "FAILED" }, outcome.took.as_secs_f64());
+            if !outcome.passed {
+                eprintln!("---- {} (try {attempt}) ----\n{}\n----", suite.name, tail(&outcome.output, 120));
+                failures.push(format!("try {attempt}: {}", suite.name));
+            }
+        }
+        server.serve.stop();
+    }
+    assert!(failures.is_empty(), "E2B SDK suites failed: {}", failures.join("; "));
+}
+
+#[test]
+fn finds_the_e2b_key_in_what_the_server_printed() {
+    let key = format!("e2b_{}", "0123456789abcdef".repeat(3).get(..40).unwrap());
+    assert_eq!(find_key(&format!("e2b api key: {key}")), Some(key.clone()));
+    assert_eq!(find_key("api key: al_0123"), None);
+    assert_eq!(find_key("e2b_1234 and e2b_short"), None);
+    assert_eq!(find_key(&format!("x {key}\n")), Some(key));
+}

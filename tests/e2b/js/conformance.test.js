@@ -1,0 +1,331 @@
+// E2B's official JavaScript SDK (npm e2b + @e2b/code-interpreter, installed by
+// scripts/e2b-clients.sh) against a real `airlock serve`: the same areas as tests/e2b/python.
+//
+// Run by crates/airlock/tests/e2b_sdk.rs, or by hand:
+//   NODE_PATH=target/e2b-clients/js/node_modules E2B_API_KEY=e2b_… E2B_API_URL=http://127.0.0.1:PORT \
+//   E2B_SANDBOX_URL=http://127.0.0.1:PORT NO_PROXY=127.0.0.1,localhost node --test tests/e2b/js/
+'use strict'
+
+const { describe, test } = require('node:test')
+const assert = require('node:assert/strict')
+const http = require('node:http')
+const crypto = require('node:crypto')
+
+const e2b = require('e2b')
+const ci = require('@e2b/code-interpreter')
+
+for (const v of ['E2B_API_KEY', 'E2B_API_URL', 'E2B_SANDBOX_URL']) {
+  if (!process.env[v]) throw new Error(`${v} is not set: point the SDK at a running \`airlock serve\``)
+}
+
+// Every test is bounded; node:test fails a test that runs past its timeout.
+const T = { timeout: 90_000 }
+const RUN = crypto.randomBytes(6).toString('hex')
+const WRONG_KEY = 'e2b_0123456789abcdef0123456789abcdef01234567'
+
+/** A new sandbox (a code-interpreter one when `code`), killed after `fn`. */
+async function withSandbox(opts, fn, code = false) {
+  const cls = code ? ci.Sandbox : e2b.Sandbox
+  const sbx = await cls.create({ ...opts, metadata: { 'suite-run': RUN, ...(opts.metadata || {}) } })
+  try {
+    return await fn(sbx)
+  } finally {
+    await sbx.kill()
+  }
+}
+
+async function waitFor(what, check, ms = 10_000) {
+  const deadline = Date.now() + ms
+  for (;;) {
+    if (await check()) return
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting until ${what}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+async function listAll(query, opts = {}) {
+  const paginator = e2b.Sandbox.list({ query, ...opts })
+  const items = []
+  while (paginator.hasNext) items.push(...(await paginator.nextItems()))
+  return items
+}
+
+const secondsLeft = (info) => (info.endAt.getTime() - Date.now()) / 1000
+
+describe('lifecycle', () => {
+  test('create with template, timeout, metadata and env vars; getInfo', T, async () => {
+    await withSandbox({ template: 'base', timeoutMs: 120_000, metadata: { owner: 'js' }, envs: { GREETING: 'hello js' } }, async (sbx) => {
+      assert.match(sbx.sandboxId, /^[a-z0-9_]+$/)
+      assert.equal((await sbx.commands.run('echo $GREETING')).stdout, 'hello js\n')
+      const info = await sbx.getInfo()
+      assert.equal(info.sandboxId, sbx.sandboxId)
+      assert.equal(info.metadata.owner, 'js')
+      assert.equal(info.state, 'running')
+      assert.ok(secondsLeft(info) > 100 && secondsLeft(info) <= 125, `${info.endAt}`)
+      assert.equal(await sbx.isRunning(), true)
+    })
+  })
+
+  test('connect reaches the same sandbox', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      await sbx.files.write('/home/user/m.txt', 'from the first handle')
+      const other = await e2b.Sandbox.connect(sbx.sandboxId, { timeoutMs: 600_000 })
+      assert.equal(other.sandboxId, sbx.sandboxId)
+      assert.equal((await other.commands.run('cat /home/user/m.txt')).stdout, 'from the first handle')
+      assert.ok(secondsLeft(await other.getInfo()) > 500)
+    })
+  })
+
+  test('list filters by metadata and state', T, async () => {
+    await withSandbox({ metadata: { role: 'alpha' } }, async (a) => {
+      await withSandbox({ metadata: { role: 'beta' } }, async (b) => {
+        const alpha = await listAll({ metadata: { 'suite-run': RUN, role: 'alpha' } })
+        assert.deepEqual(alpha.map((s) => s.sandboxId), [a.sandboxId])
+        const running = await listAll({ metadata: { 'suite-run': RUN }, state: ['running'] })
+        const ids = new Set(running.map((s) => s.sandboxId))
+        assert.ok(ids.has(a.sandboxId) && ids.has(b.sandboxId))
+        assert.deepEqual(await listAll({ metadata: { 'suite-run': RUN }, state: ['paused'] }), [])
+      })
+    })
+  })
+
+  test('setTimeout, expiry at the timeout, kill', T, async () => {
+    const sbx = await e2b.Sandbox.create({ timeoutMs: 60_000, metadata: { 'suite-run': RUN } })
+    try {
+      await sbx.setTimeout(400_000)
+      assert.ok(secondsLeft(await sbx.getInfo()) > 380)
+      await sbx.setTimeout(1_000)
+      await waitFor('the sandbox expired', async () => !(await sbx.isRunning()), 20_000)
+      await assert.rejects(e2b.Sandbox.connect(sbx.sandboxId), e2b.NotFoundError)
+    } finally {
+      await sbx.kill()
+    }
+    const other = await e2b.Sandbox.create({ metadata: { 'suite-run': RUN } })
+    assert.equal(await other.kill(), true)
+    assert.equal(await other.isRunning(), false)
+    assert.equal(await e2b.Sandbox.kill(other.sandboxId), false)
+  })
+
+  test('pause is a clear error, never a silent success', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      await assert.rejects(sbx.pause(), (err) => err instanceof e2b.SandboxError && /paus/i.test(err.message) && !(err instanceof e2b.NotFoundError))
+      assert.equal(await sbx.isRunning(), true)
+      assert.equal((await sbx.commands.run('echo alive')).stdout, 'alive\n')
+    })
+  })
+})
+
+describe('commands', () => {
+  test('stdout, stderr, exit codes, env vars, cwd, user', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const r = await sbx.commands.run('echo out; echo err >&2')
+      assert.equal(r.stdout, 'out\n')
+      assert.equal(r.stderr, 'err\n')
+      assert.equal(r.exitCode, 0)
+      await assert.rejects(sbx.commands.run('echo boom >&2; exit 3'), (err) => err instanceof e2b.CommandExitError && err.exitCode === 3 && err.stderr === 'boom\n')
+      assert.equal((await sbx.commands.run('echo $FOO', { envs: { FOO: 'bar' } })).stdout, 'bar\n')
+      assert.equal((await sbx.commands.run('pwd', { cwd: '/tmp' })).stdout, '/tmp\n')
+      assert.equal((await sbx.commands.run('whoami', { user: 'user' })).stdout, 'user\n')
+      const out = []
+      await sbx.commands.run('echo a; echo b', { onStdout: (d) => out.push(d) })
+      assert.equal(out.join(''), 'a\nb\n')
+    })
+  })
+
+  test('background commands: wait, kill, list, connect, sendStdin', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const bg = await sbx.commands.run('sleep 0.3; echo done', { background: true })
+      assert.equal((await bg.wait()).stdout, 'done\n')
+      const sleeper = await sbx.commands.run('sleep 120', { background: true })
+      assert.ok((await sbx.commands.list()).some((p) => p.pid === sleeper.pid))
+      assert.equal(await sleeper.kill(), true)
+      await assert.rejects(sleeper.wait(), e2b.CommandExitError)
+      assert.equal(await sbx.commands.kill(999999), false)
+      const late = await sbx.commands.run('sleep 0.5; echo late', { background: true })
+      const attached = await sbx.commands.connect(late.pid)
+      assert.ok((await attached.wait()).stdout.includes('late\n'))
+      const reader = await sbx.commands.run('read a; echo "got $a"', { background: true, stdin: true })
+      await sbx.commands.sendStdin(reader.pid, 'piped\n')
+      assert.equal((await reader.wait()).stdout, 'got piped\n')
+    })
+  })
+
+  test('per-command timeout', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const started = Date.now()
+      await assert.rejects(sbx.commands.run('sleep 60', { timeoutMs: 1_000 }), e2b.TimeoutError)
+      assert.ok(Date.now() - started < 15_000)
+    })
+  })
+
+  test('PTY create, input, resize', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const chunks = []
+      const text = () => Buffer.concat(chunks).toString()
+      const term = await sbx.pty.create({ rows: 24, cols: 80, onData: (d) => chunks.push(Buffer.from(d)) })
+      await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size; echo TERM=$TERM\n'))
+      await waitFor('the terminal shows TERM', () => text().includes('TERM=xterm-256color'))
+      assert.ok(text().includes('24 80'), text())
+      await sbx.pty.resize(term.pid, { rows: 30, cols: 100 })
+      await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size\n'))
+      await waitFor('the terminal shows the new size', () => text().includes('30 100'))
+      await sbx.pty.sendInput(term.pid, new TextEncoder().encode('exit 0\n'))
+      assert.equal((await term.wait()).exitCode, 0)
+    })
+  })
+})
+
+describe('files', () => {
+  test('read/write text, bytes, several files; list depth; exists, getInfo, makeDir, rename, remove', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const info = await sbx.files.write('/home/user/a.txt', 'héllo')
+      assert.equal(info.path, '/home/user/a.txt')
+      assert.equal(await sbx.files.read('/home/user/a.txt'), 'héllo')
+      const bytes = new Uint8Array(4096).map((_, i) => i % 256)
+      await sbx.files.write('/home/user/b.bin', bytes.buffer)
+      assert.deepEqual(Buffer.from(await sbx.files.read('/home/user/b.bin', { format: 'bytes' })), Buffer.from(bytes))
+      const many = await sbx.files.write([
+        { path: '/home/user/t/x.txt', data: 'x' },
+        { path: '/home/user/t/y/z.txt', data: 'z' },
+      ])
+      assert.deepEqual(many.map((w) => w.path).sort(), ['/home/user/t/x.txt', '/home/user/t/y/z.txt'])
+      const shallow = await sbx.files.list('/home/user/t')
+      assert.deepEqual(shallow.map((e) => [e.name, e.type]).sort(), [['x.txt', 'file'], ['y', 'dir']])
+      const deep = await sbx.files.list('/home/user/t', { depth: 2 })
+      assert.ok(deep.some((e) => e.path === '/home/user/t/y/z.txt'))
+      assert.equal(await sbx.files.exists('/home/user/t/x.txt'), true)
+      assert.equal(await sbx.files.exists('/home/user/nope'), false)
+      const st = await sbx.files.getInfo('/home/user/t/x.txt')
+      assert.equal(st.size, 1)
+      assert.equal(st.type, 'file')
+      assert.equal(await sbx.files.makeDir('/home/user/nd'), true)
+      assert.equal(await sbx.files.makeDir('/home/user/nd'), false)
+      const moved = await sbx.files.rename('/home/user/t/x.txt', '/home/user/nd/x.txt')
+      assert.equal(moved.path, '/home/user/nd/x.txt')
+      await sbx.files.remove('/home/user/nd/x.txt')
+      assert.equal(await sbx.files.exists('/home/user/nd/x.txt'), false)
+      await assert.rejects(sbx.files.read('/home/user/never'), e2b.NotFoundError)
+    })
+  })
+
+  test('watchDir sees a file a command creates', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      await sbx.files.makeDir('/home/user/w')
+      const events = []
+      const handle = await sbx.files.watchDir('/home/user/w', (e) => events.push(e))
+      await sbx.commands.run('echo hi > /home/user/w/new.txt')
+      await waitFor('the watch reports new.txt', () => events.some((e) => e.name === 'new.txt' && e.type === e2b.FilesystemEventType.CREATE))
+      await handle.stop()
+    })
+  })
+
+  test('upload and download URLs', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const up = await sbx.uploadUrl('/home/user/up.txt')
+      assert.ok(up.startsWith(process.env.E2B_SANDBOX_URL) && !up.includes(sbx.sandboxId))
+      const form = new FormData()
+      form.append('file', new Blob(['uploaded via url']), 'up.txt')
+      const res = await fetch(up, { method: 'POST', body: form })
+      assert.equal(res.status, 200, await res.text())
+      assert.equal((await sbx.commands.run('cat /home/user/up.txt')).stdout, 'uploaded via url')
+      const down = await fetch(await sbx.downloadUrl('/home/user/up.txt'))
+      assert.equal(down.status, 200)
+      assert.equal(await down.text(), 'uploaded via url')
+    })
+  })
+})
+
+describe('code', () => {
+  test('state, text, logs, error with traceback, callbacks', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      await sbx.runCode('x = 41')
+      assert.equal((await sbx.runCode('x + 1')).text, '42')
+      const logs = await sbx.runCode("import sys\nprint('o')\nprint('e', file=sys.stderr)")
+      assert.deepEqual(logs.logs.stdout, ['o\n'])
+      assert.deepEqual(logs.logs.stderr, ['e\n'])
+      const failed = await sbx.runCode('1/0')
+      assert.equal(failed.error.name, 'ZeroDivisionError')
+      assert.ok(failed.error.traceback.includes('ZeroDivisionError'))
+      const out = []
+      const results = []
+      await sbx.runCode("print('cb')\n6*7", { onStdout: (m) => out.push(m.line), onResult: (r) => results.push(r.text) })
+      assert.deepEqual(out, ['cb\n'])
+      assert.deepEqual(results, ['42'])
+    }, true)
+  })
+
+  test('matplotlib PNG', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const ex = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()')
+      const png = ex.results.find((r) => r.png)
+      assert.ok(png, JSON.stringify(ex))
+      assert.deepEqual([...Buffer.from(png.png, 'base64').subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+    }, true)
+  })
+
+  test('contexts and languages', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const ctx = await sbx.createCodeContext({ cwd: '/tmp' })
+      await sbx.runCode('only_here = 1', { context: ctx })
+      assert.equal((await sbx.runCode('only_here', { context: ctx })).text, '1')
+      assert.equal((await sbx.runCode('only_here')).error.name, 'NameError')
+      assert.ok((await sbx.listCodeContexts()).some((c) => c.id === ctx.id))
+      await sbx.restartCodeContext(ctx)
+      assert.equal((await sbx.runCode('only_here', { context: ctx })).error.name, 'NameError')
+      await sbx.removeCodeContext(ctx)
+      assert.ok(!(await sbx.listCodeContexts()).some((c) => c.id === ctx.id))
+      assert.equal((await sbx.runCode('const k = 20; k + 1', { language: 'js' })).text, '21')
+      assert.equal((await sbx.runCode('k * 2', { language: 'js' })).text, '40')
+      assert.deepEqual((await sbx.runCode('echo $((6 * 7))', { language: 'bash' })).logs.stdout, ['42\n'])
+    }, true)
+  })
+})
+
+describe('network', () => {
+  // The only destination: an HTTP server on the host's 127.0.0.1, reachable from a box only
+  // through airlock's egress proxy and only when a rule grants 127.0.0.1.
+  async function withServer(fn) {
+    const secret = crypto.randomBytes(8).toString('hex')
+    const seen = []
+    const server = http.createServer((req, res) => {
+      seen.push(req.url)
+      res.end(secret)
+    })
+    await new Promise((r) => server.listen(0, '127.0.0.1', r))
+    try {
+      return await fn(`http://127.0.0.1:${server.address().port}/probe`, secret, seen)
+    } finally {
+      server.close()
+    }
+  }
+  const fetchIn = async (sbx, url) =>
+    (await sbx.commands.run(`curl -sS --max-time 10 -o /tmp/body -w '%{http_code}' ${url}; echo " exit=$?"; cat /tmp/body 2>/dev/null`, { timeoutMs: 30_000 })).stdout
+
+  test('allowOut grants, allowInternetAccess=false and denyOut refuse', T, async () => {
+    await withServer(async (url, secret, seen) => {
+      await withSandbox({ network: { allowOut: ['127.0.0.1'] } }, async (sbx) => {
+        const out = await fetchIn(sbx, url)
+        assert.ok(out.startsWith('200 exit=0') && out.includes(secret), out)
+      })
+      assert.equal(seen.length, 1)
+      await withSandbox({ allowInternetAccess: false }, async (sbx) => {
+        const out = await fetchIn(sbx, url)
+        assert.ok(!out.includes(secret), out)
+      })
+      await withSandbox({ network: { denyOut: ['0.0.0.0/0'] } }, async (sbx) => {
+        const out = await fetchIn(sbx, url)
+        assert.ok(!out.includes(secret), out)
+      })
+      assert.equal(seen.length, 1, 'the denied sandboxes never reached the server')
+    })
+  })
+})
+
+describe('errors', () => {
+  test('invalid API key, unknown sandbox, not found, already exists', T, async () => {
+    await assert.rejects(e2b.Sandbox.create({ apiKey: WRONG_KEY }), e2b.AuthenticationError)
+    await assert.rejects(e2b.Sandbox.connect('i0doesnotexist0000000'), e2b.NotFoundError)
+    await assert.rejects(e2b.Sandbox.getInfo('i0doesnotexist0000000'), e2b.NotFoundError)
+    assert.equal(await e2b.Sandbox.kill('i0doesnotexist0000000'), false)
+  })
+})

@@ -1,0 +1,154 @@
+"""Commands: run (stdout, stderr, exit codes, env vars, cwd, user), background commands with
+wait/kill, send_stdin, list, connect, per-command timeout, callbacks, PTY create/resize/input."""
+import time
+
+import pytest
+
+from conftest import wait_for
+
+
+async def test_run_captures_stdout_stderr_and_exit_code(sdk):
+    async with sdk.sandbox() as sbx:
+        result = await sdk(sbx.commands.run, "echo out; echo err >&2")
+        assert result.stdout == "out\n"
+        assert result.stderr == "err\n"
+        assert result.exit_code == 0
+        assert result.error in (None, "")
+
+
+async def test_nonzero_exit_raises_command_exit_exception(sdk):
+    async with sdk.sandbox() as sbx:
+        with pytest.raises(sdk.e2b.CommandExitException) as raised:
+            await sdk(sbx.commands.run, "echo partial; echo boom >&2; exit 3")
+        assert raised.value.exit_code == 3
+        assert raised.value.stderr == "boom\n"
+        assert raised.value.stdout == "partial\n"
+
+
+async def test_env_vars_cwd_and_user(sdk):
+    async with sdk.sandbox(envs={"SANDBOX_WIDE": "from create"}) as sbx:
+        env = await sdk(sbx.commands.run, "echo $FOO $SANDBOX_WIDE", envs={"FOO": "bar"})
+        assert env.stdout == "bar from create\n"
+        # A per-command variable does not leak into the next command.
+        assert (await sdk(sbx.commands.run, "echo ${FOO:-unset}")).stdout == "unset\n"
+        assert (await sdk(sbx.commands.run, "pwd", cwd="/tmp")).stdout == "/tmp\n"
+        assert (await sdk(sbx.commands.run, "pwd")).stdout == "/home/user\n"
+        assert (await sdk(sbx.commands.run, "whoami", user="user")).stdout == "user\n"
+        assert (await sdk(sbx.commands.run, "id -u")).stdout == "1000\n"
+
+
+async def test_stdout_and_stderr_callbacks(sdk):
+    out, err = [], []
+    async with sdk.sandbox() as sbx:
+        result = await sdk(sbx.commands.run, "echo a; echo b; echo c >&2", on_stdout=out.append, on_stderr=err.append)
+    assert "".join(out) == "a\nb\n" == result.stdout
+    assert "".join(err) == "c\n"
+
+
+async def test_background_command_wait(sdk):
+    async with sdk.sandbox() as sbx:
+        handle = await sdk(sbx.commands.run, "sleep 0.3; echo done", background=True)
+        assert handle.pid > 0
+        result = await sdk(handle.wait)
+        assert result.stdout == "done\n"
+        assert result.exit_code == 0
+
+
+async def test_background_command_kill_and_list(sdk):
+    async with sdk.sandbox() as sbx:
+        handle = await sdk(sbx.commands.run, "sleep 120", background=True)
+        listed = await sdk(sbx.commands.list)
+        mine = [p for p in listed if p.pid == handle.pid]
+        assert len(mine) == 1, listed
+        assert mine[0].cmd == "/bin/bash"
+        assert mine[0].args[-1] == "sleep 120"
+        assert await sdk(handle.kill) is True
+        with pytest.raises(sdk.e2b.CommandExitException) as raised:
+            await sdk(handle.wait)
+        assert raised.value.exit_code != 0
+
+        async def gone():
+            return all(p.pid != handle.pid for p in await sdk(sbx.commands.list))
+
+        await wait_for("the killed command left the list", gone, seconds=5)
+        # Killing by pid: True for a live command, False for one that does not exist.
+        other = await sdk(sbx.commands.run, "sleep 120", background=True)
+        assert await sdk(sbx.commands.kill, other.pid) is True
+        assert await sdk(sbx.commands.kill, 999999) is False
+
+
+async def test_send_stdin(sdk):
+    async with sdk.sandbox() as sbx:
+        handle = await sdk(sbx.commands.run, "read a; read b; echo \"got $a and $b\"", background=True, stdin=True)
+        await sdk(sbx.commands.send_stdin, handle.pid, "one\n")
+        await sdk(sbx.commands.send_stdin, handle.pid, b"two\n")
+        result = await sdk(handle.wait)
+        assert result.stdout == "got one and two\n"
+
+
+async def test_connect_to_a_running_command(sdk):
+    async with sdk.sandbox() as sbx:
+        handle = await sdk(sbx.commands.run, "sleep 0.5; echo late; exit 4", background=True)
+        attached = await sdk(sbx.commands.connect, handle.pid)
+        assert attached.pid == handle.pid
+        with pytest.raises(sdk.e2b.CommandExitException) as raised:
+            await sdk(attached.wait)
+        assert raised.value.exit_code == 4
+        assert "late\n" in raised.value.stdout
+        with pytest.raises(sdk.e2b.NotFoundException):
+            await sdk(sbx.commands.connect, 999999)
+
+
+async def test_per_command_timeout_ends_the_command(sdk):
+    async with sdk.sandbox() as sbx:
+        started = time.monotonic()
+        with pytest.raises(sdk.e2b.TimeoutException):
+            await sdk(sbx.commands.run, "sleep 60; echo never", timeout=1)
+        assert time.monotonic() - started < 15
+
+        async def ended():
+            return not any(p.args[-1:] == ["sleep 60; echo never"] for p in await sdk(sbx.commands.list))
+
+        # envd kills a command whose timeout (Connect-Timeout-Ms) expired.
+        await wait_for("the timed-out command is gone", ended, seconds=10)
+
+
+async def test_pty_create_input_and_resize(sdk):
+    PtySize = sdk.e2b.PtySize
+    chunks = []
+
+    def output():
+        return b"".join(chunks).decode(errors="replace")
+
+    async with sdk.sandbox() as sbx:
+        if sdk.is_async:
+            handle = await sbx.pty.create(PtySize(rows=24, cols=80), on_data=chunks.append)
+        else:
+            handle = sbx.pty.create(PtySize(rows=24, cols=80))
+        assert handle.pid > 0
+
+        async def pump_until(text):
+            if sdk.is_async:
+                await wait_for(f"the terminal shows {text!r}", lambda: text in output(), seconds=10)
+                return
+            # The sync handle yields (stdout, stderr, pty) tuples as they arrive.
+            for _stdout, _stderr, pty in handle:
+                if pty is not None:
+                    chunks.append(pty)
+                if text in output():
+                    return
+            raise AssertionError(f"the terminal ended before showing {text!r}: {output()!r}")
+
+        await sdk(sbx.pty.send_stdin, handle.pid, b"stty size; tty; echo TERM=$TERM\n")
+        await pump_until("TERM=xterm-256color")
+        assert "24 80" in output()
+        assert "/dev/pts/" in output()
+        await sdk(sbx.pty.resize, handle.pid, PtySize(rows=30, cols=100))
+        await sdk(sbx.pty.send_stdin, handle.pid, b"stty size\n")
+        await pump_until("30 100")
+        await sdk(sbx.pty.send_stdin, handle.pid, b"exit 0\n")
+        if sdk.is_async:
+            result = await handle.wait()
+        else:
+            result = handle.wait()
+        assert result.exit_code == 0

@@ -1,0 +1,140 @@
+"""Lifecycle: create (template, timeout, metadata, env vars), connect, get_info, list with metadata
+and state filters, set_timeout, kill, is_running, expiry at the timeout, pause."""
+import re
+import time
+from datetime import datetime, timezone
+
+import pytest
+
+from conftest import wait_for
+
+
+def seconds_left(info):
+    return (info.end_at - datetime.now(timezone.utc)).total_seconds()
+
+
+async def test_create_with_template_timeout_metadata_and_envs(sdk):
+    async with sdk.sandbox(template="base", timeout=120, metadata={"owner": "conformance"},
+                           envs={"GREETING": "hello from create"}) as sbx:
+        assert re.fullmatch(r"[a-z0-9_]+", sbx.sandbox_id), sbx.sandbox_id
+        result = await sdk(sbx.commands.run, "echo $GREETING")
+        assert result.stdout == "hello from create\n"
+        info = await sdk(sbx.get_info)
+        assert info.sandbox_id == sbx.sandbox_id
+        assert info.metadata["owner"] == "conformance"
+        assert info.metadata["suite-run"] == sdk.run_id
+        assert info.template_id
+        assert info.state == sdk.e2b.SandboxState.RUNNING
+        assert 100 <= seconds_left(info) <= 125, (info.started_at, info.end_at)
+        assert info.started_at <= datetime.now(timezone.utc)
+        assert await sdk(sbx.is_running) is True
+
+
+async def test_create_defaults(sdk):
+    async with sdk.sandbox() as sbx:
+        info = await sdk(sbx.get_info)
+        # E2B's default sandbox lifetime is 300 s.
+        assert 280 <= seconds_left(info) <= 305, (info.started_at, info.end_at)
+        assert (await sdk(sbx.commands.run, "whoami")).stdout == "user\n"
+
+
+async def test_connect_reaches_the_same_sandbox_and_extends_its_timeout(sdk):
+    async with sdk.sandbox(timeout=60) as sbx:
+        await sdk(sbx.files.write, "/home/user/marker.txt", "left by the first handle")
+        other = await sdk(sdk.Sandbox.connect, sbx.sandbox_id, timeout=600)
+        assert other.sandbox_id == sbx.sandbox_id
+        seen = await sdk(other.commands.run, "cat /home/user/marker.txt")
+        assert seen.stdout == "left by the first handle"
+        info = await sdk(other.get_info)
+        assert seconds_left(info) > 500, "connect(timeout=600) extends the deadline"
+        # A shorter timeout on connect never shortens it.
+        await sdk(sdk.Sandbox.connect, sbx.sandbox_id, timeout=10)
+        assert seconds_left(await sdk(sbx.get_info)) > 500
+
+
+async def test_list_filters_by_metadata_and_state(sdk):
+    SandboxQuery, SandboxState = sdk.e2b.SandboxQuery, sdk.e2b.SandboxState
+    async with sdk.sandbox(metadata={"role": "alpha"}) as a, sdk.sandbox(metadata={"role": "beta"}) as b:
+        mine = {"suite-run": sdk.run_id}
+        both = await sdk.items(await sdk(sdk.Sandbox.list, query=SandboxQuery(metadata=mine)))
+        assert {s.sandbox_id for s in both} >= {a.sandbox_id, b.sandbox_id}
+        alpha = await sdk.items(await sdk(sdk.Sandbox.list, query=SandboxQuery(metadata={**mine, "role": "alpha"})))
+        assert [s.sandbox_id for s in alpha] == [a.sandbox_id]
+        assert alpha[0].metadata["role"] == "alpha"
+        assert alpha[0].state == SandboxState.RUNNING
+        running = await sdk.items(await sdk(sdk.Sandbox.list, query=SandboxQuery(metadata=mine, state=[SandboxState.RUNNING])))
+        assert {s.sandbox_id for s in running} >= {a.sandbox_id, b.sandbox_id}
+        paused = await sdk.items(await sdk(sdk.Sandbox.list, query=SandboxQuery(metadata=mine, state=[SandboxState.PAUSED])))
+        assert paused == []
+        none = await sdk.items(await sdk(sdk.Sandbox.list, query=SandboxQuery(metadata={**mine, "role": "gamma"})))
+        assert none == []
+        await sdk(b.kill)
+        after = await sdk.items(await sdk(sdk.Sandbox.list, query=SandboxQuery(metadata=mine)))
+        ids = {s.sandbox_id for s in after}
+        assert a.sandbox_id in ids and b.sandbox_id not in ids
+
+
+async def test_set_timeout_moves_the_deadline(sdk):
+    async with sdk.sandbox(timeout=30) as sbx:
+        await sdk(sbx.set_timeout, 500)
+        assert 480 <= seconds_left(await sdk(sbx.get_info)) <= 505
+        await sdk(sbx.set_timeout, 40)
+        assert 20 <= seconds_left(await sdk(sbx.get_info)) <= 45, "set_timeout can also shorten"
+
+
+async def test_sandbox_expires_at_its_timeout(sdk):
+    sbx = await sdk(sdk.Sandbox.create, timeout=2, metadata={"suite-run": sdk.run_id})
+    started = time.monotonic()
+    try:
+        assert await sdk(sbx.is_running) is True
+        await wait_for("the sandbox has expired", lambda: _not_running(sdk, sbx), seconds=20, interval=0.2)
+        assert time.monotonic() - started >= 1.5, "the sandbox ended before its timeout"
+        with pytest.raises(sdk.e2b.NotFoundException):
+            await sdk(sdk.Sandbox.connect, sbx.sandbox_id)
+    finally:
+        await sdk(sbx.kill)
+
+
+async def _not_running(sdk, sbx):
+    return not await sdk(sbx.is_running)
+
+
+async def test_set_timeout_makes_a_running_sandbox_expire(sdk):
+    sbx = await sdk(sdk.Sandbox.create, timeout=300, metadata={"suite-run": sdk.run_id})
+    try:
+        await sdk(sbx.set_timeout, 1)
+        await wait_for("the sandbox has expired", lambda: _not_running(sdk, sbx), seconds=20, interval=0.2)
+    finally:
+        await sdk(sbx.kill)
+
+
+async def test_kill(sdk):
+    sbx = await sdk(sdk.Sandbox.create, metadata={"suite-run": sdk.run_id})
+    assert await sdk(sbx.is_running) is True
+    assert await sdk(sbx.kill) is True
+    assert await sdk(sbx.is_running) is False
+    # The static form, on a sandbox that no longer exists: False, not an error.
+    assert await sdk(sdk.Sandbox.kill, sbx.sandbox_id) is False
+    with pytest.raises(sdk.e2b.NotFoundException):
+        await sdk(sdk.Sandbox.get_info, sbx.sandbox_id)
+
+
+async def test_static_get_info_and_set_timeout(sdk):
+    async with sdk.sandbox(metadata={"static": "yes"}) as sbx:
+        info = await sdk(sdk.Sandbox.get_info, sbx.sandbox_id)
+        assert info.metadata["static"] == "yes"
+        await sdk(sdk.Sandbox.set_timeout, sbx.sandbox_id, 200)
+        assert 180 <= seconds_left(await sdk(sbx.get_info)) <= 205
+
+
+async def test_pause_is_a_clear_typed_error_not_a_silent_success(sdk):
+    async with sdk.sandbox() as sbx:
+        with pytest.raises(sdk.e2b.SandboxException) as raised:
+            await sdk(sbx.pause)
+        assert not isinstance(raised.value, sdk.e2b.NotFoundException), raised.value
+        assert "paus" in str(raised.value).lower(), raised.value
+        # The sandbox is untouched: still running and usable.
+        assert await sdk(sbx.is_running) is True
+        assert (await sdk(sbx.commands.run, "echo still here")).stdout == "still here\n"
+        info = await sdk(sbx.get_info)
+        assert info.state == sdk.e2b.SandboxState.RUNNING
