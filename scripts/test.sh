@@ -13,7 +13,7 @@ for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; do
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
 # The code-interpreter driver's tests render matplotlib figures and pandas tables.
 /usr/bin/python3 -c 'import matplotlib, pandas' >/dev/null 2>&1 || missing=1
-# The E2B conformance suite's clients live in virtualenvs made from Debian's python3.
+# The MCP tests and the E2B conformance suite's clients live in virtualenvs made from Debian's python3.
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing=1
 if [ "$missing" = 1 ]; then
   if [ "$(id -u)" != 0 ]; then
@@ -27,6 +27,24 @@ if [ "$missing" = 1 ]; then
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
+
+# MCP tests (crates/airlock/tests/mcp.rs): the official MCP Python SDK as the client, and the
+# reference filesystem (npm) and fetch (PyPI) servers to wrap, pinned, under target/mcp-tools
+# (the tests look there, or in $AIRLOCK_MCP_TOOLS). Reinstalled when a pin changes.
+mcp_tools=target/mcp-tools
+mcp_pins="mcp==2.3.0 mcp-server-fetch==2026.10.24 @modelcontextprotocol/server-filesystem@2026.8.31"
+if [ "$(cat "$mcp_tools/pins" 2>/dev/null)" != "$mcp_pins" ]; then
+  rm -rf "$mcp_tools"
+  mkdir -p "$mcp_tools/npm"
+  /usr/bin/python3 -m venv "$mcp_tools/venv"
+  "$mcp_tools/venv/bin/pip" install -q mcp==2.3.0
+  /usr/bin/python3 -m venv "$mcp_tools/fetch-venv"
+  "$mcp_tools/fetch-venv/bin/pip" install -q mcp-server-fetch==2026.10.24
+  (cd "$mcp_tools/npm" && npm install --no-audit --no-fund --silent @modelcontextprotocol/server-filesystem@2026.8.31)
+  echo "$mcp_pins" > "$mcp_tools/pins"
+fi
+# Boxes run as the test user too: the tools must be readable and their paths traversable.
+chmod -R a+rX "$mcp_tools"
 
 cargo build --workspace --all-targets --locked
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -10,6 +10,7 @@ mod auth;
 mod e2b;
 mod error;
 mod factory;
+mod mcp;
 mod network_audit;
 mod observer;
 mod requests;

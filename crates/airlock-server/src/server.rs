@@ -119,7 +119,9 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
         let listener = listener.tap_io(|tcp| {
             let _ = tcp.set_nodelay(true);
         });
-        axum::serve(listener, crate::routes::router(state)).with_graceful_shutdown(shutdown).await?;
+        // MCP over streamable HTTP (`/mcp`) beside the REST API, behind the same API key.
+        let app = crate::mcp::router(state.clone(), config.airlock_exe.clone())?.merge(crate::routes::router(state));
+        axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
         Ok::<(), ServerError>(())
     });
     stopping.store(true, Ordering::Relaxed);

@@ -36,6 +36,53 @@ pub enum Command {
     /// Output and results go to stdout; errors, tracebacks and rich data summaries to stderr.
     /// Exit status: 0 ok, 1 error, 130 interrupted (timeout), 125 client or server failure.
     Code(CodeArgs),
+    /// Serve code execution as MCP tools over stdio (run_code, run_command, read_file,
+    /// write_file, list_files, sandbox_info), for Claude Desktop-style clients. One box per
+    /// session, started on the first tool call, ended when stdin closes or after --idle-timeout.
+    /// The profile decides which tools exist: read-only offers none that writes or runs code.
+    Mcp(McpArgs),
+    /// Run a stdio MCP server inside a box and relay its JSON-RPC between this process's stdio
+    /// and the server: tools/list is filtered by --tools/--deny-tools, calls to filtered tools are
+    /// refused without reaching the server, and every call goes to --audit FILE.
+    Wrap(WrapArgs),
+}
+
+/// Which tools an MCP client may see and call.
+#[derive(Debug, Args, Default)]
+pub struct ToolArgs {
+    /// Only these tools: comma-separated names or globs (`read_*,search`); repeatable.
+    #[arg(long, value_name = "PATTERNS")]
+    pub tools: Vec<String>,
+    /// Never these tools (wins over --tools): comma-separated names or globs; repeatable.
+    #[arg(long, value_name = "PATTERNS")]
+    pub deny_tools: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    /// End the session's box after this long without a tool call (the next call starts a fresh
+    /// one), e.g. 15m.
+    #[arg(long, value_name = "DURATION", default_value = "15m")]
+    pub idle_timeout: String,
+}
+
+#[derive(Debug, Args)]
+pub struct WrapArgs {
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    /// Append every tool call (tool, arguments digest, duration, status) and, with --net proxy,
+    /// every network decision to FILE as JSON lines.
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+    /// The MCP server's command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -28,6 +28,8 @@ pub fn main() -> i32 {
         Command::Serve(args) => cmd_serve(args),
         Command::Sandbox(args) => cmd_sandbox(args),
         Command::Code(args) => cmd_code(args),
+        Command::Mcp(args) => crate::mcp::cmd_mcp(args),
+        Command::Wrap(args) => crate::mcp::cmd_wrap(args),
     };
     res.unwrap_or_else(|e| {
         eprintln!("airlock: {e:#}");
@@ -78,7 +80,7 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     Ok(base.merge(f))
 }
 
-fn resolve_policy(args: &PolicyArgs) -> Result<ResolvedPolicy> {
+pub(crate) fn resolve_policy(args: &PolicyArgs) -> Result<ResolvedPolicy> {
     let file = policy_file(args)?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env: BTreeMap<String, String> = std::env::vars_os()

@@ -3,6 +3,7 @@
 mod cli;
 mod client;
 mod commands;
+mod mcp;
 
 use std::process::ExitCode;
 

@@ -1,0 +1,151 @@
+//! The MCP server of `airlock mcp`: one handler per MCP session (one conversation), owning that
+//! session's box slot. Tools are listed per the session's catalogue (schema-level filtering) and
+//! every call is checked again at dispatch, so a call to an unlisted tool is refused even if a
+//! client sends it.
+
+use crate::boxes::{BoxSlot, StartBox};
+use crate::calls::{call, CallEnv};
+use crate::catalogue::{description, input_schema, reach, Catalogue, ToolEffect, ToolName};
+use crate::denial::Denial;
+use crate::pattern::ToolFilter;
+use crate::roots::Roots;
+use airlock_policy::ResolvedPolicy;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::Duration;
+
+/// What the sessions of one `airlock mcp` (or one `/mcp` profile) share.
+pub struct SessionSettings {
+    policy: ResolvedPolicy,
+    catalogue: Catalogue,
+    env: Arc<CallEnv>,
+    tools: Vec<Tool>,
+    reach: String,
+}
+
+impl SessionSettings {
+    /// Settings for boxes under `policy`, offering the tools its profile and `filter` allow.
+    pub fn new(policy: ResolvedPolicy, filter: ToolFilter) -> SessionSettings {
+        let roots = Roots::of(&policy);
+        let reach = reach(&policy, &roots);
+        let catalogue = Catalogue::new(policy.profile, filter);
+        let tools = catalogue
+            .offered()
+            .into_iter()
+            .map(|t| {
+                let schema = match input_schema(t) {
+                    serde_json::Value::Object(m) => m,
+                    _ => serde_json::Map::new(),
+                };
+                let hints = ToolAnnotations::new().read_only(t.effect() == ToolEffect::Reads).destructive(t.effect() == ToolEffect::Writes);
+                Tool::new(t.as_str(), description(t, &reach), schema).with_annotations(hints)
+            })
+            .collect();
+        let receipt = airlock_runtime::BoxPlan::new(&policy, &["true".to_string()], &[]).map(|p| p.receipt.to_string()).unwrap_or_else(|e| format!("(the receipt cannot be computed: {e})"));
+        let info = format!("{reach}\n\nprofile {} · network {}\n{receipt}", policy.profile, policy.network);
+        SessionSettings { policy, catalogue, env: Arc::new(CallEnv { roots, info }), tools, reach }
+    }
+
+    /// The tools offered.
+    pub fn tool_names(&self) -> Vec<ToolName> {
+        self.catalogue.offered()
+    }
+}
+
+/// Builds a session's settings from the query string of its first request (or says why not).
+pub type SettingsBuilder = Arc<dyn Fn(&str) -> Result<SessionSettings, String> + Send + Sync>;
+
+/// Where a session's settings come from: fixed (stdio), or chosen by the first HTTP request.
+pub enum SettingsSource {
+    Fixed(Arc<SessionSettings>),
+    /// Built from the query string of the session's first request (`profile`, `tools`, `deny_tools`).
+    FromQuery(SettingsBuilder),
+}
+
+/// One MCP session.
+pub struct McpSession {
+    source: Arc<SettingsSource>,
+    settings: OnceLock<Result<Arc<SessionSettings>, String>>,
+    starter: Arc<dyn StartBox>,
+    slot: OnceLock<Arc<Mutex<BoxSlot>>>,
+    idle: Duration,
+    reaper: AtomicBool,
+}
+
+impl McpSession {
+    /// A session whose box (once started) ends after `idle` without calls.
+    pub fn new(source: Arc<SettingsSource>, starter: Arc<dyn StartBox>, idle: Duration) -> McpSession {
+        McpSession { source, settings: OnceLock::new(), starter, slot: OnceLock::new(), idle, reaper: AtomicBool::new(false) }
+    }
+
+    fn settings(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<SessionSettings>, ErrorData> {
+        let got = self.settings.get_or_init(|| match &*self.source {
+            SettingsSource::Fixed(s) => Ok(Arc::clone(s)),
+            SettingsSource::FromQuery(build) => {
+                let query = ctx.extensions.get::<http::request::Parts>().and_then(|p| p.uri.query().map(str::to_string)).unwrap_or_default();
+                build(&query).map(Arc::new)
+            }
+        });
+        got.clone().map_err(|e| ErrorData::invalid_params(e, None))
+    }
+
+    fn slot(&self, settings: &SessionSettings) -> Arc<Mutex<BoxSlot>> {
+        Arc::clone(self.slot.get_or_init(|| Arc::new(Mutex::new(BoxSlot::new(settings.policy.clone(), Arc::clone(&self.starter))))))
+    }
+
+    /// Ends the box after `idle` without calls (checked a few times per idle period).
+    fn start_reaper(&self, slot: &Arc<Mutex<BoxSlot>>) {
+        if self.reaper.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let weak: Weak<Mutex<BoxSlot>> = Arc::downgrade(slot);
+        let idle = self.idle;
+        let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(slot) = weak.upgrade() else { return };
+                let _ = tokio::task::spawn_blocking(move || slot.lock().unwrap_or_else(PoisonError::into_inner).end_if_idle(idle)).await;
+            }
+        });
+    }
+}
+
+impl ServerHandler for McpSession {
+    fn get_info(&self) -> ServerConfig {
+        let instructions = match self.settings.get() {
+            Some(Ok(s)) => s.reach.clone(),
+            _ => "Run code and commands in an airlock sandbox: a disposable Linux box that the kernel holds shut. Call sandbox_info to see what it may reach.".into(),
+        };
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("airlock", env!("CARGO_PKG_VERSION")))
+            .with_instructions(instructions)
+    }
+
+    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, ctx: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        let settings = self.settings(&ctx)?;
+        Ok(ListToolsResult::with_all_items(settings.tools.clone()))
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        let settings = self.settings(&ctx)?;
+        let tool = match settings.catalogue.check(&request.name) {
+            Ok(t) => t,
+            Err(why) => return Ok(CallToolResult::error(vec![ContentBlock::text(Denial::tool(&request.name, &why).text())]).into()),
+        };
+        let slot = self.slot(&settings);
+        self.start_reaper(&slot);
+        let args = request.arguments.unwrap_or_default();
+        let env = Arc::clone(&settings.env);
+        let out = tokio::task::spawn_blocking(move || call(tool, &args, &env, &mut slot.lock().unwrap_or_else(PoisonError::into_inner)))
+            .await
+            .map_err(|_| ErrorData::internal_error("the tool call's worker failed", None))?;
+        Ok(out.into_result().into())
+    }
+}

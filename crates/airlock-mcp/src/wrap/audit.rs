@@ -1,0 +1,69 @@
+//! The wrap audit log: JSON lines, one per tool call, interleaved with the egress proxy's
+//! network decisions. Each record is written with a single `write` on an append-mode file, so
+//! lines from the relay's threads never interleave.
+
+use serde::Serialize;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// One tool call as the audit log records it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRecord {
+    /// Always `tool_call` (network decisions have no `kind`).
+    pub kind: &'static str,
+    /// Milliseconds since the Unix epoch when the call arrived.
+    pub time_ms: u128,
+    pub tool: String,
+    /// SHA-256 of the call's arguments as the client sent them (JSON), hex.
+    pub arguments_sha256: String,
+    pub duration_ms: f64,
+    /// `ok`, `error` (the tool reported an error), `protocol_error`, `refused` (by airlock) or
+    /// `server_ended` (the server ended before answering).
+    pub status: &'static str,
+}
+
+/// Where audit lines go (nowhere without `--audit`).
+pub struct AuditSink {
+    file: Option<Mutex<std::fs::File>>,
+}
+
+/// Why the audit log cannot be opened.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open the audit log {path}: {source}")]
+pub struct AuditError {
+    pub path: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl AuditSink {
+    /// Appends to `path` (created if missing), or discards without one.
+    pub fn open(path: Option<&Path>) -> Result<AuditSink, AuditError> {
+        let file = match path {
+            Some(p) => Some(Mutex::new(
+                std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|source| AuditError { path: p.display().to_string(), source })?,
+            )),
+            None => None,
+        };
+        Ok(AuditSink { file })
+    }
+
+    /// Appends one line (a newline is added).
+    pub fn line(&self, text: &[u8]) {
+        let Some(file) = &self.file else { return };
+        let mut buf = Vec::with_capacity(text.len() + 1);
+        buf.extend_from_slice(text);
+        buf.push(b'\n');
+        if let Ok(mut f) = file.lock() {
+            let _ = f.write_all(&buf);
+        }
+    }
+
+    /// Appends a call record.
+    pub fn call(&self, record: &CallRecord) {
+        if let Ok(text) = serde_json::to_vec(record) {
+            self.line(&text);
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! `airlock mcp` and `airlock wrap`: the CLI side of airlock-mcp.
+
+use crate::cli::{McpArgs, PolicyArgs, WrapArgs};
+use crate::commands::resolve_policy;
+use airlock_mcp::wrap::{relay, AuditSink, Gate, WrappedServer};
+use airlock_mcp::{SessionSettings, ToolFilter};
+use airlock_policy::{parse_duration, NetworkMode, Profile};
+use anyhow::{Context, Result};
+use std::sync::Arc;
+
+fn warn_full_access(profile: Profile) {
+    if profile == Profile::FullAccess {
+        eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
+    }
+}
+
+pub fn cmd_mcp(args: McpArgs) -> Result<i32> {
+    let policy = resolve_policy(&args.policy)?;
+    warn_full_access(policy.profile);
+    let filter = ToolFilter::from_flags(&args.tools.tools, &args.tools.deny_tools)?;
+    let idle = parse_duration(&args.idle_timeout).context("--idle-timeout")?;
+    if idle.is_zero() {
+        anyhow::bail!("--idle-timeout 0 would end the box between calls; give a duration such as 15m");
+    }
+    let settings = SessionSettings::new(policy, filter);
+    if settings.tool_names().is_empty() {
+        anyhow::bail!("--tools/--deny-tools leave no tool for this profile; airlock mcp would offer nothing");
+    }
+    let exe = std::env::current_exe().context("cannot find airlock's own executable to start sandbox hosts")?;
+    airlock_mcp::serve_stdio(exe, settings, idle)?;
+    Ok(0)
+}
+
+pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
+    // Resolve here first, so a bad flag fails before anything starts.
+    let policy = resolve_policy(&args.policy)?;
+    warn_full_access(policy.profile);
+    let filter = ToolFilter::from_flags(&args.tools.tools, &args.tools.deny_tools)?;
+    let audit = Arc::new(AuditSink::open(args.audit.as_deref())?);
+    let net_audit = args.audit.is_some() && policy.network == NetworkMode::Proxy;
+    let mut child_args = vec!["run".to_string()];
+    child_args.extend(policy_flags(&args.policy));
+    if net_audit {
+        child_args.extend(["--audit".to_string(), "/dev/fd/3".to_string()]);
+    }
+    child_args.push("--".into());
+    child_args.extend(args.command.iter().cloned());
+    let program = std::env::current_exe().context("cannot find airlock's own executable to start the box")?;
+    let server = WrappedServer { program, args: child_args, net_audit_fd3: net_audit };
+    Ok(relay(&server, Gate::new(filter), audit)?)
+}
+
+/// The policy flags as `airlock run` takes them (the wrapped server's box is an `airlock run`).
+fn policy_flags(p: &PolicyArgs) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut one = |flag: &str, v: Option<String>| {
+        if let Some(v) = v {
+            out.push(format!("--{flag}={v}"));
+        }
+    };
+    one("profile", p.profile.clone());
+    one("workspace", p.workspace.clone());
+    one("policy", p.policy.as_ref().map(|f| f.display().to_string()));
+    one("net", p.net.clone());
+    one("max-connections", p.max_connections.map(|v| v.to_string()));
+    one("byte-budget", p.byte_budget.clone());
+    one("memory", p.memory.clone());
+    one("pids", p.pids.map(|v| v.to_string()));
+    one("cpus", p.cpus.map(|v| v.to_string()));
+    one("timeout", p.timeout.clone());
+    one("disk", p.disk.clone());
+    one("output-limit", p.output_limit.clone());
+    for (flag, values) in [
+        ("read", &p.read),
+        ("write", &p.write),
+        ("deny", &p.deny),
+        ("allow-domain", &p.allow_domain),
+        ("deny-domain", &p.deny_domain),
+        ("allow-ip", &p.allow_ip),
+        ("map-host", &p.map_host),
+        ("env", &p.env),
+    ] {
+        out.extend(values.iter().map(|v| format!("--{flag}={v}")));
+    }
+    if p.fail_if_unavailable {
+        out.push("--fail-if-unavailable".into());
+    }
+    out
+}

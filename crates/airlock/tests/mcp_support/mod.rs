@@ -1,0 +1,170 @@
+//! What the MCP tests need besides airlock: the official MCP Python SDK (a venv), the reference
+//! filesystem server (npm) and fetch server (PyPI), installed by `scripts/test.sh` under
+//! `target/mcp-tools` (or `$AIRLOCK_MCP_TOOLS`); a loopback HTTP origin; and a runner for
+//! `client.py`, which drives a server through the SDK. A missing tool fails the test loudly.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Where scripts/test.sh installed the MCP tools.
+pub fn tools_dir() -> PathBuf {
+    let dir = match std::env::var_os("AIRLOCK_MCP_TOOLS") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-tools"),
+    };
+    // Canonical, so that the path granted to a box is the path used inside it.
+    dir.canonicalize().unwrap_or(dir)
+}
+
+fn need(path: PathBuf, what: &str) -> PathBuf {
+    assert!(path.exists(), "{what} is missing at {}: run scripts/test.sh (it installs the MCP test tools), or set AIRLOCK_MCP_TOOLS", path.display());
+    path
+}
+
+/// The Python of the venv that has the `mcp` SDK.
+pub fn sdk_python() -> PathBuf {
+    need(tools_dir().join("venv/bin/python"), "the MCP Python SDK venv")
+}
+
+/// The npm folder holding @modelcontextprotocol/server-filesystem.
+pub fn npm_dir() -> PathBuf {
+    need(tools_dir().join("npm"), "the npm folder")
+}
+
+/// The filesystem server's entry point.
+pub fn filesystem_server() -> PathBuf {
+    need(npm_dir().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), "@modelcontextprotocol/server-filesystem")
+}
+
+/// The venv that has mcp-server-fetch, and its entry point.
+pub fn fetch_venv() -> PathBuf {
+    need(tools_dir().join("fetch-venv"), "the mcp-server-fetch venv")
+}
+
+pub fn fetch_server() -> PathBuf {
+    need(fetch_venv().join("bin/mcp-server-fetch"), "mcp-server-fetch")
+}
+
+/// client.py, beside this file.
+pub fn client_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_support/client.py")
+}
+
+/// Runs `steps` through the SDK against `target` (`["stdio", cmd, args…]` or `["http", url,
+/// key]`) in `cwd`; returns one result per step. Panics with the client's stderr if it fails.
+pub fn run_client(cwd: &Path, steps: &Value, target: &[String]) -> Vec<Value> {
+    let out = Command::new(sdk_python())
+        .arg(client_script())
+        .arg(steps.to_string())
+        .args(target)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the MCP client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "the MCP client failed ({:?})\nstdout: {stdout}\nstderr: {stderr}", out.status);
+    let v: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("client output is not JSON ({e}): {stdout}\nstderr: {stderr}"));
+    v.as_array().cloned().unwrap_or_default()
+}
+
+/// `["stdio", airlock, args…]`.
+pub fn stdio(bin: &Path, args: &[&str]) -> Vec<String> {
+    let mut v = vec!["stdio".to_string(), bin.display().to_string()];
+    v.extend(args.iter().map(|a| a.to_string()));
+    v
+}
+
+/// The tool names a `{"list": true}` step returned.
+pub fn names(step: &Value) -> Vec<String> {
+    step["tools"].as_array().unwrap_or_else(|| panic!("not a listing: {step}")).iter().map(|t| t.as_str().unwrap_or("").to_string()).collect()
+}
+
+/// The text of a call step (panics on a protocol error).
+pub fn text(step: &Value) -> String {
+    assert!(step.get("error").is_none(), "protocol error: {step}");
+    step["text"].as_str().unwrap_or("").to_string()
+}
+
+pub fn is_error(step: &Value) -> bool {
+    step["is_error"].as_bool().unwrap_or_else(|| panic!("not a call result: {step}"))
+}
+
+/// A loopback HTTP origin answering every request with `body`, counting requests.
+pub struct Origin {
+    pub port: u16,
+    hits: Arc<AtomicUsize>,
+}
+
+impl Origin {
+    pub fn serve(body: &'static str) -> Origin {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the origin");
+        let port = listener.local_addr().expect("origin address").port();
+        let hits = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&hits);
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                counter.fetch_add(1, Ordering::SeqCst);
+                let mut buf = [0u8; 8192];
+                let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let _ = conn.read(&mut buf);
+                let resp = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
+                let _ = conn.write_all(resp.as_bytes());
+            }
+        });
+        Origin { port, hits }
+    }
+
+    pub fn hits(&self) -> usize {
+        self.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// Direct children of `pid` whose command line contains `needle`.
+pub fn children_with(pid: i32, needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let ppid = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(1)).and_then(|s| s.parse::<i32>().ok());
+        let cmd = String::from_utf8_lossy(&std::fs::read(e.path().join("cmdline")).unwrap_or_default()).replace('\0', " ");
+        if ppid == Some(pid) && cmd.contains(needle) {
+            found.push(p);
+        }
+    }
+    found
+}
+
+/// Processes (other than this one) whose working directory is `dir`, as their own mount
+/// namespace names it: box processes started in a workspace mapped at the same path count.
+pub fn pids_in_dir(dir: &Path) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        if p != me && std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir) {
+            found.push(p);
+        }
+    }
+    found
+}
+
+/// Waits (bounded) until no process works in `dir`; panics naming what is left.
+pub fn assert_nothing_left_in(dir: &Path, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let left = pids_in_dir(dir);
+        if left.is_empty() {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{what}: processes left behind: {left:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
