@@ -72,7 +72,7 @@ fn allowlist_changes_while_the_box_runs() {
     std::thread::sleep(Duration::from_millis(1000));
     let mut w = std::fs::File::from(w);
     // A bad message first: reported, not fatal.
-    w.write_all(b"{\"network\": {\"allow_domain\": [\"*\"]}}\n").unwrap();
+    w.write_all(b"{\"network\": {\"allow_ip\": [\"not-an-address\"]}}\n").unwrap();
     let msg = format!(
         "{{\"network\": {{\"allow_domain\": [\"svc.test\"], \"allow_ip\": [\"127.0.0.1:{}\"], \"map_host\": [\"svc.test=127.0.0.1\"]}}}}\n",
         server.port
