@@ -23,6 +23,7 @@ use std::path::Path;
 /// map_host = ["svc.test=127.0.0.1"]
 /// max_connections = 512
 /// byte_budget = "1G"
+/// public_internet = false  # true: any public destination by name (not private/loopback/metadata)
 /// [limits]
 /// memory = "512M"
 /// pids = 128
@@ -89,6 +90,10 @@ pub struct NetworkSection {
     pub max_connections: Option<u32>,
     /// Bytes (up + down) the box may move through the proxy in total.
     pub byte_budget: Option<SizeValue>,
+    /// `true`: every name not denied may be reached, as long as it resolves to a public
+    /// address (private, loopback, link-local/metadata addresses and IP literals still need
+    /// `allow_ip`). The explicit way to open the public internet; a bare `*` domain is refused.
+    pub public_internet: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -152,6 +157,7 @@ impl PolicyFile {
         self.network.map_host.extend(over.network.map_host);
         pick(&mut self.network.max_connections, over.network.max_connections);
         pick(&mut self.network.byte_budget, over.network.byte_budget);
+        pick(&mut self.network.public_internet, over.network.public_internet);
         let (l, o) = (&mut self.limits, over.limits);
         pick(&mut l.memory, o.memory);
         pick(&mut l.pids, o.pids);

@@ -103,6 +103,9 @@ pub struct Egress {
     pub map_host: Vec<String>,
     pub max_connections: u32,
     pub byte_budget: Option<u64>,
+    /// Any public destination by name (see the policy file's `public_internet`).
+    #[serde(default)]
+    pub public_internet: bool,
 }
 
 const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
@@ -118,6 +121,7 @@ fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, Pol
             ("--map-host", !n.map_host.is_empty()),
             ("--max-connections", n.max_connections.is_some()),
             ("--byte-budget", n.byte_budget.is_some()),
+            ("public_internet", n.public_internet == Some(true)),
         ] {
             if set {
                 return Err(PolicyError::NeedsProxy { flag });
@@ -140,6 +144,7 @@ fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, Pol
         map_host: n.map_host.clone(),
         max_connections,
         byte_budget: n.byte_budget.map(|b| b.0),
+        public_internet: n.public_internet.unwrap_or(false),
     })
 }
 

@@ -214,6 +214,25 @@ fn allowlist_needs_proxy_mode() {
 }
 
 #[test]
+fn public_internet_is_an_explicit_proxy_key() {
+    let mut f = PolicyFile::default();
+    f.network.public_internet = Some(true);
+    let err = run(f, "/home/alice/proj").unwrap_err();
+    assert!(matches!(err, PolicyError::NeedsProxy { flag: "public_internet" }), "{err}");
+    let mut f = PolicyFile::default();
+    f.network.mode = Some(NetworkMode::Proxy);
+    f.network.public_internet = Some(true);
+    let p = run(f.clone(), "/home/alice/proj").unwrap();
+    assert!(p.egress.public_internet);
+    assert!(p.egress.allow_domain.is_empty());
+    // Off unless asked for; an old serialised policy without the key reads as off.
+    f.network.public_internet = None;
+    assert!(!run(f, "/home/alice/proj").unwrap().egress.public_internet);
+    let old: Egress = serde_json::from_str(r#"{"allow_domain":[],"deny_domain":[],"allow_ip":[],"map_host":[],"max_connections":1,"byte_budget":null}"#).unwrap();
+    assert!(!old.public_internet);
+}
+
+#[test]
 fn resolved_policy_round_trips_through_json() {
     let mut f = PolicyFile::default();
     f.filesystem.read.push("/data".into());

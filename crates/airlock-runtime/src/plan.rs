@@ -169,7 +169,8 @@ impl BoxPlan {
         let egress = if proxied {
             let e = &policy.egress;
             let rules = EgressRules::parse(&e.allow_domain, &e.deny_domain, &e.allow_ip, &e.map_host)
-                .map_err(|err| PlanError::Egress(err.to_string()))?;
+                .map_err(|err| PlanError::Egress(err.to_string()))?
+                .with_public_internet(e.public_internet);
             Some(EgressPlan { rules, max_connections: e.max_connections as usize, byte_budget: e.byte_budget })
         } else {
             None
@@ -254,6 +255,9 @@ impl BoxPlan {
             NetworkMode::Proxy => {
                 let e = &policy.egress;
                 let mut grants: Vec<String> = e.allow_domain.iter().map(|d| format!("allow {d}")).collect();
+                if e.public_internet {
+                    grants.push("allow any public destination by name (public_internet)".into());
+                }
                 grants.extend(e.deny_domain.iter().map(|d| format!("deny {d}")));
                 grants.extend(e.allow_ip.iter().map(|d| format!("allow ip {d}")));
                 grants.extend(e.map_host.iter().map(|d| format!("map {d}")));

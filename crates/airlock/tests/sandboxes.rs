@@ -72,7 +72,7 @@ fn network_policy_changes_for_a_running_remote_box() {
     let ws = TempDir::new("remote-net");
     let mut s = remote(ws.path(), |f| f.network.mode = Some(airlock_policy::NetworkMode::Proxy));
     s.set_network(&["svc.test".into()], &[], &["127.0.0.1".into()], &["svc.test=127.0.0.1".into()]).unwrap();
-    let err = s.set_network(&["*.".into()], &[], &[], &[]).unwrap_err();
+    let err = s.set_network(&["*".into()], &[], &[], &[]).unwrap_err();
     assert!(err.to_string().contains("--allow-domain"), "{err}");
 }
 

@@ -134,10 +134,11 @@ fn decide_name(
         let rule = Some(format!("--deny-domain {denied}"));
         return deny(name, port, DenyReason::DeniedDomain, rule, message);
     }
-    let Some(allowed) = rules.allow_domains.iter().find(|p| p.matches(&name, port)) else {
-        return not_allowed(&rules.allow_domains, name, port);
+    let rule = match rules.allow_domains.iter().find(|p| p.matches(&name, port)) {
+        Some(allowed) => format!("--allow-domain {allowed}"),
+        None if rules.public_internet => PUBLIC_INTERNET_RULE.to_owned(),
+        None => return not_allowed(&rules.allow_domains, name, port),
     };
-    let rule = format!("--allow-domain {allowed}");
 
     let (ips, source) = match rules.map_hosts.get(&name) {
         Some(&ip) => (vec![ip], format!("is mapped by --map-host {name}={ip}")),
@@ -237,6 +238,9 @@ fn check_address(
     };
     Err(format!("{ip} ({what}; grant it with --allow-ip {dest})"))
 }
+
+/// How a grant by the `public_internet` policy key is named in decisions.
+pub const PUBLIC_INTERNET_RULE: &str = "public_internet";
 
 fn not_allowed(allow: &[DomainPattern], name: String, port: u16) -> EgressDecision {
     if let Some(other) = allow.iter().find(|p| p.matches_name(&name)) {

@@ -607,8 +607,8 @@ fn system_resolver_is_usable_as_a_trait_object() {
 }
 
 #[test]
-fn a_lone_star_allows_public_names_only() {
-    let r = rules(&["*"], &["blocked.example"], &[], &[]);
+fn public_internet_allows_public_names_only() {
+    let r = rules(&[], &["blocked.example"], &[], &[]).with_public_internet(true);
     let resolver = FakeResolver::with(&[
         ("public.example", &["93.184.216.34"]),
         ("internal.example", &["10.1.2.3"]),
@@ -617,7 +617,11 @@ fn a_lone_star_allows_public_names_only() {
         ("blocked.example", &["93.184.216.35"]),
         ("mixed.example", &["10.0.0.1", "93.184.216.36"]),
     ]);
-    assert!(decide(&r, "public.example", 443, &resolver, &[]).is_allowed());
+    match decide(&r, "public.example", 443, &resolver, &[]) {
+        EgressDecision::Allow { rule, .. } => assert_eq!(rule, PUBLIC_INTERNET_RULE),
+        other => panic!("{other:?}"),
+    }
+    assert!(!decide(&r.clone().with_public_internet(false), "public.example", 443, &resolver, &[]).is_allowed());
     for refused in ["internal.example", "loop.example", "metadata.example", "blocked.example"] {
         assert!(!decide(&r, refused, 443, &resolver, &[]).is_allowed(), "{refused}");
     }

@@ -8,14 +8,7 @@ use super::error::RuleError;
 use super::host::{normalize_host, printable};
 use crate::addr::{canonical, parse_ip_literal};
 
-/// The pattern that matches every name: `*` (or `*:PORT`). It grants names only as far as
-/// the later address checks let them through: a name resolving to a private, loopback,
-/// link-local (metadata) or other non-public address still needs an `--allow-ip` grant, IP
-/// literals still need one, and `--deny-domain` still wins. So `--allow-domain '*'` means
-/// "any public destination by name".
-pub const ANY_NAME: &str = "*";
-
-/// One domain rule. `*` matches every name (see [`ANY_NAME`]); `name` alone matches exactly that name; `*.name` matches every subdomain of
+/// One domain rule. `name` alone matches exactly that name; `*.name` matches every subdomain of
 /// `name` at any depth but not `name` itself. A pattern without a port matches every port.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DomainPattern {
@@ -28,7 +21,7 @@ pub struct DomainPattern {
 }
 
 impl DomainPattern {
-    /// Parses `*`, `*:PORT`, `name`, `*.name`, `name:PORT` or `*.name:PORT`. Refuses `*.`, `*..`, a `*`
+    /// Parses `name`, `*.name`, `name:PORT` or `*.name:PORT`. Refuses `*` alone, `*.`, a `*`
     /// anywhere but as the whole first label, a wildcard over a single-label suffix (`*.com`),
     /// IP addresses (use `--allow-ip`), invalid names and ports outside 1..=65535.
     pub fn parse(text: &str) -> Result<Self, RuleError> {
@@ -47,13 +40,6 @@ impl DomainPattern {
             Some((host, port)) => (host, Some(parse_port(text, port)?)),
             None => (text, None),
         };
-        if host == ANY_NAME {
-            return Ok(DomainPattern {
-                name: ANY_NAME.to_owned(),
-                subdomains: false,
-                port,
-            });
-        }
         let bare = host.trim_end_matches('.');
         if bare == "*" {
             return Err(RuleError::BareWildcard { value });
@@ -83,11 +69,6 @@ impl DomainPattern {
         })
     }
 
-    /// Whether the pattern is `*` (any name).
-    pub fn is_any(&self) -> bool {
-        self.name == ANY_NAME
-    }
-
     /// Whether the pattern matches `host` (already normalised with [`normalize_host`]) on
     /// `port`.
     pub fn matches(&self, host: &str, port: u16) -> bool {
@@ -96,9 +77,6 @@ impl DomainPattern {
 
     /// Whether the pattern matches `host` (normalised) on some port.
     pub fn matches_name(&self, host: &str) -> bool {
-        if self.is_any() {
-            return true;
-        }
         if self.subdomains {
             host.strip_suffix(self.name.as_str())
                 .and_then(|head| head.strip_suffix('.'))

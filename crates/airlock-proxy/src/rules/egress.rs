@@ -23,6 +23,11 @@ pub struct EgressRules {
     /// `--map-host`: names the proxy resolves itself, without DNS (normalised name → canonical
     /// address). A mapping grants nothing by itself.
     pub map_hosts: BTreeMap<String, IpAddr>,
+    /// `public_internet`: every name not denied is allowed, as far as the address checks let it
+    /// through — a name that resolves to a private, loopback, link-local (metadata) or other
+    /// non-public address still needs `--allow-ip`, and IP literals still need a grant. Never
+    /// set by a domain pattern (a bare `*` stays refused); only by the explicit policy key.
+    pub public_internet: bool,
 }
 
 impl EgressRules {
@@ -53,23 +58,19 @@ impl EgressRules {
         }
         Ok(EgressRules {
             allow_domains: parse_all(allow_domain, "--allow-domain", DomainPattern::parse)?,
-            deny_domains: parse_all(deny_domain, "--deny-domain", parse_deny)?,
+            deny_domains: parse_all(deny_domain, "--deny-domain", DomainPattern::parse)?,
             allow_ips: parse_all(allow_ip, "--allow-ip", IpGrant::parse)?,
             map_hosts,
+            public_internet: false,
         })
     }
-}
 
-/// A deny pattern: `*` (deny every name) is refused, since it would make every allow rule
-/// dead; leave the allow rules out instead.
-fn parse_deny(text: &str) -> Result<DomainPattern, RuleError> {
-    let pattern = DomainPattern::parse(text)?;
-    if pattern.is_any() {
-        return Err(RuleError::BareWildcard {
-            value: printable(text),
-        });
+    /// The same rules, also allowing every public destination by name (see
+    /// [`EgressRules::public_internet`]).
+    pub fn with_public_internet(mut self, on: bool) -> Self {
+        self.public_internet = on;
+        self
     }
-    Ok(pattern)
 }
 
 fn parse_all<T>(

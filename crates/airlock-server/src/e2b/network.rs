@@ -16,9 +16,6 @@ use super::DefaultNetwork;
 use airlock_policy::{NetworkMode, NetworkSection};
 use serde::Deserialize;
 
-/// The rule that grants any public destination by name.
-pub const ANY_PUBLIC_NAME: &str = "*";
-
 /// `network` of a create request. `allowPublicTraffic` is accepted whatever its value: every
 /// route into a sandbox needs its token already.
 #[derive(Debug, Default, Clone, Deserialize)]
@@ -62,7 +59,7 @@ pub fn network_section(allow_internet: Option<bool>, options: Option<&NetworkOpt
     }
     section.mode = Some(NetworkMode::Proxy);
     if !only_listed {
-        section.allow_domain.push(ANY_PUBLIC_NAME.to_string());
+        section.public_internet = Some(true);
     }
     for rule in allow_out {
         let rule = rule.trim();

@@ -11,7 +11,8 @@ fn opts(allow: &[&str], deny: &[&str]) -> NetworkOptions {
 fn no_option_takes_the_servers_default() {
     let s = network_section(None, None, DefaultNetwork::Internet).unwrap();
     assert_eq!(s.mode, Some(NetworkMode::Proxy));
-    assert_eq!(s.allow_domain, vec!["*"]);
+    assert_eq!(s.public_internet, Some(true));
+    assert!(s.allow_domain.is_empty(), "no domain pattern stands for the internet");
     let s = network_section(None, None, DefaultNetwork::None).unwrap();
     assert_eq!(s.mode, Some(NetworkMode::None));
 }
@@ -30,6 +31,7 @@ fn deny_everything_plus_allow_is_only_those() {
     assert_eq!(s.mode, Some(NetworkMode::Proxy));
     assert_eq!(s.allow_domain, vec!["example.com", "*.pypi.example"]);
     assert_eq!(s.allow_ip, vec!["1.2.3.4", "10.0.0.0/8"]);
+    assert_eq!(s.public_internet, None, "only the listed destinations");
     let s = network_section(Some(false), Some(&opts(&["example.com"], &[])), DefaultNetwork::Internet).unwrap();
     assert_eq!(s.allow_domain, vec!["example.com"]);
 }
@@ -38,7 +40,7 @@ fn deny_everything_plus_allow_is_only_those() {
 fn allow_and_deny_add_to_the_internet() {
     let s = network_section(None, Some(&opts(&["1.2.3.4"], &["bad.example"])), DefaultNetwork::None).unwrap();
     assert_eq!(s.mode, Some(NetworkMode::Proxy));
-    assert_eq!(s.allow_domain, vec!["*"]);
+    assert_eq!(s.public_internet, Some(true));
     assert_eq!(s.allow_ip, vec!["1.2.3.4"]);
     assert_eq!(s.deny_domain, vec!["bad.example"]);
 }

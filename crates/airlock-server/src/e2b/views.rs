@@ -82,7 +82,6 @@ fn network_view(policy: &Value) -> Value {
     let list = |k: &str| egress[k].as_array().cloned().unwrap_or_default();
     let mut out = Map::new();
     let mut allow = list("allow_domain");
-    allow.retain(|d| d.as_str() != Some("*"));
     allow.extend(list("allow_ip"));
     if !allow.is_empty() {
         out.insert("allowOut".into(), Value::Array(allow));

@@ -15,7 +15,7 @@ fn sandboxes_show_the_required_fields() {
     let rec = SandboxRecord {
         id: "abc123".into(),
         template: "base".into(),
-        policy: serde_json::json!({"network": "proxy", "limits": {"memory": 1u64 << 30, "disk": 512u64 << 20, "cpus": 1.5}, "egress": {"allow_domain": ["*", "a.example"], "allow_ip": ["1.2.3.4"], "deny_domain": []}}),
+        policy: serde_json::json!({"network": "proxy", "limits": {"memory": 1u64 << 30, "disk": 512u64 << 20, "cpus": 1.5}, "egress": {"allow_domain": ["a.example"], "allow_ip": ["1.2.3.4"], "deny_domain": [], "public_internet": true}}),
         metadata: [("k".to_string(), "v".to_string())].into(),
         token_hash: String::new(),
         created_ms: 0,
