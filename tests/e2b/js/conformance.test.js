@@ -299,7 +299,7 @@ describe('network', () => {
     }
   }
   const fetchIn = async (sbx, url) =>
-    (await sbx.commands.run(`curl -sS --max-time 10 -o /tmp/body -w '%{http_code}' ${url}; echo " exit=$?"; cat /tmp/body 2>/dev/null`, { timeoutMs: 30_000 })).stdout
+    (await sbx.commands.run(`curl -sS --max-time 10 -o /tmp/body -w '%{http_code}' ${url}; echo " exit=$?"; cat /tmp/body 2>/dev/null; true`, { timeoutMs: 30_000 })).stdout
 
   test('allowOut grants, allowInternetAccess=false and denyOut refuse', T, async () => {
     await withServer(async (url, secret, seen) => {

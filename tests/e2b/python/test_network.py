@@ -9,7 +9,7 @@ denials below are real denials and not a broken setup."""
 
 # Fetches URL from inside the box the way ordinary code does (curl honours the proxy variables
 # airlock sets), prints the HTTP status and body; `curl` exits non-zero when it cannot connect.
-FETCH = "curl -sS --max-time 10 -o /tmp/body -w '%{{http_code}}' {url}; echo \" exit=$?\"; cat /tmp/body 2>/dev/null"
+FETCH = "curl -sS --max-time 10 -o /tmp/body -w '%{{http_code}}' {url}; echo \" exit=$?\"; cat /tmp/body 2>/dev/null; true"
 
 
 def refused(out):
