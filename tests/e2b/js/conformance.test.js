@@ -141,7 +141,7 @@ describe('commands', () => {
       assert.equal(await sleeper.kill(), true)
       await assert.rejects(sleeper.wait(), e2b.CommandExitError)
       assert.equal(await sbx.commands.kill(999999), false)
-      const late = await sbx.commands.run('sleep 0.5; echo late', { background: true })
+      const late = await sbx.commands.run('sleep 1.5; echo late', { background: true })
       const attached = await sbx.commands.connect(late.pid)
       assert.ok((await attached.wait()).stdout.includes('late\n'))
       const reader = await sbx.commands.run('read a; echo "got $a"', { background: true, stdin: true })

@@ -88,7 +88,7 @@ async def test_send_stdin(sdk):
 
 async def test_connect_to_a_running_command(sdk):
     async with sdk.sandbox() as sbx:
-        handle = await sdk(sbx.commands.run, "sleep 0.5; echo late; exit 4", background=True)
+        handle = await sdk(sbx.commands.run, "sleep 1.5; echo late; exit 4", background=True)
         attached = await sdk(sbx.commands.connect, handle.pid)
         assert attached.pid == handle.pid
         with pytest.raises(sdk.e2b.CommandExitException) as raised:
