@@ -19,7 +19,7 @@ for (const v of ['E2B_API_KEY', 'E2B_API_URL', 'E2B_SANDBOX_URL']) {
 }
 
 // Every test is bounded; node:test fails a test that runs past its timeout.
-const T = { timeout: 90_000 }
+const T = { timeout: 60_000 }
 const RUN = crypto.randomBytes(6).toString('hex')
 const WRONG_KEY = 'e2b_0123456789abcdef0123456789abcdef01234567'
 
