@@ -35,6 +35,8 @@ async def test_env_vars_cwd_and_user(sdk):
         assert (await sdk(sbx.commands.run, "pwd")).stdout == "/home/user\n"
         assert (await sdk(sbx.commands.run, "whoami", user="user")).stdout == "user\n"
         assert (await sdk(sbx.commands.run, "id -u")).stdout == "1000\n"
+        # E2B's `root` is accepted but grants nothing: the box has no root.
+        assert (await sdk(sbx.commands.run, "id -u", user="root")).stdout == "1000\n"
 
 
 async def test_stdout_and_stderr_callbacks(sdk):
