@@ -8,4 +8,4 @@ target=${CARGO_TARGET_DIR:-$PWD/target}
 cargo build --release --locked -q -p airlock
 eval "$(scripts/e2b-clients.sh)"
 export PYTHONDONTWRITEBYTECODE=1
-"$E2B_PY_CURRENT" benches/e2b.py "$target/release/airlock" "${1:-40}" "${2:-300}"
+"$E2B_PY_CURRENT" benches/e2b_sdk.py "$target/release/airlock" "${1:-40}" "${2:-300}"

@@ -19,7 +19,7 @@ for (const v of ['E2B_API_KEY', 'E2B_API_URL', 'E2B_SANDBOX_URL']) {
 }
 
 // Every test is bounded; node:test fails a test that runs past its timeout.
-const T = { timeout: 90_000 }
+const T = { timeout: 60_000 }
 const RUN = crypto.randomBytes(6).toString('hex')
 const WRONG_KEY = 'e2b_0123456789abcdef0123456789abcdef01234567'
 
@@ -141,7 +141,7 @@ describe('commands', () => {
       assert.equal(await sleeper.kill(), true)
       await assert.rejects(sleeper.wait(), e2b.CommandExitError)
       assert.equal(await sbx.commands.kill(999999), false)
-      const late = await sbx.commands.run('sleep 0.5; echo late', { background: true })
+      const late = await sbx.commands.run('sleep 1.5; echo late', { background: true })
       const attached = await sbx.commands.connect(late.pid)
       assert.ok((await attached.wait()).stdout.includes('late\n'))
       const reader = await sbx.commands.run('read a; echo "got $a"', { background: true, stdin: true })

@@ -23,7 +23,7 @@ import uuid
 import pytest
 
 # Longest any one test may take: the harness gives the whole suite a bound too.
-TEST_SECONDS = 90
+TEST_SECONDS = 60
 
 
 def pytest_addoption(parser):

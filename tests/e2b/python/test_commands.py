@@ -35,6 +35,8 @@ async def test_env_vars_cwd_and_user(sdk):
         assert (await sdk(sbx.commands.run, "pwd")).stdout == "/home/user\n"
         assert (await sdk(sbx.commands.run, "whoami", user="user")).stdout == "user\n"
         assert (await sdk(sbx.commands.run, "id -u")).stdout == "1000\n"
+        # E2B's `root` is accepted but grants nothing: the box has no root.
+        assert (await sdk(sbx.commands.run, "id -u", user="root")).stdout == "1000\n"
 
 
 async def test_stdout_and_stderr_callbacks(sdk):
@@ -88,7 +90,7 @@ async def test_send_stdin(sdk):
 
 async def test_connect_to_a_running_command(sdk):
     async with sdk.sandbox() as sbx:
-        handle = await sdk(sbx.commands.run, "sleep 0.5; echo late; exit 4", background=True)
+        handle = await sdk(sbx.commands.run, "sleep 1.5; echo late; exit 4", background=True)
         attached = await sdk(sbx.commands.connect, handle.pid)
         assert attached.pid == handle.pid
         with pytest.raises(sdk.e2b.CommandExitException) as raised:

@@ -6,7 +6,7 @@ same work against the same server in the same run, so the SDK + gateway overhead
   `POST /v1/sandboxes` + `POST …/exec` of `true` + `DELETE` on one keep-alive connection;
 - warm `run_code("1+1")`, median (goal <= 5 ms); peer: `POST /v1/sandboxes/{id}/code`.
 
-Usage: PYTHON_OF_THE_E2B_VENV benches/e2b.py AIRLOCK_BINARY [ITERATIONS] [WARM_RUNS]
+Usage: PYTHON_OF_THE_E2B_VENV benches/e2b_sdk.py AIRLOCK_BINARY [ITERATIONS] [WARM_RUNS]
 Starts its own server on 127.0.0.1 with a temporary data directory and stops it at the end.
 """
 import json, os, re, statistics, sys, time
@@ -31,16 +31,8 @@ def e2b_key():
         found = re.search(r"\be2b_[0-9a-f]{40}\b", text)
         if found:
             return found.group(0)
-    server.stop()
-    sys.exit(f"the server made no E2B key; it printed {server.printed}")
+    raise SystemExit(f"the server made no E2B key; it printed {server.printed}")
 
-
-os.environ.update({"E2B_API_KEY": e2b_key(), "E2B_API_URL": server.base, "E2B_SANDBOX_URL": server.base,
-                   "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
-for var in ("E2B_DOMAIN", "E2B_DEBUG", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
-    os.environ.pop(var, None)
-from e2b import Sandbox  # noqa: E402 (after the environment it reads)
-from e2b_code_interpreter import Sandbox as CodeSandbox  # noqa: E402
 
 call = server.call
 
@@ -67,6 +59,14 @@ def native_cycle():
 
 
 try:
+    os.environ.update({"E2B_API_KEY": e2b_key(), "E2B_API_URL": server.base, "E2B_SANDBOX_URL": server.base,
+                       "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
+    for var in ("E2B_DOMAIN", "E2B_DEBUG", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        os.environ.pop(var, None)
+    # Imported after the environment the SDK reads is set.
+    from e2b import Sandbox
+    from e2b_code_interpreter import Sandbox as CodeSandbox
+
     for _ in range(3):
         sdk_cycle(), native_cycle()
     sdk, native = [], []
