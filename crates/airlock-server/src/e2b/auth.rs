@@ -67,7 +67,7 @@ pub fn check_token(e2b: &E2bState, id: &str, given: &str) -> Result<(), E2bError
     match e2b.token_of(id) {
         Some(own) if same_hash(&hash(&own), &hash(given)) => Ok(()),
         Some(_) => Err(E2bError::Unauthenticated(format!("the access token is not sandbox {id}'s; use its envdAccessToken"))),
-        None => Err(E2bError::SandboxGone(format!("sandbox {id} is not running (it ended, was killed or never existed)"))),
+        None => Err(E2bError::SandboxGone(format!("sandbox {id} was not found: it ended, was killed or never existed"))),
     }
 }
 

@@ -232,6 +232,13 @@ pub fn stream_response(rx: mpsc::Receiver<Result<Value, E2bError>>) -> Response 
     stream_with(Body::from_stream(frames))
 }
 
+/// `response` with `Connection: close`: for answers given before the request's body was read to
+/// its end, so that an HTTP/1.1 client does not send its next request on this connection.
+pub fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    response
+}
+
 /// A streamed response that is only the end frame carrying `error` (how a streaming call fails
 /// before its first message).
 pub fn stream_error(error: &E2bError) -> Response {

@@ -137,10 +137,16 @@ fn parse_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T
 
 /// A live sandbox's record, or not_found (unknown, or ended: E2B forgets ended sandboxes).
 fn live_record(state: &AppState, id: &str) -> Result<SandboxRecord, E2bError> {
+    let not_found = || E2bError::NotFound(format!("sandbox {id} not found (it ended or never existed)"));
+    // The manager knows first that a box ended (the store follows a moment later): ask it too,
+    // so `connect` right after `is_running()` turned false is a 404, not a stale success.
+    if state.manager.get(id).is_some_and(|info| info.state.is_terminal()) {
+        return Err(not_found());
+    }
     let rec = lock(&state.store).get_sandbox(id).map_err(|e| E2bError::Internal(e.to_string()))?;
     match rec {
         Some(rec) if views::e2b_state(rec.state).is_some() => Ok(rec),
-        _ => Err(E2bError::NotFound(format!("sandbox {id} not found (it ended or never existed)"))),
+        _ => Err(not_found()),
     }
 }
 
@@ -211,9 +217,18 @@ fn extend_to(state: &AppState, id: &str, rec: &SandboxRecord, seconds: u64) -> R
     let ms = timeout_ms(seconds).map_err(E2bError::from)?;
     let now = now_ms();
     if now + ms > rec.deadline_ms {
-        state.manager.set_timeout(id, ms).map_err(|e| E2bError::from_manager(id, e))?;
+        state.manager.set_timeout(id, ms).map_err(|e| control_error(id, e))?;
     }
     Ok(())
+}
+
+/// A manager refusal as the control plane says it: a sandbox that ended between the lookup and
+/// now is a 404, as E2B answers for a sandbox that is gone.
+fn control_error(id: &str, e: airlock_runtime::sessions::ManagerError) -> E2bError {
+    match E2bError::from_manager(id, e) {
+        E2bError::SandboxGone(_) => E2bError::NotFound(format!("sandbox {id} not found (it ended or never existed)")),
+        other => other,
+    }
 }
 
 fn now_ms() -> i64 {
@@ -366,7 +381,7 @@ async fn set_timeout(State(state): State<AppState>, headers: HeaderMap, Path(id)
             let ms = timeout_ms(seconds).map_err(E2bError::from)?;
             blocking(&state, move |state| {
                 live_record(&state, &id)?;
-                state.manager.set_timeout(&id, ms).map_err(|e| E2bError::from_manager(&id, e))?;
+                state.manager.set_timeout(&id, ms).map_err(|e| control_error(&id, e))?;
                 Ok(())
             })
             .await?;

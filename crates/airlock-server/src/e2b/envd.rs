@@ -40,7 +40,9 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
     })();
     match checked {
         Ok(()) => next.run(req).await,
-        Err(e) => unary_error(&e),
+        // The request's body (maybe a chunked stream) is left unread: the connection cannot
+        // carry another request, so say so rather than let the client's pool reuse it.
+        Err(e) => super::connect::closing(unary_error(&e)),
     }
 }
 
@@ -50,7 +52,7 @@ async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if running {
         StatusCode::NO_CONTENT.into_response()
     } else {
-        E2bError::SandboxGone("the sandbox is not running".into()).rest_response()
+        E2bError::SandboxGone("the sandbox was not found: it ended, was killed or never existed".into()).rest_response()
     }
 }
 

@@ -105,7 +105,7 @@ impl E2bError {
     pub fn from_manager(id: &str, e: ManagerError) -> E2bError {
         match e {
             ManagerError::NotFound(_) | ManagerError::NotRunning { .. } => {
-                E2bError::SandboxGone(format!("sandbox {id} is not running (it ended, was killed or never existed)"))
+                E2bError::SandboxGone(format!("sandbox {id} was not found: it ended, was killed or never existed"))
             }
             ManagerError::QueueFull { .. } => E2bError::ResourceExhausted(e.to_string()),
             ManagerError::InvalidTimeout { .. } => E2bError::InvalidArgument(e.to_string()),

@@ -214,7 +214,8 @@ fn written(path: &str) -> Value {
 pub async fn upload(State(state): State<AppState>, headers: HeaderMap, req: Request) -> Response {
     match upload_inner(state, headers, req).await {
         Ok(r) => r,
-        Err(e) => files_error(&e),
+        // A refused upload may leave its body unread: the connection is not reusable.
+        Err(e) => super::connect::closing(files_error(&e)),
     }
 }
 

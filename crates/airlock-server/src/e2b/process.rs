@@ -7,7 +7,7 @@
 
 use super::boxio::with_box;
 use super::boxstate::E2bBox;
-use super::connect::{self, parse_stream_request, parse_unary, stream_error, stream_response, unary_error, unary_ok, EnvelopeReader};
+use super::connect::{self, closing, parse_stream_request, parse_unary, stream_error, stream_response, unary_error, unary_ok, EnvelopeReader};
 use super::error::E2bError;
 use super::procs::{self, ProcEntry, ProcessConfig, Procs, Selector};
 use crate::state::AppState;
@@ -182,16 +182,18 @@ fn gone(e: E2bError, pid: i32) -> E2bError {
 }
 
 async fn start(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
-    match start_inner(&state, &headers, body).await {
+    let req = match parse_stream_request::<StartRequest>(&headers, body).await {
+        Ok(r) => r,
+        Err(e) => return closing(stream_error(&e)),
+    };
+    match start_inner(&state, &headers, req).await {
         Ok(r) => r,
         Err(e) => stream_error(&e),
     }
 }
 
-async fn start_inner(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, E2bError> {
+async fn start_inner(state: &AppState, headers: &HeaderMap, req: StartRequest) -> Result<Response, E2bError> {
     let id = sandbox(headers)?;
-    super::auth::user_from_headers(headers)?;
-    let req: StartRequest = parse_stream_request(headers, body).await?;
     if req.process.cmd.is_empty() {
         return Err(E2bError::InvalidArgument("process.cmd is empty: give the program to run".into()));
     }
@@ -232,15 +234,18 @@ fn relay_stream(mut session: AgentSession, started: airlock_runtime::ExecReply, 
 }
 
 async fn connect(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
-    match connect_inner(&state, &headers, body).await {
+    let req = match parse_stream_request::<SelectRequest>(&headers, body).await {
+        Ok(r) => r,
+        Err(e) => return closing(stream_error(&e)),
+    };
+    match connect_inner(&state, &headers, req).await {
         Ok(r) => r,
         Err(e) => stream_error(&e),
     }
 }
 
-async fn connect_inner(state: &AppState, headers: &HeaderMap, body: Body) -> Result<Response, E2bError> {
+async fn connect_inner(state: &AppState, headers: &HeaderMap, req: SelectRequest) -> Result<Response, E2bError> {
     let id = sandbox(headers)?;
-    let req: SelectRequest = parse_stream_request(headers, body).await?;
     let (mut session, boxed) = open(state, &id).await?;
     let pid = selected(&boxed.procs, req.process.as_ref())?;
     let pty = boxed.procs.get(pid).is_some_and(|e| e.pty);
@@ -344,7 +349,8 @@ async fn stream_input(State(state): State<AppState>, headers: HeaderMap, body: B
             drop(tx);
             stream_response(rx)
         }
-        Err(e) => stream_error(&e),
+        // The rest of the client stream may be unread.
+        Err(e) => closing(stream_error(&e)),
     }
 }
 
