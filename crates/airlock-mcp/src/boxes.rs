@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 pub trait StartBox: Send + Sync {
     /// Starts a box under `policy`.
     fn start(&self, policy: &ResolvedPolicy, opts: &SandboxOptions) -> Result<RemoteSandbox, SandboxError>;
+
+    /// A box this starter started has ended (its slot let it go); for starters that count.
+    fn ended(&self) {}
 }
 
 type Job = (ResolvedPolicy, SandboxOptions, Sender<Result<RemoteSandbox, SandboxError>>);
@@ -126,6 +129,7 @@ impl BoxSlot {
     pub fn end(&mut self) {
         if let Some(live) = self.live.take() {
             drop(live);
+            self.starter.ended();
         }
     }
 
@@ -136,6 +140,12 @@ impl BoxSlot {
             return true;
         }
         false
+    }
+}
+
+impl Drop for BoxSlot {
+    fn drop(&mut self) {
+        self.end();
     }
 }
 

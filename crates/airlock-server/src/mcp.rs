@@ -10,6 +10,7 @@ use crate::state::AppState;
 use crate::ApiError;
 use airlock_mcp::{McpSession, SessionSettings, StartBox, ToolFilter};
 use airlock_policy::{PolicyFile, Profile, ResolveContext, ResolvedPolicy, INSIDE_HOME};
+use airlock_runtime::sessions::SessionState;
 use airlock_runtime::{RealHost, RemoteSandbox, SandboxError, SandboxOptions};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -21,6 +22,7 @@ use rmcp::transport::streamable_http_server::StreamableHttpService;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Threads that start MCP boxes (see [`Spawner`]).
@@ -57,11 +59,41 @@ fn settings(query: &str) -> Result<SessionSettings, String> {
     Ok(s)
 }
 
-struct SpawnerStarter(Spawner);
+/// Starts `/mcp` boxes, counting them: MCP boxes and the REST API's running sandboxes share the
+/// server's `--max-running` slots, so neither can exceed what the operator allowed.
+struct SpawnerStarter {
+    spawner: Spawner,
+    app: AppState,
+    max_running: usize,
+    live: AtomicUsize,
+}
 
 impl StartBox for SpawnerStarter {
     fn start(&self, policy: &ResolvedPolicy, opts: &SandboxOptions) -> Result<RemoteSandbox, SandboxError> {
-        self.0.start(policy.clone(), opts.clone())
+        let mcp = self.live.fetch_add(1, Ordering::SeqCst) + 1;
+        let rest = self.app.manager.list(&[SessionState::Starting, SessionState::Running], &BTreeMap::new()).len();
+        if mcp + rest > self.max_running {
+            self.live.fetch_sub(1, Ordering::SeqCst);
+            return Err(SandboxError::Setup {
+                stage: "limits".into(),
+                message: format!(
+                    "the server already runs its maximum of {} boxes ({rest} sandboxes, {} MCP sessions); retry later, end a session, or raise airlock serve --max-running",
+                    self.max_running,
+                    mcp - 1
+                ),
+            });
+        }
+        match self.spawner.start(policy.clone(), opts.clone()) {
+            Ok(b) => Ok(b),
+            Err(e) => {
+                self.live.fetch_sub(1, Ordering::SeqCst);
+                Err(e)
+            }
+        }
+    }
+
+    fn ended(&self) {
+        self.live.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -71,9 +103,11 @@ struct McpState {
     service: Arc<StreamableHttpService<McpSession, LocalSessionManager>>,
 }
 
-/// The `/mcp` route, with its own box starter threads.
-pub fn router(app: AppState, airlock_exe: PathBuf) -> std::io::Result<Router> {
-    let starter: Arc<dyn StartBox> = Arc::new(SpawnerStarter(Spawner::new(airlock_exe, MCP_SPAWNER_THREADS)?));
+/// The `/mcp` route, with its own box starter threads; at most `max_running` boxes run at once,
+/// counting the REST API's.
+pub fn router(app: AppState, airlock_exe: PathBuf, max_running: usize) -> std::io::Result<Router> {
+    let spawner = Spawner::new(airlock_exe, MCP_SPAWNER_THREADS)?;
+    let starter: Arc<dyn StartBox> = Arc::new(SpawnerStarter { spawner, app: app.clone(), max_running, live: AtomicUsize::new(0) });
     let service = airlock_mcp::http_service(Arc::new(settings), starter, airlock_mcp::DEFAULT_IDLE);
     Ok(Router::new().route("/mcp", any(handle)).with_state(McpState { app, service: Arc::new(service) }))
 }

@@ -120,7 +120,7 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             let _ = tcp.set_nodelay(true);
         });
         // MCP over streamable HTTP (`/mcp`) beside the REST API, behind the same API key.
-        let app = crate::mcp::router(state.clone(), config.airlock_exe.clone())?.merge(crate::routes::router(state));
+        let app = crate::mcp::router(state.clone(), config.airlock_exe.clone(), config.max_running)?.merge(crate::routes::router(state));
         axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
         Ok::<(), ServerError>(())
     });

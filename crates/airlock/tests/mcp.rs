@@ -227,6 +227,30 @@ fn http_mcp_needs_the_key_and_serves_tools_per_profile() {
     }
 }
 
+#[test]
+fn http_mcp_boxes_share_the_servers_max_running_slots() {
+    let data = TempDir::new("mcp-http-cap");
+    let serve = ServeProcess::start(data.path(), &["--max-running", "1"]);
+    let key = serve.printed_key.clone().unwrap();
+    let url = format!("{}/mcp", serve.base);
+    // The only slot is taken by a REST sandbox...
+    let created = ureq::post(&format!("{}/v1/sandboxes", serve.base))
+        .set("Authorization", &format!("Bearer {key}"))
+        .send_string("{}")
+        .unwrap();
+    let id = serde_json::from_str::<Value>(&created.into_string().unwrap()).unwrap()["id"].as_str().unwrap().to_string();
+    let http = |steps: Value| run_client(data.path(), &steps, &["http".into(), url.clone(), key.clone()]);
+    // ...so an MCP session's first box is refused, readably, and no box is started for it.
+    let r = http(json!([{"call": "run_code", "args": {"code": "1 + 1"}}]));
+    assert!(is_error(&r[0]) && text(&r[0]).contains("--max-running"), "{:?}", r[0]);
+    assert_eq!(children_with(serve.pid(), "sandbox-host").len(), 1, "only the REST sandbox's box runs");
+    // Once the slot is free, the session gets its box.
+    let gone = ureq::delete(&format!("{}/v1/sandboxes/{id}", serve.base)).set("Authorization", &format!("Bearer {key}")).call().unwrap();
+    assert!(gone.status() < 300);
+    let r = http(json!([{"call": "run_code", "args": {"code": "1 + 1"}}]));
+    assert_eq!(text(&r[0]), "2\n", "{:?}", r[0]);
+}
+
 // ----- airlock wrap -----
 
 fn wrap(cwd: &Path, flags: &[&str], server: &[&str], steps: Value) -> Vec<Value> {
