@@ -211,6 +211,27 @@ fn e2b_sdks_pass_twice_against_fresh_servers() {
     assert!(failures.is_empty(), "E2B SDK suites failed: {}", failures.join("; "));
 }
 
+/// The same SDK, against a server run by an unprivileged user (boxes without root: no idmapping,
+/// rlimits instead of cgroups where the host delegates none): airlock must work without root.
+#[test]
+fn an_unprivileged_server_passes_the_current_python_suite() {
+    let clients = Clients::find();
+    let suite = suites(&clients).into_iter().next().unwrap();
+    let (_bin_dir, bin) = common::binary_for_test_user("e2b-unpriv-bin");
+    let data = TempDir::new("e2b-sdk-unpriv");
+    let serve = ServeProcess::start_as_test_user(&bin, data.path(), &[]);
+    let uid = std::fs::read_to_string(format!("/proc/{}/status", serve.pid())).unwrap();
+    let uid_line = uid.lines().find(|l| l.starts_with("Uid:")).unwrap().to_string();
+    assert!(!uid_line.split_whitespace().skip(1).any(|u| u == "0"), "the server must not run as root: {uid_line}");
+    let key = e2b_key(&serve.printed, data.path()).expect("the unprivileged server printed an E2B key");
+    let server = E2bServer { serve, key, _data: data };
+    let outcome = run_suite(&suite, &server);
+    eprintln!("unprivileged: {}: {} in {:.1} s", suite.name, if outcome.passed { "passed" } else { "FAILED" }, outcome.took.as_secs_f64());
+    let E2bServer { serve: mut s, .. } = server;
+    s.stop();
+    assert!(outcome.passed, "{}", tail(&outcome.output, 150));
+}
+
 #[test]
 fn finds_the_e2b_key_in_what_the_server_printed() {
     let key = format!("e2b_{}", "0123456789abcdef".repeat(3).get(..40).unwrap());

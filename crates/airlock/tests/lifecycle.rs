@@ -779,36 +779,6 @@ fn clean_after_airlock_error() {
 // Without root
 // ---------------------------------------------------------------------------------------------
 
-const TEST_USER: &str = "airlock-test";
-
-fn cmd_ok(cmd: &mut Command) -> Option<String> {
-    let out = cmd.output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// (uid, gid, home) of the test user, created if missing. Panics if that is impossible.
-fn ensure_test_user() -> (u32, u32, String) {
-    assert!(is_root(), "unprivileged_user_runs_airlock must run as root (it creates and switches to {TEST_USER})");
-    if cmd_ok(Command::new("id").arg("-u").arg(TEST_USER)).is_none() {
-        let out = Command::new("useradd")
-            .args(["--system", "--create-home", "--shell", "/bin/sh", TEST_USER])
-            .output()
-            .expect("run useradd");
-        // A concurrent creator may have won; the check below decides.
-        if !out.status.success() {
-            eprintln!("useradd: {}", String::from_utf8_lossy(&out.stderr));
-        }
-    }
-    let entry = cmd_ok(Command::new("getent").args(["passwd", TEST_USER])).unwrap_or_else(|| panic!("cannot create user {TEST_USER}"));
-    let f: Vec<&str> = entry.split(':').collect();
-    let (uid, gid, home) = (f[2].parse().expect("uid"), f[3].parse().expect("gid"), f[5].to_string());
-    if !Path::new(&home).is_dir() {
-        std::fs::create_dir_all(&home).expect("create the test user's home");
-        std::os::unix::fs::chown(&home, Some(uid), Some(gid)).expect("chown the test user's home");
-    }
-    (uid, gid, home)
-}
-
 struct AsUser<'a> {
     bin: &'a Path,
     home: &'a str,
@@ -850,11 +820,7 @@ fn unprivileged_user_runs_airlock() {
     let chown = |p: &Path| std::os::unix::fs::chown(p, Some(uid), Some(gid)).unwrap();
     let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
 
-    let bin_dir = TempDir::new("lc-unpriv-bin");
-    mode(bin_dir.path(), 0o755);
-    let bin = bin_dir.join("airlock");
-    std::fs::copy(airlock_bin(), &bin).expect("copy airlock");
-    mode(&bin, 0o755);
+    let (_bin_dir, bin) = binary_for_test_user("lc-unpriv-bin");
     let ws = TempDir::new("lc-unpriv-ws");
     chown(ws.path());
     mode(ws.path(), 0o755);

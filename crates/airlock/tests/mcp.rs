@@ -383,35 +383,12 @@ fn wrap_reports_a_crash_of_the_wrapped_server() {
 
 // ----- without root -----
 
-const TEST_USER: &str = "airlock-test";
-
-/// The unprivileged test user (created if missing, as the other suites do): uid, gid.
-fn ensure_test_user() -> (u32, u32) {
-    use std::process::{Command, Stdio};
-    let exists = Command::new("id").arg("-u").arg(TEST_USER).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
-    if !exists {
-        let out = Command::new("useradd").args(["--system", "--create-home", "--shell", "/bin/sh", TEST_USER]).output().expect("run useradd");
-        if !out.status.success() {
-            eprintln!("useradd: {}", String::from_utf8_lossy(&out.stderr));
-        }
-    }
-    let id = |flag: &str| -> u32 {
-        let out = Command::new("id").arg(flag).arg(TEST_USER).output().expect("run id");
-        String::from_utf8_lossy(&out.stdout).trim().parse().expect("numeric id")
-    };
-    (id("-u"), id("-g"))
-}
-
 #[test]
 fn an_unprivileged_user_gets_the_same_mcp_and_wrap() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     assert!(is_root(), "this test must run as root (it switches to {TEST_USER})");
-    let (uid, gid) = ensure_test_user();
-    let bin_dir = TempDir::new("mcp-unpriv-bin");
-    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = bin_dir.join("airlock");
-    std::fs::copy(airlock_bin(), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (uid, gid, _home) = ensure_test_user();
+    let (_bin_dir, bin) = binary_for_test_user("mcp-unpriv-bin");
     let ws = TempDir::new("mcp-unpriv-ws");
     std::os::unix::fs::chown(ws.path(), Some(uid), Some(gid)).unwrap();
     let as_user = |args: &[&str]| {

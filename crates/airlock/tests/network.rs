@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{airlock, airlock_bin, is_root, Run, TempDir};
+use common::{airlock, binary_for_test_user, ensure_test_user, is_root, Run, TempDir, TEST_USER};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -1037,33 +1037,11 @@ fn the_receipt_shows_the_proxy_and_bad_flags_are_refused() {
 
 // ----- 10. without root -----
 
-const TEST_USER: &str = "airlock-test";
-
-/// The unprivileged test user (created if missing, as `lifecycle.rs` does): uid, gid, home.
-fn ensure_test_user() -> (u32, u32, String) {
-    let exists = Command::new("id").arg("-u").arg(TEST_USER).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
-    if !exists {
-        let out = Command::new("useradd").args(["--system", "--create-home", "--shell", "/bin/sh", TEST_USER]).output().expect("run useradd");
-        // A concurrent creator (another test binary) may have won; the lookup below decides.
-        if !out.status.success() {
-            eprintln!("useradd: {}", String::from_utf8_lossy(&out.stderr));
-        }
-    }
-    let entry = host(Command::new("getent").args(["passwd", TEST_USER]));
-    let f: Vec<&str> = entry.trim().split(':').collect();
-    (f[2].parse().expect("uid"), f[3].parse().expect("gid"), f[5].to_string())
-}
-
 #[test]
 fn an_unprivileged_user_gets_the_same_proxy() {
-    use std::os::unix::fs::PermissionsExt;
     assert!(is_root(), "this test must run as root (it switches to {TEST_USER})");
     let (uid, gid, home) = ensure_test_user();
-    let bin_dir = TempDir::new("net-unpriv-bin");
-    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let bin = bin_dir.join("airlock");
-    std::fs::copy(airlock_bin(), &bin).expect("copy airlock");
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (_bin_dir, bin) = binary_for_test_user("net-unpriv-bin");
     let ws = TempDir::new("net-unpriv-ws");
     std::os::unix::fs::chown(ws.path(), Some(uid), Some(gid)).expect("chown the workspace");
 

@@ -161,8 +161,23 @@ impl ServeProcess {
 
     /// The same with another `airlock` binary.
     pub fn start_bin(bin: &Path, data: &Path, extra: &[&str]) -> ServeProcess {
+        ServeProcess::start_with(Command::new(bin), data, extra)
+    }
+
+    /// The same, run by the unprivileged [`TEST_USER`] (`bin` must be one it can execute, see
+    /// [`binary_for_test_user`]; `data` is handed to the user).
+    pub fn start_as_test_user(bin: &Path, data: &Path, extra: &[&str]) -> ServeProcess {
+        let (uid, gid, home) = ensure_test_user();
+        std::os::unix::fs::chown(data, Some(uid), Some(gid)).expect("hand the data directory to the test user");
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--"]).arg(bin).env("HOME", home).env("USER", TEST_USER);
+        ServeProcess::start_with(cmd, data, extra)
+    }
+
+    /// `cmd` (an airlock binary, or a wrapper that execs one) with `serve …` appended.
+    fn start_with(mut cmd: Command, data: &Path, extra: &[&str]) -> ServeProcess {
         use std::io::BufRead;
-        let mut child = Command::new(bin)
+        let mut child = cmd
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data)
             .args(extra)
@@ -228,4 +243,43 @@ impl Drop for ServeProcess {
             let _ = self.child.wait();
         }
     }
+}
+
+/// The unprivileged user the tests run airlock as (created by [`ensure_test_user`]).
+pub const TEST_USER: &str = "airlock-test";
+
+/// The unprivileged test user, created if missing: uid, gid, home. Must run as root; panics
+/// (never skips) when the user cannot be made.
+pub fn ensure_test_user() -> (u32, u32, String) {
+    assert!(is_root(), "this test must run as root: it creates and switches to {TEST_USER}");
+    let exists = Command::new("id").arg("-u").arg(TEST_USER).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    if !exists {
+        let out = Command::new("useradd").args(["--system", "--create-home", "--shell", "/bin/sh", TEST_USER]).output().expect("run useradd");
+        // A concurrent creator (another test binary) may have won; the lookup below decides.
+        if !out.status.success() {
+            eprintln!("useradd: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    let out = Command::new("getent").args(["passwd", TEST_USER]).output().expect("run getent");
+    let entry = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let f: Vec<&str> = entry.split(':').collect();
+    assert!(f.len() >= 6, "cannot create the test user {TEST_USER}: getent says {entry:?}");
+    let (uid, gid, home) = (f[2].parse().expect("uid"), f[3].parse().expect("gid"), f[5].to_string());
+    if !Path::new(&home).is_dir() {
+        std::fs::create_dir_all(&home).expect("create the test user's home");
+        std::os::unix::fs::chown(&home, Some(uid), Some(gid)).expect("chown the test user's home");
+    }
+    (uid, gid, home)
+}
+
+/// A copy of the airlock binary the test user can run (the build directory may sit under a
+/// home the user cannot enter); keep the returned directory alive while it is used.
+pub fn binary_for_test_user(tag: &str) -> (TempDir, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new(tag);
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod the binary's directory");
+    let bin = dir.join("airlock");
+    std::fs::copy(airlock_bin(), &bin).expect("copy airlock");
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod airlock");
+    (dir, bin)
 }
