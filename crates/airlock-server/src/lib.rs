@@ -7,6 +7,7 @@
 //! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
 
 mod auth;
+mod download;
 mod e2b;
 mod error;
 mod factory;

@@ -47,8 +47,8 @@ pub fn routes() -> Router<AppState> {
         .route("/sandboxes/{id}/connect", post(connect))
         .route("/v2/sandboxes/{id}/connect", post(connect))
         .route("/sandboxes/{id}/timeout", post(set_timeout))
-        .route("/sandboxes/{id}/pause", post(pause))
-        .route("/sandboxes/{id}/resume", post(resume))
+        .route("/sandboxes/{id}/pause", post(pause_or_resume))
+        .route("/sandboxes/{id}/resume", post(pause_or_resume))
         .route("/sandboxes/{id}/metrics", get(metrics))
 }
 
@@ -397,21 +397,8 @@ fn not_pausable(id: &str) -> E2bError {
     ))
 }
 
-async fn pause(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
-    respond(
-        async move {
-            require_api_key(&state.e2b, &headers)?;
-            blocking(&state, move |state| {
-                live_record(&state, &id)?;
-                Err::<Response, _>(not_pausable(&id))
-            })
-            .await
-        }
-        .await,
-    )
-}
-
-async fn resume(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+/// Pause and resume: refused (501) for a live sandbox, 404 for an unknown one.
+async fn pause_or_resume(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;

@@ -11,14 +11,14 @@ use super::boxio::with_box_blocking;
 use super::error::E2bError;
 use crate::state::AppState;
 use airlock_protocol::EntryKind;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::http::{header, HeaderMap};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::io::Read;
 use tokio::sync::mpsc;
 
 /// Chunks buffered in either direction.
@@ -69,30 +69,6 @@ fn files_error(e: &E2bError) -> Response {
     e.rest_response()
 }
 
-enum Piece {
-    Data(Bytes),
-    Done(Result<u64, E2bError>),
-}
-
-/// Feeds what the box sends into the response body; once the client is gone the rest is read
-/// and dropped, so the agent connection stays in step.
-struct ChannelWriter {
-    tx: mpsc::Sender<Piece>,
-    gone: bool,
-}
-
-impl Write for ChannelWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if !self.gone && self.tx.blocking_send(Piece::Data(Bytes::copy_from_slice(buf))).is_err() {
-            self.gone = true;
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// `GET /files?path=`: the file's bytes.
 pub async fn download(State(state): State<AppState>, headers: HeaderMap, req: Request) -> Response {
     match download_inner(state, headers, req.uri().query()).await {
@@ -105,37 +81,17 @@ async fn download_inner(state: AppState, headers: HeaderMap, raw: Option<&str>) 
     let q = query(raw)?;
     let id = authorise(&state, &headers, &q, "read")?;
     let path = resolve_path(q.path.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| E2bError::InvalidArgument("give ?path= the file to read".into()))?)?;
-    let (tx, mut rx) = mpsc::channel::<Piece>(CHUNKS_BUFFERED);
-    tokio::task::spawn_blocking(move || {
-        let mut out = ChannelWriter { tx: tx.clone(), gone: false };
-        let done = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session())).and_then(|mut session| {
+    let body = crate::download::stream_out(
+        move |out| {
+            let mut session = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session()))?;
             if session.stat(&path)?.kind == EntryKind::Dir {
                 return Err(E2bError::InvalidArgument(format!("{path} is a directory; read a file, or list the directory")));
             }
-            Ok(session.read_file_to(&path, &mut out)?)
-        });
-        let _ = tx.blocking_send(Piece::Done(done));
-    });
-    let first = match rx.recv().await {
-        Some(Piece::Done(Err(e))) => return Err(e),
-        Some(Piece::Done(Ok(_))) => None,
-        Some(Piece::Data(b)) => Some(b),
-        None => return Err(E2bError::Internal("the file's reader ended without a word; retry".into())),
-    };
-    let body = match first {
-        None => Body::empty(),
-        Some(first) => Body::from_stream(futures_util::stream::unfold((Some(first), rx), |(first, mut rx)| async move {
-            if let Some(b) = first {
-                return Some((Ok(b), (None, rx)));
-            }
-            match rx.recv().await {
-                Some(Piece::Data(b)) => Some((Ok(b), (None, rx))),
-                // Cut the transfer short so the client sees it failed.
-                Some(Piece::Done(Err(e))) => Some((Err(std::io::Error::other(e.to_string())), (None, rx))),
-                Some(Piece::Done(Ok(_))) | None => None,
-            }
-        })),
-    };
+            Ok(session.read_file_to(&path, out)?)
+        },
+        || E2bError::Internal("the file's reader ended without a word; retry".into()),
+    )
+    .await?;
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response())
 }
 

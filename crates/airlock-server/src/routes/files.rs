@@ -12,7 +12,7 @@ use axum::response::Response;
 use axum::Json;
 use futures_util::StreamExt;
 use serde::Deserialize;
-use std::io::{Read, Write};
+use std::io::Read;
 use tokio::sync::mpsc;
 
 /// Chunks buffered in either direction.
@@ -31,64 +31,18 @@ fn query(raw: Option<&str>) -> Result<(String, Option<u32>), ApiError> {
     Ok((path, q.depth))
 }
 
-enum Piece {
-    Data(Bytes),
-    Done(Result<u64, ApiError>),
-}
-
-/// Feeds what the box's agent sends into the response body. If the client went away, the rest
-/// is read and dropped, so the agent connection stays in step.
-struct BodyWriter {
-    tx: mpsc::Sender<Piece>,
-    gone: bool,
-}
-
-impl Write for BodyWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if !self.gone && self.tx.blocking_send(Piece::Data(Bytes::copy_from_slice(buf))).is_err() {
-            self.gone = true;
-        }
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// `GET /v1/sandboxes/{id}/files?path=`: the file's bytes.
 pub async fn read(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     require_box(&state, &headers, &id)?;
     let (path, _) = query(raw.as_deref())?;
-    let (tx, mut rx) = mpsc::channel::<Piece>(CHUNKS_BUFFERED);
-    tokio::task::spawn_blocking(move || {
-        let mut out = BodyWriter { tx: tx.clone(), gone: false };
-        let res = state.manager.with_handle(&id, |h| h.sandbox().new_session()).map(|mut s| s.read_file_to(&path, &mut out));
-        let done = match res {
+    let body = crate::download::stream_out(
+        move |out| match state.manager.with_handle(&id, |h| h.sandbox().new_session()) {
             Err(e) => Err(state.manager_error(&id, e)),
-            Ok(r) => r.map_err(ApiError::from),
-        };
-        let _ = tx.blocking_send(Piece::Done(done));
-    });
-    let first = match rx.recv().await {
-        Some(Piece::Done(Err(e))) => return Err(e),
-        Some(Piece::Done(Ok(_))) => None,
-        Some(Piece::Data(b)) => Some(b),
-        None => return Err(ApiError::Internal("the file's reader ended without a word; retry".into())),
-    };
-    let body = match first {
-        None => Body::empty(),
-        Some(first) => Body::from_stream(futures_util::stream::unfold((Some(first), rx), |(first, mut rx)| async move {
-            if let Some(b) = first {
-                return Some((Ok(b), (None, rx)));
-            }
-            match rx.recv().await {
-                Some(Piece::Data(b)) => Some((Ok(b), (None, rx))),
-                // Cut the transfer short so the client sees it failed.
-                Some(Piece::Done(Err(e))) => Some((Err(std::io::Error::other(e.to_string())), (None, rx))),
-                Some(Piece::Done(Ok(_))) | None => None,
-            }
-        })),
-    };
+            Ok(mut s) => s.read_file_to(&path, out).map_err(ApiError::from),
+        },
+        || ApiError::Internal("the file's reader ended without a word; retry".into()),
+    )
+    .await?;
     Response::builder()
         .header(header::CONTENT_TYPE, "application/octet-stream")
         .body(body)
