@@ -7,7 +7,6 @@
 //! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
 
 mod auth;
-mod download;
 mod e2b;
 mod error;
 mod factory;
@@ -21,6 +20,7 @@ mod server;
 mod spawner;
 mod state;
 mod template;
+mod transfer;
 pub mod untrusted;
 mod view;
 

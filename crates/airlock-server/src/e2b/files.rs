@@ -18,7 +18,6 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::io::Read;
 use tokio::sync::mpsc;
 
 /// Chunks buffered in either direction.
@@ -81,7 +80,7 @@ async fn download_inner(state: AppState, headers: HeaderMap, raw: Option<&str>) 
     let q = query(raw)?;
     let id = authorise(&state, &headers, &q, "read")?;
     let path = resolve_path(q.path.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| E2bError::InvalidArgument("give ?path= the file to read".into()))?)?;
-    let body = crate::download::stream_out(
+    let body = crate::transfer::stream_out(
         move |out| {
             let mut session = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session()))?;
             if session.stat(&path)?.kind == EntryKind::Dir {
@@ -93,28 +92,6 @@ async fn download_inner(state: AppState, headers: HeaderMap, raw: Option<&str>) 
     )
     .await?;
     Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response())
-}
-
-/// Reads chunks sent from the async side, on the blocking side.
-struct ChunkReader {
-    rx: mpsc::Receiver<Result<Bytes, std::io::Error>>,
-    cur: Bytes,
-}
-
-impl Read for ChunkReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.cur.is_empty() {
-            match self.rx.blocking_recv() {
-                Some(Ok(b)) => self.cur = b,
-                Some(Err(e)) => return Err(e),
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.cur.len());
-        buf[..n].copy_from_slice(&self.cur[..n]);
-        self.cur = self.cur.slice(n..);
-        Ok(n)
-    }
 }
 
 /// A file being written into the box: send its bytes with [`FileWriter::send`], then
@@ -135,7 +112,7 @@ impl FileWriter {
                 if let Some(parent) = std::path::Path::new(&path).parent().and_then(|p| p.to_str()).filter(|p| !p.is_empty() && *p != "/") {
                     session.make_dir(parent, true)?;
                 }
-                let mut reader = ChunkReader { rx, cur: Bytes::new() };
+                let mut reader = crate::transfer::ChunkReader::new(rx);
                 let written = if gzip {
                     session.write_file_from(&path, &mut flate2::read::GzDecoder::new(reader))
                 } else {

@@ -5,14 +5,13 @@ use crate::auth::require_box;
 use crate::routes::sandboxes::audit;
 use crate::state::AppState;
 use crate::ApiError;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap};
 use axum::response::Response;
 use axum::Json;
 use futures_util::StreamExt;
 use serde::Deserialize;
-use std::io::Read;
 use tokio::sync::mpsc;
 
 /// Chunks buffered in either direction.
@@ -35,7 +34,7 @@ fn query(raw: Option<&str>) -> Result<(String, Option<u32>), ApiError> {
 pub async fn read(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
     require_box(&state, &headers, &id)?;
     let (path, _) = query(raw.as_deref())?;
-    let body = crate::download::stream_out(
+    let body = crate::transfer::stream_out(
         move |out| match state.manager.with_handle(&id, |h| h.sandbox().new_session()) {
             Err(e) => Err(state.manager_error(&id, e)),
             Ok(mut s) => s.read_file_to(&path, out).map_err(ApiError::from),
@@ -47,28 +46,6 @@ pub async fn read(State(state): State<AppState>, headers: HeaderMap, Path(id): P
         .header(header::CONTENT_TYPE, "application/octet-stream")
         .body(body)
         .map_err(|e| ApiError::Internal(format!("cannot build the response: {e}")))
-}
-
-/// Reads the request body as it arrives.
-struct BodyReader {
-    rx: mpsc::Receiver<Result<Bytes, std::io::Error>>,
-    cur: Bytes,
-}
-
-impl Read for BodyReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while self.cur.is_empty() {
-            match self.rx.blocking_recv() {
-                Some(Ok(b)) => self.cur = b,
-                Some(Err(e)) => return Err(e),
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.cur.len());
-        buf[..n].copy_from_slice(&self.cur[..n]);
-        self.cur = self.cur.slice(n..);
-        Ok(n)
-    }
 }
 
 /// `PUT /v1/sandboxes/{id}/files?path=`: the body becomes the file (created or replaced).
@@ -88,7 +65,7 @@ pub async fn write(State(state): State<AppState>, headers: HeaderMap, Path(id): 
     });
     let size = state
         .blocking(move |state| {
-            let mut input = BodyReader { rx, cur: Bytes::new() };
+            let mut input = crate::transfer::ChunkReader::new(rx);
             let size = state.manager.with_handle(&id, |h| h.sandbox().new_session()).map(|mut s| s.write_file_from(&path, &mut input)).map_err(|e| state.manager_error(&id, e))??;
             audit(&state, &id, "file_write", &caller, serde_json::json!({"path": path, "size": size}));
             Ok((path, size))

@@ -1,8 +1,9 @@
-//! A file streamed out of a box into an HTTP response body, as the box's agent sends it, in
-//! bounded memory; shared by the native API's and the E2B gateway's downloads.
+//! Files streamed between an HTTP body and a box in bounded memory, shared by the native API's
+//! and the E2B gateway's file routes: out of the box into a response body ([`stream_out`]), and
+//! from a request body into the box ([`ChunkReader`]).
 
 use axum::body::{Body, Bytes};
-use std::io::Write;
+use std::io::{Read, Write};
 use tokio::sync::mpsc;
 
 /// Chunks buffered between the box and a slow client before the box's sender waits.
@@ -62,4 +63,32 @@ pub(crate) async fn stream_out<E: std::fmt::Display + Send + 'static>(
             Some(Piece::Done(Ok(_))) | None => None,
         }
     })))
+}
+
+/// Reads, on a blocking thread, the chunks the async side sends (a request body as it arrives).
+pub(crate) struct ChunkReader {
+    rx: mpsc::Receiver<Result<Bytes, std::io::Error>>,
+    cur: Bytes,
+}
+
+impl ChunkReader {
+    pub(crate) fn new(rx: mpsc::Receiver<Result<Bytes, std::io::Error>>) -> ChunkReader {
+        ChunkReader { rx, cur: Bytes::new() }
+    }
+}
+
+impl Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.cur.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(Ok(b)) => self.cur = b,
+                Some(Err(e)) => return Err(e),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.cur.len());
+        buf[..n].copy_from_slice(&self.cur[..n]);
+        self.cur = self.cur.slice(n..);
+        Ok(n)
+    }
 }
