@@ -107,6 +107,13 @@ pub fn sandbox_id(headers: &HeaderMap) -> Option<&str> {
     headers.get("e2b-sandbox-id").and_then(|v| v.to_str().ok()).map(str::trim)
 }
 
+/// The sandbox a request to envd names, or the error saying it names none.
+pub fn named_sandbox(headers: &HeaderMap) -> Result<String, E2bError> {
+    sandbox_id(headers)
+        .map(str::to_string)
+        .ok_or_else(|| E2bError::InvalidArgument("the request names no sandbox: send the E2b-Sandbox-Id header".into()))
+}
+
 /// Whether `id` can be a sandbox id (E2B's `[a-z0-9]`, plus `_` for native `sb_…` ids).
 pub fn valid_sandbox_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')

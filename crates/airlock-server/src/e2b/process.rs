@@ -134,12 +134,6 @@ struct StreamData {
     input: ProcessInput,
 }
 
-fn sandbox(headers: &HeaderMap) -> Result<String, E2bError> {
-    super::sandbox_id(headers)
-        .map(str::to_string)
-        .ok_or_else(|| E2bError::InvalidArgument("the request names no sandbox: send the E2b-Sandbox-Id header".into()))
-}
-
 fn keepalive(headers: &HeaderMap) -> Duration {
     headers
         .get("keepalive-ping-interval")
@@ -193,7 +187,7 @@ async fn start(State(state): State<AppState>, headers: HeaderMap, body: Body) ->
 }
 
 async fn start_inner(state: &AppState, headers: &HeaderMap, req: StartRequest) -> Result<Response, E2bError> {
-    let id = sandbox(headers)?;
+    let id = super::named_sandbox(headers)?;
     if req.process.cmd.is_empty() {
         return Err(E2bError::InvalidArgument("process.cmd is empty: give the program to run".into()));
     }
@@ -245,7 +239,7 @@ async fn connect(State(state): State<AppState>, headers: HeaderMap, body: Body) 
 }
 
 async fn connect_inner(state: &AppState, headers: &HeaderMap, req: SelectRequest) -> Result<Response, E2bError> {
-    let id = sandbox(headers)?;
+    let id = super::named_sandbox(headers)?;
     let (mut session, boxed) = open(state, &id).await?;
     let pid = selected(&boxed.procs, req.process.as_ref())?;
     let pty = boxed.procs.get(pid).is_some_and(|e| e.pty);
@@ -259,7 +253,7 @@ async fn connect_inner(state: &AppState, headers: &HeaderMap, req: SelectRequest
 
 async fn list(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
     let run = async {
-        let id = sandbox(&headers)?;
+        let id = super::named_sandbox(&headers)?;
         let _: Value = parse_unary(&headers, &body)?;
         let (mut session, boxed) = open(&state, &id).await?;
         let all = tokio::task::spawn_blocking(move || session.list_processes())
@@ -302,7 +296,7 @@ async fn on_process(
     f: impl FnOnce(&mut AgentSession, &Procs, i32) -> Result<(), E2bError> + Send + 'static,
 ) -> Response {
     let run = async {
-        let id = sandbox(headers)?;
+        let id = super::named_sandbox(headers)?;
         let (mut session, boxed) = open(state, &id).await?;
         let pid = selected(&boxed.procs, sel.as_ref())?;
         tokio::task::spawn_blocking(move || f(&mut session, &boxed.procs, pid))
@@ -355,7 +349,7 @@ async fn stream_input(State(state): State<AppState>, headers: HeaderMap, body: B
 }
 
 async fn stream_input_inner(state: &AppState, headers: &HeaderMap, body: Body) -> Result<(), E2bError> {
-    let id = sandbox(headers)?;
+    let id = super::named_sandbox(headers)?;
     let mut reader = EnvelopeReader::new(headers, body)?;
     let (session, boxed) = open(state, &id).await?;
     let procs = &boxed.procs;

@@ -88,12 +88,6 @@ impl Drop for Watchers {
     }
 }
 
-fn sandbox(headers: &HeaderMap) -> Result<String, E2bError> {
-    super::sandbox_id(headers)
-        .map(str::to_string)
-        .ok_or_else(|| E2bError::InvalidArgument("the request names no sandbox: send the E2b-Sandbox-Id header".into()))
-}
-
 fn kind_name(kind: FsEventKind) -> Option<&'static str> {
     match kind {
         FsEventKind::Create => Some("EVENT_TYPE_CREATE"),
@@ -149,7 +143,7 @@ async fn open_watch(state: &AppState, id: &str, req: &WatchRequest) -> Result<(A
 
 async fn watch_dir(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
     let run = async {
-        let id = sandbox(&headers)?;
+        let id = super::named_sandbox(&headers)?;
         let req: WatchRequest = parse_stream_request(&headers, body).await?;
         let include = req.include_entry;
         let (mut session, _boxed, watch, root) = open_watch(&state, &id, &req).await?;
@@ -196,7 +190,7 @@ async fn watch_dir(State(state): State<AppState>, headers: HeaderMap, body: Body
 
 async fn create_watcher(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     let run = async {
-        let id = sandbox(&headers)?;
+        let id = super::named_sandbox(&headers)?;
         let req: WatchRequest = parse_unary(&headers, &body)?;
         let include = req.include_entry;
         let (mut session, boxed, watch, root) = open_watch(&state, &id, &req).await?;
@@ -240,7 +234,7 @@ async fn create_watcher(State(state): State<AppState>, headers: HeaderMap, body:
 }
 
 async fn find(state: &AppState, headers: &HeaderMap, body: &Bytes, remove: bool) -> Result<Arc<Polled>, E2bError> {
-    let id = sandbox(headers)?;
+    let id = super::named_sandbox(headers)?;
     let req: WatcherRequest = parse_unary(headers, body)?;
     let boxed = with_box(state, &id, |h| Ok(h.e2b())).await?;
     let mut map = boxed.watchers.lock();
