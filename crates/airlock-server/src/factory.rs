@@ -5,15 +5,40 @@ use crate::e2b::boxstate::E2bBox;
 use crate::spawner::Spawner;
 use airlock_policy::ResolvedPolicy;
 use airlock_runtime::sessions::{BoxFactory, SessionSpec};
-use airlock_runtime::{CodeContext, RemoteSandbox, SandboxOptions};
+use airlock_runtime::{AgentSession, CodeContext, Language, RemoteSandbox, SandboxError, SandboxOptions};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// One code interpreter context of a box, with what it was started with (for restarts).
+/// One code interpreter context of a box, with what it was started with (for restarts). It has
+/// its own session on the box, so code runs without holding the box's handle: other calls on the
+/// box, and a kill, never wait for an execution. Executions in one context take turns (`run`).
 pub struct LiveContext {
     pub cwd: Option<String>,
+    pub language: Language,
+    /// The context's driver process (to end it while an execution holds `run`).
+    pub pid: i32,
+    pub run: Mutex<ContextRun>,
+}
+
+/// What an execution needs, held for its whole length.
+pub struct ContextRun {
+    pub session: AgentSession,
     pub ctx: CodeContext,
+}
+
+impl LiveContext {
+    /// Starts a context on a new session of `sandbox`.
+    pub fn start(sandbox: &RemoteSandbox, language: Language, cwd: Option<String>) -> Result<Arc<LiveContext>, SandboxError> {
+        let mut session = sandbox.new_session();
+        let ctx = session.create_context(language, cwd.as_deref())?;
+        Ok(Arc::new(LiveContext { cwd, language, pid: ctx.pid, run: Mutex::new(ContextRun { session, ctx }) }))
+    }
+
+    /// Ends the context's process (an execution running in it ends with "context died").
+    pub fn kill(&self, sandbox: &RemoteSandbox) {
+        let _ = sandbox.new_session().signal_process(self.pid, libc::SIGKILL);
+    }
 }
 
 /// The box of one running session.
@@ -21,7 +46,7 @@ pub struct BoxHandle {
     id: String,
     sandbox: RemoteSandbox,
     /// The box's code interpreter contexts, by context id.
-    contexts: HashMap<String, LiveContext>,
+    contexts: HashMap<String, Arc<LiveContext>>,
     /// Numbers the contexts created by id-less requests (`ctx-1`, `ctx-2`, ...).
     next_context: u64,
     /// The E2B gateway's state of this box (its envd processes and watchers).
@@ -35,7 +60,7 @@ impl BoxHandle {
     }
 
     /// The box and its interpreter contexts, borrowed together.
-    pub fn parts(&mut self) -> (&mut RemoteSandbox, &mut HashMap<String, LiveContext>) {
+    pub fn parts(&mut self) -> (&mut RemoteSandbox, &mut HashMap<String, Arc<LiveContext>>) {
         (&mut self.sandbox, &mut self.contexts)
     }
 

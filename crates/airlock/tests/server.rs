@@ -777,3 +777,38 @@ fn a_client_that_leaves_a_silent_execution_interrupts_it() {
     assert!(t0.elapsed() < Duration::from_secs(10), "the sleeping execution held the context for {:?}", t0.elapsed());
     assert_eq!(result_text(&lines), "'yes'");
 }
+
+#[test]
+fn running_code_holds_up_neither_other_calls_nor_a_kill() {
+    let data = TempDir::new("srv-code-kill");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create("{}"));
+    code(&s, &id, json!({"code": "1"}));
+    std::thread::scope(|scope| {
+        // Code that never ends on its own...
+        let spinning = scope.spawn(|| {
+            let resp = ureq::post(&s.url(&format!("/v1/sandboxes/{id}/code")))
+                .set("Authorization", &format!("Bearer {}", s.key))
+                .send_string(&json!({"code": "import time\nwhile True: time.sleep(0.05)"}).to_string());
+            let mut body = String::new();
+            if let Ok(r) = resp {
+                let _ = r.into_reader().read_to_string(&mut body);
+            }
+            body
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        // ...while a command and a file listing on the same box answer at once,
+        let t0 = Instant::now();
+        assert_eq!(s.sh(&id, "echo alongside"), "alongside\n");
+        assert_eq!(s.call("GET", &format!("/v1/sandboxes/{id}/files/list?path=/tmp"), None).0, 200);
+        assert!(t0.elapsed() < Duration::from_secs(3), "the box waited for the running code: {:?}", t0.elapsed());
+        // and a kill really ends the box (its host process and everything in it) promptly.
+        let hosts = s.sandbox_hosts();
+        assert_eq!(hosts.len(), 1, "{hosts:?}");
+        let (status, _) = s.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
+        assert!(status < 300, "{status}");
+        wait_until("the killed box's host to exit", Duration::from_secs(10), || !alive(hosts[0]));
+        let body = spinning.join().unwrap();
+        assert!(!body.contains("\"type\":\"end\"") || body.contains("error"), "the execution did not end normally: {body}");
+    });
+}

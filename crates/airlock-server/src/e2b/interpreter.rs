@@ -11,7 +11,7 @@
 //! the execution is silent), as E2B's interpreter does; the context keeps its state.
 
 use super::auth::check_token;
-use super::boxio::{with_box, with_box_blocking};
+use super::boxio::with_box;
 use super::error::E2bError;
 use crate::routes::code::{create_in, delete_in, restart_in, run_in_context};
 use crate::state::AppState;
@@ -199,21 +199,24 @@ async fn execute_inner(state: AppState, headers: HeaderMap, body: Body) -> Resul
     let (tx, mut rx) = mpsc::channel::<Out>(LINES_BUFFERED);
     tokio::task::spawn_blocking(move || {
         let env = req.env_vars.unwrap_or_default();
-        let outcome = with_box_blocking(&state, &id, |h| {
-            run_in_context(
-                h,
-                &ctx_id,
-                lang,
-                &req.code,
-                &env,
-                None,
-                || {
-                    let _ = tx.blocking_send(Out::Started);
-                },
-                |e| tx.blocking_send(Out::Line(event_line(e))).is_ok(),
-                || !tx.is_closed(),
-            )
-            .map_err(E2bError::from)
+        let outcome = run_in_context(
+            &state,
+            &id,
+            &ctx_id,
+            lang,
+            &req.code,
+            &env,
+            None,
+            || {
+                let _ = tx.blocking_send(Out::Started);
+            },
+            |e| tx.blocking_send(Out::Line(event_line(e))).is_ok(),
+            || !tx.is_closed(),
+        )
+        .map_err(|e| match e {
+            // The box ended: the gateway's word for that (an unknown context stays a 404).
+            crate::ApiError::NotRunning(m) => E2bError::SandboxGone(m),
+            other => E2bError::from(other),
         });
         match outcome {
             Err(e) => {
@@ -295,7 +298,7 @@ async fn list_contexts(State(state): State<AppState>, headers: HeaderMap) -> Res
             let (_, contexts) = h.parts();
             let mut all: Vec<Value> = contexts
                 .iter()
-                .map(|(k, live)| context_view(k, live.ctx.language, live.cwd.as_deref().unwrap_or(&default_cwd)))
+                .map(|(k, live)| context_view(k, live.language, live.cwd.as_deref().unwrap_or(&default_cwd)))
                 .collect();
             all.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
             Ok(all)

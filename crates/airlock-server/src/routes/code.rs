@@ -8,7 +8,7 @@
 //! sends it SIGINT (as a timeout does), and the context keeps its state.
 
 use crate::auth::{require_box, Caller};
-use crate::factory::{BoxHandle, LiveContext};
+use crate::factory::{BoxHandle, ContextRun, LiveContext};
 use crate::requests::{parse, CodeRequest, ContextRequest};
 use crate::routes::sandboxes::audit;
 use crate::state::AppState;
@@ -21,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 use std::cell::Cell;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -99,18 +100,18 @@ pub async fn run(State(state): State<AppState>, headers: HeaderMap, Path(id): Pa
         .map_err(|e| ApiError::Internal(format!("cannot build the response: {e}")))
 }
 
-/// Makes sure context `ctx_id` exists (creating a default context on first use); checks that
-/// its language is `language` when one was asked for.
-fn ensure_context(h: &mut BoxHandle, ctx_id: &str, language: Option<Language>) -> Result<(), ApiError> {
+/// Context `ctx_id` of the box (a default context is started on first use); checks that its
+/// language is `language` when one was asked for.
+fn ensure_context(h: &mut BoxHandle, ctx_id: &str, language: Option<Language>) -> Result<Arc<LiveContext>, ApiError> {
     let (sandbox, contexts) = h.parts();
     if let Some(live) = contexts.get(ctx_id) {
         return match language {
-            Some(l) if l != live.ctx.language => Err(ApiError::Invalid(format!(
+            Some(l) if l != live.language => Err(ApiError::Invalid(format!(
                 "context {ctx_id} runs {}, not {}; leave out \"language\" or pick another context",
-                language_name(live.ctx.language),
+                language_name(live.language),
                 language_name(l)
             ))),
-            _ => Ok(()),
+            _ => Ok(Arc::clone(live)),
         };
     }
     let Some(default) = default_language(ctx_id) else {
@@ -119,19 +120,22 @@ fn ensure_context(h: &mut BoxHandle, ctx_id: &str, language: Option<Language>) -
     if let Some(l) = language.filter(|l| *l != default) {
         return Err(ApiError::Invalid(format!("context {ctx_id} is the default {ctx_id} context, not {}", language_name(l))));
     }
-    let ctx = sandbox.session().create_context(default, None)?;
-    contexts.insert(ctx_id.to_string(), LiveContext { cwd: None, ctx });
-    Ok(())
+    let live = LiveContext::start(sandbox, default, None)?;
+    contexts.insert(ctx_id.to_string(), Arc::clone(&live));
+    Ok(live)
 }
 
-/// Runs `code` in context `ctx_id` of a box (a default context is created on first use),
+/// Runs `code` in context `ctx_id` of box `id` (a default context is started on first use),
 /// calling `on_started` once the context is ready and `on_event` for each event (answering
-/// `false` interrupts the execution). A context that died, or whose stream got out of step, is
-/// dropped (the next call starts afresh). The outer error: the context could not be had; the
-/// inner one: the execution failed.
+/// `false`, or `wanted` answering `false`, interrupts the execution). The box's handle is held
+/// only to find the context: the execution runs on the context's own session, so the box stays
+/// usable and killable meanwhile; executions in one context take turns. A context that died,
+/// or whose stream got out of step, is dropped (the next call starts afresh). The outer error:
+/// the context could not be had; the inner one: the execution failed.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_in_context(
-    h: &mut BoxHandle,
+    state: &AppState,
+    id: &str,
     ctx_id: &str,
     language: Option<Language>,
     code: &str,
@@ -141,17 +145,22 @@ pub(crate) fn run_in_context(
     on_event: impl FnMut(&CodeEvent) -> bool,
     wanted: impl Fn() -> bool,
 ) -> Result<Result<airlock_runtime::CodeEnd, SandboxError>, ApiError> {
-    ensure_context(h, ctx_id, language)?;
-    let (sandbox, contexts) = h.parts();
-    let Some(live) = contexts.get_mut(ctx_id) else {
-        return Err(ApiError::Internal(format!("context {ctx_id} vanished; retry")));
-    };
+    let live = state.manager.with_handle(id, |h| ensure_context(h, ctx_id, language)).map_err(|e| state.manager_error(id, e))??;
+    let mut run = live.run.lock().unwrap_or_else(PoisonError::into_inner);
     on_started();
-    let ran = sandbox.session().run_code_while(&mut live.ctx, code, env, timeout, on_event, wanted);
+    let ContextRun { session, ctx } = &mut *run;
+    let ran = session.run_code_while(ctx, code, env, timeout, on_event, wanted);
+    drop(run);
     if ran.is_err() {
-        if let Some(dead) = contexts.remove(ctx_id) {
-            let _ = sandbox.session().close_context(dead.ctx);
-        }
+        // Forget it and end its process; the box may be gone.
+        // (A context that was restarted or deleted meanwhile was ended by whoever did that.)
+        let _ = state.manager.with_handle(id, |h| {
+            let (sandbox, contexts) = h.parts();
+            if contexts.get(ctx_id).is_some_and(|c| Arc::ptr_eq(c, &live)) {
+                contexts.remove(ctx_id);
+                live.kill(sandbox);
+            }
+        });
     }
     Ok(ran)
 }
@@ -159,25 +168,24 @@ pub(crate) fn run_in_context(
 fn execute(state: &AppState, id: &str, caller: &Caller, req: &CodeRequest, language: Option<Language>, timeout: Option<Duration>, tx: &mpsc::Sender<Out>) {
     let ctx_id = req.context.clone().unwrap_or_else(|| language_name(language.unwrap_or(Language::Python)).to_string());
     let started = Cell::new(false);
-    let outcome = state.manager.with_handle(id, |h| {
-        run_in_context(
-            h,
-            &ctx_id,
-            language,
-            &req.code,
-            &req.env,
-            timeout,
-            || {
-                started.set(true);
-                let _ = tx.blocking_send(Out::Started);
-            },
-            |e| tx.blocking_send(Out::Line(event_line(e))).is_ok(),
-            || !tx.is_closed(),
-        )
-    });
-    let end = match outcome {
+    let outcome = run_in_context(
+        state,
+        id,
+        &ctx_id,
+        language,
+        &req.code,
+        &req.env,
+        timeout,
+        || {
+            started.set(true);
+            let _ = tx.blocking_send(Out::Started);
+        },
+        |e| tx.blocking_send(Out::Line(event_line(e))).is_ok(),
+        || !tx.is_closed(),
+    );
+    let end = match Ok::<_, ApiError>(outcome) {
         Err(e) => {
-            let _ = tx.blocking_send(Out::Fail(state.manager_error(id, e)));
+            let _ = tx.blocking_send(Out::Fail(e));
             return;
         }
         Ok(Err(e)) => {
@@ -260,7 +268,7 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap, Path(id): P
                 .manager
                 .with_handle(&id, |h| {
                     let (_, contexts) = h.parts();
-                    let mut all: Vec<(&String, Language)> = contexts.iter().map(|(k, v)| (k, v.ctx.language)).collect();
+                    let mut all: Vec<(&String, Language)> = contexts.iter().map(|(k, v)| (k, v.language)).collect();
                     all.sort_by(|a, b| a.0.cmp(b.0));
                     all.into_iter().map(|(k, l)| context_view(k, l)).collect::<Vec<Value>>()
                 })
@@ -303,29 +311,29 @@ pub async fn delete(State(state): State<AppState>, headers: HeaderMap, Path((id,
 pub(crate) fn create_in(h: &mut BoxHandle, language: Language, cwd: Option<String>) -> Result<String, ApiError> {
     let ctx_id = h.new_context_id();
     let (sandbox, contexts) = h.parts();
-    let ctx = sandbox.session().create_context(language, cwd.as_deref())?;
-    contexts.insert(ctx_id.clone(), LiveContext { cwd, ctx });
+    let live = LiveContext::start(sandbox, language, cwd)?;
+    contexts.insert(ctx_id.clone(), live);
     Ok(ctx_id)
 }
 
 /// Restarts context `ctx_id` (a new process under the same id, same language and directory;
-/// its state is gone); a default context not started yet is started. Returns its language.
+/// its state is gone, an execution running in it ends); a default context not started yet is
+/// started. Returns its language.
 pub(crate) fn restart_in(h: &mut BoxHandle, ctx_id: &str) -> Result<Language, ApiError> {
     let (sandbox, contexts) = h.parts();
     let (language, cwd) = match contexts.remove(ctx_id) {
         Some(old) => {
-            let kept = (old.ctx.language, old.cwd.clone());
             // Best effort: the old process may already be dead.
-            let _ = sandbox.session().close_context(old.ctx);
-            kept
+            old.kill(sandbox);
+            (old.language, old.cwd.clone())
         }
         None => match default_language(ctx_id) {
             Some(l) => (l, None),
             None => return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox"))),
         },
     };
-    let ctx = sandbox.session().create_context(language, cwd.as_deref())?;
-    contexts.insert(ctx_id.to_string(), LiveContext { cwd, ctx });
+    let live = LiveContext::start(sandbox, language, cwd)?;
+    contexts.insert(ctx_id.to_string(), live);
     Ok(language)
 }
 
@@ -336,6 +344,7 @@ pub(crate) fn delete_in(h: &mut BoxHandle, ctx_id: &str) -> Result<(), ApiError>
         return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox")));
     };
     // The context is gone from the map either way; a process already dead is fine.
-    let _ = sandbox.session().close_context(old.ctx);
+    old.kill(sandbox);
     Ok(())
 }
+
