@@ -87,3 +87,56 @@ fn policy_flags(p: &PolicyArgs) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use clap::{Args, FromArgMatches};
+
+    /// Every policy flag, each with a valid value: the wrapped server's `airlock run` must get
+    /// them all. A flag added to `PolicyArgs` and not here fails the count below, and one added
+    /// here but not to `policy_flags` fails the round trip.
+    const ALL: &[&str] = &[
+        "--profile=read-only",
+        "--workspace=/w",
+        "--read=/r",
+        "--write=/wr",
+        "--deny=/d",
+        "--policy=/p.toml",
+        "--net=proxy",
+        "--allow-domain=a.example",
+        "--deny-domain=b.example",
+        "--allow-ip=10.0.0.0/8",
+        "--map-host=s.test=127.0.0.1",
+        "--max-connections=7",
+        "--byte-budget=1M",
+        "--memory=1G",
+        "--pids=9",
+        "--cpus=1.5",
+        "--timeout=3s",
+        "--disk=2G",
+        "--output-limit=3M",
+        "--env=A=1",
+        "--fail-if-unavailable",
+    ];
+
+    fn parse(argv: &[String]) -> PolicyArgs {
+        let cmd = PolicyArgs::augment_args(clap::Command::new("t").no_binary_name(true));
+        PolicyArgs::from_arg_matches(&cmd.try_get_matches_from(argv).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn every_policy_flag_reaches_the_wrapped_servers_box() {
+        let cmd = PolicyArgs::augment_args(clap::Command::new("t"));
+        let flags = cmd.get_arguments().filter(|a| a.get_long().is_some()).count();
+        assert_eq!(flags, ALL.len(), "PolicyArgs has a flag this test (and maybe policy_flags) does not know");
+        let given: Vec<String> = ALL.iter().map(|s| s.to_string()).collect();
+        let passed = policy_flags(&parse(&given));
+        let mut a = passed.clone();
+        let mut b = given.clone();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "policy_flags must pass every flag on unchanged");
+    }
+}
