@@ -9,9 +9,11 @@
 //! - `duplex`: both directions of one tunnel; `pump`: one direction.
 //! - `pipe`: the pipes and their process-wide bound; `sys`: the system calls.
 //! - `meter`: byte counts and the budget; `error`: why a relay ended early.
+//! - `loopback`: no pacing on loopback connections (the box's side always is one).
 
 mod duplex;
 mod error;
+mod loopback;
 mod meter;
 mod pipe;
 mod pump;
@@ -19,4 +21,5 @@ mod sys;
 
 pub(crate) use duplex::relay;
 pub(crate) use error::RelayError;
+pub(crate) use loopback::unpace_if_loopback;
 pub(crate) use meter::Meter;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::Semaphore;
 
 /// How a proxy is configured.
@@ -69,6 +69,8 @@ pub fn start_with_resolver(
 ) -> io::Result<ProxyHandle> {
     listener.set_nonblocking(true)?;
     let local = listener.local_addr()?;
+    // The box's side of every tunnel is a loopback connection (inside its namespace).
+    crate::relay::unpace_if_loopback(&listener, local);
     let shared = Arc::new(Shared {
         rules: RwLock::new(Arc::new(config.rules)),
         audit: AuditLog::new(config.audit),
@@ -434,7 +436,16 @@ async fn decide_async(shared: &Shared, host: &str, port: u16) -> EgressDecision 
 async fn connect_any(addrs: &[SocketAddr], timeout: Duration) -> io::Result<TcpStream> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
     for addr in addrs {
-        match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        let socket = if addr.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() };
+        let socket = match socket {
+            Ok(s) => s,
+            Err(e) => {
+                last = e;
+                continue;
+            }
+        };
+        crate::relay::unpace_if_loopback(&socket, *addr);
+        match tokio::time::timeout(timeout, socket.connect(*addr)).await {
             Ok(Ok(s)) => {
                 let _ = s.set_nodelay(true);
                 return Ok(s);

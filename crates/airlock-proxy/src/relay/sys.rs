@@ -57,3 +57,12 @@ pub(super) fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
     // SAFETY: shutdown touches no memory of ours; `fd` is open (borrowed).
     check(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) } as libc::ssize_t).map(drop)
 }
+
+/// Sets the socket's TCP congestion control algorithm (`TCP_CONGESTION`) by name.
+pub(super) fn set_congestion_control(fd: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
+    let len = libc::socklen_t::try_from(name.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `name` is valid for reads of `len` bytes for the duration of the call (the
+    // kernel copies it); `fd` is open (borrowed).
+    let ret = unsafe { libc::setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr().cast(), len) };
+    check(ret as libc::ssize_t).map(drop)
+}
