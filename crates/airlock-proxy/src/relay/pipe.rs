@@ -34,9 +34,13 @@ impl PipePool {
         PipePool { in_use: AtomicUsize::new(0), max }
     }
 
-    /// A new pipe of (up to) `bytes` capacity, or `None` if the pool is at its maximum or the
-    /// kernel refused a pipe of useful size: the caller then copies instead.
+    /// A new pipe of (up to) `bytes` capacity, or `None` if the pool is at its maximum, the
+    /// kernel refused a pipe of useful size, or the process would die of `SIGPIPE` when a
+    /// splice meets a closed peer: the caller then copies instead.
     pub(super) fn take(&self, bytes: usize) -> Option<Pipe<'_>> {
+        if sys::sigpipe_is_fatal() {
+            return None;
+        }
         self.in_use.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.max).then_some(n + 1)).ok()?;
         let lease = Lease(self);
         let (read, write) = sys::pipe().ok()?;

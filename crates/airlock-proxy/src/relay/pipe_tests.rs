@@ -70,3 +70,9 @@ fn read_into_empties_the_pipe_by_copying() {
     assert_eq!(&buf[..6], b"o pipe");
     assert_eq!(pipe.len(), 0);
 }
+
+#[test]
+fn the_test_process_ignores_sigpipe_so_pipes_are_handed_out() {
+    // Rust's runtime ignores SIGPIPE before main; a process that did not would get no pipe.
+    assert!(!super::sys::sigpipe_is_fatal());
+}

@@ -66,3 +66,14 @@ pub(super) fn set_congestion_control(fd: BorrowedFd<'_>, name: &[u8]) -> io::Res
     let ret = unsafe { libc::setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr().cast(), len) };
     check(ret as libc::ssize_t).map(drop)
 }
+
+/// Whether `SIGPIPE` would kill the process (default disposition). A splice into a socket
+/// whose peer is gone raises it (unlike `send`, splice cannot pass `MSG_NOSIGNAL`); Rust
+/// programs ignore it from startup, but a host process embedding the proxy may not.
+pub(super) fn sigpipe_is_fatal() -> bool {
+    // SAFETY: an all-zero sigaction is a valid value to be overwritten by the kernel.
+    let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only queries; `current` is valid for writes.
+    let ret = unsafe { libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut current) };
+    ret != 0 || current.sa_sigaction == libc::SIG_DFL
+}
