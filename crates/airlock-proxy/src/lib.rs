@@ -7,12 +7,14 @@
 //! - `decision`: one decision per connection: deny list, allow list, resolution on the host,
 //!   refusal of private/loopback/metadata addresses, and the exact address to connect to.
 //! - `http`, `socks5`: the request parsers (untrusted input: bounded, fuzzed).
-//! - `server`: the proxy itself; `audit`: decision events.
+//! - `server`: the proxy itself; `relay`: the bytes of allowed connections (splice for bulk
+//!   transfers); `audit`: decision events.
 
 pub mod addr;
 pub mod audit;
 pub mod decision;
 pub mod http;
 pub mod rules;
+mod relay;
 pub mod server;
 pub mod socks5;

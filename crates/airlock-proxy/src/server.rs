@@ -4,6 +4,7 @@
 
 use crate::audit::{AuditLog, NetEvent};
 use crate::decision::{decide, EgressDecision, Resolver, SystemResolver};
+use crate::relay::Meter;
 use crate::rules::EgressRules;
 use crate::{http, socks5};
 use std::io;
@@ -12,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::Semaphore;
 
 /// How a proxy is configured.
@@ -51,13 +52,9 @@ pub struct ProxyHandle {
 
 /// How long a client may take to send its request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
-/// The relay's buffer per direction: where it starts, and what a bulk transfer grows it to
-/// (fewer, larger system calls: about 2x the throughput of 64 KiB on loopback).
-const BUF: usize = 64 * 1024;
 /// How long `stop` lets open relays finish before dropping them (they are then recorded with
 /// reason `closed-at-shutdown`).
 const STOP_GRACE: Duration = Duration::from_millis(200);
-const BULK_BUF: usize = 1024 * 1024;
 
 /// Starts a proxy on `listener` with the host's resolver.
 pub fn start(listener: std::net::TcpListener, config: ProxyConfig) -> io::Result<ProxyHandle> {
@@ -72,6 +69,8 @@ pub fn start_with_resolver(
 ) -> io::Result<ProxyHandle> {
     listener.set_nonblocking(true)?;
     let local = listener.local_addr()?;
+    // The box's side of every tunnel is a loopback connection (inside its namespace).
+    crate::relay::unpace_if_loopback(&listener, local);
     let shared = Arc::new(Shared {
         rules: RwLock::new(Arc::new(config.rules)),
         audit: AuditLog::new(config.audit),
@@ -437,7 +436,16 @@ async fn decide_async(shared: &Shared, host: &str, port: u16) -> EgressDecision 
 async fn connect_any(addrs: &[SocketAddr], timeout: Duration) -> io::Result<TcpStream> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
     for addr in addrs {
-        match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        let socket = if addr.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() };
+        let socket = match socket {
+            Ok(s) => s,
+            Err(e) => {
+                last = e;
+                continue;
+            }
+        };
+        crate::relay::unpace_if_loopback(&socket, *addr);
+        match tokio::time::timeout(timeout, socket.connect(*addr)).await {
             Ok(Ok(s)) => {
                 let _ = s.set_nodelay(true);
                 return Ok(s);
@@ -449,58 +457,13 @@ async fn connect_any(addrs: &[SocketAddr], timeout: Duration) -> io::Result<TcpS
     Err(last)
 }
 
-/// Copies both ways until both sides are done (half-close aware), counting bytes in the tunnel's
-/// record and against the box's budget. Returns why it stopped early, if it did.
+/// Relays both ways until both sides are done, counting bytes in the tunnel's record and
+/// against the box's budget. Returns why it stopped early, if it did.
 async fn relay(client: TcpStream, upstream: TcpStream, shared: &Shared, tunnel: &Tunnel<'_>) -> Option<String> {
     let _ = client.set_nodelay(true);
-    let (cr, cw) = client.into_split();
-    let (ur, uw) = upstream.into_split();
-    let up = pump(cr, uw, shared, &tunnel.up);
-    let down = pump(ur, cw, shared, &tunnel.down);
-    tokio::pin!(up, down);
-    let (mut up_done, mut down_done) = (None, None);
-    while up_done.is_none() || down_done.is_none() {
-        tokio::select! {
-            r = &mut up, if up_done.is_none() => up_done = Some(r),
-            r = &mut down, if down_done.is_none() => down_done = Some(r),
-        }
-        // An error (reset, budget) on one side ends the whole connection.
-        let failed = [&up_done, &down_done].iter().any(|d| matches!(d, Some(Some(_))));
-        if failed {
-            break;
-        }
-    }
-    up_done.flatten().or(down_done.flatten())
-}
-
-/// Copies `from` to `to` until EOF, then half-closes `to`. The buffer starts small and grows to
-/// [`BULK_BUF`] once a read fills it, so idle and chatty connections stay cheap while bulk
-/// transfers move large chunks per system call.
-async fn pump(mut from: tokio::net::tcp::OwnedReadHalf, mut to: tokio::net::tcp::OwnedWriteHalf, shared: &Shared, count: &AtomicU64) -> Option<String> {
-    let mut buf = vec![0u8; BUF];
-    loop {
-        let n = match from.read(&mut buf).await {
-            Ok(0) => {
-                let _ = to.shutdown().await;
-                return None;
-            }
-            Ok(n) => n,
-            Err(e) => return Some(format!("read failed: {e}")),
-        };
-        let used = shared.bytes.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
-        if let Some(budget) = shared.budget {
-            if used > budget {
-                return Some("byte-budget-exhausted".into());
-            }
-        }
-        if let Err(e) = to.write_all(&buf[..n]).await {
-            return Some(format!("write failed: {e}"));
-        }
-        count.fetch_add(n as u64, Ordering::Relaxed);
-        if n == buf.len() && buf.len() < BULK_BUF {
-            buf.resize(BULK_BUF, 0);
-        }
-    }
+    let up = Meter::new(&shared.bytes, shared.budget, &tunnel.up);
+    let down = Meter::new(&shared.bytes, shared.budget, &tunnel.down);
+    crate::relay::relay(&client, &upstream, up, down).await.err().map(|e| e.reason())
 }
 
 /// The host's own addresses (every interface), which a box may not reach unless granted.
@@ -534,3 +497,4 @@ pub fn host_addresses() -> Vec<IpAddr> {
     unsafe { libc::freeifaddrs(ifap) };
     out
 }
+

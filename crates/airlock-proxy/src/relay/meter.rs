@@ -1,0 +1,56 @@
+//! Byte accounting for one direction of a tunnel: the box-wide total checked against its byte
+//! budget, and the direction's own count of bytes passed on.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counts one direction's bytes. Bytes are taken from the budget before they are read, so no
+/// direction ever reads (and passes on) a byte beyond it, whatever the chunk sizes.
+pub(crate) struct Meter<'a> {
+    /// Bytes the box has moved, all tunnels and directions.
+    total: &'a AtomicU64,
+    /// The box's budget for `total`; `None` = unlimited.
+    budget: Option<u64>,
+    /// Bytes this direction has written to its destination.
+    forwarded: &'a AtomicU64,
+}
+
+impl<'a> Meter<'a> {
+    pub(crate) fn new(total: &'a AtomicU64, budget: Option<u64>, forwarded: &'a AtomicU64) -> Meter<'a> {
+        Meter { total, budget, forwarded }
+    }
+
+    /// Reserves up to `want` bytes of the budget; `0` when it is exhausted. Every reservation
+    /// must be followed by [`Meter::settle`] before the next await.
+    pub(crate) fn reserve(&self, want: usize) -> usize {
+        let Some(budget) = self.budget else { return want };
+        let mut granted = 0;
+        let _ = self.total.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+            granted = budget.saturating_sub(used).min(want as u64);
+            Some(used + granted)
+        });
+        // `granted <= want`, so it fits.
+        granted as usize
+    }
+
+    /// Records that `used` of the `reserved` bytes were read; the rest goes back to the budget.
+    pub(crate) fn settle(&self, reserved: usize, used: usize) {
+        let used = used.min(reserved) as u64;
+        if self.budget.is_some() {
+            let unused = reserved as u64 - used;
+            if unused > 0 {
+                self.total.fetch_sub(unused, Ordering::AcqRel);
+            }
+        } else if used > 0 {
+            self.total.fetch_add(used, Ordering::Relaxed);
+        }
+    }
+
+    /// Records `n` bytes written to the destination.
+    pub(crate) fn forwarded(&self, n: usize) {
+        self.forwarded.fetch_add(n as u64, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+#[path = "meter_tests.rs"]
+mod tests;
