@@ -105,7 +105,12 @@ fn close_leaves_nothing_behind() {
             std::fs::read(e.path().join("cmdline")).map(|c| String::from_utf8_lossy(&c).contains(m)).unwrap_or(false)
         })
     };
-    assert!(running(&marker), "the background process runs between calls");
+    // `sh` may answer before its background child has exec'd `sleep`: give it a moment.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !running(&marker) {
+        assert!(std::time::Instant::now() < deadline, "the background process runs between calls");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     s.close();
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while running(&marker) {
