@@ -21,3 +21,73 @@ pub fn exec_body(body: &[u8]) -> Result<(), ApiError> {
 pub fn timeout_body(body: &[u8]) -> Result<(), ApiError> {
     parse::<TimeoutRequest>(body, false).map(|_| ())
 }
+
+/// E2B gateway: a Connect request body (a stream of envelopes), fed in pieces of `split` bytes
+/// as a chunked body would arrive; each message is decoded as envd's process and filesystem
+/// requests. Returns how many envelopes were read before the end or the first refusal.
+pub fn e2b_connect_stream(data: &[u8], split: usize) -> usize {
+    let mut decoder = crate::e2b::connect::EnvelopeDecoder::default();
+    let mut read = 0;
+    for piece in data.chunks(split.max(1)) {
+        decoder.push(piece);
+        loop {
+            match decoder.next() {
+                Ok(Some(env)) => {
+                    read += 1;
+                    let _ = crate::e2b::connect::decode::<serde_json::Value>(&env.message);
+                    crate::e2b::process::decode_any(&env.message);
+                }
+                Ok(None) => break,
+                Err(_) => return read,
+            }
+        }
+    }
+    read
+}
+
+/// E2B control plane: `POST /v2/sandboxes` — the body, and the session it would plan (template,
+/// env, metadata, network).
+pub fn e2b_create_body(body: &[u8]) -> Result<(), String> {
+    crate::e2b::control::plan_body(body).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// E2B control plane: the list query string (`metadata`, `state`, `limit`, `nextToken`).
+pub fn e2b_list_query(raw: &str) -> Result<(), String> {
+    crate::e2b::control::list_query(raw).map(|_| ()).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope(msg: &str) -> Vec<u8> {
+        let mut v = vec![0u8];
+        v.extend_from_slice(&u32::try_from(msg.len()).unwrap_or(0).to_be_bytes());
+        v.extend_from_slice(msg.as_bytes());
+        v
+    }
+
+    #[test]
+    fn connect_streams_read_whole_however_split_and_stop_at_garbage() {
+        let mut stream = envelope(r#"{"start":{"process":{"pid":1}}}"#);
+        stream.extend(envelope(r#"{"data":{"input":{"stdin":"aGkK"}}}"#));
+        stream.extend(envelope(r#"{"process":{"cmd":"/bin/bash"},"pty":{"size":{"rows":0,"cols":99999}}}"#));
+        for split in 1..=stream.len() {
+            assert_eq!(e2b_connect_stream(&stream, split), 3, "split {split}");
+        }
+        // A compressed-flag envelope is refused; nothing after it is read.
+        let mut bad = vec![1u8, 0, 0, 0, 2];
+        bad.extend_from_slice(b"{}");
+        bad.extend(envelope("{}"));
+        assert_eq!(e2b_connect_stream(&bad, 4), 0);
+    }
+
+    #[test]
+    fn create_bodies_and_list_queries_are_checked() {
+        assert!(e2b_create_body(b"{}").is_ok());
+        assert!(e2b_create_body(br#"{"templateID":"no-such-template"}"#).is_err());
+        assert!(e2b_create_body(b"not json").is_err());
+        assert!(e2b_list_query("state=running&limit=5").is_ok());
+        assert!(e2b_list_query("state=sleeping").is_err());
+    }
+}

@@ -128,6 +128,11 @@ async fn blocking<R: Send + 'static>(state: &AppState, f: impl FnOnce(AppState) 
         .map_err(|_| E2bError::Internal("the request's worker failed; retry, and report it if it persists".into()))?
 }
 
+/// Parses a create body and plans its session with the default network (for fuzzing).
+pub fn plan_body(body: &[u8]) -> Result<SessionSpec, E2bError> {
+    plan(parse_body(body)?, super::DefaultNetwork::default())
+}
+
 fn parse_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, E2bError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());

@@ -134,6 +134,16 @@ struct StreamData {
     input: ProcessInput,
 }
 
+/// Decodes `message` as each of the service's request types (for fuzzing: any bytes, no panic).
+pub fn decode_any(message: &[u8]) {
+    let _ = connect::decode::<StartRequest>(message).map(|r| tty_size(r.pty.as_ref()));
+    let _ = connect::decode::<SelectRequest>(message);
+    let _ = connect::decode::<SendInputRequest>(message).map(|r| decode_input(&r.input));
+    let _ = connect::decode::<SignalRequest>(message);
+    let _ = connect::decode::<UpdateRequest>(message).map(|r| tty_size(r.pty.as_ref()));
+    let _ = connect::decode::<StreamInputMessage>(message);
+}
+
 fn keepalive(headers: &HeaderMap) -> Duration {
     headers
         .get("keepalive-ping-interval")
