@@ -5,7 +5,7 @@
 
 mod driver_support;
 
-use driver_support::{end_status, of_type, Driver};
+use driver_support::{assert_output_is_capped_per_execution, end_status, of_type, text, Driver};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -14,13 +14,6 @@ fn start() -> Driver {
 }
 
 /// All text of `kind` ("stdout"/"stderr") events, concatenated.
-fn text(events: &[Value], kind: &str) -> String {
-    of_type(events, kind)
-        .iter()
-        .map(|e| e["text"].as_str().unwrap())
-        .collect()
-}
-
 fn exit_code(events: &[Value]) -> Option<i64> {
     events.last().unwrap()["exit_code"].as_i64()
 }
@@ -132,17 +125,8 @@ fn marker_like_output_does_not_end_the_execution() {
 #[test]
 fn huge_output_is_capped_not_fatal() {
     let mut d = start();
-    let events = d.run("yes | head -c 5000000");
-    assert_eq!(end_status(&events), "ok");
-    let stdout = text(&events, "stdout");
-    assert!(stdout.len() <= 1024 * 1024, "{} bytes", stdout.len());
+    let stdout = assert_output_is_capped_per_execution(&mut d, "yes | head -c 5000000", "echo fresh");
     assert!(stdout.len() >= 1024 * 1024 - 4, "{} bytes", stdout.len());
-    let truncated = of_type(&events, "stderr");
-    assert_eq!(truncated.len(), 1, "one truncation notice");
-    assert_eq!(truncated[0]["text"], "[output truncated]");
-    // The cap is per execution.
-    let next = d.run("echo fresh");
-    assert_eq!(text(&next, "stdout"), "fresh\n");
 }
 
 #[test]

@@ -5,19 +5,13 @@
 
 mod driver_support;
 
-use driver_support::{end_status, of_type, Driver};
+use driver_support::{assert_output_is_capped_per_execution, end_status, of_type, result_plain, Driver};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::time::Duration;
 
 fn start() -> Driver {
     Driver::start("/usr/bin/node", "js_driver.js")
-}
-
-fn result_plain(events: &[Value]) -> Option<String> {
-    of_type(events, "result")
-        .first()
-        .map(|r| r["data"]["text/plain"].as_str().unwrap().to_owned())
 }
 
 fn traceback_text(error: &Value) -> String {
@@ -153,19 +147,7 @@ fn env_applies_to_one_execution_only() {
 #[test]
 fn huge_output_is_capped_not_fatal() {
     let mut d = start();
-    let events = d.run("console.log(\"x\".repeat(10000000));\nconsole.log(\"after\");");
-    assert_eq!(end_status(&events), "ok");
-    let stdout: usize = of_type(&events, "stdout")
-        .iter()
-        .map(|e| e["text"].as_str().unwrap().len())
-        .sum();
-    assert!(stdout <= 1024 * 1024, "{stdout} bytes");
-    let truncated = of_type(&events, "stderr");
-    assert_eq!(truncated.len(), 1, "one truncation notice");
-    assert_eq!(truncated[0]["text"], "[output truncated]");
-    // The cap is per execution.
-    let next = d.run("console.log('fresh')");
-    assert_eq!(of_type(&next, "stdout")[0]["text"], "fresh\n");
+    assert_output_is_capped_per_execution(&mut d, "console.log(\"x\".repeat(10000000));\nconsole.log(\"after\");", "console.log('fresh')");
 }
 
 #[test]

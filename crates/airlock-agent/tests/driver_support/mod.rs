@@ -131,3 +131,28 @@ pub fn end_status(events: &[Value]) -> &str {
     end["status"].as_str().unwrap()
 }
 
+
+/// The `text/plain` of the first result, if any.
+pub fn result_plain(events: &[Value]) -> Option<String> {
+    of_type(events, "result").first().map(|r| r["data"]["text/plain"].as_str().unwrap().to_owned())
+}
+
+/// Every `text` of the events of `kind`, joined.
+pub fn text(events: &[Value], kind: &str) -> String {
+    of_type(events, kind).iter().map(|e| e["text"].as_str().unwrap()).collect()
+}
+
+/// Every language's output cap: `huge` prints far more than the cap and is cut at 1 MiB with one
+/// notice, the execution still ends "ok", and the next execution (`fresh`, which prints
+/// `fresh\n`) starts with a new cap. Returns the stdout `huge` got.
+pub fn assert_output_is_capped_per_execution(d: &mut Driver, huge: &str, fresh: &str) -> String {
+    let events = d.run(huge);
+    assert_eq!(end_status(&events), "ok");
+    let stdout = text(&events, "stdout");
+    assert!(stdout.len() <= 1024 * 1024, "{} bytes", stdout.len());
+    let truncated = of_type(&events, "stderr");
+    assert_eq!(truncated.len(), 1, "one truncation notice");
+    assert_eq!(truncated[0]["text"], "[output truncated]");
+    assert_eq!(text(&d.run(fresh), "stdout"), "fresh\n", "the cap is per execution");
+    stdout
+}
