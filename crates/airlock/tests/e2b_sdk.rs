@@ -106,30 +106,20 @@ impl E2bServer {
             Some(bin) => ServeProcess::start_bin(Path::new(&bin), data.path(), &[]),
             None => ServeProcess::start(data.path(), &[]),
         };
-        let key = e2b_key(&serve.printed, data.path()).unwrap_or_else(|| {
-            panic!("`airlock serve` made no E2B API key (e2b_ and 40 hex digits) on its first start; it printed: {:?}", serve.printed)
-        });
+        let key = e2b_key(&serve);
         E2bServer { serve, key, _data: data }
     }
 }
 
-/// The E2B key (`e2b_` and 40 hex digits) the server printed on its first start, or else wrote
-/// to a file at the top of its data directory.
-fn e2b_key(printed: &[String], data: &Path) -> Option<String> {
-    let mut texts: Vec<String> = printed.to_vec();
-    for entry in std::fs::read_dir(data).into_iter().flatten().flatten() {
-        if entry.metadata().is_ok_and(|m| m.is_file() && m.len() < 4096) {
-            texts.push(std::fs::read_to_string(entry.path()).unwrap_or_default());
-        }
-    }
-    texts.iter().find_map(|t| find_key(t))
-}
-
-fn find_key(text: &str) -> Option<String> {
-    text.match_indices("e2b_").find_map(|(at, _)| {
-        let hex: String = text[at + 4..].chars().take_while(char::is_ascii_hexdigit).collect();
-        (hex.len() == 40).then(|| format!("e2b_{hex}"))
-    })
+/// The E2B key the server printed on its first start (`ServeProcess` reads the line), checked
+/// to be in E2B's format (`e2b_` and 40 hex digits).
+fn e2b_key(serve: &ServeProcess) -> String {
+    let key = serve.printed_e2b_key.clone().unwrap_or_else(|| {
+        panic!("`airlock serve` printed no E2B API key on its first start; it printed: {:?}", serve.printed)
+    });
+    let hex = key.strip_prefix("e2b_").unwrap_or("");
+    assert!(hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_hexdigit()), "the E2B key is not e2b_ and 40 hex digits: {key}");
+    key
 }
 
 /// What one suite run produced.
@@ -223,20 +213,11 @@ fn an_unprivileged_server_passes_the_current_python_suite() {
     let uid = std::fs::read_to_string(format!("/proc/{}/status", serve.pid())).unwrap();
     let uid_line = uid.lines().find(|l| l.starts_with("Uid:")).unwrap().to_string();
     assert!(!uid_line.split_whitespace().skip(1).any(|u| u == "0"), "the server must not run as root: {uid_line}");
-    let key = e2b_key(&serve.printed, data.path()).expect("the unprivileged server printed an E2B key");
+    let key = e2b_key(&serve);
     let server = E2bServer { serve, key, _data: data };
     let outcome = run_suite(&suite, &server);
     eprintln!("unprivileged: {}: {} in {:.1} s", suite.name, if outcome.passed { "passed" } else { "FAILED" }, outcome.took.as_secs_f64());
     let E2bServer { serve: mut s, .. } = server;
     s.stop();
     assert!(outcome.passed, "{}", tail(&outcome.output, 150));
-}
-
-#[test]
-fn finds_the_e2b_key_in_what_the_server_printed() {
-    let key = format!("e2b_{}", "0123456789abcdef".repeat(3).get(..40).unwrap());
-    assert_eq!(find_key(&format!("e2b api key: {key}")), Some(key.clone()));
-    assert_eq!(find_key("api key: al_0123"), None);
-    assert_eq!(find_key("e2b_1234 and e2b_short"), None);
-    assert_eq!(find_key(&format!("x {key}\n")), Some(key));
 }
