@@ -104,19 +104,6 @@ impl AgentMux {
     pub fn is_closed(&self) -> bool {
         self.shared.closed.load(Ordering::Acquire)
     }
-
-    /// Sends Data on a client-writable channel (e.g. a process's stdin) owned by any port.
-    pub fn send_data(&self, channel: u32, data: &[u8]) -> Result<(), AgentError> {
-        for chunk in data.chunks(airlock_protocol::MAX_BODY) {
-            self.shared.send(&Frame::data(channel, chunk.to_vec())?)?;
-        }
-        Ok(())
-    }
-
-    /// Closes a client-writable channel (e.g. a process's stdin).
-    pub fn send_eof(&self, channel: u32) -> Result<(), AgentError> {
-        self.shared.send(&Frame::eof(channel))
-    }
 }
 
 impl Drop for AgentMux {

@@ -120,11 +120,6 @@ impl RemoteSandbox {
         AgentSession::new(AgentClient::over(self.mux.port()), self.env.clone(), self.cwd.clone())
     }
 
-    /// The shared agent connection (to write to a process's stdin from anywhere).
-    pub fn mux(&self) -> &AgentMux {
-        &self.mux
-    }
-
     /// Runs a command to its end (see [`AgentSession::exec`]).
     pub fn exec(&mut self, argv: &[&str], env: &[(&str, &str)], stdin: Option<&[u8]>, timeout: Option<Duration>, output_cap: usize) -> Result<ExecOutput, SandboxError> {
         self.session.exec(argv, env, stdin, timeout, output_cap)
