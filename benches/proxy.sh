@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Egress proxy benchmark, as ratios against a direct connection in the same run, all on
 # 127.0.0.1 (names come from a fixed table or --map-host, never DNS):
-#  (a) throughput of a 1 GiB transfer through a CONNECT tunnel vs direct   (goal >= 0.9x)
+#  (a) throughput of a 1 GiB transfer through a CONNECT tunnel vs direct   (goal >= 0.9x),
+#      then the same with the sender, receiver and relay pinned to CPUs both ways (diagnostic)
 #  (b) added latency of a small request through the proxy vs direct      (goal <= 0.3 ms)
 #  (c) 500 concurrent CONNECT tunnels, each echoing: library proxy, then from inside a real box
-#  (d) startup: `airlock run --net proxy` vs `airlock run` vs bubblewrap    (goal proxy <= 2x bwrap)
+#  (d) startup: `airlock run --net proxy` vs `airlock run` vs bubblewrap    (goal proxy <= 2x bwrap);
+#      bubblewrap both with airlock's mounts (benches/bwrap_peer.py) and with a minimal root
 # (a)-(c) use crates/airlock-proxy/examples/proxy_bench.rs; (d) needs hyperfine and bwrap.
 # Usage: benches/proxy.sh [RUNS]   (RUNS for hyperfine, default 200)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
 runs=${1:-200}
 target=${CARGO_TARGET_DIR:-target}
 cargo build --release --locked -q
@@ -25,7 +28,8 @@ cleanup() {
 trap cleanup EXIT
 
 # (a)-(c) against the library proxy.
-timeout 300 "$bench" throughput $((1 << 30)) 5
+timeout 600 "$bench" throughput $((1 << 30)) 21
+if [ "$(nproc)" -ge 2 ]; then timeout 600 "$bench" placement $((1 << 30)) 9; fi
 timeout 300 "$bench" latency 2000
 timeout 300 "$bench" tunnels 500
 
@@ -86,18 +90,22 @@ wait "$echo_pid" 2>/dev/null || true
 echo_pid=
 
 # (d) startup with the proxy, without it, and bubblewrap.
-bwrap_cmd="bwrap --unshare-all --die-with-parent --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp /bin/true"
-$bwrap_cmd || { echo "the bwrap peer command failed: $bwrap_cmd" >&2; exit 1; }
+bwrap_min="bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp /bin/true"
+bwrap_same=$(cd "$ws" && "$bin" receipt --json | python3 "$repo/benches/bwrap_peer.py" /bin/true)
+for cmd in "$bwrap_min" "$bwrap_same"; do
+  (cd "$ws" && eval "$cmd") || { echo "the bwrap peer command failed: $cmd" >&2; exit 1; }
+done
 out=$ws/hyperfine.json
 (cd "$ws" && hyperfine -N --warmup 20 --runs "$runs" --export-json "$out" \
   -n airlock-proxy "$bin run --no-stdin --net proxy -- /bin/true" \
   -n airlock "$bin run --no-stdin -- /bin/true" \
-  -n bwrap "$bwrap_cmd" >/dev/null)
+  -n bwrap "$bwrap_same" \
+  -n bwrap-minimal "$bwrap_min" >/dev/null)
 cp "$out" "${PROXY_BENCH_JSON:-/tmp/airlock-proxy-startup.json}"
 python3 - "$out" <<'PY'
 import json, sys
 res = {r["command"]: r["median"] * 1000 for r in json.load(open(sys.argv[1]))["results"]}
-p, a, b = res["airlock-proxy"], res["airlock"], res["bwrap"]
-print(f"startup median: airlock --net proxy {p:.2f} ms, airlock {a:.2f} ms, bwrap {b:.2f} ms")
-print(f"startup ratio: --net proxy / bwrap {p / b:.2f}x (goal <= 2x); --net proxy / airlock {p / a:.2f}x; airlock / bwrap {a / b:.2f}x")
+p, a, b, m = res["airlock-proxy"], res["airlock"], res["bwrap"], res["bwrap-minimal"]
+print(f"startup median: airlock --net proxy {p:.2f} ms, airlock {a:.2f} ms, bwrap with airlock's mounts {b:.2f} ms, minimal bwrap {m:.2f} ms")
+print(f"startup ratio: --net proxy / bwrap with the same mounts {p / b:.2f}x (goal <= 2x); / minimal bwrap {p / m:.2f}x; --net proxy / airlock {p / a:.2f}x")
 PY

@@ -8,44 +8,14 @@
 # Usage: benches/startup.sh [RUNS]   (needs bwrap and hyperfine: scripts/test.sh installs them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
 runs=${1:-300}
 cargo build --release --locked -q
 bin=${CARGO_TARGET_DIR:-$PWD/target}/release/airlock
 ws=$(mktemp -d /tmp/airlock-bench-XXXXXX)
 trap 'rm -rf "$ws"' EXIT
 cd "$ws"
-bwrap_cmd=$("$bin" receipt --json | python3 -c '
-import json, shlex, sys
-doc = json.load(sys.stdin)
-args = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-        "--uid", "1000", "--gid", "1000", "--hostname", "airlock"]
-for op in doc["rootfs"]["ops"]:
-    kind = op["op"]
-    if kind == "bind" and op["target"].startswith("/dev/"):
-        continue  # bwrap --dev below makes /dev, its nodes and devpts
-    if kind in ("bind", "copy"):
-        flag = "--bind-try" if op.get("writable") else "--ro-bind-try"
-        args += [flag, op["source"], op["target"]]
-    elif kind == "symlink" and not op["link"].startswith("/dev/"):
-        args += ["--symlink", op["target"], op["link"]]
-    elif kind == "tmpfs" and op["target"] == "/dev":
-        args += ["--dev", "/dev"]
-    elif kind == "scratch" and op["target"] != "/dev/shm":
-        args += ["--tmpfs", op["target"]]
-    elif kind == "proc":
-        args += ["--proc", op["target"]]
-# bwrap needs the workspace after the tmpfs mounts it may sit under: move user binds last.
-user = [i for i in range(len(args)) if args[i] in ("--bind-try",)]
-tail = []
-for i in reversed(user):
-    tail = args[i:i + 3] + tail
-    del args[i:i + 3]
-args += tail
-for cover in doc["rootfs"]["covers"]:
-    args += ["--ro-bind-try", cover["path"], cover["path"]]
-args += ["--chdir", doc["policy"]["cwd"], "/bin/true"]
-print(shlex.join(args))
-')
+bwrap_cmd=$("$bin" receipt --json | python3 "$repo/benches/bwrap_peer.py" /bin/true)
 eval "$bwrap_cmd" || { echo "the bwrap peer command failed: $bwrap_cmd" >&2; exit 1; }
 out=$ws/hyperfine.json
 hyperfine -N --warmup 30 --runs "$runs" --export-json "$out" \

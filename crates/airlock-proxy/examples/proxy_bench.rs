@@ -2,7 +2,9 @@
 //! (driven by `benches/proxy.sh`). Everything stays on 127.0.0.1; names resolve through a fixed
 //! table, never DNS. Every loop is bounded in count, every socket operation in time.
 //!
-//! proxy_bench throughput BYTES ROUNDS   CONNECT tunnel vs direct, median of ROUNDS each
+//! proxy_bench throughput BYTES ROUNDS   CONNECT tunnel vs direct, median of ROUNDS each (default 21)
+//! proxy_bench placement BYTES ROUNDS    the same, pinned: relay beside the receiver, beside the
+//!                                        sender, then unpinned (default 9 rounds)
 //! proxy_bench latency N                  small request, new connection each, N of each kind
 //! proxy_bench tunnels N                  N CONNECT tunnels held open at once, each echoing
 //! proxy_bench echo-server SECONDS        prints its port, echoes for at most SECONDS
@@ -138,11 +140,14 @@ async fn http_forever(listener: tokio::net::TcpListener) {
 
 // ---------------------------------------------------------------------------------------------
 
-/// Receives one stream per connection until EOF, then acknowledges the byte count.
-fn sink_server(connections: usize) -> io::Result<SocketAddr> {
+/// Receives one stream per connection until EOF, then acknowledges the byte count. Returns
+/// its address and the thread id of the receiving thread.
+fn sink_server(connections: usize) -> io::Result<(SocketAddr, libc::pid_t)> {
     let listener = TcpListener::bind((LOCALHOST, 0))?;
     let addr = listener.local_addr()?;
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     thread::spawn(move || {
+        let _ = tid_tx.send(gettid());
         for _ in 0..connections {
             let Ok((mut s, _)) = listener.accept() else { return };
             let _ = s.set_read_timeout(Some(IO_TIMEOUT));
@@ -158,7 +163,8 @@ fn sink_server(connections: usize) -> io::Result<SocketAddr> {
             let _ = s.write_all(&total.to_be_bytes());
         }
     });
-    Ok(addr)
+    let tid = tid_rx.recv_timeout(IO_TIMEOUT).map_err(|_| io::Error::other("the sink thread did not start"))?;
+    Ok((addr, tid))
 }
 
 /// Sends `bytes` on `s`, half-closes, and waits for the sink's count; returns the seconds.
@@ -186,21 +192,130 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn throughput(bytes: u64, rounds: usize) -> io::Result<()> {
-    let sink = sink_server(2 * rounds)?;
+/// Where `throughput` puts its three busy threads: the sender (this thread), the receiver
+/// and the proxy's relay.
+#[derive(Clone, Copy)]
+enum Placement {
+    /// The scheduler decides, as it does for a user.
+    Free,
+    /// Sender alone on CPU 0, receiver and relay on CPU 1.
+    RelayWithReceiver,
+    /// Sender and relay on CPU 0, receiver on CPU 1.
+    RelayWithSender,
+}
+
+impl Placement {
+    fn name(self) -> &'static str {
+        match self {
+            Placement::Free => "unpinned",
+            Placement::RelayWithReceiver => "relay pinned beside the receiver",
+            Placement::RelayWithSender => "relay pinned beside the sender",
+        }
+    }
+
+    /// CPUs of (sender, receiver, relay), if pinned.
+    fn cpus(self) -> Option<(usize, usize, usize)> {
+        match self {
+            Placement::Free => None,
+            Placement::RelayWithReceiver => Some((0, 1, 1)),
+            Placement::RelayWithSender => Some((0, 1, 0)),
+        }
+    }
+}
+
+fn gettid() -> libc::pid_t {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Restricts thread `tid` (`0`: the calling thread) to `cpus`.
+fn pin(tid: libc::pid_t, cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &cpu in cpus {
+        // SAFETY: `set` is a valid cpu_set_t and `cpu` is far below CPU_SETSIZE.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; `tid` is a thread of this process.
+    let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The thread id of this process's thread named `name`.
+fn thread_named(name: &str) -> io::Result<libc::pid_t> {
+    for task in std::fs::read_dir("/proc/self/task")? {
+        let task = task?;
+        if std::fs::read_to_string(task.path().join("comm"))?.trim_end() == name {
+            if let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) {
+                return Ok(tid);
+            }
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::NotFound, format!("no thread named {name}")))
+}
+
+/// Median throughput (GiB/s) direct and through CONNECT, with the slowest and fastest round.
+struct Throughput {
+    direct: (f64, f64, f64),
+    proxied: (f64, f64, f64),
+}
+
+fn measure_throughput(bytes: u64, rounds: usize, placement: Placement) -> io::Result<Throughput> {
+    let (sink, sink_tid) = sink_server(2 * (rounds + 1))?;
     let p = proxy()?;
+    let all_cpus: Vec<usize> = (0..thread::available_parallelism().map_or(1, |n| n.get())).collect();
+    if let Some((sender, receiver, relay)) = placement.cpus() {
+        if all_cpus.len() < 2 {
+            return Err(io::Error::other("pinning needs at least two CPUs"));
+        }
+        pin(0, &[sender])?;
+        pin(sink_tid, &[receiver])?;
+        pin(thread_named("airlock-proxy")?, &[relay])?;
+    }
+    // One pair first, not counted: buffers faulted in, socket memory grown, the relay's pipe made.
+    send_all(client(sink)?, bytes)?;
+    send_all(tunnel(p.local_addr(), sink.port())?, bytes)?;
+    // Alternate, so that drift on the machine affects both alike.
     let (mut direct, mut proxied) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         direct.push(send_all(client(sink)?, bytes)?);
         proxied.push(send_all(tunnel(p.local_addr(), sink.port())?, bytes)?);
     }
+    if placement.cpus().is_some() {
+        pin(0, &all_cpus)?;
+    }
     let gib = bytes as f64 / (1u64 << 30) as f64;
-    let d = gib / median(&mut direct);
-    let x = gib / median(&mut proxied);
+    let rate = |secs: &mut Vec<f64>| (gib / median(secs), gib / secs[secs.len() - 1], gib / secs[0]);
+    Ok(Throughput { direct: rate(&mut direct), proxied: rate(&mut proxied) })
+}
+
+fn print_throughput(bytes: u64, rounds: usize, placement: Placement, t: &Throughput) {
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    let ((d, d_lo, d_hi), (x, x_lo, x_hi)) = (t.direct, t.proxied);
     println!(
-        "throughput ({gib:.0} GiB, median of {rounds}): direct {d:.2} GiB/s, CONNECT {x:.2} GiB/s, ratio {:.2}x (goal >= 0.90x)",
+        "throughput ({gib:.0} GiB, median of {rounds}, {}): direct {d:.2} GiB/s ({d_lo:.2}-{d_hi:.2}), CONNECT {x:.2} GiB/s ({x_lo:.2}-{x_hi:.2}), ratio {:.2}x (goal >= 0.90x)",
+        placement.name(),
         x / d
     );
+}
+
+fn throughput(bytes: u64, rounds: usize) -> io::Result<()> {
+    let t = measure_throughput(bytes, rounds, Placement::Free)?;
+    print_throughput(bytes, rounds, Placement::Free, &t);
+    Ok(())
+}
+
+/// The same measurement with the three busy threads pinned both ways: on a machine with two
+/// CPUs it shows how much of the ratio is where the scheduler puts the relay.
+fn placement(bytes: u64, rounds: usize) -> io::Result<()> {
+    for placement in [Placement::RelayWithReceiver, Placement::RelayWithSender, Placement::Free] {
+        let t = measure_throughput(bytes, rounds, placement)?;
+        print_throughput(bytes, rounds, placement, &t);
+    }
     Ok(())
 }
 
@@ -307,11 +422,12 @@ fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let num = |i: usize, default: u64| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default);
     let result = match args.first().map(String::as_str) {
-        Some("throughput") => throughput(num(1, 1 << 30), num(2, 3).max(1) as usize),
+        Some("throughput") => throughput(num(1, 1 << 30), num(2, 21).max(1) as usize),
+        Some("placement") => placement(num(1, 1 << 30), num(2, 9).max(1) as usize),
         Some("latency") => latency(num(1, 2000).max(1) as usize),
         Some("tunnels") => tunnels(num(1, 500) as usize),
         Some("echo-server") => echo_server(num(1, 120)),
-        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "usage: proxy_bench throughput|latency|tunnels|echo-server")),
+        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "usage: proxy_bench throughput|placement|latency|tunnels|echo-server")),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
