@@ -213,7 +213,7 @@ impl Placement {
         }
     }
 
-    /// CPUs of (sender, receiver, relay), if pinned.
+    /// Indexes into the allowed CPUs of (sender, receiver, relay), if pinned.
     fn cpus(self) -> Option<(usize, usize, usize)> {
         match self {
             Placement::Free => None,
@@ -233,7 +233,7 @@ fn pin(tid: libc::pid_t, cpus: &[usize]) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; all zeroes is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &cpu in cpus {
-        // SAFETY: `set` is a valid cpu_set_t and `cpu` is far below CPU_SETSIZE.
+        // SAFETY: `set` is a valid cpu_set_t and `cpu` came from `allowed_cpus` (< CPU_SETSIZE).
         unsafe { libc::CPU_SET(cpu, &mut set) };
     }
     // SAFETY: `set` is a valid cpu_set_t of the size passed; `tid` is a thread of this process.
@@ -245,17 +245,47 @@ fn pin(tid: libc::pid_t, cpus: &[usize]) -> io::Result<()> {
     }
 }
 
-/// The thread id of this process's thread named `name`.
+/// The CPUs the calling thread may run on.
+fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable cpu_set_t of the size passed.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `set` is a valid cpu_set_t and every index is below CPU_SETSIZE.
+    Ok((0..libc::CPU_SETSIZE as usize).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).collect())
+}
+
+/// Gives the calling thread its CPUs back when dropped (also on an early error return).
+struct Unpin(Vec<usize>);
+
+impl Drop for Unpin {
+    fn drop(&mut self) {
+        let _ = pin(0, &self.0);
+    }
+}
+
+/// The thread id of this process's thread named `name`, waiting up to two seconds for a thread
+/// just spawned to name itself.
 fn thread_named(name: &str) -> io::Result<libc::pid_t> {
-    for task in std::fs::read_dir("/proc/self/task")? {
-        let task = task?;
-        if std::fs::read_to_string(task.path().join("comm"))?.trim_end() == name {
-            if let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) {
-                return Ok(tid);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        for task in std::fs::read_dir("/proc/self/task")? {
+            let task = task?;
+            // A thread may end between listing and reading: skip it.
+            let Ok(comm) = std::fs::read_to_string(task.path().join("comm")) else { continue };
+            if comm.trim_end() == name {
+                if let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) {
+                    return Ok(tid);
+                }
             }
         }
+        if Instant::now() > deadline {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no thread named {name}")));
+        }
+        thread::sleep(Duration::from_millis(5));
     }
-    Err(io::Error::new(io::ErrorKind::NotFound, format!("no thread named {name}")))
 }
 
 /// Median throughput (GiB/s) direct and through CONNECT, with the slowest and fastest round.
@@ -267,14 +297,16 @@ struct Throughput {
 fn measure_throughput(bytes: u64, rounds: usize, placement: Placement) -> io::Result<Throughput> {
     let (sink, sink_tid) = sink_server(2 * (rounds + 1))?;
     let p = proxy()?;
-    let all_cpus: Vec<usize> = (0..thread::available_parallelism().map_or(1, |n| n.get())).collect();
+    let mut _unpin = None;
     if let Some((sender, receiver, relay)) = placement.cpus() {
-        if all_cpus.len() < 2 {
+        let cpus = allowed_cpus()?;
+        if cpus.len() < 2 {
             return Err(io::Error::other("pinning needs at least two CPUs"));
         }
-        pin(0, &[sender])?;
-        pin(sink_tid, &[receiver])?;
-        pin(thread_named("airlock-proxy")?, &[relay])?;
+        _unpin = Some(Unpin(cpus.clone()));
+        pin(0, &[cpus[sender]])?;
+        pin(sink_tid, &[cpus[receiver]])?;
+        pin(thread_named("airlock-proxy")?, &[cpus[relay]])?;
     }
     // One pair first, not counted: buffers faulted in, socket memory grown, the relay's pipe made.
     send_all(client(sink)?, bytes)?;
@@ -285,19 +317,19 @@ fn measure_throughput(bytes: u64, rounds: usize, placement: Placement) -> io::Re
         direct.push(send_all(client(sink)?, bytes)?);
         proxied.push(send_all(tunnel(p.local_addr(), sink.port())?, bytes)?);
     }
-    if placement.cpus().is_some() {
-        pin(0, &all_cpus)?;
-    }
     let gib = bytes as f64 / (1u64 << 30) as f64;
     let rate = |secs: &mut Vec<f64>| (gib / median(secs), gib / secs[secs.len() - 1], gib / secs[0]);
     Ok(Throughput { direct: rate(&mut direct), proxied: rate(&mut proxied) })
 }
 
 fn print_throughput(bytes: u64, rounds: usize, placement: Placement, t: &Throughput) {
-    let gib = bytes as f64 / (1u64 << 30) as f64;
+    let size = match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+    };
     let ((d, d_lo, d_hi), (x, x_lo, x_hi)) = (t.direct, t.proxied);
     println!(
-        "throughput ({gib:.0} GiB, median of {rounds}, {}): direct {d:.2} GiB/s ({d_lo:.2}-{d_hi:.2}), CONNECT {x:.2} GiB/s ({x_lo:.2}-{x_hi:.2}), ratio {:.2}x (goal >= 0.90x)",
+        "throughput ({size}, median of {rounds}, {}): direct {d:.2} GiB/s ({d_lo:.2}-{d_hi:.2}), CONNECT {x:.2} GiB/s ({x_lo:.2}-{x_hi:.2}), ratio {:.2}x (goal >= 0.90x)",
         placement.name(),
         x / d
     );
