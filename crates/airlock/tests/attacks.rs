@@ -338,6 +338,48 @@ fn attack_rewrite_gitdir_file() {
 }
 
 #[test]
+fn attack_fifo_left_where_the_next_run_mounts_does_not_hang_it() {
+    // A box leaves a FIFO in its workspace at a path that the next run grants on its own (a bind
+    // inside the workspace bind). Setting up that mount point must not open the FIFO: the open
+    // would wait for a reader that never comes, and the next run would hang before it started.
+    let host = HostState::capture();
+    let t = TempDir::new("fifo");
+    let ws = t.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let marker = unique("fifo");
+    let made = boxed(&ws, &[], "mkfifo data; echo mkfifo=$?; test -p data; echo isfifo=$?");
+    assert_eq!(line(&made.stdout, "mkfifo="), "mkfifo=0", "positive control: {}{}", made.stdout, made.stderr);
+    assert_eq!(line(&made.stdout, "isfifo="), "isfifo=0", "positive control: {}{}", made.stdout, made.stderr);
+
+    let data = ws.join("data");
+    let script = format!("test -p data; echo isfifo=$?; echo {marker}");
+    let mut next = Command::new(airlock_bin())
+        .args(["run", "--read", data.to_str().unwrap(), "--", "sh", "-c", &script])
+        .current_dir(&ws)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start airlock");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while next.try_wait().expect("poll airlock").is_none() {
+        if Instant::now() > deadline {
+            let _ = next.kill();
+            let _ = next.wait();
+            panic!("the run after the FIFO was left still had not finished after 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = next.wait_with_output().expect("airlock output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "the next run failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(line(&stdout, "isfifo="), "isfifo=0", "the granted path is the FIFO, read-only: {stdout}");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&data).unwrap().file_type().is_fifo(), "the FIFO on the host is unchanged");
+    host.assert_untouched(&marker);
+}
+
+#[test]
 fn attack_rm_rf_read_only_paths() {
     let host = HostState::capture();
     let t = TempDir::new("rmrf");

@@ -80,12 +80,15 @@ fn touch(path: &Path) -> io::Result<()> {
         mkdir_all(parent, 0o755)?;
     }
     let p = c(path)?;
+    // Never opens what is already there: under a writable grant that may be a FIFO the box made
+    // in an earlier run (opening it would block until a reader came, forever) or a device.
+    let flags = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOFOLLOW;
     // SAFETY: p is a valid C string.
-    let fd = unsafe { libc::open(p.as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW, 0o644) };
+    let fd = unsafe { libc::open(p.as_ptr(), flags, 0o644) };
     if fd == -1 {
         let err = io::Error::last_os_error();
         // A mount point that already exists (e.g. the same path in a read-only bind) is fine.
-        if path.exists() {
+        if err.raw_os_error() == Some(libc::EEXIST) || path.exists() {
             return Ok(());
         }
         return Err(err);
