@@ -380,6 +380,52 @@ fn attack_fifo_left_where_the_next_run_mounts_does_not_hang_it() {
 }
 
 #[test]
+fn attack_git_symlink_does_not_make_placeholders_outside() {
+    // A box whose workspace is a parent directory plants `sub/.git` as a symlink to a host
+    // directory. A later run with `sub` as its workspace needs placeholders for the missing
+    // protected paths `.git/hooks` and `.git/config`: made through the symlink, they would be a
+    // directory and a file written outside the workspace, by the host side of airlock.
+    let host = HostState::capture();
+    let t = TempDir::new("gitlink");
+    let ws = t.join("ws");
+    let sub = ws.join("sub");
+    let outside = t.join("outside");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let marker = unique("gitlink");
+    let plant = format!("ln -s {} sub/.git; echo ln=$?; test -L sub/.git; echo islink=$?", outside.display());
+    let r = boxed(&ws, &[], &plant);
+    assert_eq!(line(&r.stdout, "ln="), "ln=0", "positive control: {}{}", r.stdout, r.stderr);
+    assert_eq!(line(&r.stdout, "islink="), "islink=0", "positive control: {}{}", r.stdout, r.stderr);
+
+    // Watch the outside directory for the whole second run (placeholders live only as long as
+    // the run does).
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (done, outside) = (done.clone(), outside.clone());
+        std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                for e in std::fs::read_dir(&outside).unwrap().flatten() {
+                    seen.insert(e.file_name().to_string_lossy().into_owned());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            seen
+        })
+    };
+    let r = boxed(&sub, &[], &format!("test -e .git/hooks; echo hooks=$?; sleep 0.5; echo {marker}"));
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let seen = watcher.join().unwrap();
+    assert_eq!(r.code, 0, "the run in sub failed: {}{}", r.stdout, r.stderr);
+    assert_ne!(line(&r.stdout, "hooks="), "hooks=0", "the box sees hooks through the symlink: {}", r.stdout);
+    assert!(seen.is_empty(), "airlock made {seen:?} outside the workspace during the run");
+    assert!(std::fs::read_dir(&outside).unwrap().next().is_none(), "something was left outside the workspace");
+    assert!(std::fs::symlink_metadata(sub.join(".git")).unwrap().file_type().is_symlink());
+    host.assert_untouched(&marker);
+}
+
+#[test]
 fn attack_rm_rf_read_only_paths() {
     let host = HostState::capture();
     let t = TempDir::new("rmrf");
