@@ -43,11 +43,8 @@ impl Launch<'_> {
         let idmapped_trees = idmap_grants(&mut plan, policy.fail_if_unavailable)?;
         let audit = match (self.audit, &plan.egress) {
             (Some(path), Some(_)) => Some(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .map_err(|source| RunError::Audit { path: path.to_path_buf(), source })?,
+                crate::output_file::open_output(path, crate::output_file::OutputMode::Append, &crate::output_file::box_writable_roots(policy))
+                    .map_err(|e| RunError::Audit { path: path.to_path_buf(), source: io_error(e) })?,
             ),
             _ => None,
         };
@@ -106,5 +103,13 @@ impl Launch<'_> {
             _ => None,
         };
         Ok(Started { spawned, cgroup, proxy, receipt: plan.receipt })
+    }
+}
+
+/// The error of an output file as an I/O error, its message kept whole.
+fn io_error(e: crate::output_file::OutputFileError) -> std::io::Error {
+    match e {
+        crate::output_file::OutputFileError::Io { source, .. } => source,
+        other => std::io::Error::new(std::io::ErrorKind::PermissionDenied, other.to_string()),
     }
 }

@@ -104,6 +104,15 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
             anyhow::bail!("--control-fd {fd} is not an open descriptor: open it for reading first, e.g. `3< fifo`");
         }
     }
+    // Opened before the box starts and written through this descriptor: the box cannot make
+    // the path lead somewhere else (see airlock_runtime::open_output).
+    let mut result_file = match &args.result {
+        Some(path) => Some(
+            airlock_runtime::open_output(path, airlock_runtime::OutputMode::Truncate, &airlock_runtime::box_writable_roots(&policy))
+                .with_context(|| format!("cannot write --result {}", path.display()))?,
+        ),
+        None => None,
+    };
     let outcome = run(&policy, &args.command, &opts);
     let result = match outcome {
         Ok(r) => r,
@@ -112,7 +121,7 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
             eprintln!("airlock: {msg}");
             if args.json || args.result.is_some() {
                 let doc = serde_json::json!({ "exit_code": FAILED, "error": msg });
-                emit(&args, &doc.to_string())?;
+                emit(&args, result_file.as_mut(), &doc.to_string())?;
             }
             return Ok(FAILED);
         }
@@ -124,15 +133,26 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         eprintln!("airlock: limit reached: {}", serde_json::to_value(hit).map(|v| v.as_str().unwrap_or("").to_string()).unwrap_or_default());
     }
     if args.json || args.result.is_some() {
-        emit(&args, &serde_json::to_string_pretty(&result)?)?;
+        emit(&args, result_file.as_mut(), &serde_json::to_string_pretty(&result)?)?;
     }
     Ok(result.exit_code)
 }
 
-fn emit(args: &RunArgs, doc: &str) -> Result<()> {
-    match &args.result {
-        Some(path) => std::fs::write(path, format!("{doc}\n")).with_context(|| format!("cannot write --result {}", path.display())),
-        None => {
+fn emit(args: &RunArgs, file: Option<&mut std::fs::File>, doc: &str) -> Result<()> {
+    use std::io::Write;
+    match (file, &args.result) {
+        (Some(f), Some(path)) => {
+            f.write_all(format!("{doc}\n").as_bytes()).with_context(|| format!("cannot write --result {}", path.display()))?;
+            if !still_at(f, path) {
+                // The box replaced the file during the run (it can write there): what was written
+                // went to the file airlock opened, which the path no longer names. Keep nothing
+                // from the user: say so and print the document here too.
+                eprintln!("airlock: {} was replaced during the run (by the box?); the result document follows on stderr", path.display());
+                eprintln!("{doc}");
+            }
+            Ok(())
+        }
+        _ => {
             eprintln!("{doc}");
             Ok(())
         }
@@ -225,5 +245,14 @@ fn cmd_sandbox(args: SandboxArgs) -> Result<i32> {
         SandboxCommand::Exec(a) => client::exec(&api, &a),
         SandboxCommand::Cp(a) => client::copy(&api, &a),
         SandboxCommand::Kill(a) => client::kill(&api, &a),
+    }
+}
+
+/// Whether `path` still leads to the file `f` is open on.
+fn still_at(f: &std::fs::File, path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }

@@ -36,7 +36,7 @@ pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
     let policy = resolve_policy(&args.policy)?;
     warn_full_access(policy.profile);
     let filter = ToolFilter::from_flags(&args.tools.tools, &args.tools.deny_tools)?;
-    let audit = Arc::new(AuditSink::open(args.audit.as_deref())?);
+    let audit = Arc::new(AuditSink::open(args.audit.as_deref(), &airlock_runtime::box_writable_roots(&policy))?);
     let net_audit = args.audit.is_some() && policy.network == NetworkMode::Proxy;
     let mut child_args = vec!["run".to_string()];
     child_args.extend(policy_flags(&args.policy));

@@ -426,6 +426,58 @@ fn attack_git_symlink_does_not_make_placeholders_outside() {
 }
 
 #[test]
+fn attack_result_and_audit_symlinks_do_not_redirect_airlocks_writes() {
+    // `--result` and `--audit` are written by airlock on the host, often into the workspace,
+    // which the box can write. The box swaps the result file for a symlink to a host file during
+    // the run, and leaves symlinks for the next run's result and audit files: airlock must write
+    // none of them through the symlink (it would overwrite or append to the host file with the
+    // user's rights).
+    let host = HostState::capture();
+    let t = TempDir::new("outlink");
+    let ws = t.join("ws");
+    let outside = t.join("outside");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let victim = outside.join("bashrc");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let marker = unique("outlink");
+    let v = victim.display();
+
+    // During the run.
+    let swap = format!("rm -f result.json; ln -s {v} result.json; echo swapped=$?; echo {marker}");
+    let r = airlock_env(&ws, &[], &["run", "--result", "result.json", "--", "sh", "-c", &swap]);
+    assert_eq!(line(&r.stdout, "swapped="), "swapped=0", "positive control: {}{}", r.stdout, r.stderr);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("was replaced during the run"), "not reported: {}", r.stderr);
+    assert!(r.stderr.contains("\"exit_code\": 0"), "the result document is not kept on stderr: {}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n", "the result was written through the symlink");
+
+    // Left for the next run (result and audit), and a directory symlink leading out.
+    let plant = format!("ln -s {v} audit.jsonl; mkdir -p out; ln -s {} outdir; echo planted=$?", outside.display());
+    let r = boxed(&ws, &[], &plant);
+    assert_eq!(line(&r.stdout, "planted="), "planted=0", "positive control: {}{}", r.stdout, r.stderr);
+    let r = airlock_env(&ws, &[], &["run", "--result", "result.json", "--", "true"]);
+    assert_eq!(r.code, 125, "a planted result symlink was accepted: {}", r.stderr);
+    assert!(r.stderr.contains("is a symlink"), "{}", r.stderr);
+    let r = airlock_env(&ws, &[], &["run", "--net", "proxy", "--audit", "audit.jsonl", "--", "true"]);
+    assert_ne!(r.code, 0, "a planted audit symlink was accepted: {}", r.stderr);
+    assert!(r.stderr.contains("is a symlink"), "{}", r.stderr);
+    let r = airlock_env(&ws, &[], &["run", "--result", "outdir/result.json", "--", "true"]);
+    assert_eq!(r.code, 125, "a directory symlink out of the workspace was followed: {}", r.stderr);
+    assert!(r.stderr.contains("leads out of the box's writable tree"), "{}", r.stderr);
+
+    // Positive control: a result file the box did not touch is written.
+    let r = airlock_env(&ws, &[], &["run", "--result", "out/result.json", "--", "true"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(std::fs::read_to_string(ws.join("out/result.json")).unwrap().contains("\"exit_code\": 0"));
+
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let extra: Vec<_> = std::fs::read_dir(&outside).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(extra.len(), 1, "files appeared outside the workspace: {extra:?}");
+    host.assert_untouched(&marker);
+}
+
+#[test]
 fn attack_rm_rf_read_only_paths() {
     let host = HostState::capture();
     let t = TempDir::new("rmrf");

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// One tool call as the audit log records it.
@@ -30,19 +30,21 @@ pub struct AuditSink {
 
 /// Why the audit log cannot be opened.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot open the audit log {path}: {source}")]
+#[error("cannot open the audit log: {source}")]
 pub struct AuditError {
     pub path: String,
     #[source]
-    pub source: std::io::Error,
+    pub source: airlock_runtime::OutputFileError,
 }
 
 impl AuditSink {
-    /// Appends to `path` (created if missing), or discards without one.
-    pub fn open(path: Option<&Path>) -> Result<AuditSink, AuditError> {
+    /// Appends to `path` (created if missing), or discards without one. `box_writable` are the
+    /// host directories the wrapped server's box can write: a symlink there is not followed.
+    pub fn open(path: Option<&Path>, box_writable: &[PathBuf]) -> Result<AuditSink, AuditError> {
         let file = match path {
             Some(p) => Some(Mutex::new(
-                std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|source| AuditError { path: p.display().to_string(), source })?,
+                airlock_runtime::open_output(p, airlock_runtime::OutputMode::Append, box_writable)
+                    .map_err(|e| AuditError { path: p.display().to_string(), source: e })?,
             )),
             None => None,
         };
