@@ -38,4 +38,7 @@ pub const PROTECTED_PATHS: &[ProtectedPath] = &[
     p(".mcp.json", ProtectedKind::File, "agent config: names MCP servers an agent starts on the host"),
     p(".vscode", ProtectedKind::Dir, "editor config: tasks and settings can run programs on the host"),
     p(".idea", ProtectedKind::Dir, "editor config: run configurations can run programs on the host"),
+    p(".claude", ProtectedKind::Dir, "agent config: hooks in its settings run commands on the host, and its permission lists widen what the host agent may do"),
+    p(".cursor", ProtectedKind::Dir, "agent config: names MCP servers an agent starts on the host"),
+    p(".gemini", ProtectedKind::Dir, "agent config: names MCP servers and tools an agent starts on the host"),
 ];

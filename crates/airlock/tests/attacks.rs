@@ -243,6 +243,9 @@ fn attack_write_git_hooks_and_protected_paths() {
          mkdir -p .vscode; echo '{{}}' > .vscode/tasks.json; echo vscode=$?
          echo '{{}}' > .mcp.json; echo mcp=$?
          mkdir -p .idea; echo x > .idea/x; echo idea=$?
+         mkdir -p .claude; echo '{{\"hooks\":{{}}}}' > .claude/settings.json; echo claude=$?
+         mkdir -p .cursor; echo '{{}}' > .cursor/mcp.json; echo cursor=$?
+         mkdir -p .gemini; echo '{{}}' > .gemini/settings.json; echo gemini=$?
          rm -rf .vscode; echo rmvscode=$?
          mv .git .git-moved; echo mvgit=$?
          rm -rf .git; mkdir -p .git/hooks; echo evil > .git/hooks/post-checkout; echo newhook=$?
@@ -251,7 +254,7 @@ fn attack_write_git_hooks_and_protected_paths() {
     );
     let r = boxed(&ws, &[], &script);
     assert_eq!(line(&r.stdout, "ok="), "ok=0", "positive control: a normal file is writable: {}", r.stderr);
-    for k in ["hook=", "config=", "bashrc=", "zshrc=", "envrc=", "vscode=", "mcp=", "idea=", "rmvscode=", "mvgit=", "newhook=", "mvhooks="] {
+    for k in ["hook=", "config=", "bashrc=", "zshrc=", "envrc=", "vscode=", "mcp=", "idea=", "claude=", "cursor=", "gemini=", "rmvscode=", "mvgit=", "newhook=", "mvhooks="] {
         assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} attack succeeded:\n{}{}", r.stdout, r.stderr);
     }
 
@@ -271,7 +274,7 @@ fn attack_write_git_hooks_and_protected_paths() {
             .collect()
     };
     assert_eq!(keep(&after), keep(&expected), "the workspace changed beyond ok.txt");
-    for rel in [".bashrc", ".zshrc", ".envrc", ".vscode", ".mcp.json", ".idea", ".profile"] {
+    for rel in [".bashrc", ".zshrc", ".envrc", ".vscode", ".mcp.json", ".idea", ".profile", ".claude", ".cursor", ".gemini"] {
         assert!(std::fs::symlink_metadata(ws.join(rel)).is_err(), "placeholder {rel} was left on the host");
     }
     host.assert_untouched(&marker);
