@@ -103,6 +103,25 @@ pub struct BoxSlot {
 
 static NEXT_LOG: AtomicU64 = AtomicU64::new(1);
 
+/// A new, empty file for a box's network decisions, readable by this user only. Created here
+/// with `O_EXCL` (in a shared temporary directory another user could have put a file or a
+/// symlink at a guessable name; that name is skipped, never opened).
+fn new_net_log() -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut last = None;
+    for _ in 0..16 {
+        let n = NEXT_LOG.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let path = std::env::temp_dir().join(format!("airlock-mcp-{}-{n}-{nanos:x}.jsonl", std::process::id()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+            Ok(_) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free name for the network log")))
+}
+
 impl BoxSlot {
     /// An empty slot: nothing runs until [`BoxSlot::get`].
     pub fn new(policy: ResolvedPolicy, starter: Arc<dyn StartBox>) -> BoxSlot {
@@ -113,10 +132,10 @@ impl BoxSlot {
     pub fn get(&mut self) -> Result<&mut LiveBox, SandboxError> {
         self.last_used = Instant::now();
         if self.live.is_none() {
-            let net_log = (self.policy.network == NetworkMode::Proxy).then(|| {
-                let n = NEXT_LOG.fetch_add(1, Ordering::Relaxed);
-                std::env::temp_dir().join(format!("airlock-mcp-{}-{n}.jsonl", std::process::id()))
-            });
+            let net_log = match self.policy.network {
+                NetworkMode::Proxy => Some(new_net_log().map_err(|e| SandboxError::Setup { stage: "network log".into(), message: e.to_string() })?),
+                _ => None,
+            };
             let opts = SandboxOptions { audit: net_log.clone() };
             let sandbox = self.starter.start(&self.policy, &opts)?;
             self.live = Some(LiveBox { sandbox, contexts: HashMap::new(), net_log: net_log.map(|p| (p, 0)) });
@@ -155,3 +174,7 @@ impl BoxSlot {
         self.live.as_mut()
     }
 }
+
+#[cfg(test)]
+#[path = "boxes_tests.rs"]
+mod tests;
