@@ -4,14 +4,15 @@
 //! Such a path often lies in the workspace, which the box can write: the box can leave a symlink
 //! there (to `~/.bashrc`, or to `/etc/shadow` when airlock runs as root), or make a directory on
 //! the way a symlink, and airlock would then overwrite or append to that file with the host
-//! user's rights. So where the box can write, nothing on the way is followed: the directory
-//! must resolve inside the box's writable tree and the last component must not be a symlink.
+//! user's rights. So where a box can write (this run's workspace and grants, read-only ones too:
+//! another run may have had them writable), nothing on the way is followed: the directory must
+//! resolve inside that tree and the last component must not be a symlink.
 //! Elsewhere (`/dev/stdout`, a shell's `>(…)`, a path outside every writable grant) the path is
 //! the caller's and is followed as usual. A FIFO is opened without waiting for a reader (a box
 //! can leave one too). Callers open the file before the box starts and write through the
 //! descriptor, so swapping the path during the run changes nothing.
 
-use airlock_policy::{Access, FilesystemPolicy, ResolvedPolicy};
+use airlock_policy::{FilesystemPolicy, ResolvedPolicy};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
@@ -29,7 +30,7 @@ pub enum OutputMode {
 /// Why an output file was not opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OutputFileError {
-    #[error("{path} is a symlink in a directory the box can write: airlock does not write through it, because a box could have made it to choose which host file gets overwritten; remove it or give another path")]
+    #[error("{path} is a symlink in a directory a box can write: airlock does not write through it, because a box could have made it to choose which host file gets overwritten; remove it or give another path")]
     Symlink { path: PathBuf },
     #[error("{path} leads out of the box's writable tree through a symlink ({resolved}): airlock does not write there, because a box could have made that symlink; give the real path")]
     Escapes { path: PathBuf, resolved: PathBuf },
@@ -43,22 +44,18 @@ pub enum OutputFileError {
     },
 }
 
-/// The host directories a box under `policy` can write (none to protect for `full-access`,
-/// where the box can write whatever the user can anyway).
+/// The host directories a box under `policy` sees (workspace and grants): it can write them
+/// now, or could in an earlier run with another policy, so what lies there may be the box's.
+/// None for `full-access`, where the box can write whatever the user can anyway.
 pub fn box_writable_roots(policy: &ResolvedPolicy) -> Vec<PathBuf> {
     match &policy.filesystem {
-        FilesystemPolicy::Isolated { workspace, grants, .. } => workspace
-            .iter()
-            .chain(grants.iter())
-            .filter(|m| m.access == Access::ReadWrite)
-            .map(|m| m.host.clone())
-            .collect(),
+        FilesystemPolicy::Isolated { workspace, grants, .. } => workspace.iter().chain(grants.iter()).map(|m| m.host.clone()).collect(),
         FilesystemPolicy::Host => Vec::new(),
     }
 }
 
 /// Opens `path` for writing as described in the module documentation; `box_writable` are the
-/// canonical host directories the box can write.
+/// canonical host directories a box can write (see [`box_writable_roots`]).
 pub fn open_output(path: &Path, mode: OutputMode, box_writable: &[PathBuf]) -> Result<File, OutputFileError> {
     let io_err = |source: io::Error| OutputFileError::Io { path: path.to_path_buf(), source };
     let absolute = std::path::absolute(path).map_err(io_err)?;

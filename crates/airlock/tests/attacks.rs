@@ -465,6 +465,10 @@ fn attack_result_and_audit_symlinks_do_not_redirect_airlocks_writes() {
     let r = airlock_env(&ws, &[], &["run", "--net", "proxy", "--audit", "audit.jsonl", "--", "true"]);
     assert_ne!(r.code, 0, "a planted audit symlink was accepted: {}", r.stderr);
     assert!(r.stderr.contains("is a symlink"), "{}", r.stderr);
+    // Also when this run's workspace is read-only: the symlink is from a run that could write.
+    let r = airlock_env(&ws, &[], &["run", "--profile", "read-only", "--result", "result.json", "--", "true"]);
+    assert_eq!(r.code, 125, "a planted result symlink was accepted in a read-only run: {}", r.stderr);
+    assert!(r.stderr.contains("is a symlink"), "{}", r.stderr);
     let r = airlock_env(&ws, &[], &["run", "--result", "outdir/result.json", "--", "true"]);
     assert_eq!(r.code, 125, "a directory symlink out of the workspace was followed: {}", r.stderr);
     assert!(r.stderr.contains("leads out of the box's writable tree"), "{}", r.stderr);
