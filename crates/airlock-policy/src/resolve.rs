@@ -244,24 +244,36 @@ fn resolve_isolated(
     ctx: &ResolveContext<'_>,
 ) -> Result<(FilesystemPolicy, PathBuf), PolicyError> {
     let ws_access = if profile == Profile::WorkspaceWrite { Access::ReadWrite } else { Access::ReadOnly };
-    let workspace = match file.workspace.as_deref() {
+    let mut workspace = match file.workspace.as_deref() {
         Some("none") => None,
         Some(spec) => Some(workspace_mount(spec, ws_access, ctx)?),
         None => Some(workspace_mount(&ctx.cwd.to_string_lossy(), ws_access, ctx)?),
     };
-    let mut grants = Vec::new();
+    let mut grants: Vec<Mount> = Vec::new();
     for (list, access, what) in [
         (&file.filesystem.read, Access::ReadOnly, "--read"),
         (&file.filesystem.write, Access::ReadWrite, "--write"),
     ] {
         for raw in list {
             let host = grant_path(raw, what, ctx)?;
-            grants.push(Mount {
+            let grant = Mount {
                 inside: host.clone(),
                 protect: access == Access::ReadWrite && ctx.host.is_dir(&host),
                 host,
                 access,
-            });
+            };
+            // The same path granted twice (also as the workspace, or through a symlink) is one
+            // mount; write access wins.
+            let same = workspace.iter_mut().chain(grants.iter_mut()).find(|m| m.host == grant.host && m.inside == grant.inside);
+            match same {
+                Some(m) => {
+                    if grant.access == Access::ReadWrite && m.access != Access::ReadWrite {
+                        m.access = Access::ReadWrite;
+                        m.protect = ctx.host.is_dir(&m.host);
+                    }
+                }
+                None => grants.push(grant),
+            }
         }
     }
     let mut deny = Vec::new();

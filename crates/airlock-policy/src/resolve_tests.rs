@@ -155,6 +155,33 @@ fn grants_are_canonical() {
 }
 
 #[test]
+fn the_same_path_granted_twice_is_one_mount_and_write_wins() {
+    let mut f = PolicyFile::default();
+    f.filesystem.read.push("/link".into());
+    f.filesystem.read.push("/real".into());
+    f.filesystem.write.push("/real/".into());
+    f.filesystem.read.push(".".into());
+    let p = run(f, "/home/alice/proj").unwrap();
+    let FilesystemPolicy::Isolated { workspace, grants, .. } = &p.filesystem else { panic!() };
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert_eq!(grants[0].host, Path::new("/real"));
+    assert_eq!(grants[0].access, Access::ReadWrite);
+    assert!(grants[0].protect);
+    // `--read .` is the workspace itself: it stays writable, one mount.
+    let ws = workspace.as_ref().unwrap();
+    assert_eq!(ws.access, Access::ReadWrite);
+
+    // In a read-only run, `--write` of the workspace makes the workspace writable (and protected).
+    let mut f = PolicyFile { profile: Some(Profile::ReadOnly), ..Default::default() };
+    f.filesystem.write.push("/home/alice/proj".into());
+    let p = run(f, "/home/alice/proj").unwrap();
+    let FilesystemPolicy::Isolated { workspace, grants, .. } = &p.filesystem else { panic!() };
+    assert!(grants.is_empty(), "{grants:?}");
+    let ws = workspace.as_ref().unwrap();
+    assert_eq!((ws.access, ws.protect), (Access::ReadWrite, true));
+}
+
+#[test]
 fn deny_maps_into_the_workspace() {
     let mut f = PolicyFile { workspace: Some("/home/alice/proj:/w".into()), ..Default::default() };
     f.filesystem.deny.push("sub".into());

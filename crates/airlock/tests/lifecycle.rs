@@ -905,3 +905,25 @@ fn unprivileged_user_runs_airlock() {
     });
     assert_eq!(tree(ws.path()), set(&["f"]), "placeholders or stray files left in the user's workspace");
 }
+
+#[test]
+fn a_path_granted_twice_or_as_the_workspace_is_one_mount() {
+    // As root the grants are idmapped mounts made once per target: a second grant of the same
+    // path used to fail the box's setup ("attach idmapped mount: Bad file descriptor").
+    let t = TempDir::new("twice");
+    let ws = t.join("ws");
+    let data = t.join("data");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("in.txt"), "in\n").unwrap();
+    let alias = t.join("alias");
+    std::os::unix::fs::symlink(&data, &alias).unwrap();
+    let (d, a, w) = (data.to_str().unwrap(), alias.to_str().unwrap(), ws.to_str().unwrap());
+    let script = format!("cat {d}/in.txt && echo out > {d}/out.txt && echo ws > ws.txt && echo done");
+    let r = run_sh(&ws, &["--read", d, "--read", a, "--write", d, "--read", w], &script);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.stdout, "in\ndone\n", "{}", r.stderr);
+    assert!(r.stderr.contains("leads through a symlink"), "the alias is not explained: {}", r.stderr);
+    assert_eq!(std::fs::read_to_string(data.join("out.txt")).unwrap(), "out\n", "--write wins over --read");
+    assert_eq!(std::fs::read_to_string(ws.join("ws.txt")).unwrap(), "ws\n", "the workspace stays writable");
+}
