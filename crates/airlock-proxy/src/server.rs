@@ -141,7 +141,28 @@ impl Drop for ProxyHandle {
     }
 }
 
+/// How long accepting pauses when the process is out of descriptors or memory.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// At most one audit event per this long about failing accepts.
+const ACCEPT_NOTE_EVERY: Duration = Duration::from_secs(1);
+
+/// Whether an accept error is the process or the kernel running out of something, which
+/// retrying at once cannot fix.
+fn accept_must_wait(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
+}
+
+fn note_accept_failure(shared: &Shared, e: &io::Error, last: &mut Option<Instant>) {
+    if last.is_some_and(|t| t.elapsed() < ACCEPT_NOTE_EVERY) {
+        return;
+    }
+    *last = Some(Instant::now());
+    let message = format!("the proxy cannot accept more connections now ({e}); it retries every {} ms. Raise the open-file limit of the process running airlock (ulimit -n), or lower --max-connections", ACCEPT_BACKOFF.as_millis());
+    shared.audit.record(event("tcp", "", 0, "deny", Some("proxy-out-of-resources"), None, Some(message), Instant::now()));
+}
+
 async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: tokio::sync::oneshot::Receiver<()>) {
+    let mut last_failure_note: Option<Instant> = None;
     loop {
         tokio::select! {
             _ = &mut stop => {
@@ -154,7 +175,18 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: tokio::sync
                 return;
             }
             accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // Out of descriptors (or kernel memory) the pending connection stays
+                        // queued and the listener stays readable: retrying at once would spin.
+                        if accept_must_wait(&e) {
+                            note_accept_failure(&shared, &e, &mut last_failure_note);
+                            tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        }
+                        continue;
+                    }
+                };
                 let shared = shared.clone();
                 match shared.slots.clone().try_acquire_owned() {
                     Ok(permit) => {

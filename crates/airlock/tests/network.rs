@@ -11,9 +11,9 @@
 
 mod common;
 
-use common::{airlock, binary_for_test_user, ensure_test_user, is_root, Run, TempDir, TEST_USER};
+use common::{airlock, airlock_bin, binary_for_test_user, ensure_test_user, is_root, Run, TempDir, TEST_USER};
 use serde_json::Value;
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -1075,4 +1075,87 @@ fn an_unprivileged_user_gets_the_same_proxy() {
     assert_eq!(allowed.len(), 1, "{events:#?}");
     assert_eq!(allowed[0]["decision"], "allow");
     origin.assert_reached(1, "unprivileged run (only the allowed request may arrive)");
+}
+
+const FLOOD_PY: &str = r#"
+import socket, sys, time, urllib.request
+port = int(sys.argv[1])
+held = []
+for i in range(300):
+    try:
+        held.append(socket.create_connection(("127.0.0.1", 3128), timeout=5))
+    except OSError as e:
+        print("box-side limit at", i, e, flush=True)
+        break
+print("HOLDING %d" % len(held), flush=True)
+time.sleep(2.0)
+for s in held:
+    s.close()
+time.sleep(0.3)
+body = urllib.request.urlopen("http://svc.test:%d/hello.txt" % port, timeout=10).read()
+print("AFTER", body.decode().strip(), flush=True)
+"#;
+
+/// CPU seconds (user + system) the process `pid` has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { return 0.0 };
+    let f: Vec<&str> = rest.split(' ').collect();
+    // utime and stime are fields 14 and 15; `rest` starts at field 3.
+    let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    // SAFETY: sysconf with a constant argument.
+    ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+#[test]
+fn a_proxy_out_of_descriptors_waits_instead_of_spinning_and_recovers() {
+    // airlock runs with only 128 descriptors (soft and hard, so it cannot raise them); the box
+    // opens more connections than the proxy can accept. Accepting then fails with EMFILE while the
+    // connections wait in the backlog: the proxy must back off (not burn a CPU retrying), say why,
+    // and serve again once the box lets go.
+    use std::os::unix::process::CommandExt;
+    let root = TempDir::new("net-emfile-root");
+    std::fs::write(root.join("hello.txt"), "hello\n").unwrap();
+    let origin = Origin::serve(root.path());
+    let ws = TempDir::new("net-emfile-ws");
+    write(&ws.join("flood.py"), FLOOD_PY.as_bytes());
+    let logs = TempDir::new("net-emfile-log");
+    let audit = logs.join("audit.jsonl");
+    let port = origin.port.to_string();
+    let mut args = vec!["run", "--no-stdin", "--timeout", "60s", "--audit", audit.to_str().unwrap()];
+    args.extend_from_slice(SVC);
+    args.extend_from_slice(&["--", "python3", "flood.py", &port]);
+    let mut cmd = Command::new(airlock_bin());
+    cmd.args(&args).current_dir(ws.path()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: setrlimit is async-signal-safe; the closure touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: 128, rlim_max: 128 };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("start airlock");
+    let pid = child.id();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let holding = lines.next().and_then(Result::ok).unwrap_or_default();
+    let holding = if holding.starts_with("box-side") { lines.next().and_then(Result::ok).unwrap_or_default() } else { holding };
+    assert!(holding.starts_with("HOLDING"), "the box did not get to hold its connections: {holding:?}");
+    // While the box holds them (2 s), measure airlock's CPU over 1.5 s.
+    let before = cpu_seconds(pid);
+    std::thread::sleep(Duration::from_millis(1500));
+    let used = cpu_seconds(pid) - before;
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let out = child.wait_with_output().expect("wait for airlock");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(used < 0.5, "airlock used {used:.2} CPU-s in 1.5 s while out of descriptors (spinning)");
+    assert!(rest.iter().any(|l| l == "AFTER hello"), "the proxy did not serve again: {rest:?}\n{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{rest:?}\n{stderr}");
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let noted = text.lines().filter(|l| l.contains("proxy-out-of-resources")).count();
+    assert!((1..=10).contains(&noted), "expected a few rate-limited out-of-resources events, got {noted}:\n{text}");
+    assert!(text.contains("ulimit -n"), "the event does not say what to do:\n{text}");
 }
