@@ -172,7 +172,7 @@ fn emit(args: &RunArgs, file: Option<&mut std::fs::File>, doc: &str) -> Result<(
             f.write_all(format!("{doc}\n").as_bytes()).with_context(|| format!("cannot write --result {}", path.display()))?;
             if !still_at(f, path) {
                 // The box replaced the file during the run (it can write there): what was written
-                // went to the file airlock opened, which the path no longer names. Keep nothing
+                // went to the file airlock opened, which the path no longer names. Hide nothing
                 // from the user: say so and print the document here too.
                 eprintln!("airlock: {} was replaced during the run (by the box?); the result document follows on stderr", path.display());
                 eprintln!("{doc}");
