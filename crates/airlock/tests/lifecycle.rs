@@ -890,6 +890,21 @@ fn unprivileged_user_runs_airlock() {
     assert!(!Path::new(&format!("/tmp/escape-{m}")).exists(), "the box wrote into the host's /tmp");
     assert!(!ws.path().parent().unwrap().join(format!("escape-{m}")).exists());
 
+    // A result file the box swaps for a symlink to a file of the user's is not written through,
+    // in this run or the next.
+    let victim = outside.join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    chown(&victim);
+    let swap = format!("rm -f result.json; ln -s {} result.json", victim.display());
+    let r = user.run(ws.path(), &["run", "--result", "result.json", "--", "sh", "-c", &swap]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("was replaced during the run"), "{}", r.stderr);
+    let r = user.run(ws.path(), &["run", "--result", "result.json", "--", "true"]);
+    assert_eq!(r.code, 125, "a planted result symlink was followed: {}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n", "the result went through the symlink");
+    std::fs::remove_file(&victim).unwrap();
+    std::fs::remove_file(ws.join("result.json")).unwrap();
+
     // Exit codes and timeout.
     assert_eq!(user.sh(ws.path(), &[], "exit 7").code, 7);
     let r = user.sh(ws.path(), &["--timeout", "1s"], &format!("sleep 30.{m}"));
