@@ -26,6 +26,8 @@ mod signals;
 mod stdio;
 pub mod store;
 mod supervisor;
+#[cfg(test)]
+mod test_dir;
 mod tty;
 
 pub use agent_client::{AgentClient, AgentError};

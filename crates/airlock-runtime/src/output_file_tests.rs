@@ -1,30 +1,25 @@
 use super::*;
+use crate::test_dir::TestDir;
 use std::io::Write;
 use std::os::unix::fs::FileTypeExt;
 
-struct Scratch(PathBuf);
+/// A test directory with a workspace `ws` and a directory `outside` it.
+struct Scratch(TestDir);
 
 impl Scratch {
     fn new(tag: &str) -> Scratch {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-        let p = std::env::temp_dir().join(format!("airlock-output-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(p.join("ws")).unwrap();
-        std::fs::create_dir_all(p.join("outside")).unwrap();
-        Scratch(std::fs::canonicalize(p).unwrap())
+        let d = TestDir::new(&format!("output-{tag}"));
+        std::fs::create_dir_all(d.path().join("ws")).unwrap();
+        std::fs::create_dir_all(d.path().join("outside")).unwrap();
+        Scratch(d)
     }
 
     fn ws(&self) -> PathBuf {
-        self.0.join("ws")
+        self.0.path().join("ws")
     }
 
     fn outside(&self) -> PathBuf {
-        self.0.join("outside")
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path().join("outside")
     }
 }
 
