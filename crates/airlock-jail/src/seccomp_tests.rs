@@ -423,3 +423,34 @@ fn ioctl_prctl_and_personality_verdicts() {
 mod kernel;
 #[path = "seccomp/program_tests.rs"]
 mod programs;
+
+#[test]
+fn set_id_modes_are_refused_wherever_a_mode_is_passed() {
+    let program = build(SocketPolicy::UnixOnly);
+    let at = |nr: libc::c_long, a: [u64; 6]| verdict(&program, nr, a);
+    let six = |i: usize, mode: u64| {
+        let mut a = [0u64; 6];
+        a[i] = mode;
+        a
+    };
+    // (syscall, index of its mode argument)
+    let mut rows: Vec<(libc::c_long, usize)> = vec![
+        (libc::SYS_fchmod, 1),
+        (libc::SYS_fchmodat, 2),
+        (super::table::nr::SYS_fchmodat2, 2),
+        (libc::SYS_openat, 3),
+        (libc::SYS_mknodat, 2),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    rows.extend([(libc::SYS_chmod, 1), (libc::SYS_open, 2), (libc::SYS_creat, 1), (libc::SYS_mknod, 1)]);
+    for (nr, i) in rows {
+        for mode in [0o4755u64, 0o2755, 0o6777, 0o104755, 0xffff_0000_0000_0000 | 0o4755] {
+            assert_eq!(at(nr, six(i, mode)), EPERM, "syscall {nr} mode {mode:#o}");
+        }
+        for mode in [0o755u64, 0o644, 0o1777, 0o100644, 0, 0xffff_0000_0000_0000 | 0o755] {
+            assert_eq!(at(nr, six(i, mode)), ALLOW, "syscall {nr} mode {mode:#o}");
+        }
+    }
+    // openat2's mode is behind a pointer: refused as unknown, so callers fall back to openat.
+    assert_eq!(at(libc::SYS_openat2, args(0, 0, 0)), ENOSYS);
+}

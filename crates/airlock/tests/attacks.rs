@@ -485,6 +485,45 @@ fn attack_result_and_audit_symlinks_do_not_redirect_airlocks_writes() {
 }
 
 #[test]
+fn attack_plant_a_set_id_executable_in_the_workspace() {
+    // The box's files land on the host: as root's when root runs airlock (idmapped workspace),
+    // as the user's otherwise. A set-user-ID or set-group-ID executable planted there would run
+    // with that identity for anyone who starts it on the host. Every way to set the bits fails.
+    let host = HostState::capture();
+    let t = TempDir::new("setid");
+    let ws = t.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let marker = unique("setid");
+    let script = format!(
+        "cp /usr/bin/id plain; chmod 0755 plain; echo plain=$?
+         cp /usr/bin/id a; chmod u+s a; echo chmod_u=$?
+         cp /usr/bin/id b; chmod g+s b; echo chmod_g=$?
+         cp /usr/bin/id c; chmod 6755 c; echo chmod_num=$?
+         install -m 4755 /usr/bin/id d; echo install=$?
+         python3 -c 'import os; os.chmod(\"e\", 0o4755)' 2>/dev/null; touch e; python3 -c 'import os; os.chmod(\"e\", 0o4755)'; echo pychmod=$?
+         python3 -c 'import os; os.close(os.open(\"f\", os.O_CREAT|os.O_WRONLY, 0o4755))'; echo pyopen=$?
+         python3 -c 'import os, stat; os.mknod(\"g\", stat.S_IFREG|0o4755)'; echo pymknod=$?
+         cp /usr/bin/id h; tar --mode=4755 -cf h.tar h && rm h && tar -xpf h.tar; echo tar=$?
+         echo {marker}"
+    );
+    let r = boxed(&ws, &[], &script);
+    assert_eq!(line(&r.stdout, "plain="), "plain=0", "positive control: {}{}", r.stdout, r.stderr);
+    for k in ["chmod_u=", "chmod_g=", "chmod_num=", "install=", "pychmod=", "pyopen=", "pymknod="] {
+        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} succeeded:\n{}{}", r.stdout, r.stderr);
+    }
+    // Whatever exists now on the host, nothing carries a set-ID bit.
+    use std::os::unix::fs::PermissionsExt;
+    let mut checked = 0;
+    for e in std::fs::read_dir(&ws).unwrap().flatten() {
+        let mode = e.metadata().unwrap().permissions().mode();
+        assert_eq!(mode & 0o6000, 0, "{:?} has mode {mode:o} on the host", e.file_name());
+        checked += 1;
+    }
+    assert!(checked >= 3, "the box made too few files for this test to mean anything: {}", r.stdout);
+    host.assert_untouched(&marker);
+}
+
+#[test]
 fn attack_rm_rf_read_only_paths() {
     let host = HostState::capture();
     let t = TempDir::new("rmrf");

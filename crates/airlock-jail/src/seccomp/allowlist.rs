@@ -17,8 +17,8 @@ pub(crate) const ALLOWED: &[SyscallRule] = &[
     sys!(SYS_close, Allow, "close a file descriptor"),
     sys!(
         SYS_openat,
-        Allow,
-        "open files; reach is limited by the mount namespace and Landlock"
+        Check(NoSetIdMode(3)),
+        "open files; reach is limited by the mount namespace and Landlock; no set-ID create mode"
     ),
     sys!(SYS_newfstatat, Allow, "stat a path"),
     sys!(SYS_fstat, Allow, "stat an open file"),
@@ -262,7 +262,11 @@ pub(crate) const ALLOWED: &[SyscallRule] = &[
         "Landlock can only restrict further"
     ),
     // --- filesystem ---
-    sys!(SYS_openat2, Allow, "open with resolve flags"),
+    sys!(
+        SYS_openat2,
+        Unsupported,
+        "open with resolve flags: its mode sits in a struct the filter cannot read, so ENOSYS makes callers fall back to openat"
+    ),
     sys!(
         SYS_close_range,
         Allow,
@@ -306,12 +310,24 @@ pub(crate) const ALLOWED: &[SyscallRule] = &[
     sys!(SYS_symlinkat, Allow, "symbolic link"),
     sys!(
         SYS_mknodat,
-        Allow,
-        "create FIFOs; device nodes need CAP_MKNOD"
+        Check(NoSetIdMode(2)),
+        "create FIFOs; device nodes need CAP_MKNOD; no set-ID mode"
     ),
-    sys!(SYS_fchmod, Allow, "change mode"),
-    sys!(SYS_fchmodat, Allow, "change mode by path"),
-    sys!(SYS_fchmodat2, Allow, "change mode by path with flags"),
+    sys!(
+        SYS_fchmod,
+        Check(NoSetIdMode(1)),
+        "change mode; set-ID bits refused (the file may land on the host)"
+    ),
+    sys!(
+        SYS_fchmodat,
+        Check(NoSetIdMode(2)),
+        "change mode by path; set-ID bits refused"
+    ),
+    sys!(
+        SYS_fchmodat2,
+        Check(NoSetIdMode(2)),
+        "change mode by path with flags; set-ID bits refused"
+    ),
     sys!(
         SYS_fchown,
         Allow,

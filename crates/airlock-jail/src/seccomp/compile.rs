@@ -41,6 +41,8 @@ const PERSONALITY_QUERY: u32 = 0xffff_ffff;
 const PER_LINUX: u32 = 0;
 /// Low four bits of `socket`'s type argument; the rest are SOCK_NONBLOCK/SOCK_CLOEXEC.
 const SOCK_TYPE_MASK: u32 = 0xf;
+/// `S_ISUID | S_ISGID` in a file mode.
+const SET_ID_BITS: u32 = libc::S_ISUID | libc::S_ISGID;
 
 /// `SECCOMP_RET_ERRNO` with `errno` as the data.
 pub(crate) const fn ret_errno(errno: i32) -> u32 {
@@ -168,6 +170,7 @@ fn emit_tree(asm: &mut Assembler, ranges: &[Range], profile: &SeccompProfile) {
 // the caller puts in the high word is discarded before the kernel acts, so deciding on the low
 // word decides on exactly what the kernel will see. Comparing the full 64-bit value instead would
 // be *weaker*: `ioctl(fd, (1 << 32) | TIOCSTI)` would not equal TIOCSTI yet would still inject.
+// File modes are `umode_t` (16 bits) in the kernel: the set-ID bits are in the low word too.
 fn emit_check(asm: &mut Assembler, check: ArgCheck, profile: &SeccompProfile) {
     match check {
         ArgCheck::CloneFlags => {
@@ -200,6 +203,14 @@ fn emit_check(asm: &mut Assembler, check: ArgCheck, profile: &SeccompProfile) {
             let refuse = asm.label();
             asm.load_arg_low(0);
             asm.jeq(PR_SET_MM, Target::Label(refuse), Target::Next);
+            asm.ret(ALLOW);
+            asm.bind(refuse);
+            asm.ret(EPERM);
+        }
+        ArgCheck::NoSetIdMode(arg) => {
+            let refuse = asm.label();
+            asm.load_arg_low(arg as u32);
+            asm.jset(SET_ID_BITS, Target::Label(refuse), Target::Next);
             asm.ret(ALLOW);
             asm.bind(refuse);
             asm.ret(EPERM);

@@ -35,6 +35,11 @@ pub(crate) enum ArgCheck {
     PrctlOption,
     /// `personality(persona)`: only query or set plain `PER_LINUX`.
     PersonalityQuery,
+    /// A file mode in argument `n` (`chmod`, `open`'s create mode, `mknod`…): refuse the
+    /// set-user-ID and set-group-ID bits. A box's files land on the host (as root's, when root
+    /// runs airlock, through the idmapped workspace): a set-ID executable there would run with
+    /// that identity for anyone who starts it.
+    NoSetIdMode(u8),
 }
 
 /// One row of the policy.

@@ -1,7 +1,7 @@
 //! x86_64-only rows: legacy syscalls that newer architectures replaced with `*at` forms, and
 //! x86-specific hardware access. Same format and matching as `table.rs`.
 
-use super::table::{nr, sys, Rule, SyscallRule};
+use super::table::{nr, sys, ArgCheck::NoSetIdMode, Rule, SyscallRule};
 use Rule::*;
 
 /// Audit architecture of the native x86_64 ABI (EM_X86_64 | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE).
@@ -13,8 +13,8 @@ pub(crate) const X32_SYSCALL_BIT: Option<u32> = Some(0x4000_0000);
 
 /// Rows only x86_64 has.
 pub(crate) const ARCH: &[SyscallRule] = &[
-    sys!(SYS_open, Allow, "legacy open"),
-    sys!(SYS_creat, Allow, "legacy create"),
+    sys!(SYS_open, Check(NoSetIdMode(2)), "legacy open; no set-ID create mode"),
+    sys!(SYS_creat, Check(NoSetIdMode(1)), "legacy create; no set-ID mode"),
     sys!(SYS_stat, Allow, "legacy stat"),
     sys!(SYS_lstat, Allow, "legacy lstat"),
     sys!(SYS_access, Allow, "legacy access check"),
@@ -42,13 +42,13 @@ pub(crate) const ARCH: &[SyscallRule] = &[
     sys!(SYS_unlink, Allow, "legacy unlink"),
     sys!(SYS_link, Allow, "legacy hard link"),
     sys!(SYS_symlink, Allow, "legacy symlink"),
-    sys!(SYS_chmod, Allow, "legacy chmod"),
+    sys!(SYS_chmod, Check(NoSetIdMode(1)), "legacy chmod; set-ID bits refused"),
     sys!(SYS_chown, Allow, "legacy chown"),
     sys!(SYS_lchown, Allow, "legacy lchown"),
     sys!(
         SYS_mknod,
-        Allow,
-        "legacy mknod; device nodes need CAP_MKNOD"
+        Check(NoSetIdMode(1)),
+        "legacy mknod; device nodes need CAP_MKNOD; no set-ID mode"
     ),
     sys!(SYS_utime, Allow, "legacy timestamps"),
     sys!(SYS_utimes, Allow, "legacy timestamps"),
