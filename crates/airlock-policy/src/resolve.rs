@@ -380,6 +380,22 @@ fn grant_path(raw: &str, what: &'static str, ctx: &ResolveContext<'_>) -> Result
     Ok(host)
 }
 
+/// The `--read`/`--write` grants of `file` whose path leads through a symlink somewhere other
+/// than the path as written: (flag, the path as written, where it really is). The box gets the
+/// real place; a caller may want to say so, since the symlink may have been left by a box.
+pub fn redirected_grants(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Vec<(&'static str, String, PathBuf)> {
+    let reads = file.filesystem.read.iter().map(|r| ("--read", r));
+    let writes = file.filesystem.write.iter().map(|r| ("--write", r));
+    reads
+        .chain(writes)
+        .filter_map(|(what, raw)| {
+            let written = normalize(&absolute(raw, &ctx.cwd));
+            let real = ctx.host.canonicalize(&written).ok()?;
+            (real != written).then(|| (what, raw.clone(), real))
+        })
+        .collect()
+}
+
 fn absolute(raw: &str, cwd: &Path) -> PathBuf {
     let p = Path::new(raw);
     if p.is_absolute() {

@@ -182,6 +182,23 @@ fn the_same_path_granted_twice_is_one_mount_and_write_wins() {
 }
 
 #[test]
+fn grants_through_a_symlink_are_reported_with_where_they_lead() {
+    let mut f = PolicyFile::default();
+    f.filesystem.read.push("/link".into());
+    f.filesystem.read.push("/data".into());
+    f.filesystem.write.push("../../../link/".into());
+    f.filesystem.write.push("/missing".into());
+    let h = host();
+    let e = env();
+    let ctx = ResolveContext { cwd: "/home/alice/proj".into(), env: &e, host: &h };
+    let found = redirected_grants(&f, &ctx);
+    assert_eq!(
+        found,
+        vec![("--read", "/link".to_string(), PathBuf::from("/real")), ("--write", "../../../link/".to_string(), PathBuf::from("/real"))]
+    );
+}
+
+#[test]
 fn deny_maps_into_the_workspace() {
     let mut f = PolicyFile { workspace: Some("/home/alice/proj:/w".into()), ..Default::default() };
     f.filesystem.deny.push("sub".into());

@@ -44,7 +44,7 @@ impl Launch<'_> {
         let audit = match (self.audit, &plan.egress) {
             (Some(path), Some(_)) => Some(
                 crate::output_file::open_output(path, crate::output_file::OutputMode::Append, &crate::output_file::box_writable_roots(policy))
-                    .map_err(|e| RunError::Audit { path: path.to_path_buf(), source: io_error(e) })?,
+                    .map_err(RunError::Audit)?,
             ),
             _ => None,
         };
@@ -103,13 +103,5 @@ impl Launch<'_> {
             _ => None,
         };
         Ok(Started { spawned, cgroup, proxy, receipt: plan.receipt })
-    }
-}
-
-/// The error of an output file as an I/O error, its message kept whole.
-fn io_error(e: crate::output_file::OutputFileError) -> std::io::Error {
-    match e {
-        crate::output_file::OutputFileError::Io { source, .. } => source,
-        other => std::io::Error::new(std::io::ErrorKind::PermissionDenied, other.to_string()),
     }
 }

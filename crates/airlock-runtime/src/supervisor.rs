@@ -51,8 +51,8 @@ pub enum RunError {
     Sentinel(#[source] io::Error),
     #[error("cannot set up the box's input and output: {0}")]
     Stdio(#[source] io::Error),
-    #[error("cannot open the audit file {path}: {source}")]
-    Audit { path: std::path::PathBuf, source: io::Error },
+    #[error("cannot open the audit file: {0}")]
+    Audit(#[source] crate::output_file::OutputFileError),
     #[error("cannot start the egress proxy: {0}")]
     Proxy(#[source] io::Error),
 }

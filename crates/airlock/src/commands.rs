@@ -86,34 +86,15 @@ pub(crate) fn resolve_policy(args: &PolicyArgs) -> Result<ResolvedPolicy> {
     let env: BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
-    let policy = airlock_policy::resolve(&file, &ResolveContext { cwd: cwd.clone(), env: &env, host: &RealHost })?;
-    for (what, raw) in file.filesystem.read.iter().map(|r| ("--read", r)).chain(file.filesystem.write.iter().map(|r| ("--write", r))) {
-        if let Some(real) = redirected(&cwd, raw) {
-            eprintln!(
-                "airlock: note: {what} {raw} leads through a symlink to {}: that is what the box gets, at that path (a symlink there may have been left by a box)",
-                real.display()
-            );
-        }
+    let ctx = ResolveContext { cwd, env: &env, host: &RealHost };
+    let policy = airlock_policy::resolve(&file, &ctx)?;
+    for (what, raw, real) in airlock_policy::redirected_grants(&file, &ctx) {
+        eprintln!(
+            "airlock: note: {what} {raw} leads through a symlink to {}: that is what the box gets, at that path (a symlink there may have been left by a box)",
+            real.display()
+        );
     }
     Ok(policy)
-}
-
-/// Where `raw` (relative to `cwd`) really is, if a symlink on the way leads somewhere other than
-/// the path as written.
-fn redirected(cwd: &std::path::Path, raw: &str) -> Option<std::path::PathBuf> {
-    use std::path::Component;
-    let mut lexical = std::path::PathBuf::new();
-    for c in cwd.join(raw).components() {
-        match c {
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            Component::CurDir => {}
-            other => lexical.push(other),
-        }
-    }
-    let real = std::fs::canonicalize(&lexical).ok()?;
-    (real != lexical).then_some(real)
 }
 
 fn cmd_run(args: RunArgs) -> Result<i32> {
