@@ -133,7 +133,10 @@ impl BoxSlot {
         self.last_used = Instant::now();
         if self.live.is_none() {
             let net_log = match self.policy.network {
-                NetworkMode::Proxy => Some(new_net_log().map_err(|e| SandboxError::Setup { stage: "network log".into(), message: e.to_string() })?),
+                NetworkMode::Proxy => Some(new_net_log().map_err(|e| SandboxError::Setup {
+                    stage: "network log".into(),
+                    message: format!("cannot create it in {}: {e}; point TMPDIR at a writable directory", std::env::temp_dir().display()),
+                })?),
                 _ => None,
             };
             let opts = SandboxOptions { audit: net_log.clone() };

@@ -36,7 +36,7 @@ pub enum OutputFileError {
     Escapes { path: PathBuf, resolved: PathBuf },
     #[error("{path} is a FIFO with no reader: start the reader first, or give a regular file")]
     NoReader { path: PathBuf },
-    #[error("{path}: {source}")]
+    #[error("{path}: {source}; check that its directory exists and that you may write there")]
     Io {
         path: PathBuf,
         #[source]
