@@ -75,7 +75,13 @@ pub(crate) fn entry(path: &Path, meta: &fs::Metadata) -> Entry {
         mtime: meta.mtime(),
         uid: meta.uid(),
         gid: meta.gid(),
-        target: if ft.is_symlink() { fs::read_link(path).ok().map(|t| t.to_string_lossy().into_owned()) } else { None },
+        target: if ft.is_symlink() {
+            fs::read_link(path)
+                .ok()
+                .map(|t| t.to_string_lossy().into_owned())
+        } else {
+            None
+        },
     }
 }
 

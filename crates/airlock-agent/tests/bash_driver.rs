@@ -125,7 +125,8 @@ fn marker_like_output_does_not_end_the_execution() {
 #[test]
 fn huge_output_is_capped_not_fatal() {
     let mut d = start();
-    let stdout = assert_output_is_capped_per_execution(&mut d, "yes | head -c 5000000", "echo fresh");
+    let stdout =
+        assert_output_is_capped_per_execution(&mut d, "yes | head -c 5000000", "echo fresh");
     assert!(stdout.len() >= 1024 * 1024 - 4, "{} bytes", stdout.len());
 }
 

@@ -5,7 +5,9 @@
 
 mod driver_support;
 
-use driver_support::{assert_output_is_capped_per_execution, end_status, of_type, result_plain, Driver};
+use driver_support::{
+    assert_output_is_capped_per_execution, end_status, of_type, result_plain, Driver,
+};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::time::Duration;
@@ -147,7 +149,11 @@ fn env_applies_to_one_execution_only() {
 #[test]
 fn huge_output_is_capped_not_fatal() {
     let mut d = start();
-    assert_output_is_capped_per_execution(&mut d, "console.log(\"x\".repeat(10000000));\nconsole.log(\"after\");", "console.log('fresh')");
+    assert_output_is_capped_per_execution(
+        &mut d,
+        "console.log(\"x\".repeat(10000000));\nconsole.log(\"after\");",
+        "console.log('fresh')",
+    );
 }
 
 #[test]

@@ -5,7 +5,9 @@
 
 mod driver_support;
 
-use driver_support::{assert_output_is_capped_per_execution, end_status, of_type, result_plain, Driver};
+use driver_support::{
+    assert_output_is_capped_per_execution, end_status, of_type, result_plain, Driver,
+};
 use serde_json::json;
 use std::time::Duration;
 
@@ -198,5 +200,9 @@ fn env_applies_to_one_execution_only() {
 #[test]
 fn huge_output_is_capped_not_fatal() {
     let mut d = start();
-    assert_output_is_capped_per_execution(&mut d, "print(\"x\" * 10_000_000)\nprint(\"after\")", "print('fresh')");
+    assert_output_is_capped_per_execution(
+        &mut d,
+        "print(\"x\" * 10_000_000)\nprint(\"after\")",
+        "print('fresh')",
+    );
 }

@@ -35,14 +35,29 @@ pub fn drop_all() -> io::Result<()> {
         }
     }
     // SAFETY: prctl with integer arguments only.
-    cvt(unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) })?;
+    cvt(unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    })?;
     // SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED
     // | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED
     let securebits: libc::c_ulong = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80;
     // SAFETY: prctl with integer arguments only.
     cvt(unsafe { libc::prctl(libc::PR_SET_SECUREBITS, securebits, 0, 0, 0) })?;
-    let header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
-    let data = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
     // SAFETY: header and data are valid capset structures (version 3 takes two CapData).
     cvt(unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) as libc::c_int })?;
     Ok(())
@@ -65,8 +80,15 @@ pub fn become_user_keeping_caps(uid: u32, gid: u32) -> io::Result<()> {
     // SAFETY: prctl with integer arguments.
     cvt(unsafe { libc::prctl(libc::PR_SET_KEEPCAPS, 0, 0, 0, 0) })?;
     // KEEPCAPS keeps the permitted set; raise the effective set back to it.
-    let header = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
-    let mut data = [CapData { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    let header = CapHeader {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
     // SAFETY: header and data are valid capget structures (version 3 fills two CapData).
     cvt(unsafe { libc::syscall(libc::SYS_capget, &header, data.as_mut_ptr()) as libc::c_int })?;
     for d in &mut data {

@@ -486,7 +486,10 @@ fn is_v1_root_host() -> bool {
 #[test]
 fn probe_reports_v1_controllers_as_root_on_v1_host() {
     let support = probe();
-    assert!(is_v1_root_host(), "this test needs root on a cgroup v1 host (as CI has); probe says {support:?}");
+    assert!(
+        is_v1_root_host(),
+        "this test needs root on a cgroup v1 host (as CI has); probe says {support:?}"
+    );
     assert_eq!(support.version, Some(CgroupVersion::V1), "{support:?}");
     assert!(support.memory && support.pids && support.cpu, "{support:?}");
     assert_eq!(support.reason, None);

@@ -20,9 +20,18 @@ pub const SETUP_FAILED: i32 = 125;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StatusRecord {
     /// Setup failed at `stage` (e.g. "rootfs", "landlock", "exec").
-    Error { stage: String, message: String, errno: i32 },
+    Error {
+        stage: String,
+        message: String,
+        errno: i32,
+    },
     /// The command ended: its wait status, CPU time (µs) and peak RSS (KiB).
-    Exit { wait_status: i32, user_us: u64, system_us: u64, max_rss_kib: u64 },
+    Exit {
+        wait_status: i32,
+        user_us: u64,
+        system_us: u64,
+        max_rss_kib: u64,
+    },
 }
 
 impl StatusRecord {
@@ -37,7 +46,11 @@ impl StatusRecord {
             let stage = parts.next()?.to_string();
             let errno = parts.next()?.parse().ok()?;
             let message = parts.next().unwrap_or("").to_string();
-            return Some(StatusRecord::Error { stage, message, errno });
+            return Some(StatusRecord::Error {
+                stage,
+                message,
+                errno,
+            });
         }
         let rest = line.strip_prefix("X\t")?;
         let v: Vec<&str> = rest.split('\t').collect();
@@ -69,7 +82,13 @@ fn exit(code: i32) -> ! {
 
 /// Signals init forwards to the command's process group.
 const FORWARDED: &[libc::c_int] = &[
-    libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2, libc::SIGWINCH,
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGWINCH,
 ];
 
 fn signal_set(with_chld: bool) -> libc::sigset_t {
@@ -89,7 +108,12 @@ fn signal_set(with_chld: bool) -> libc::sigset_t {
 }
 
 /// The box's init. Never returns.
-pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, status_fd: libc::c_int) -> ! {
+pub(crate) fn box_init(
+    spec: &BoxSpec,
+    stdio: StdioFds,
+    go_fd: libc::c_int,
+    status_fd: libc::c_int,
+) -> ! {
     // Die with the supervisor. If it is already gone, the go byte never comes (EOF below).
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
@@ -103,13 +127,18 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
     // capabilities for the setup). Changing credentials clears the parent-death signal, so arm
     // it again, then make sure the supervisor did not die in between: it keeps its end of the
     // go pipe open for as long as it lives.
-    if let Err(e) = crate::caps::become_user_keeping_caps(spec.ids.inside_uid, spec.ids.inside_gid) {
+    if let Err(e) = crate::caps::become_user_keeping_caps(spec.ids.inside_uid, spec.ids.inside_gid)
+    {
         report_error(status_fd, "identity", &e, errno_of(&e));
         exit(SETUP_FAILED);
     }
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-    let mut pfd = libc::pollfd { fd: go_fd, events: libc::POLLIN, revents: 0 };
+    let mut pfd = libc::pollfd {
+        fd: go_fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd, no wait.
     let polled = unsafe { libc::poll(&mut pfd, 1, 0) };
     if polled != 0 && pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
@@ -159,12 +188,19 @@ pub(crate) fn box_init(spec: &BoxSpec, stdio: StdioFds, go_fd: libc::c_int, stat
 /// Zeroes the memory range the kernel reports as this process's environment (`env_start` to
 /// `env_end` in /proc/self/stat), which /proc/<pid>/environ reads.
 fn wipe_environment() {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return };
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return;
+    };
     // Fields after the command name (which may contain spaces) start after the last ')'.
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { return };
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+        return;
+    };
     let fields: Vec<&str> = rest.split(' ').collect();
     // env_start and env_end are fields 50 and 51 of stat; `rest` starts at field 3.
-    let (Some(start), Some(end)) = (fields.get(47).and_then(|v| v.parse::<usize>().ok()), fields.get(48).and_then(|v| v.parse::<usize>().ok())) else {
+    let (Some(start), Some(end)) = (
+        fields.get(47).and_then(|v| v.parse::<usize>().ok()),
+        fields.get(48).and_then(|v| v.parse::<usize>().ok()),
+    ) else {
         return;
     };
     if start == 0 || end <= start {
@@ -182,11 +218,13 @@ fn setup(spec: &BoxSpec, console: Option<libc::c_int>) -> Result<(), StageError>
     // SAFETY: setsid has no arguments; init is not a process group leader.
     unsafe { libc::setsid() };
     if let Some(plan) = &spec.rootfs {
-        crate::rootfs::enter(plan, console, &spec.premade_mounts).map_err(|e| ("rootfs", io::Error::new(e.source.kind(), e.to_string())))?;
+        crate::rootfs::enter(plan, console, &spec.premade_mounts)
+            .map_err(|e| ("rootfs", io::Error::new(e.source.kind(), e.to_string())))?;
     }
     let name = crate::identity::HOSTNAME;
     // SAFETY: name points at name.len() valid bytes.
-    crate::sys::cvt(unsafe { libc::sethostname(name.as_ptr().cast(), name.len()) }).map_err(|e| ("hostname", e))?;
+    crate::sys::cvt(unsafe { libc::sethostname(name.as_ptr().cast(), name.len()) })
+        .map_err(|e| ("hostname", e))?;
     if spec.namespaces.net {
         crate::net::loopback_up().map_err(|e| ("loopback", e))?;
     }
@@ -250,7 +288,12 @@ fn supervise(command: libc::pid_t, status_fd: libc::c_int) -> ! {
 }
 
 /// Serve mode: init restricts itself like a command, then runs the caller's main loop.
-fn serve(spec: &BoxSpec, keep_fd: libc::c_int, main: &dyn Fn() -> i32, status_fd: libc::c_int) -> ! {
+fn serve(
+    spec: &BoxSpec,
+    keep_fd: libc::c_int,
+    main: &dyn Fn() -> i32,
+    status_fd: libc::c_int,
+) -> ! {
     // Nothing of the supervisor's stays open in the box but stderr, the status channel (closed
     // below) and the descriptor the caller keeps.
     // SAFETY: opening /dev/null inside the box with a static C string.
@@ -277,7 +320,12 @@ fn serve(spec: &BoxSpec, keep_fd: libc::c_int, main: &dyn Fn() -> i32, status_fd
     // SAFETY: spec.cwd is a valid C string.
     if unsafe { libc::chdir(spec.cwd.as_ptr()) } == -1 {
         let e = io::Error::last_os_error();
-        report_error(status_fd, "cwd", &format!("cannot enter working directory {:?}: {e}", spec.cwd), errno_of(&e));
+        report_error(
+            status_fd,
+            "cwd",
+            &format!("cannot enter working directory {:?}: {e}", spec.cwd),
+            errno_of(&e),
+        );
         exit(SETUP_FAILED);
     }
     if let Err((stage, message, errno)) = restrict(spec) {
@@ -291,7 +339,9 @@ fn serve(spec: &BoxSpec, keep_fd: libc::c_int, main: &dyn Fn() -> i32, status_fd
 /// The restrictions every process of the box runs under, applied to the calling process:
 /// rlimits, no capabilities, Landlock, no_new_privs and, last, seccomp.
 fn restrict(spec: &BoxSpec) -> Result<(), (&'static str, String, i32)> {
-    spec.rlimits.apply().map_err(|e| ("rlimits", e.to_string(), errno_of(&e)))?;
+    spec.rlimits
+        .apply()
+        .map_err(|e| ("rlimits", e.to_string(), errno_of(&e)))?;
     crate::caps::drop_all().map_err(|e| ("capabilities", e.to_string(), errno_of(&e)))?;
     if let Some(rules) = &spec.landlock {
         crate::landlock::apply(rules).map_err(|e| ("landlock", e.to_string(), 0))?;
@@ -342,11 +392,23 @@ fn command(spec: &BoxSpec, stdio: StdioFds, status_fd: libc::c_int) -> ! {
     }
     // Everything above stdio closes at exec (the status channel is already close-on-exec).
     // SAFETY: close_range with integer arguments.
-    unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
     // SAFETY: spec.cwd is a valid C string.
     if unsafe { libc::chdir(spec.cwd.as_ptr()) } == -1 {
         let e = io::Error::last_os_error();
-        fail("cwd", &format!("cannot enter working directory {:?}: {e}", spec.cwd), errno_of(&e), SETUP_FAILED);
+        fail(
+            "cwd",
+            &format!("cannot enter working directory {:?}: {e}", spec.cwd),
+            errno_of(&e),
+            SETUP_FAILED,
+        );
     }
     let mut argv: Vec<*const libc::c_char> = spec.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
@@ -368,8 +430,17 @@ fn command(spec: &BoxSpec, stdio: StdioFds, status_fd: libc::c_int) -> ! {
             }
         }
     }
-    let name = spec.argv.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = spec
+        .argv
+        .first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let code = if last == libc::ENOENT { 127 } else { 126 };
     let e = io::Error::from_raw_os_error(last);
-    fail("exec", &format!("cannot run {name:?} inside the box: {e}"), last, code)
+    fail(
+        "exec",
+        &format!("cannot run {name:?} inside the box: {e}"),
+        last,
+        code,
+    )
 }

@@ -67,12 +67,22 @@ impl IdmapNamespace {
             // SAFETY: reading one byte into a valid buffer.
             let n = unsafe { libc::read(ready_r, byte.as_mut_ptr().cast(), 1) };
             if n != 1 || byte[0] != 1 {
-                return Err(io::Error::other("the helper could not create a user namespace"));
+                return Err(io::Error::other(
+                    "the helper could not create a user namespace",
+                ));
             }
-            std::fs::write(format!("/proc/{pid}/uid_map"), format!("0 {BOX_HOST_ID} 1\n"))?;
-            std::fs::write(format!("/proc/{pid}/gid_map"), format!("0 {BOX_HOST_ID} 1\n"))?;
+            std::fs::write(
+                format!("/proc/{pid}/uid_map"),
+                format!("0 {BOX_HOST_ID} 1\n"),
+            )?;
+            std::fs::write(
+                format!("/proc/{pid}/gid_map"),
+                format!("0 {BOX_HOST_ID} 1\n"),
+            )?;
             let f = std::fs::File::open(format!("/proc/{pid}/ns/user"))?;
-            Ok(IdmapNamespace { fd: OwnedFd::from(f) })
+            Ok(IdmapNamespace {
+                fd: OwnedFd::from(f),
+            })
         })();
         crate::sys::close(ready_r);
         crate::sys::close(done_w);
@@ -87,9 +97,12 @@ impl IdmapNamespace {
 /// if asked. The box's init attaches it with [`attach`].
 pub fn idmapped_tree(source: &Path, ns: &IdmapNamespace, read_only: bool) -> io::Result<OwnedFd> {
     let p = cstring(source.as_os_str().as_bytes())?;
-    let flags = OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint;
+    let flags =
+        OPEN_TREE_CLONE | libc::O_CLOEXEC as libc::c_uint | libc::AT_RECURSIVE as libc::c_uint;
     // SAFETY: p is a valid C string; open_tree returns a new descriptor or -1.
-    let fd = cvt_long(unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, p.as_ptr(), flags) })? as libc::c_int;
+    let fd =
+        cvt_long(unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, p.as_ptr(), flags) })?
+            as libc::c_int;
     // SAFETY: fd is a fresh descriptor we own.
     let tree = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -97,7 +110,13 @@ pub fn idmapped_tree(source: &Path, ns: &IdmapNamespace, read_only: bool) -> io:
         set |= MOUNT_ATTR_RDONLY;
     }
     let empty = cstring("")?;
-    crate::mount_attr::set(tree.as_raw_fd(), &empty, libc::AT_EMPTY_PATH | libc::AT_RECURSIVE, set, Some(ns.fd.as_raw_fd()))?;
+    crate::mount_attr::set(
+        tree.as_raw_fd(),
+        &empty,
+        libc::AT_EMPTY_PATH | libc::AT_RECURSIVE,
+        set,
+        Some(ns.fd.as_raw_fd()),
+    )?;
     Ok(tree)
 }
 
@@ -108,7 +127,14 @@ pub fn attach(tree: libc::c_int, target: &Path) -> io::Result<()> {
     const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
     // SAFETY: tree is a detached mount descriptor; t and empty are valid C strings.
     cvt(unsafe {
-        libc::syscall(libc::SYS_move_mount, tree, empty.as_ptr(), libc::AT_FDCWD, t.as_ptr(), MOVE_MOUNT_F_EMPTY_PATH) as libc::c_int
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree,
+            empty.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            MOVE_MOUNT_F_EMPTY_PATH,
+        ) as libc::c_int
     })?;
     Ok(())
 }

@@ -20,11 +20,29 @@ struct MountAttr {
 /// Sets `set` on the mount at `dirfd`/`path` (`AT_EMPTY_PATH` in `flags` for the descriptor
 /// itself; `AT_RECURSIVE` for every mount below it too). `userns_fd` is used with
 /// [`MOUNT_ATTR_IDMAP`].
-pub(crate) fn set(dirfd: libc::c_int, path: &CStr, flags: libc::c_int, set: u64, userns_fd: Option<libc::c_int>) -> io::Result<()> {
-    let attr = MountAttr { attr_set: set, attr_clr: 0, propagation: 0, userns_fd: userns_fd.map_or(0, |fd| fd as u64) };
+pub(crate) fn set(
+    dirfd: libc::c_int,
+    path: &CStr,
+    flags: libc::c_int,
+    set: u64,
+    userns_fd: Option<libc::c_int>,
+) -> io::Result<()> {
+    let attr = MountAttr {
+        attr_set: set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: userns_fd.map_or(0, |fd| fd as u64),
+    };
     // SAFETY: path is a valid C string and attr a valid mount_attr of the size passed.
     cvt_long(unsafe {
-        libc::syscall(libc::SYS_mount_setattr, dirfd, path.as_ptr(), flags as libc::c_uint, &attr, std::mem::size_of::<MountAttr>())
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            dirfd,
+            path.as_ptr(),
+            flags as libc::c_uint,
+            &attr,
+            std::mem::size_of::<MountAttr>(),
+        )
     })?;
     Ok(())
 }

@@ -6,7 +6,8 @@ use std::io;
 /// Sets `lo` up in the current network namespace.
 pub fn loopback_up() -> io::Result<()> {
     // SAFETY: plain socket creation.
-    let sock = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    let sock =
+        cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
     // SAFETY: ifreq is plain old data; all-zero is a valid value.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     for (dst, src) in req.ifr_name.iter_mut().zip(b"lo\0") {
@@ -27,22 +28,37 @@ pub fn loopback_up() -> io::Result<()> {
 /// proxy's only door into the box. Returns the listening descriptor (close-on-exec).
 pub fn listen_loopback(port: u16) -> io::Result<libc::c_int> {
     // SAFETY: plain socket creation.
-    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
+    let fd =
+        cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
     let one: libc::c_int = 1;
     // SAFETY: setting an int option from a valid pointer and size.
     unsafe {
-        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, (&one as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_REUSEADDR,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
     };
     let addr = libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: port.to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be() },
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be(),
+        },
         sin_zero: [0; 8],
     };
     // SAFETY: addr is a valid sockaddr_in of the size given.
-    let bound = cvt(unsafe { libc::bind(fd, (&addr as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) })
-        // SAFETY: listen on our socket.
-        .and_then(|_| cvt(unsafe { libc::listen(fd, 1024) }));
+    let bound = cvt(unsafe {
+        libc::bind(
+            fd,
+            (&addr as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    })
+    // SAFETY: listen on our socket.
+    .and_then(|_| cvt(unsafe { libc::listen(fd, 1024) }));
     if let Err(e) = bound {
         crate::sys::close(fd);
         return Err(e);
@@ -63,8 +79,15 @@ pub fn recv_fd(channel: libc::c_int) -> io::Result<Option<libc::c_int>> {
 }
 
 /// Sends `payload` (one message on a SEQPACKET socket) with an optional descriptor attached.
-pub fn send_with_fd(channel: libc::c_int, payload: &[u8], fd: Option<libc::c_int>) -> io::Result<()> {
-    let mut iov = libc::iovec { iov_base: payload.as_ptr() as *mut libc::c_void, iov_len: payload.len() };
+pub fn send_with_fd(
+    channel: libc::c_int,
+    payload: &[u8],
+    fd: Option<libc::c_int>,
+) -> io::Result<()> {
+    let mut iov = libc::iovec {
+        iov_base: payload.as_ptr() as *mut libc::c_void,
+        iov_len: payload.len(),
+    };
     // SAFETY: CMSG_SPACE is a pure computation.
     let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
     let mut control = vec![0u8; space];
@@ -98,8 +121,14 @@ pub fn send_with_fd(channel: libc::c_int, payload: &[u8], fd: Option<libc::c_int
 
 /// Receives one message into `buf` and the descriptor attached to it, if any (close-on-exec).
 /// `Ok((0, None))` means the peer closed the channel.
-pub fn recv_with_fd(channel: libc::c_int, buf: &mut [u8]) -> io::Result<(usize, Option<libc::c_int>)> {
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+pub fn recv_with_fd(
+    channel: libc::c_int,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<libc::c_int>)> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
     // SAFETY: CMSG_SPACE is a pure computation.
     let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
     let mut control = vec![0u8; space];
@@ -120,10 +149,15 @@ pub fn recv_with_fd(channel: libc::c_int, buf: &mut [u8]) -> io::Result<(usize, 
     // SAFETY: the kernel filled msg's control buffer; CMSG_FIRSTHDR checks it is big enough.
     let fd = unsafe {
         let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        if cmsg.is_null() || (*cmsg).cmsg_level != libc::SOL_SOCKET || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
+        if cmsg.is_null()
+            || (*cmsg).cmsg_level != libc::SOL_SOCKET
+            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
+        {
             None
         } else {
-            Some(std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>()))
+            Some(std::ptr::read_unaligned(
+                libc::CMSG_DATA(cmsg).cast::<libc::c_int>(),
+            ))
         }
     };
     Ok((n as usize, fd))

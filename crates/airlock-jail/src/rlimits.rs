@@ -32,12 +32,18 @@ impl RlimitPlan {
 
 fn set(resource: libc::__rlimit_resource_t, value: Option<u64>) -> io::Result<()> {
     let Some(v) = value else { return Ok(()) };
-    let mut cur = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut cur = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: cur is a valid rlimit for getrlimit to fill.
     cvt(unsafe { libc::getrlimit(resource, &mut cur) })?;
     // Never raise above the inherited hard limit (that needs privileges and would fail).
     let v = v.min(cur.rlim_max);
-    let lim = libc::rlimit { rlim_cur: v, rlim_max: v };
+    let lim = libc::rlimit {
+        rlim_cur: v,
+        rlim_max: v,
+    };
     // SAFETY: lim is a valid rlimit.
     cvt(unsafe { libc::setrlimit(resource, &lim) })?;
     Ok(())

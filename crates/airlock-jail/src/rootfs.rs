@@ -29,4 +29,3 @@ pub struct RootfsError {
 #[cfg(test)]
 #[path = "rootfs_tests.rs"]
 mod tests;
-

@@ -107,7 +107,11 @@ fn builds_for_both_profiles_with_every_jump_in_bounds() {
         assert!(!program.is_empty());
         assert!(insns.len() <= 4096, "{} instructions", insns.len());
         // The search tree keeps the filter small (a flat table was ~750 instructions).
-        assert!(insns.len() < 450, "{} instructions: the range tree should stay small", insns.len());
+        assert!(
+            insns.len() < 450,
+            "{} instructions: the range tree should stay small",
+            insns.len()
+        );
         let last = insns[insns.len() - 1];
         assert_eq!(
             u32::from(last.code),
@@ -442,12 +446,30 @@ fn set_id_modes_are_refused_wherever_a_mode_is_passed() {
         (libc::SYS_mknodat, 2),
     ];
     #[cfg(target_arch = "x86_64")]
-    rows.extend([(libc::SYS_chmod, 1), (libc::SYS_open, 2), (libc::SYS_creat, 1), (libc::SYS_mknod, 1)]);
+    rows.extend([
+        (libc::SYS_chmod, 1),
+        (libc::SYS_open, 2),
+        (libc::SYS_creat, 1),
+        (libc::SYS_mknod, 1),
+    ]);
     for (nr, i) in rows {
-        for mode in [0o4755u64, 0o2755, 0o6777, 0o104755, 0xffff_0000_0000_0000 | 0o4755] {
+        for mode in [
+            0o4755u64,
+            0o2755,
+            0o6777,
+            0o104755,
+            0xffff_0000_0000_0000 | 0o4755,
+        ] {
             assert_eq!(at(nr, six(i, mode)), EPERM, "syscall {nr} mode {mode:#o}");
         }
-        for mode in [0o755u64, 0o644, 0o1777, 0o100644, 0, 0xffff_0000_0000_0000 | 0o755] {
+        for mode in [
+            0o755u64,
+            0o644,
+            0o1777,
+            0o100644,
+            0,
+            0xffff_0000_0000_0000 | 0o755,
+        ] {
             assert_eq!(at(nr, six(i, mode)), ALLOW, "syscall {nr} mode {mode:#o}");
         }
     }

@@ -36,7 +36,10 @@ pub enum BoxMain {
     /// no_new_privs, seccomp), keep only stderr and `keep_fd` open (stdin and stdout become
     /// /dev/null), then call `main` (e.g. the agent's serve loop) and exit with what it returns.
     /// Every process it starts inherits the restrictions.
-    Serve { keep_fd: libc::c_int, main: Box<dyn Fn() -> i32> },
+    Serve {
+        keep_fd: libc::c_int,
+        main: Box<dyn Fn() -> i32>,
+    },
 }
 
 /// Everything a box needs, prepared before it is started (the box's side only executes it).
@@ -88,7 +91,10 @@ pub enum SpawnError {
     #[error("cannot create the box's namespaces: {0}; check that unprivileged user namespaces are enabled (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)")]
     Clone(#[source] io::Error),
     #[error("cannot write the box's {file}: {source}")]
-    IdMap { file: &'static str, source: io::Error },
+    IdMap {
+        file: &'static str,
+        source: io::Error,
+    },
     #[error("cannot prepare the box: {0}")]
     Prepare(#[source] io::Error),
     #[error("cannot place the box in its cgroup: {0}")]
@@ -202,7 +208,12 @@ pub fn spawn(
     let pid = ret as libc::pid_t;
     close(go_r);
     close(st_w);
-    let started = SpawnedBox { pid, pidfd, status_fd: st_r, go_fd: go_w };
+    let started = SpawnedBox {
+        pid,
+        pidfd,
+        status_fd: st_r,
+        go_fd: go_w,
+    };
     let release = write_id_maps(pid, &spec.ids)
         .and_then(|_| place(pid).map_err(SpawnError::Place))
         .and_then(|_| write_all(go_w, b"g").map_err(SpawnError::Prepare));
@@ -219,11 +230,18 @@ pub fn spawn(
 
 fn write_id_maps(pid: libc::pid_t, ids: &IdMap) -> Result<(), SpawnError> {
     let write = |file: &'static str, text: String| {
-        std::fs::write(format!("/proc/{pid}/{file}"), text).map_err(|source| SpawnError::IdMap { file, source })
+        std::fs::write(format!("/proc/{pid}/{file}"), text)
+            .map_err(|source| SpawnError::IdMap { file, source })
     };
-    write("uid_map", format!("{} {} 1\n", ids.inside_uid, ids.host_uid))?;
+    write(
+        "uid_map",
+        format!("{} {} 1\n", ids.inside_uid, ids.host_uid),
+    )?;
     write("setgroups", "deny\n".into())?;
-    write("gid_map", format!("{} {} 1\n", ids.inside_gid, ids.host_gid))?;
+    write(
+        "gid_map",
+        format!("{} {} 1\n", ids.inside_gid, ids.host_gid),
+    )?;
     Ok(())
 }
 
@@ -231,7 +249,15 @@ impl SpawnedBox {
     /// Sends a signal to the box's init (race-free through the pidfd).
     pub fn signal(&self, sig: libc::c_int) -> io::Result<()> {
         // SAFETY: pidfd is a valid pidfd owned by self; the info pointer may be null.
-        cvt_long(unsafe { libc::syscall(libc::SYS_pidfd_send_signal, self.pidfd, sig, std::ptr::null::<libc::siginfo_t>(), 0) })?;
+        cvt_long(unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.pidfd,
+                sig,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            )
+        })?;
         Ok(())
     }
 

@@ -26,7 +26,10 @@ pub(crate) fn cstring(s: impl Into<Vec<u8>>) -> io::Result<CString> {
     CString::new(s).map_err(|e| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{:?} contains a NUL byte", String::from_utf8_lossy(&e.into_vec())),
+            format!(
+                "{:?} contains a NUL byte",
+                String::from_utf8_lossy(&e.into_vec())
+            ),
         )
     })
 }

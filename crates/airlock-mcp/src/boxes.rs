@@ -16,13 +16,21 @@ use std::time::{Duration, Instant};
 /// thread that forked it: implementations fork from threads that live as long as the program.
 pub trait StartBox: Send + Sync {
     /// Starts a box under `policy`.
-    fn start(&self, policy: &ResolvedPolicy, opts: &SandboxOptions) -> Result<RemoteSandbox, SandboxError>;
+    fn start(
+        &self,
+        policy: &ResolvedPolicy,
+        opts: &SandboxOptions,
+    ) -> Result<RemoteSandbox, SandboxError>;
 
     /// A box this starter started has ended (its slot let it go); for starters that count.
     fn ended(&self) {}
 }
 
-type Job = (ResolvedPolicy, SandboxOptions, Sender<Result<RemoteSandbox, SandboxError>>);
+type Job = (
+    ResolvedPolicy,
+    SandboxOptions,
+    Sender<Result<RemoteSandbox, SandboxError>>,
+);
 
 /// A [`StartBox`] with one permanent thread (for `airlock mcp` over stdio).
 pub struct ThreadStarter {
@@ -33,25 +41,46 @@ impl ThreadStarter {
     /// Starts the thread that runs `exe sandbox-host` on request.
     pub fn new(exe: PathBuf) -> std::io::Result<ThreadStarter> {
         let (tx, rx) = channel::<Job>();
-        std::thread::Builder::new().name("mcp-box-starter".into()).spawn(move || {
-            while let Ok((policy, opts, reply)) = rx.recv() {
-                if let Err(Ok(orphan)) = reply.send(RemoteSandbox::start(&exe, &policy, &opts)).map_err(|e| e.0) {
-                    orphan.kill();
+        std::thread::Builder::new()
+            .name("mcp-box-starter".into())
+            .spawn(move || {
+                while let Ok((policy, opts, reply)) = rx.recv() {
+                    if let Err(Ok(orphan)) = reply
+                        .send(RemoteSandbox::start(&exe, &policy, &opts))
+                        .map_err(|e| e.0)
+                    {
+                        orphan.kill();
+                    }
                 }
-            }
-        })?;
-        Ok(ThreadStarter { jobs: Mutex::new(tx) })
+            })?;
+        Ok(ThreadStarter {
+            jobs: Mutex::new(tx),
+        })
     }
 }
 
 impl StartBox for ThreadStarter {
-    fn start(&self, policy: &ResolvedPolicy, opts: &SandboxOptions) -> Result<RemoteSandbox, SandboxError> {
+    fn start(
+        &self,
+        policy: &ResolvedPolicy,
+        opts: &SandboxOptions,
+    ) -> Result<RemoteSandbox, SandboxError> {
         let (reply, answer) = channel();
-        let sent = self.jobs.lock().unwrap_or_else(PoisonError::into_inner).send((policy.clone(), opts.clone(), reply));
+        let sent = self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send((policy.clone(), opts.clone(), reply));
         if sent.is_err() {
-            return Err(SandboxError::Io(std::io::Error::other("the box starter thread is gone")));
+            return Err(SandboxError::Io(std::io::Error::other(
+                "the box starter thread is gone",
+            )));
         }
-        answer.recv().map_err(|_| SandboxError::Io(std::io::Error::other("the box starter thread died while starting a box")))?
+        answer.recv().map_err(|_| {
+            SandboxError::Io(std::io::Error::other(
+                "the box starter thread died while starting a box",
+            ))
+        })?
     }
 }
 
@@ -67,10 +96,17 @@ pub struct LiveBox {
 impl LiveBox {
     /// Network refusals recorded since the last call, one readable line each.
     pub fn new_denials(&mut self) -> Vec<String> {
-        let Some((path, seen)) = &mut self.net_log else { return Vec::new() };
-        let Ok(all) = std::fs::read(&*path) else { return Vec::new() };
+        let Some((path, seen)) = &mut self.net_log else {
+            return Vec::new();
+        };
+        let Ok(all) = std::fs::read(&*path) else {
+            return Vec::new();
+        };
         let start = (*seen as usize).min(all.len());
-        let end = all[start..].iter().rposition(|b| *b == b'\n').map_or(start, |i| start + i + 1);
+        let end = all[start..]
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(start, |i| start + i + 1);
         *seen = end as u64;
         String::from_utf8_lossy(&all[start..end])
             .lines()
@@ -78,7 +114,10 @@ impl LiveBox {
             .filter(|v| v["decision"] == "deny")
             .map(|v| {
                 let target = format!("{}:{}", v["host"].as_str().unwrap_or("?"), v["port"]);
-                let msg = v["message"].as_str().map(str::to_string).unwrap_or_else(|| v["reason"].as_str().unwrap_or("not allowed").to_string());
+                let msg = v["message"]
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v["reason"].as_str().unwrap_or("not allowed").to_string());
                 format!("airlock refused a network connection to {target}: {msg}")
             })
             .collect()
@@ -111,9 +150,20 @@ fn new_net_log() -> std::io::Result<std::path::PathBuf> {
     let mut last = None;
     for _ in 0..16 {
         let n = NEXT_LOG.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-        let path = std::env::temp_dir().join(format!("airlock-mcp-{}-{n}-{nanos:x}.jsonl", std::process::id()));
-        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = std::env::temp_dir().join(format!(
+            "airlock-mcp-{}-{n}-{nanos:x}.jsonl",
+            std::process::id()
+        ));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
             Ok(_) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
             Err(e) => return Err(e),
@@ -125,7 +175,12 @@ fn new_net_log() -> std::io::Result<std::path::PathBuf> {
 impl BoxSlot {
     /// An empty slot: nothing runs until [`BoxSlot::get`].
     pub fn new(policy: ResolvedPolicy, starter: Arc<dyn StartBox>) -> BoxSlot {
-        BoxSlot { policy, starter, live: None, last_used: Instant::now() }
+        BoxSlot {
+            policy,
+            starter,
+            live: None,
+            last_used: Instant::now(),
+        }
     }
 
     /// The box, started now if there is none.
@@ -135,16 +190,27 @@ impl BoxSlot {
             let net_log = match self.policy.network {
                 NetworkMode::Proxy => Some(new_net_log().map_err(|e| SandboxError::Setup {
                     stage: "network log".into(),
-                    message: format!("cannot create it in {}: {e}; point TMPDIR at a writable directory", std::env::temp_dir().display()),
+                    message: format!(
+                        "cannot create it in {}: {e}; point TMPDIR at a writable directory",
+                        std::env::temp_dir().display()
+                    ),
                 })?),
                 _ => None,
             };
-            let opts = SandboxOptions { audit: net_log.clone() };
+            let opts = SandboxOptions {
+                audit: net_log.clone(),
+            };
             let sandbox = self.starter.start(&self.policy, &opts)?;
-            self.live = Some(LiveBox { sandbox, contexts: HashMap::new(), net_log: net_log.map(|p| (p, 0)) });
+            self.live = Some(LiveBox {
+                sandbox,
+                contexts: HashMap::new(),
+                net_log: net_log.map(|p| (p, 0)),
+            });
         }
         self.last_used = Instant::now();
-        self.live.as_mut().ok_or(SandboxError::Agent(airlock_runtime::AgentError::Closed))
+        self.live
+            .as_mut()
+            .ok_or(SandboxError::Agent(airlock_runtime::AgentError::Closed))
     }
 
     /// Ends the box (the next call starts a fresh one).

@@ -33,7 +33,10 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     fn text(text: impl Into<String>, is_error: bool) -> ToolOutput {
-        ToolOutput { content: vec![ContentBlock::text(text)], is_error }
+        ToolOutput {
+            content: vec![ContentBlock::text(text)],
+            is_error,
+        }
     }
 
     fn denied(d: &Denial) -> ToolOutput {
@@ -61,20 +64,29 @@ fn arg_str<'a>(args: &'a JsonObject, key: &str) -> Result<Option<&'a str>, ToolO
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ToolOutput::text(format!("bad arguments: {key} must be a string"), true)),
+        Some(_) => Err(ToolOutput::text(
+            format!("bad arguments: {key} must be a string"),
+            true,
+        )),
     }
 }
 
 fn required<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, ToolOutput> {
-    arg_str(args, key)?.ok_or_else(|| ToolOutput::text(format!("bad arguments: {key} is required"), true))
+    arg_str(args, key)?
+        .ok_or_else(|| ToolOutput::text(format!("bad arguments: {key} is required"), true))
 }
 
 fn timeout(args: &JsonObject) -> Result<Duration, ToolOutput> {
     match args.get("timeout") {
         None | Some(Value::Null) => Ok(DEFAULT_TIMEOUT),
         Some(v) => match v.as_f64() {
-            Some(t) if t.is_finite() && t > 0.0 && t <= MAX_TIMEOUT_S => Ok(Duration::from_secs_f64(t)),
-            _ => Err(ToolOutput::text(format!("bad arguments: timeout must be seconds between 0 and {MAX_TIMEOUT_S}"), true)),
+            Some(t) if t.is_finite() && t > 0.0 && t <= MAX_TIMEOUT_S => {
+                Ok(Duration::from_secs_f64(t))
+            }
+            _ => Err(ToolOutput::text(
+                format!("bad arguments: timeout must be seconds between 0 and {MAX_TIMEOUT_S}"),
+                true,
+            )),
         },
     }
 }
@@ -100,7 +112,8 @@ pub fn call(tool: ToolName, args: &JsonObject, env: &CallEnv, slot: &mut BoxSlot
 
 /// The box, or a result saying why there is none.
 fn live(slot: &mut BoxSlot) -> Result<&mut LiveBox, ToolOutput> {
-    slot.get().map_err(|e| ToolOutput::text(format!("airlock could not start the sandbox: {e}"), true))
+    slot.get()
+        .map_err(|e| ToolOutput::text(format!("airlock could not start the sandbox: {e}"), true))
 }
 
 /// A failure of the box itself: the box is ended so that the next call starts a fresh one.
@@ -114,7 +127,10 @@ fn language(name: Option<&str>) -> Result<(Language, &'static str), ToolOutput> 
         "python" => Ok((Language::Python, "python")),
         "javascript" | "js" => Ok((Language::JavaScript, "javascript")),
         "bash" => Ok((Language::Bash, "bash")),
-        other => Err(ToolOutput::text(format!("bad arguments: unknown language {other:?}; use python, javascript or bash"), true)),
+        other => Err(ToolOutput::text(
+            format!("bad arguments: unknown language {other:?}; use python, javascript or bash"),
+            true,
+        )),
     }
 }
 
@@ -139,11 +155,20 @@ fn run_code(args: &JsonObject, slot: &mut BoxSlot) -> Result<ToolOutput, ToolOut
     }
     let mut collected = Collected::default();
     let ran = {
-        let LiveBox { sandbox, contexts, .. } = &mut *live;
+        let LiveBox {
+            sandbox, contexts, ..
+        } = &mut *live;
         let Some(ctx) = contexts.get_mut(&ctx_name) else {
-            return Err(ToolOutput::text("the interpreter context vanished; retry", true));
+            return Err(ToolOutput::text(
+                "the interpreter context vanished; retry",
+                true,
+            ));
         };
-        sandbox.session().run_code(ctx, code, &BTreeMap::new(), Some(limit), |e| collected.add(e))
+        sandbox
+            .session()
+            .run_code(ctx, code, &BTreeMap::new(), Some(limit), |e| {
+                collected.add(e)
+            })
     };
     match ran {
         Ok(end) => {
@@ -153,7 +178,10 @@ fn run_code(args: &JsonObject, slot: &mut BoxSlot) -> Result<ToolOutput, ToolOut
                 "ok" => {}
                 "interrupted" => {
                     out.is_error = true;
-                    out.content.push(ContentBlock::text(format!("interrupted after the {} s timeout; the context keeps its state", limit.as_secs_f64())));
+                    out.content.push(ContentBlock::text(format!(
+                        "interrupted after the {} s timeout; the context keeps its state",
+                        limit.as_secs_f64()
+                    )));
                 }
                 _ => out.is_error = true,
             }
@@ -187,7 +215,8 @@ impl Collected {
 
     fn flush(&mut self) {
         if !self.text.is_empty() {
-            self.blocks.push(ContentBlock::text(std::mem::take(&mut self.text)));
+            self.blocks
+                .push(ContentBlock::text(std::mem::take(&mut self.text)));
         }
     }
 
@@ -197,13 +226,18 @@ impl Collected {
             CodeEvent::Display(data) | CodeEvent::Result(data) => {
                 if let Some(png) = data.get("image/png").and_then(Value::as_str) {
                     self.flush();
-                    self.blocks.push(ContentBlock::image(png.to_string(), "image/png"));
+                    self.blocks
+                        .push(ContentBlock::image(png.to_string(), "image/png"));
                 } else if let Some(text) = data.get("text/plain").and_then(Value::as_str) {
                     self.push_text(text);
                     self.push_text("\n");
                 }
             }
-            CodeEvent::Error { name, value, traceback } => {
+            CodeEvent::Error {
+                name,
+                value,
+                traceback,
+            } => {
                 self.failed = true;
                 if traceback.is_empty() {
                     self.push_text(&format!("{name}: {value}\n"));
@@ -220,7 +254,10 @@ impl Collected {
         if self.blocks.is_empty() {
             self.blocks.push(ContentBlock::text("(no output)"));
         }
-        ToolOutput { content: self.blocks, is_error: self.failed }
+        ToolOutput {
+            content: self.blocks,
+            is_error: self.failed,
+        }
     }
 }
 
@@ -228,14 +265,23 @@ fn run_command(args: &JsonObject, slot: &mut BoxSlot) -> Result<ToolOutput, Tool
     let command = required(args, "command")?;
     let limit = timeout(args)?;
     let live = live(slot)?;
-    let ran = live.sandbox.exec(&["/bin/sh", "-c", command], &[], None, Some(limit), OUTPUT_CAP);
+    let ran = live.sandbox.exec(
+        &["/bin/sh", "-c", command],
+        &[],
+        None,
+        Some(limit),
+        OUTPUT_CAP,
+    );
     let out = match ran {
         Ok(out) => out,
         Err(e) => return Err(box_failed(slot, &e)),
     };
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.stderr.is_empty() {
-        text.push_str(&format!("\n[stderr]\n{}", String::from_utf8_lossy(&out.stderr)));
+        text.push_str(&format!(
+            "\n[stderr]\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     let status = match (out.timed_out, out.exit_code, out.signal) {
         (true, _, _) => format!("[killed after the {} s timeout]", limit.as_secs_f64()),
@@ -264,64 +310,129 @@ impl Write for Capped {
     }
 }
 
-fn read_file(args: &JsonObject, env: &CallEnv, slot: &mut BoxSlot) -> Result<ToolOutput, ToolOutput> {
+fn read_file(
+    args: &JsonObject,
+    env: &CallEnv,
+    slot: &mut BoxSlot,
+) -> Result<ToolOutput, ToolOutput> {
     let path = required(args, "path")?;
-    let full = env.roots.check(path, false).map_err(|why| ToolOutput::denied(&Denial::path(&format!("read {path}"), &why)))?;
+    let full = env
+        .roots
+        .check(path, false)
+        .map_err(|why| ToolOutput::denied(&Denial::path(&format!("read {path}"), &why)))?;
     let full = full.to_string_lossy();
     let live = live(slot)?;
     let mut data = Capped(Vec::new());
     match live.sandbox.session().read_file_to(&full, &mut data) {
         Ok(_) => {}
-        Err(SandboxError::Agent(e)) if !matches!(e, airlock_runtime::AgentError::Closed) => return Ok(ToolOutput::text(format!("cannot read {full}: {e}"), true)),
-        Err(SandboxError::Io(e)) => return Ok(ToolOutput::text(format!("cannot read {full}: {e}"), true)),
+        Err(SandboxError::Agent(e)) if !matches!(e, airlock_runtime::AgentError::Closed) => {
+            return Ok(ToolOutput::text(format!("cannot read {full}: {e}"), true))
+        }
+        Err(SandboxError::Io(e)) => {
+            return Ok(ToolOutput::text(format!("cannot read {full}: {e}"), true))
+        }
         Err(e) => return Err(box_failed(slot, &e)),
     }
     Ok(match String::from_utf8(data.0) {
         Ok(text) => ToolOutput::text(text, false),
-        Err(e) => ToolOutput::text(format!("(binary file, base64)\n{}", base64::engine::general_purpose::STANDARD.encode(e.as_bytes())), false),
+        Err(e) => ToolOutput::text(
+            format!(
+                "(binary file, base64)\n{}",
+                base64::engine::general_purpose::STANDARD.encode(e.as_bytes())
+            ),
+            false,
+        ),
     })
 }
 
-fn write_file(args: &JsonObject, env: &CallEnv, slot: &mut BoxSlot) -> Result<ToolOutput, ToolOutput> {
+fn write_file(
+    args: &JsonObject,
+    env: &CallEnv,
+    slot: &mut BoxSlot,
+) -> Result<ToolOutput, ToolOutput> {
     let path = required(args, "path")?;
     let content = required(args, "content")?;
-    let full = env.roots.check(path, true).map_err(|why| ToolOutput::denied(&Denial::path(&format!("write {path}"), &why)))?;
+    let full = env
+        .roots
+        .check(path, true)
+        .map_err(|why| ToolOutput::denied(&Denial::path(&format!("write {path}"), &why)))?;
     let full = full.to_string_lossy();
     let live = live(slot)?;
     let session = live.sandbox.session();
-    let parent = Path::new(&*full).parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let parent = Path::new(&*full)
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if let Err(e) = session.make_dir(&parent, true) {
         return match e {
-            SandboxError::Agent(e) if !matches!(e, airlock_runtime::AgentError::Closed) => Ok(ToolOutput::text(format!("cannot create {parent}: {e}"), true)),
+            SandboxError::Agent(e) if !matches!(e, airlock_runtime::AgentError::Closed) => Ok(
+                ToolOutput::text(format!("cannot create {parent}: {e}"), true),
+            ),
             e => Err(box_failed(slot, &e)),
         };
     }
     match session.write_file(&full, content.as_bytes()) {
-        Ok(()) => Ok(ToolOutput::text(format!("wrote {} bytes to {full}", content.len()), false)),
-        Err(SandboxError::Agent(e)) if !matches!(e, airlock_runtime::AgentError::Closed) => Ok(ToolOutput::text(format!("cannot write {full}: {e}"), true)),
+        Ok(()) => Ok(ToolOutput::text(
+            format!("wrote {} bytes to {full}", content.len()),
+            false,
+        )),
+        Err(SandboxError::Agent(e)) if !matches!(e, airlock_runtime::AgentError::Closed) => {
+            Ok(ToolOutput::text(format!("cannot write {full}: {e}"), true))
+        }
         Err(e) => Err(box_failed(slot, &e)),
     }
 }
 
-fn list_files(args: &JsonObject, env: &CallEnv, slot: &mut BoxSlot) -> Result<ToolOutput, ToolOutput> {
+fn list_files(
+    args: &JsonObject,
+    env: &CallEnv,
+    slot: &mut BoxSlot,
+) -> Result<ToolOutput, ToolOutput> {
     let cwd = env.roots.cwd().to_string_lossy().into_owned();
     let path = arg_str(args, "path")?.unwrap_or(&cwd).to_string();
     let depth = match args.get("depth") {
         None | Some(Value::Null) => 1,
         Some(v) => match v.as_u64() {
             Some(d) if (1..=MAX_DEPTH).contains(&d) => d as u32,
-            _ => return Err(ToolOutput::text(format!("bad arguments: depth must be an integer from 1 to {MAX_DEPTH}"), true)),
+            _ => {
+                return Err(ToolOutput::text(
+                    format!("bad arguments: depth must be an integer from 1 to {MAX_DEPTH}"),
+                    true,
+                ))
+            }
         },
     };
-    let full = env.roots.check(&path, false).map_err(|why| ToolOutput::denied(&Denial::path(&format!("list {path}"), &why)))?;
+    let full = env
+        .roots
+        .check(&path, false)
+        .map_err(|why| ToolOutput::denied(&Denial::path(&format!("list {path}"), &why)))?;
     let full = full.to_string_lossy();
     let live = live(slot)?;
     match live.sandbox.session().list_dir(&full, depth) {
         Ok(entries) => {
-            let lines: Vec<String> = entries.iter().map(|e| format!("{:<9} {:>10}  {}", format!("{:?}", e.kind).to_lowercase(), e.size, e.path)).collect();
-            Ok(ToolOutput::text(if lines.is_empty() { format!("{full} is empty") } else { lines.join("\n") }, false))
+            let lines: Vec<String> = entries
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{:<9} {:>10}  {}",
+                        format!("{:?}", e.kind).to_lowercase(),
+                        e.size,
+                        e.path
+                    )
+                })
+                .collect();
+            Ok(ToolOutput::text(
+                if lines.is_empty() {
+                    format!("{full} is empty")
+                } else {
+                    lines.join("\n")
+                },
+                false,
+            ))
         }
-        Err(SandboxError::Agent(e)) if !matches!(e, airlock_runtime::AgentError::Closed) => Ok(ToolOutput::text(format!("cannot list {full}: {e}"), true)),
+        Err(SandboxError::Agent(e)) if !matches!(e, airlock_runtime::AgentError::Closed) => {
+            Ok(ToolOutput::text(format!("cannot list {full}: {e}"), true))
+        }
         Err(e) => Err(box_failed(slot, &e)),
     }
 }

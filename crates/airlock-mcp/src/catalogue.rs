@@ -32,7 +32,14 @@ pub enum ToolEffect {
 
 impl ToolName {
     /// Every tool, in listing order.
-    pub const ALL: [ToolName; 6] = [ToolName::RunCode, ToolName::RunCommand, ToolName::ReadFile, ToolName::WriteFile, ToolName::ListFiles, ToolName::SandboxInfo];
+    pub const ALL: [ToolName; 6] = [
+        ToolName::RunCode,
+        ToolName::RunCommand,
+        ToolName::ReadFile,
+        ToolName::WriteFile,
+        ToolName::ListFiles,
+        ToolName::SandboxInfo,
+    ];
 
     /// The tool's name on the wire.
     pub fn as_str(self) -> &'static str {
@@ -99,7 +106,10 @@ impl Catalogue {
 
     /// The tools offered, in order.
     pub fn offered(&self) -> Vec<ToolName> {
-        ToolName::ALL.into_iter().filter(|t| self.check(t.as_str()).is_ok()).collect()
+        ToolName::ALL
+            .into_iter()
+            .filter(|t| self.check(t.as_str()).is_ok())
+            .collect()
     }
 }
 
@@ -111,20 +121,35 @@ pub fn reach(policy: &ResolvedPolicy, roots: &Roots) -> String {
         roots
             .list()
             .iter()
-            .map(|r| format!("{} ({})", r.path.display(), if r.writable { "read-write" } else { "read-only" }))
+            .map(|r| {
+                format!(
+                    "{} ({})",
+                    r.path.display(),
+                    if r.writable {
+                        "read-write"
+                    } else {
+                        "read-only"
+                    }
+                )
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
     let net = match policy.network {
         NetworkMode::None => "no network at all (loopback only; DNS does not resolve)".to_string(),
         NetworkMode::Host => "the host's network, unfiltered".to_string(),
-        NetworkMode::Proxy if policy.egress.allow_domain.is_empty() && policy.egress.allow_ip.is_empty() => {
+        NetworkMode::Proxy
+            if policy.egress.allow_domain.is_empty() && policy.egress.allow_ip.is_empty() =>
+        {
             "an egress proxy that allows nothing (every connection is refused)".to_string()
         }
         NetworkMode::Proxy => {
             let mut allowed: Vec<String> = policy.egress.allow_domain.clone();
             allowed.extend(policy.egress.allow_ip.iter().cloned());
-            format!("HTTP(S)/SOCKS through airlock's egress proxy to these destinations only: {}", allowed.join(", "))
+            format!(
+                "HTTP(S)/SOCKS through airlock's egress proxy to these destinations only: {}",
+                allowed.join(", ")
+            )
         }
     };
     format!(

@@ -19,7 +19,10 @@ pub struct Denial {
 impl Denial {
     /// The text shown to the model.
     pub fn text(&self) -> String {
-        format!("airlock refused: {}. Rule: {}. To allow it: {}.", self.what, self.rule, self.remedy)
+        format!(
+            "airlock refused: {}. Rule: {}. To allow it: {}.",
+            self.what, self.rule, self.remedy
+        )
     }
 
     /// A tool that is not offered (or not offered any more) was called anyway.
@@ -44,7 +47,11 @@ impl Denial {
 
     /// A path outside the box's grants.
     pub fn path(action: &str, why: &PathDenied) -> Denial {
-        Denial { what: format!("{action}: {why}"), rule: "file tools may only touch the directories granted to the box".into(), remedy: why.remedy() }
+        Denial {
+            what: format!("{action}: {why}"),
+            rule: "file tools may only touch the directories granted to the box".into(),
+            remedy: why.remedy(),
+        }
     }
 }
 

@@ -55,7 +55,10 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
 }
 
 /// Parses `read_*,search` (commas; repeated flags are concatenated by the caller).
-pub fn parse_patterns(flag: &'static str, values: &[String]) -> Result<Vec<ToolPattern>, PatternError> {
+pub fn parse_patterns(
+    flag: &'static str,
+    values: &[String],
+) -> Result<Vec<ToolPattern>, PatternError> {
     let mut out = Vec::new();
     for value in values {
         for part in value.split(',') {
@@ -63,8 +66,14 @@ pub fn parse_patterns(flag: &'static str, values: &[String]) -> Result<Vec<ToolP
             if part.is_empty() {
                 return Err(PatternError::Empty { flag });
             }
-            if !part.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-./*?".contains(&b)) {
-                return Err(PatternError::BadChar { flag, pattern: part.to_string() });
+            if !part
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-./*?".contains(&b))
+            {
+                return Err(PatternError::BadChar {
+                    flag,
+                    pattern: part.to_string(),
+                });
             }
             out.push(ToolPattern(part.to_string()));
         }
@@ -77,9 +86,13 @@ pub fn parse_patterns(flag: &'static str, values: &[String]) -> Result<Vec<ToolP
 pub enum ToolVerdict {
     Allowed,
     /// An allow list is set and no pattern in it matches.
-    NotAllowed { allow: String },
+    NotAllowed {
+        allow: String,
+    },
     /// A deny pattern matches.
-    Denied { pattern: String },
+    Denied {
+        pattern: String,
+    },
 }
 
 /// `--tools` (allow list; empty = every tool) and `--deny-tools` (deny list; wins).
@@ -92,16 +105,28 @@ pub struct ToolFilter {
 impl ToolFilter {
     /// Builds the filter from the flags' values.
     pub fn from_flags(tools: &[String], deny_tools: &[String]) -> Result<ToolFilter, PatternError> {
-        Ok(ToolFilter { allow: parse_patterns("--tools", tools)?, deny: parse_patterns("--deny-tools", deny_tools)? })
+        Ok(ToolFilter {
+            allow: parse_patterns("--tools", tools)?,
+            deny: parse_patterns("--deny-tools", deny_tools)?,
+        })
     }
 
     /// Whether `name` may be listed and called.
     pub fn verdict(&self, name: &str) -> ToolVerdict {
         if let Some(p) = self.deny.iter().find(|p| p.matches(name)) {
-            return ToolVerdict::Denied { pattern: p.as_str().to_string() };
+            return ToolVerdict::Denied {
+                pattern: p.as_str().to_string(),
+            };
         }
         if !self.allow.is_empty() && !self.allow.iter().any(|p| p.matches(name)) {
-            return ToolVerdict::NotAllowed { allow: self.allow.iter().map(ToolPattern::as_str).collect::<Vec<_>>().join(",") };
+            return ToolVerdict::NotAllowed {
+                allow: self
+                    .allow
+                    .iter()
+                    .map(ToolPattern::as_str)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            };
         }
         ToolVerdict::Allowed
     }

@@ -25,13 +25,30 @@ fn globs_match_whole_names() {
 fn deny_wins_and_allow_list_narrows() {
     let f = ToolFilter::from_flags(&["read_*,list_*".into()], &["read_secret".into()]).unwrap();
     assert_eq!(f.verdict("read_file"), ToolVerdict::Allowed);
-    assert_eq!(f.verdict("read_secret"), ToolVerdict::Denied { pattern: "read_secret".into() });
-    assert!(matches!(f.verdict("write_file"), ToolVerdict::NotAllowed { .. }));
-    assert_eq!(ToolFilter::default().verdict("anything"), ToolVerdict::Allowed);
+    assert_eq!(
+        f.verdict("read_secret"),
+        ToolVerdict::Denied {
+            pattern: "read_secret".into()
+        }
+    );
+    assert!(matches!(
+        f.verdict("write_file"),
+        ToolVerdict::NotAllowed { .. }
+    ));
+    assert_eq!(
+        ToolFilter::default().verdict("anything"),
+        ToolVerdict::Allowed
+    );
 }
 
 #[test]
 fn bad_patterns_are_refused() {
-    assert_eq!(parse_patterns("--tools", &["a,,b".into()]), Err(PatternError::Empty { flag: "--tools" }));
-    assert!(matches!(parse_patterns("--deny-tools", &["a b".into()]), Err(PatternError::BadChar { .. })));
+    assert_eq!(
+        parse_patterns("--tools", &["a,,b".into()]),
+        Err(PatternError::Empty { flag: "--tools" })
+    );
+    assert!(matches!(
+        parse_patterns("--deny-tools", &["a b".into()]),
+        Err(PatternError::BadChar { .. })
+    ));
 }

@@ -29,7 +29,11 @@ pub enum PathDenied {
     #[error("{path} is hidden by the policy's deny rule {rule}")]
     Hidden { path: String, rule: String },
     #[error("{path} is inside {root}, which this box may read but not write ({grant})")]
-    ReadOnly { path: String, root: String, grant: &'static str },
+    ReadOnly {
+        path: String,
+        root: String,
+        grant: &'static str,
+    },
 }
 
 impl PathDenied {
@@ -58,19 +62,51 @@ impl Roots {
     pub fn of(policy: &ResolvedPolicy) -> Roots {
         let cwd = policy.cwd.clone();
         match &policy.filesystem {
-            FilesystemPolicy::Host => Roots { roots: None, deny: Vec::new(), cwd },
-            FilesystemPolicy::Isolated { workspace, grants, deny } => {
+            FilesystemPolicy::Host => Roots {
+                roots: None,
+                deny: Vec::new(),
+                cwd,
+            },
+            FilesystemPolicy::Isolated {
+                workspace,
+                grants,
+                deny,
+            } => {
                 let mut roots = Vec::new();
                 if let Some(ws) = workspace {
-                    roots.push(Root { path: ws.inside.clone(), writable: ws.access == Access::ReadWrite, source: "the workspace" });
+                    roots.push(Root {
+                        path: ws.inside.clone(),
+                        writable: ws.access == Access::ReadWrite,
+                        source: "the workspace",
+                    });
                 }
                 for g in grants {
-                    let source = if g.access == Access::ReadWrite { "a --write grant" } else { "a --read grant" };
-                    roots.push(Root { path: g.inside.clone(), writable: g.access == Access::ReadWrite, source });
+                    let source = if g.access == Access::ReadWrite {
+                        "a --write grant"
+                    } else {
+                        "a --read grant"
+                    };
+                    roots.push(Root {
+                        path: g.inside.clone(),
+                        writable: g.access == Access::ReadWrite,
+                        source,
+                    });
                 }
-                roots.push(Root { path: "/tmp".into(), writable: true, source: "the box's scratch /tmp" });
-                roots.push(Root { path: INSIDE_HOME.into(), writable: true, source: "the box's scratch home" });
-                Roots { roots: Some(roots), deny: deny.clone(), cwd }
+                roots.push(Root {
+                    path: "/tmp".into(),
+                    writable: true,
+                    source: "the box's scratch /tmp",
+                });
+                roots.push(Root {
+                    path: INSIDE_HOME.into(),
+                    writable: true,
+                    source: "the box's scratch home",
+                });
+                Roots {
+                    roots: Some(roots),
+                    deny: deny.clone(),
+                    cwd,
+                }
             }
         }
     }
@@ -90,17 +126,38 @@ impl Roots {
         if path.is_empty() {
             return Err(PathDenied::Empty);
         }
-        let full = normalize(&self.cwd.join(path)).ok_or_else(|| PathDenied::Escapes { path: path.to_string() })?;
+        let full = normalize(&self.cwd.join(path)).ok_or_else(|| PathDenied::Escapes {
+            path: path.to_string(),
+        })?;
         let shown = full.to_string_lossy().into_owned();
         if let Some(rule) = self.deny.iter().find(|d| full.starts_with(d)) {
-            return Err(PathDenied::Hidden { path: shown, rule: rule.to_string_lossy().into_owned() });
+            return Err(PathDenied::Hidden {
+                path: shown,
+                rule: rule.to_string_lossy().into_owned(),
+            });
         }
-        let Some(roots) = &self.roots else { return Ok(full) };
+        let Some(roots) = &self.roots else {
+            return Ok(full);
+        };
         // The most specific root decides (a writable grant inside a read-only workspace).
-        let best = roots.iter().filter(|r| full.starts_with(&r.path)).max_by_key(|r| r.path.components().count());
+        let best = roots
+            .iter()
+            .filter(|r| full.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count());
         match best {
-            None => Err(PathDenied::Outside { path: shown, roots: roots.iter().map(|r| r.path.to_string_lossy().into_owned()).collect::<Vec<_>>().join(", ") }),
-            Some(r) if write && !r.writable => Err(PathDenied::ReadOnly { path: shown, root: r.path.to_string_lossy().into_owned(), grant: r.source }),
+            None => Err(PathDenied::Outside {
+                path: shown,
+                roots: roots
+                    .iter()
+                    .map(|r| r.path.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+            Some(r) if write && !r.writable => Err(PathDenied::ReadOnly {
+                path: shown,
+                root: r.path.to_string_lossy().into_owned(),
+                grant: r.source,
+            }),
             Some(_) => Ok(full),
         }
     }

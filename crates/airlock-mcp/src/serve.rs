@@ -26,12 +26,26 @@ pub enum ServeError {
 
 /// Serves one MCP session on stdin/stdout until the client closes stdin; the session's box (if
 /// one was started) is ended before returning.
-pub fn serve_stdio(airlock_exe: PathBuf, settings: SessionSettings, idle: Duration) -> Result<(), ServeError> {
+pub fn serve_stdio(
+    airlock_exe: PathBuf,
+    settings: SessionSettings,
+    idle: Duration,
+) -> Result<(), ServeError> {
     let starter: Arc<dyn StartBox> = Arc::new(ThreadStarter::new(airlock_exe)?);
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let session = McpSession::new(Arc::new(SettingsSource::Fixed(Arc::new(settings))), starter, idle);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let session = McpSession::new(
+        Arc::new(SettingsSource::Fixed(Arc::new(settings))),
+        starter,
+        idle,
+    );
     let served = runtime.block_on(async move {
-        let running = session.serve(rmcp::transport::stdio()).await.map_err(|e| ServeError::Init(e.to_string()))?;
+        let running = session
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| ServeError::Init(e.to_string()))?;
         let _ = running.waiting().await;
         Ok(())
     });
@@ -56,5 +70,15 @@ pub fn http_service(
     // airlock does not answer), so the Host allowlist is not needed to stop DNS rebinding, and it
     // would refuse servers listening on a non-loopback address.
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
-    StreamableHttpService::new(move || Ok(McpSession::new(Arc::clone(&source), Arc::clone(&starter), idle)), Arc::new(manager), config)
+    StreamableHttpService::new(
+        move || {
+            Ok(McpSession::new(
+                Arc::clone(&source),
+                Arc::clone(&starter),
+                idle,
+            ))
+        },
+        Arc::new(manager),
+        config,
+    )
 }

@@ -11,8 +11,9 @@ use crate::pattern::ToolFilter;
 use crate::roots::Roots;
 use airlock_policy::ResolvedPolicy;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -43,13 +44,26 @@ impl SessionSettings {
                     serde_json::Value::Object(m) => m,
                     _ => serde_json::Map::new(),
                 };
-                let hints = ToolAnnotations::new().read_only(t.effect() == ToolEffect::Reads).destructive(t.effect() == ToolEffect::Writes);
+                let hints = ToolAnnotations::new()
+                    .read_only(t.effect() == ToolEffect::Reads)
+                    .destructive(t.effect() == ToolEffect::Writes);
                 Tool::new(t.as_str(), description(t, &reach), schema).with_annotations(hints)
             })
             .collect();
-        let receipt = airlock_runtime::BoxPlan::new(&policy, &["true".to_string()], &[]).map(|p| p.receipt.to_string()).unwrap_or_else(|e| format!("(the receipt cannot be computed: {e})"));
-        let info = format!("{reach}\n\nprofile {} · network {}\n{receipt}", policy.profile, policy.network);
-        SessionSettings { policy, catalogue, env: Arc::new(CallEnv { roots, info }), tools, reach }
+        let receipt = airlock_runtime::BoxPlan::new(&policy, &["true".to_string()], &[])
+            .map(|p| p.receipt.to_string())
+            .unwrap_or_else(|e| format!("(the receipt cannot be computed: {e})"));
+        let info = format!(
+            "{reach}\n\nprofile {} · network {}\n{receipt}",
+            policy.profile, policy.network
+        );
+        SessionSettings {
+            policy,
+            catalogue,
+            env: Arc::new(CallEnv { roots, info }),
+            tools,
+            reach,
+        }
     }
 
     /// The tools offered.
@@ -80,15 +94,33 @@ pub struct McpSession {
 
 impl McpSession {
     /// A session whose box (once started) ends after `idle` without calls.
-    pub fn new(source: Arc<SettingsSource>, starter: Arc<dyn StartBox>, idle: Duration) -> McpSession {
-        McpSession { source, settings: OnceLock::new(), starter, slot: OnceLock::new(), idle, reaper: AtomicBool::new(false) }
+    pub fn new(
+        source: Arc<SettingsSource>,
+        starter: Arc<dyn StartBox>,
+        idle: Duration,
+    ) -> McpSession {
+        McpSession {
+            source,
+            settings: OnceLock::new(),
+            starter,
+            slot: OnceLock::new(),
+            idle,
+            reaper: AtomicBool::new(false),
+        }
     }
 
-    fn settings(&self, ctx: &RequestContext<RoleServer>) -> Result<Arc<SessionSettings>, ErrorData> {
+    fn settings(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Arc<SessionSettings>, ErrorData> {
         let got = self.settings.get_or_init(|| match &*self.source {
             SettingsSource::Fixed(s) => Ok(Arc::clone(s)),
             SettingsSource::FromQuery(build) => {
-                let query = ctx.extensions.get::<http::request::Parts>().and_then(|p| p.uri.query().map(str::to_string)).unwrap_or_default();
+                let query = ctx
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .and_then(|p| p.uri.query().map(str::to_string))
+                    .unwrap_or_default();
                 build(&query).map(Arc::new)
             }
         });
@@ -96,7 +128,12 @@ impl McpSession {
     }
 
     fn slot(&self, settings: &SessionSettings) -> Arc<Mutex<BoxSlot>> {
-        Arc::clone(self.slot.get_or_init(|| Arc::new(Mutex::new(BoxSlot::new(settings.policy.clone(), Arc::clone(&self.starter))))))
+        Arc::clone(self.slot.get_or_init(|| {
+            Arc::new(Mutex::new(BoxSlot::new(
+                settings.policy.clone(),
+                Arc::clone(&self.starter),
+            )))
+        }))
     }
 
     /// Ends the box after `idle` without calls (checked a few times per idle period).
@@ -111,7 +148,12 @@ impl McpSession {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(slot) = weak.upgrade() else { return };
-                let _ = tokio::task::spawn_blocking(move || slot.lock().unwrap_or_else(PoisonError::into_inner).end_if_idle(idle)).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    slot.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .end_if_idle(idle)
+                })
+                .await;
             }
         });
     }
@@ -128,24 +170,44 @@ impl ServerHandler for McpSession {
             .with_instructions(instructions)
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, ctx: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
         let settings = self.settings(&ctx)?;
         Ok(ListToolsResult::with_all_items(settings.tools.clone()))
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, ctx: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let settings = self.settings(&ctx)?;
         let tool = match settings.catalogue.check(&request.name) {
             Ok(t) => t,
-            Err(why) => return Ok(CallToolResult::error(vec![ContentBlock::text(Denial::tool(&request.name, &why).text())]).into()),
+            Err(why) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    Denial::tool(&request.name, &why).text(),
+                )])
+                .into())
+            }
         };
         let slot = self.slot(&settings);
         self.start_reaper(&slot);
         let args = request.arguments.unwrap_or_default();
         let env = Arc::clone(&settings.env);
-        let out = tokio::task::spawn_blocking(move || call(tool, &args, &env, &mut slot.lock().unwrap_or_else(PoisonError::into_inner)))
-            .await
-            .map_err(|_| ErrorData::internal_error("the tool call's worker failed", None))?;
+        let out = tokio::task::spawn_blocking(move || {
+            call(
+                tool,
+                &args,
+                &env,
+                &mut slot.lock().unwrap_or_else(PoisonError::into_inner),
+            )
+        })
+        .await
+        .map_err(|_| ErrorData::internal_error("the tool call's worker failed", None))?;
         Ok(out.into_result().into())
     }
 }

@@ -7,5 +7,5 @@ mod gate;
 mod relay;
 
 pub use audit::{AuditSink, CallRecord};
-pub use gate::{Gate, FromClient};
+pub use gate::{FromClient, Gate};
 pub use relay::{relay, RelayError, WrappedServer};

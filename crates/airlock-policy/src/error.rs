@@ -4,17 +4,30 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
     #[error("cannot read policy file {path}: {source}")]
-    ReadFile { path: PathBuf, source: std::io::Error },
+    ReadFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("policy file {path} is not valid: {message}")]
     Parse { path: PathBuf, message: String },
-    #[error("invalid size {value:?}: use a number of bytes with an optional unit, e.g. 512M, 2G, 1GiB")]
+    #[error(
+        "invalid size {value:?}: use a number of bytes with an optional unit, e.g. 512M, 2G, 1GiB"
+    )]
     Size { value: String },
     #[error("invalid duration {value:?}: use a number with a unit, e.g. 500ms, 30s, 5m, 1h")]
     Duration { value: String },
     #[error("{what} must be {rule}; got {value}")]
-    OutOfRange { what: &'static str, rule: &'static str, value: String },
+    OutOfRange {
+        what: &'static str,
+        rule: &'static str,
+        value: String,
+    },
     #[error("{what} {path}: {reason}")]
-    Path { what: &'static str, path: PathBuf, reason: String },
+    Path {
+        what: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
     #[error("invalid --env {value:?}: use NAME (pass the caller's value) or NAME=VALUE, where NAME is letters, digits and '_' and does not start with a digit")]
     EnvName { value: String },
     #[error("{0}")]

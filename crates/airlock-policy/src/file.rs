@@ -126,14 +126,18 @@ impl PolicyFile {
         toml::from_str(text).map_err(|e| PolicyError::Parse {
             path: origin.to_path_buf(),
             message: e.message().to_string()
-                + &e.span().map(|s| format!(" (at byte {})", s.start)).unwrap_or_default(),
+                + &e.span()
+                    .map(|s| format!(" (at byte {})", s.start))
+                    .unwrap_or_default(),
         })
     }
 
     /// Reads and parses a policy file.
     pub fn load(path: &Path) -> Result<PolicyFile, PolicyError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| PolicyError::ReadFile { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::ReadFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
         PolicyFile::from_toml(&text, path)
     }
 
@@ -155,9 +159,15 @@ impl PolicyFile {
         self.network.deny_domain.extend(over.network.deny_domain);
         self.network.allow_ip.extend(over.network.allow_ip);
         self.network.map_host.extend(over.network.map_host);
-        pick(&mut self.network.max_connections, over.network.max_connections);
+        pick(
+            &mut self.network.max_connections,
+            over.network.max_connections,
+        );
         pick(&mut self.network.byte_budget, over.network.byte_budget);
-        pick(&mut self.network.public_internet, over.network.public_internet);
+        pick(
+            &mut self.network.public_internet,
+            over.network.public_internet,
+        );
         let (l, o) = (&mut self.limits, over.limits);
         pick(&mut l.memory, o.memory);
         pick(&mut l.pids, o.pids);

@@ -29,7 +29,10 @@ set = { RUST_LOG = "debug" }
     assert_eq!(p.profile, Some(Profile::ReadOnly));
     assert_eq!(p.limits.memory, Some(SizeValue(512 << 20)));
     assert_eq!(p.limits.disk, Some(SizeValue(1 << 20)));
-    assert_eq!(p.limits.timeout, Some(DurationValue(Duration::from_secs(30))));
+    assert_eq!(
+        p.limits.timeout,
+        Some(DurationValue(Duration::from_secs(30)))
+    );
     assert_eq!(p.network.mode, Some(NetworkMode::Host));
     assert_eq!(p.env.set.get("RUST_LOG").map(String::as_str), Some("debug"));
 }
@@ -51,8 +54,15 @@ fn unknown_keys_are_errors() {
 
 #[test]
 fn bad_values_are_errors() {
-    for text in ["profile = \"root\"", "[limits]\nmemory = \"lots\"", "[limits]\ntimeout = \"soon\""] {
-        assert!(PolicyFile::from_toml(text, Path::new("p.toml")).is_err(), "{text:?}");
+    for text in [
+        "profile = \"root\"",
+        "[limits]\nmemory = \"lots\"",
+        "[limits]\ntimeout = \"soon\"",
+    ] {
+        assert!(
+            PolicyFile::from_toml(text, Path::new("p.toml")).is_err(),
+            "{text:?}"
+        );
     }
 }
 
@@ -70,5 +80,8 @@ fn flags_override_file() {
     assert_eq!(merged.profile, Some(Profile::ReadOnly));
     assert_eq!(merged.limits.memory, Some(SizeValue(5)));
     assert_eq!(merged.limits.pids, Some(10));
-    assert_eq!(merged.filesystem.read, vec!["/a".to_string(), "/b".to_string()]);
+    assert_eq!(
+        merged.filesystem.read,
+        vec!["/a".to_string(), "/b".to_string()]
+    );
 }

@@ -81,7 +81,9 @@ impl FromStr for NetworkMode {
             "none" => Ok(NetworkMode::None),
             "proxy" => Ok(NetworkMode::Proxy),
             "host" => Ok(NetworkMode::Host),
-            other => Err(format!("unknown network mode {other:?}: use none, proxy or host")),
+            other => Err(format!(
+                "unknown network mode {other:?}: use none, proxy or host"
+            )),
         }
     }
 }

@@ -19,7 +19,11 @@ pub struct ProtectedPath {
 }
 
 const fn p(relative: &'static str, kind: ProtectedKind, reason: &'static str) -> ProtectedPath {
-    ProtectedPath { relative, kind, reason }
+    ProtectedPath {
+        relative,
+        kind,
+        reason,
+    }
 }
 
 /// The protected paths of every writable workspace.

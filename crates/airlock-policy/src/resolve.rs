@@ -178,7 +178,11 @@ pub fn resolve(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Result<ResolvedPo
     let (filesystem, cwd) = match profile {
         Profile::FullAccess => {
             let fs = &file.filesystem;
-            if file.workspace.is_some() || !fs.read.is_empty() || !fs.write.is_empty() || !fs.deny.is_empty() {
+            if file.workspace.is_some()
+                || !fs.read.is_empty()
+                || !fs.write.is_empty()
+                || !fs.deny.is_empty()
+            {
                 return Err(PolicyError::Conflict(
                     "--profile full-access shows the whole host filesystem, so --workspace, --read, --write and --deny mean nothing there: drop them, or use --profile workspace-write with those grants".into(),
                 ));
@@ -210,11 +214,21 @@ fn resolve_limits(file: &PolicyFile) -> Result<Limits, PolicyError> {
         }
     };
     let memory = l.memory.map(|s| s.0).unwrap_or(DEFAULT_MEMORY);
-    range("--memory", "at least 4M", memory >= 4 << 20, memory.to_string())?;
+    range(
+        "--memory",
+        "at least 4M",
+        memory >= 4 << 20,
+        memory.to_string(),
+    )?;
     let pids = l.pids.unwrap_or(DEFAULT_PIDS);
     range("--pids", "at least 1", pids >= 1, pids.to_string())?;
     if let Some(cpus) = l.cpus {
-        range("--cpus", "more than 0 and at most 1024", cpus > 0.0 && cpus <= 1024.0, cpus.to_string())?;
+        range(
+            "--cpus",
+            "more than 0 and at most 1024",
+            cpus > 0.0 && cpus <= 1024.0,
+            cpus.to_string(),
+        )?;
     }
     let timeout = l.timeout.map(|d| d.0);
     if let Some(t) = timeout {
@@ -224,7 +238,12 @@ fn resolve_limits(file: &PolicyFile) -> Result<Limits, PolicyError> {
     range("--disk", "at least 1M", disk >= 1 << 20, disk.to_string())?;
     let output = l.output_limit.map(|s| s.0).unwrap_or(DEFAULT_OUTPUT);
     let open_files = l.open_files.unwrap_or(DEFAULT_OPEN_FILES);
-    range("open_files", "between 16 and 1048576", (16..=1 << 20).contains(&open_files), open_files.to_string())?;
+    range(
+        "open_files",
+        "between 16 and 1048576",
+        (16..=1 << 20).contains(&open_files),
+        open_files.to_string(),
+    )?;
     let file_size = l.file_size.map(|s| s.0).unwrap_or(disk);
     Ok(Limits {
         memory: Some(memory),
@@ -243,7 +262,11 @@ fn resolve_isolated(
     profile: Profile,
     ctx: &ResolveContext<'_>,
 ) -> Result<(FilesystemPolicy, PathBuf), PolicyError> {
-    let ws_access = if profile == Profile::WorkspaceWrite { Access::ReadWrite } else { Access::ReadOnly };
+    let ws_access = if profile == Profile::WorkspaceWrite {
+        Access::ReadWrite
+    } else {
+        Access::ReadOnly
+    };
     let mut workspace = match file.workspace.as_deref() {
         Some("none") => None,
         Some(spec) => Some(workspace_mount(spec, ws_access, ctx)?),
@@ -264,7 +287,10 @@ fn resolve_isolated(
             };
             // The same path granted twice (also as the workspace, or through a symlink) is one
             // mount; write access wins.
-            let same = workspace.iter_mut().chain(grants.iter_mut()).find(|m| m.host == grant.host && m.inside == grant.inside);
+            let same = workspace
+                .iter_mut()
+                .chain(grants.iter_mut())
+                .find(|m| m.host == grant.host && m.inside == grant.inside);
             match same {
                 Some(m) => {
                     if grant.access == Access::ReadWrite && m.access != Access::ReadWrite {
@@ -279,7 +305,10 @@ fn resolve_isolated(
     let mut deny = Vec::new();
     for raw in &file.filesystem.deny {
         let abs = absolute(raw, &ctx.cwd);
-        let path = ctx.host.canonicalize(&abs).unwrap_or_else(|_| normalize(&abs));
+        let path = ctx
+            .host
+            .canonicalize(&abs)
+            .unwrap_or_else(|_| normalize(&abs));
         if path == Path::new("/") {
             return Err(PolicyError::Path {
                 what: "--deny",
@@ -296,7 +325,14 @@ fn resolve_isolated(
         },
         None => PathBuf::from(INSIDE_HOME),
     };
-    Ok((FilesystemPolicy::Isolated { workspace, grants, deny }, cwd))
+    Ok((
+        FilesystemPolicy::Isolated {
+            workspace,
+            grants,
+            deny,
+        },
+        cwd,
+    ))
 }
 
 /// A host path under the workspace is hidden at its inside location.
@@ -309,7 +345,11 @@ fn map_to_inside(host: &Path, workspace: Option<&Mount>) -> PathBuf {
     host.to_path_buf()
 }
 
-fn workspace_mount(spec: &str, access: Access, ctx: &ResolveContext<'_>) -> Result<Mount, PolicyError> {
+fn workspace_mount(
+    spec: &str,
+    access: Access,
+    ctx: &ResolveContext<'_>,
+) -> Result<Mount, PolicyError> {
     // DIR[:PATH_INSIDE]: the inside path is absolute, so split at the last ":/".
     let (dir, inside) = match spec.rfind(":/") {
         Some(i) if i > 0 => (&spec[..i], Some(&spec[i + 1..])),
@@ -320,13 +360,17 @@ fn workspace_mount(spec: &str, access: Access, ctx: &ResolveContext<'_>) -> Resu
         return Err(PolicyError::Path {
             what: "--workspace",
             path: host,
-            reason: "is not a directory; name a directory (or use --read/--write for a single file)".into(),
+            reason:
+                "is not a directory; name a directory (or use --read/--write for a single file)"
+                    .into(),
         });
     }
     let inside = match inside {
         Some(p) => {
             let p = PathBuf::from(p);
-            if p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
+            if p.components()
+                .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+            {
                 return Err(PolicyError::Path {
                     what: "--workspace inside path",
                     path: p,
@@ -338,7 +382,12 @@ fn workspace_mount(spec: &str, access: Access, ctx: &ResolveContext<'_>) -> Resu
         None => host.clone(),
     };
     check_inside(&inside, "--workspace inside path")?;
-    Ok(Mount { host, inside, access, protect: access == Access::ReadWrite })
+    Ok(Mount {
+        host,
+        inside,
+        access,
+        protect: access == Access::ReadWrite,
+    })
 }
 
 fn check_inside(inside: &Path, what: &'static str) -> Result<(), PolicyError> {
@@ -346,22 +395,33 @@ fn check_inside(inside: &Path, what: &'static str) -> Result<(), PolicyError> {
         return Err(PolicyError::Path {
             what,
             path: inside.to_path_buf(),
-            reason: "cannot be / (the box's root is its own); pick a directory such as /workspace".into(),
+            reason: "cannot be / (the box's root is its own); pick a directory such as /workspace"
+                .into(),
         });
     }
     if let Some(r) = RESERVED_INSIDE.iter().find(|r| inside.starts_with(r)) {
         return Err(PolicyError::Path {
             what,
             path: inside.to_path_buf(),
-            reason: format!("is under {r}, which the box makes itself; pick another path such as /workspace"),
+            reason: format!(
+                "is under {r}, which the box makes itself; pick another path such as /workspace"
+            ),
         });
     }
     Ok(())
 }
 
-fn grant_path(raw: &str, what: &'static str, ctx: &ResolveContext<'_>) -> Result<PathBuf, PolicyError> {
+fn grant_path(
+    raw: &str,
+    what: &'static str,
+    ctx: &ResolveContext<'_>,
+) -> Result<PathBuf, PolicyError> {
     if raw.is_empty() {
-        return Err(PolicyError::Path { what, path: PathBuf::new(), reason: "is empty; name a path".into() });
+        return Err(PolicyError::Path {
+            what,
+            path: PathBuf::new(),
+            reason: "is empty; name a path".into(),
+        });
     }
     let abs = absolute(raw, &ctx.cwd);
     let host = ctx.host.canonicalize(&abs).map_err(|e| PolicyError::Path {
@@ -383,7 +443,10 @@ fn grant_path(raw: &str, what: &'static str, ctx: &ResolveContext<'_>) -> Result
 /// The `--read`/`--write` grants of `file` whose path leads through a symlink somewhere other
 /// than the path as written: (flag, the path as written, where it really is). The box gets the
 /// real place; a caller may want to say so, since the symlink may have been left by a box.
-pub fn redirected_grants(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Vec<(&'static str, String, PathBuf)> {
+pub fn redirected_grants(
+    file: &PolicyFile,
+    ctx: &ResolveContext<'_>,
+) -> Vec<(&'static str, String, PathBuf)> {
     let reads = file.filesystem.read.iter().map(|r| ("--read", r));
     let writes = file.filesystem.write.iter().map(|r| ("--write", r));
     reads
@@ -463,7 +526,9 @@ fn check_env_name(name: &str, shown: &str) -> Result<(), PolicyError> {
     if ok {
         Ok(())
     } else {
-        Err(PolicyError::EnvName { value: shown.to_string() })
+        Err(PolicyError::EnvName {
+            value: shown.to_string(),
+        })
     }
 }
 

@@ -25,13 +25,21 @@ impl HostView for FakeHost {
         }
     }
     fn is_dir(&self, path: &Path) -> bool {
-        self.canonicalize(path).map(|p| p == Path::new("/") || self.dirs.contains(&p.to_str().unwrap_or_default())).unwrap_or(false)
+        self.canonicalize(path)
+            .map(|p| p == Path::new("/") || self.dirs.contains(&p.to_str().unwrap_or_default()))
+            .unwrap_or(false)
     }
 }
 
 fn host() -> FakeHost {
     FakeHost {
-        dirs: vec!["/home/alice/proj", "/home/alice/proj/sub", "/data", "/out", "/real"],
+        dirs: vec![
+            "/home/alice/proj",
+            "/home/alice/proj/sub",
+            "/data",
+            "/out",
+            "/real",
+        ],
         files: vec!["/home/alice/proj/notes.txt", "/home/alice/.ssh/id_rsa"],
         links: vec![("/link", "/real")],
     }
@@ -54,7 +62,14 @@ fn env() -> BTreeMap<String, String> {
 fn run(file: PolicyFile, cwd: &str) -> Result<ResolvedPolicy, PolicyError> {
     let h = host();
     let e = env();
-    resolve(&file, &ResolveContext { cwd: cwd.into(), env: &e, host: &h })
+    resolve(
+        &file,
+        &ResolveContext {
+            cwd: cwd.into(),
+            env: &e,
+            host: &h,
+        },
+    )
 }
 
 #[test]
@@ -62,7 +77,12 @@ fn default_is_workspace_write_on_cwd_without_network() {
     let p = run(PolicyFile::default(), "/home/alice/proj/sub").unwrap();
     assert_eq!(p.profile, Profile::WorkspaceWrite);
     assert_eq!(p.network, NetworkMode::None);
-    let FilesystemPolicy::Isolated { workspace: Some(ws), grants, deny } = &p.filesystem else {
+    let FilesystemPolicy::Isolated {
+        workspace: Some(ws),
+        grants,
+        deny,
+    } = &p.filesystem
+    else {
         panic!("expected isolated fs: {:?}", p.filesystem)
     };
     assert_eq!(ws.host, Path::new("/home/alice/proj/sub"));
@@ -96,27 +116,51 @@ fn bad_env_names_are_refused() {
     for bad in ["", "1X", "A-B", "A B", "A=B"] {
         let mut f = PolicyFile::default();
         f.env.pass.push(bad.into());
-        assert!(matches!(run(f, "/home/alice/proj"), Err(PolicyError::EnvName { .. })), "{bad:?}");
+        assert!(
+            matches!(run(f, "/home/alice/proj"), Err(PolicyError::EnvName { .. })),
+            "{bad:?}"
+        );
     }
 }
 
 #[test]
 fn read_only_profile_makes_workspace_read_only() {
-    let f = PolicyFile { profile: Some(Profile::ReadOnly), ..Default::default() };
+    let f = PolicyFile {
+        profile: Some(Profile::ReadOnly),
+        ..Default::default()
+    };
     let p = run(f, "/home/alice/proj").unwrap();
-    let FilesystemPolicy::Isolated { workspace: Some(ws), .. } = &p.filesystem else { panic!() };
+    let FilesystemPolicy::Isolated {
+        workspace: Some(ws),
+        ..
+    } = &p.filesystem
+    else {
+        panic!()
+    };
     assert_eq!(ws.access, Access::ReadOnly);
     assert!(!ws.protect);
 }
 
 #[test]
 fn workspace_inside_path_and_cwd_mapping() {
-    let f = PolicyFile { workspace: Some("/home/alice/proj:/workspace".into()), ..Default::default() };
+    let f = PolicyFile {
+        workspace: Some("/home/alice/proj:/workspace".into()),
+        ..Default::default()
+    };
     let p = run(f, "/home/alice/proj/sub").unwrap();
-    let FilesystemPolicy::Isolated { workspace: Some(ws), .. } = &p.filesystem else { panic!() };
+    let FilesystemPolicy::Isolated {
+        workspace: Some(ws),
+        ..
+    } = &p.filesystem
+    else {
+        panic!()
+    };
     assert_eq!(ws.inside, Path::new("/workspace"));
     assert_eq!(p.cwd, Path::new("/workspace/sub"));
-    let f = PolicyFile { workspace: Some("none".into()), ..Default::default() };
+    let f = PolicyFile {
+        workspace: Some("none".into()),
+        ..Default::default()
+    };
     let p = run(f, "/home/alice/proj").unwrap();
     assert_eq!(p.cwd, Path::new(INSIDE_HOME));
 }
@@ -131,7 +175,10 @@ fn dangerous_or_broken_paths_are_refused() {
         ("/home/alice/proj:/", "cannot be /"),
         ("/home/alice/proj:/a/../etc", "'..'"),
     ] {
-        let f = PolicyFile { workspace: Some(ws.into()), ..Default::default() };
+        let f = PolicyFile {
+            workspace: Some(ws.into()),
+            ..Default::default()
+        };
         let err = run(f, "/home/alice/proj").unwrap_err().to_string();
         assert!(err.contains(want), "{ws}: {err}");
     }
@@ -146,7 +193,9 @@ fn grants_are_canonical() {
     f.filesystem.read.push("/link".into());
     f.filesystem.write.push("../../../out".into());
     let p = run(f, "/home/alice/proj").unwrap();
-    let FilesystemPolicy::Isolated { grants, .. } = &p.filesystem else { panic!() };
+    let FilesystemPolicy::Isolated { grants, .. } = &p.filesystem else {
+        panic!()
+    };
     assert_eq!(grants[0].host, Path::new("/real"));
     assert_eq!(grants[0].access, Access::ReadOnly);
     assert_eq!(grants[1].host, Path::new("/out"));
@@ -162,7 +211,12 @@ fn the_same_path_granted_twice_is_one_mount_and_write_wins() {
     f.filesystem.write.push("/real/".into());
     f.filesystem.read.push(".".into());
     let p = run(f, "/home/alice/proj").unwrap();
-    let FilesystemPolicy::Isolated { workspace, grants, .. } = &p.filesystem else { panic!() };
+    let FilesystemPolicy::Isolated {
+        workspace, grants, ..
+    } = &p.filesystem
+    else {
+        panic!()
+    };
     assert_eq!(grants.len(), 1, "{grants:?}");
     assert_eq!(grants[0].host, Path::new("/real"));
     assert_eq!(grants[0].access, Access::ReadWrite);
@@ -172,10 +226,18 @@ fn the_same_path_granted_twice_is_one_mount_and_write_wins() {
     assert_eq!(ws.access, Access::ReadWrite);
 
     // In a read-only run, `--write` of the workspace makes the workspace writable (and protected).
-    let mut f = PolicyFile { profile: Some(Profile::ReadOnly), ..Default::default() };
+    let mut f = PolicyFile {
+        profile: Some(Profile::ReadOnly),
+        ..Default::default()
+    };
     f.filesystem.write.push("/home/alice/proj".into());
     let p = run(f, "/home/alice/proj").unwrap();
-    let FilesystemPolicy::Isolated { workspace, grants, .. } = &p.filesystem else { panic!() };
+    let FilesystemPolicy::Isolated {
+        workspace, grants, ..
+    } = &p.filesystem
+    else {
+        panic!()
+    };
     assert!(grants.is_empty(), "{grants:?}");
     let ws = workspace.as_ref().unwrap();
     assert_eq!((ws.access, ws.protect), (Access::ReadWrite, true));
@@ -190,21 +252,37 @@ fn grants_through_a_symlink_are_reported_with_where_they_lead() {
     f.filesystem.write.push("/missing".into());
     let h = host();
     let e = env();
-    let ctx = ResolveContext { cwd: "/home/alice/proj".into(), env: &e, host: &h };
+    let ctx = ResolveContext {
+        cwd: "/home/alice/proj".into(),
+        env: &e,
+        host: &h,
+    };
     let found = redirected_grants(&f, &ctx);
     assert_eq!(
         found,
-        vec![("--read", "/link".to_string(), PathBuf::from("/real")), ("--write", "../../../link/".to_string(), PathBuf::from("/real"))]
+        vec![
+            ("--read", "/link".to_string(), PathBuf::from("/real")),
+            (
+                "--write",
+                "../../../link/".to_string(),
+                PathBuf::from("/real")
+            )
+        ]
     );
 }
 
 #[test]
 fn deny_maps_into_the_workspace() {
-    let mut f = PolicyFile { workspace: Some("/home/alice/proj:/w".into()), ..Default::default() };
+    let mut f = PolicyFile {
+        workspace: Some("/home/alice/proj:/w".into()),
+        ..Default::default()
+    };
     f.filesystem.deny.push("sub".into());
     f.filesystem.deny.push("/data/../gone".into());
     let p = run(f, "/home/alice/proj").unwrap();
-    let FilesystemPolicy::Isolated { deny, .. } = &p.filesystem else { panic!() };
+    let FilesystemPolicy::Isolated { deny, .. } = &p.filesystem else {
+        panic!()
+    };
     assert_eq!(deny, &[PathBuf::from("/w/sub"), PathBuf::from("/gone")]);
 }
 
@@ -212,7 +290,10 @@ fn deny_maps_into_the_workspace() {
 fn limits_are_validated() {
     let mut f = PolicyFile::default();
     f.limits.memory = Some(SizeValue(1));
-    assert!(run(f, "/home/alice/proj").unwrap_err().to_string().contains("--memory"));
+    assert!(run(f, "/home/alice/proj")
+        .unwrap_err()
+        .to_string()
+        .contains("--memory"));
     let mut f = PolicyFile::default();
     f.limits.pids = Some(0);
     assert!(run(f, "/home/alice/proj").is_err());
@@ -226,15 +307,24 @@ fn limits_are_validated() {
 
 #[test]
 fn full_access_uses_host_and_refuses_grants() {
-    let f = PolicyFile { profile: Some(Profile::FullAccess), ..Default::default() };
+    let f = PolicyFile {
+        profile: Some(Profile::FullAccess),
+        ..Default::default()
+    };
     let p = run(f, "/home/alice/proj").unwrap();
     assert_eq!(p.filesystem, FilesystemPolicy::Host);
     assert_eq!(p.network, NetworkMode::Host);
     let get = |k: &str| p.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     assert_eq!(get("HOME").as_deref(), Some("/home/alice"));
-    let mut f = PolicyFile { profile: Some(Profile::FullAccess), ..Default::default() };
+    let mut f = PolicyFile {
+        profile: Some(Profile::FullAccess),
+        ..Default::default()
+    };
     f.filesystem.deny.push("/x".into());
-    assert!(matches!(run(f, "/home/alice/proj"), Err(PolicyError::Conflict(_))));
+    assert!(matches!(
+        run(f, "/home/alice/proj"),
+        Err(PolicyError::Conflict(_))
+    ));
 }
 
 #[test]
@@ -242,7 +332,15 @@ fn allowlist_needs_proxy_mode() {
     let mut f = PolicyFile::default();
     f.network.allow_domain.push("pypi.example".into());
     let err = run(f, "/home/alice/proj").unwrap_err();
-    assert!(matches!(err, PolicyError::NeedsProxy { flag: "--allow-domain" }), "{err}");
+    assert!(
+        matches!(
+            err,
+            PolicyError::NeedsProxy {
+                flag: "--allow-domain"
+            }
+        ),
+        "{err}"
+    );
     let mut f = PolicyFile::default();
     f.network.mode = Some(NetworkMode::Proxy);
     f.network.allow_domain.push("pypi.example".into());
@@ -262,7 +360,15 @@ fn public_internet_is_an_explicit_proxy_key() {
     let mut f = PolicyFile::default();
     f.network.public_internet = Some(true);
     let err = run(f, "/home/alice/proj").unwrap_err();
-    assert!(matches!(err, PolicyError::NeedsProxy { flag: "public_internet" }), "{err}");
+    assert!(
+        matches!(
+            err,
+            PolicyError::NeedsProxy {
+                flag: "public_internet"
+            }
+        ),
+        "{err}"
+    );
     let mut f = PolicyFile::default();
     f.network.mode = Some(NetworkMode::Proxy);
     f.network.public_internet = Some(true);

@@ -7,16 +7,23 @@ use std::time::Duration;
 /// Parses a size: bytes, or a number with K, M, G, T (powers of 1024), optionally followed by
 /// "B" or "iB" (`512M`, `2GiB`, `1.5G`, `4096`).
 pub fn parse_size(text: &str) -> Result<u64, PolicyError> {
-    let err = || PolicyError::Size { value: text.to_string() };
+    let err = || PolicyError::Size {
+        value: text.to_string(),
+    };
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     if num.is_empty() {
         return Err(err());
     }
     let unit = unit.trim();
     let upper = unit.to_ascii_uppercase();
-    let base = upper.strip_suffix("IB").or_else(|| upper.strip_suffix('B')).unwrap_or(&upper);
+    let base = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
     let mult: u64 = match base {
         "" => 1,
         "K" => 1 << 10,
@@ -39,9 +46,13 @@ pub fn parse_size(text: &str) -> Result<u64, PolicyError> {
 /// Parses a duration: a number with ms, s, m or h (`500ms`, `30s`, `1.5m`, `2h`); a bare number
 /// is seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, PolicyError> {
-    let err = || PolicyError::Duration { value: text.to_string() };
+    let err = || PolicyError::Duration {
+        value: text.to_string(),
+    };
     let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let value: f64 = num.parse().map_err(|_| err())?;
     let secs = match unit.trim() {
@@ -73,7 +84,9 @@ impl<'de> Deserialize<'de> for SizeValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         match NumOrText::deserialize(d)? {
             NumOrText::Num(n) => Ok(SizeValue(n)),
-            NumOrText::Text(t) => parse_size(&t).map(SizeValue).map_err(serde::de::Error::custom),
+            NumOrText::Text(t) => parse_size(&t)
+                .map(SizeValue)
+                .map_err(serde::de::Error::custom),
         }
     }
 }
@@ -82,9 +95,9 @@ impl<'de> Deserialize<'de> for DurationValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         match NumOrText::deserialize(d)? {
             NumOrText::Num(n) => Ok(DurationValue(Duration::from_secs(n))),
-            NumOrText::Text(t) => {
-                parse_duration(&t).map(DurationValue).map_err(serde::de::Error::custom)
-            }
+            NumOrText::Text(t) => parse_duration(&t)
+                .map(DurationValue)
+                .map_err(serde::de::Error::custom),
         }
     }
 }

@@ -29,7 +29,10 @@ impl Resolver for TableResolver {
     fn resolve(&self, name: &str, _port: u16) -> io::Result<Vec<IpAddr>> {
         match name {
             SVC => Ok(vec![LOCALHOST]),
-            _ => Err(io::Error::new(io::ErrorKind::NotFound, "not in the bench table")),
+            _ => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "not in the bench table",
+            )),
         }
     }
 }
@@ -44,7 +47,11 @@ fn proxy() -> io::Result<ProxyHandle> {
         connect_timeout: Duration::from_secs(5),
         audit: None,
     };
-    start_with_resolver(TcpListener::bind((LOCALHOST, 0))?, config, Arc::new(TableResolver))
+    start_with_resolver(
+        TcpListener::bind((LOCALHOST, 0))?,
+        config,
+        Arc::new(TableResolver),
+    )
 }
 
 fn client(addr: SocketAddr) -> io::Result<TcpStream> {
@@ -60,7 +67,10 @@ fn read_head(s: &mut TcpStream) -> io::Result<Vec<u8>> {
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
         if head.len() > 64 * 1024 || s.read(&mut byte)? == 0 {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "no complete head"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "no complete head",
+            ));
         }
         head.push(byte[0]);
     }
@@ -73,7 +83,9 @@ fn tunnel(proxy: SocketAddr, port: u16) -> io::Result<TcpStream> {
     s.write_all(format!("CONNECT {SVC}:{port} HTTP/1.1\r\nHost: {SVC}:{port}\r\n\r\n").as_bytes())?;
     let head = read_head(&mut s)?;
     if !head.starts_with(b"HTTP/1.1 200 ") {
-        return Err(io::Error::other(String::from_utf8_lossy(&head).into_owned()));
+        return Err(io::Error::other(
+            String::from_utf8_lossy(&head).into_owned(),
+        ));
     }
     Ok(s)
 }
@@ -87,7 +99,9 @@ where
     let std_listener = TcpListener::bind((LOCALHOST, 0))?;
     std_listener.set_nonblocking(true)?;
     let addr = std_listener.local_addr()?;
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     thread::spawn(move || {
         runtime.block_on(async move {
             if let Ok(listener) = tokio::net::TcpListener::from_std(std_listener) {
@@ -101,7 +115,9 @@ where
 
 async fn echo_forever(listener: tokio::net::TcpListener) {
     loop {
-        let Ok((mut s, _)) = listener.accept().await else { continue };
+        let Ok((mut s, _)) = listener.accept().await else {
+            continue;
+        };
         tokio::spawn(async move {
             let _ = s.set_nodelay(true);
             let mut buf = vec![0u8; 16 * 1024];
@@ -122,7 +138,9 @@ async fn echo_forever(listener: tokio::net::TcpListener) {
 /// Answers each connection's request head with a small fixed response, then closes.
 async fn http_forever(listener: tokio::net::TcpListener) {
     loop {
-        let Ok((mut s, _)) = listener.accept().await else { continue };
+        let Ok((mut s, _)) = listener.accept().await else {
+            continue;
+        };
         tokio::spawn(async move {
             let _ = s.set_nodelay(true);
             let mut head = Vec::with_capacity(512);
@@ -133,7 +151,9 @@ async fn http_forever(listener: tokio::net::TcpListener) {
                     Ok(n) => head.extend_from_slice(&buf[..n]),
                 }
             }
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok").await;
+            let _ = s
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+                .await;
         });
     }
 }
@@ -149,7 +169,9 @@ fn sink_server(connections: usize) -> io::Result<(SocketAddr, libc::pid_t)> {
     thread::spawn(move || {
         let _ = tid_tx.send(gettid());
         for _ in 0..connections {
-            let Ok((mut s, _)) = listener.accept() else { return };
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
             let _ = s.set_read_timeout(Some(IO_TIMEOUT));
             let mut buf = vec![0u8; 1 << 20];
             let mut total = 0u64;
@@ -163,7 +185,9 @@ fn sink_server(connections: usize) -> io::Result<(SocketAddr, libc::pid_t)> {
             let _ = s.write_all(&total.to_be_bytes());
         }
     });
-    let tid = tid_rx.recv_timeout(IO_TIMEOUT).map_err(|_| io::Error::other("the sink thread did not start"))?;
+    let tid = tid_rx
+        .recv_timeout(IO_TIMEOUT)
+        .map_err(|_| io::Error::other("the sink thread did not start"))?;
     Ok((addr, tid))
 }
 
@@ -182,7 +206,10 @@ fn send_all(mut s: TcpStream, bytes: u64) -> io::Result<f64> {
     s.read_exact(&mut ack)?;
     let secs = start.elapsed().as_secs_f64();
     if u64::from_be_bytes(ack) != bytes {
-        return Err(io::Error::other(format!("sink got {} of {bytes} bytes", u64::from_be_bytes(ack))));
+        return Err(io::Error::other(format!(
+            "sink got {} of {bytes} bytes",
+            u64::from_be_bytes(ack)
+        )));
     }
     Ok(secs)
 }
@@ -250,11 +277,14 @@ fn allowed_cpus() -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; all zeroes is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a valid, writable cpu_set_t of the size passed.
-    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: `set` is a valid cpu_set_t and every index is below CPU_SETSIZE.
-    Ok((0..libc::CPU_SETSIZE as usize).filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) }).collect())
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect())
 }
 
 /// Gives the calling thread its CPUs back when dropped (also on an early error return).
@@ -274,7 +304,9 @@ fn thread_named(name: &str) -> io::Result<libc::pid_t> {
         for task in std::fs::read_dir("/proc/self/task")? {
             let task = task?;
             // A thread may end between listing and reading: skip it.
-            let Ok(comm) = std::fs::read_to_string(task.path().join("comm")) else { continue };
+            let Ok(comm) = std::fs::read_to_string(task.path().join("comm")) else {
+                continue;
+            };
             if comm.trim_end() == name {
                 if let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) {
                     return Ok(tid);
@@ -282,7 +314,10 @@ fn thread_named(name: &str) -> io::Result<libc::pid_t> {
             }
         }
         if Instant::now() > deadline {
-            return Err(io::Error::new(io::ErrorKind::NotFound, format!("no thread named {name}")));
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no thread named {name}"),
+            ));
         }
         thread::sleep(Duration::from_millis(5));
     }
@@ -318,8 +353,17 @@ fn measure_throughput(bytes: u64, rounds: usize, placement: Placement) -> io::Re
         proxied.push(send_all(tunnel(p.local_addr(), sink.port())?, bytes)?);
     }
     let gib = bytes as f64 / (1u64 << 30) as f64;
-    let rate = |secs: &mut Vec<f64>| (gib / median(secs), gib / secs[secs.len() - 1], gib / secs[0]);
-    Ok(Throughput { direct: rate(&mut direct), proxied: rate(&mut proxied) })
+    let rate = |secs: &mut Vec<f64>| {
+        (
+            gib / median(secs),
+            gib / secs[secs.len() - 1],
+            gib / secs[0],
+        )
+    };
+    Ok(Throughput {
+        direct: rate(&mut direct),
+        proxied: rate(&mut proxied),
+    })
 }
 
 fn print_throughput(bytes: u64, rounds: usize, placement: Placement, t: &Throughput) {
@@ -344,7 +388,11 @@ fn throughput(bytes: u64, rounds: usize) -> io::Result<()> {
 /// The same measurement with the three busy threads pinned both ways: on a machine with two
 /// CPUs it shows how much of the ratio is where the scheduler puts the relay.
 fn placement(bytes: u64, rounds: usize) -> io::Result<()> {
-    for placement in [Placement::RelayWithReceiver, Placement::RelayWithSender, Placement::Free] {
+    for placement in [
+        Placement::RelayWithReceiver,
+        Placement::RelayWithSender,
+        Placement::Free,
+    ] {
         let t = measure_throughput(bytes, rounds, placement)?;
         print_throughput(bytes, rounds, placement, &t);
     }
@@ -370,7 +418,8 @@ fn latency(n: usize) -> io::Result<()> {
     let p = proxy()?;
     let port = origin.port();
     let direct_req = format!("GET /small HTTP/1.1\r\nHost: {SVC}:{port}\r\n\r\n").into_bytes();
-    let proxy_req = format!("GET http://{SVC}:{port}/small HTTP/1.1\r\nHost: {SVC}:{port}\r\n\r\n").into_bytes();
+    let proxy_req = format!("GET http://{SVC}:{port}/small HTTP/1.1\r\nHost: {SVC}:{port}\r\n\r\n")
+        .into_bytes();
     // Alternate, so that drift on the machine affects both alike.
     let (mut direct, mut proxied) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for _ in 0..n {
@@ -459,7 +508,10 @@ fn main() -> std::process::ExitCode {
         Some("latency") => latency(num(1, 2000).max(1) as usize),
         Some("tunnels") => tunnels(num(1, 500) as usize),
         Some("echo-server") => echo_server(num(1, 120)),
-        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "usage: proxy_bench throughput|placement|latency|tunnels|echo-server")),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "usage: proxy_bench throughput|placement|latency|tunnels|echo-server",
+        )),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

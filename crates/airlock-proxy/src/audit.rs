@@ -43,7 +43,11 @@ const MAX_KEPT: usize = 10_000;
 
 impl AuditLog {
     pub fn new(file: Option<std::fs::File>) -> AuditLog {
-        AuditLog { events: Mutex::new(Vec::new()), dropped: Mutex::new(0), file: Mutex::new(file) }
+        AuditLog {
+            events: Mutex::new(Vec::new()),
+            dropped: Mutex::new(0),
+            file: Mutex::new(file),
+        }
     }
 
     /// Records one event.

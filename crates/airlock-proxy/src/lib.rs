@@ -14,7 +14,7 @@ pub mod addr;
 pub mod audit;
 pub mod decision;
 pub mod http;
-pub mod rules;
 mod relay;
+pub mod rules;
 pub mod server;
 pub mod socks5;

@@ -83,22 +83,31 @@ pub fn start_with_resolver(
         connect_timeout: config.connect_timeout,
         active: std::sync::atomic::AtomicUsize::new(0),
     });
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let worker = shared.clone();
-    let thread = std::thread::Builder::new().name("airlock-proxy".into()).spawn(move || {
-        runtime.block_on(async move {
-            let listener = match TcpListener::from_std(listener) {
-                Ok(l) => l,
-                Err(_) => return,
-            };
-            serve(listener, worker, stop_rx).await;
-        });
-        // Drop every connection now; do not wait for a resolution still running on the
-        // blocking pool (its result is discarded).
-        runtime.shutdown_background();
-    })?;
-    Ok(ProxyHandle { shared, stop: Some(stop_tx), thread: Some(thread), local })
+    let thread = std::thread::Builder::new()
+        .name("airlock-proxy".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let listener = match TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(_) => return,
+                };
+                serve(listener, worker, stop_rx).await;
+            });
+            // Drop every connection now; do not wait for a resolution still running on the
+            // blocking pool (its result is discarded).
+            runtime.shutdown_background();
+        })?;
+    Ok(ProxyHandle {
+        shared,
+        stop: Some(stop_tx),
+        thread: Some(thread),
+        local,
+    })
 }
 
 impl ProxyHandle {
@@ -149,7 +158,10 @@ const ACCEPT_NOTE_EVERY: Duration = Duration::from_secs(1);
 /// Whether an accept error is the process or the kernel running out of something, which
 /// retrying at once cannot fix.
 fn accept_must_wait(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    )
 }
 
 fn note_accept_failure(shared: &Shared, e: &io::Error, last: &mut Option<Instant>) {
@@ -158,10 +170,23 @@ fn note_accept_failure(shared: &Shared, e: &io::Error, last: &mut Option<Instant
     }
     *last = Some(Instant::now());
     let message = format!("the proxy cannot accept more connections now ({e}); it retries every {} ms. Raise the open-file limit of the process running airlock (ulimit -n), or lower --max-connections", ACCEPT_BACKOFF.as_millis());
-    shared.audit.record(event("tcp", "", 0, "deny", Some("proxy-out-of-resources"), None, Some(message), Instant::now()));
+    shared.audit.record(event(
+        "tcp",
+        "",
+        0,
+        "deny",
+        Some("proxy-out-of-resources"),
+        None,
+        Some(message),
+        Instant::now(),
+    ));
 }
 
-async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: tokio::sync::oneshot::Receiver<()>) {
+async fn serve(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
     let mut last_failure_note: Option<Instant> = None;
     loop {
         tokio::select! {
@@ -207,9 +232,21 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: tokio::sync
 }
 
 #[allow(clippy::too_many_arguments)]
-fn event(protocol: &'static str, host: &str, port: u16, decision: &'static str, reason: Option<&str>, rule: Option<String>, message: Option<String>, start: Instant) -> NetEvent {
+fn event(
+    protocol: &'static str,
+    host: &str,
+    port: u16,
+    decision: &'static str,
+    reason: Option<&str>,
+    rule: Option<String>,
+    message: Option<String>,
+    start: Instant,
+) -> NetEvent {
     NetEvent {
-        time_ms: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0),
+        time_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or(0),
         protocol,
         host: host.to_string(),
         port,
@@ -240,12 +277,24 @@ async fn handle(mut client: TcpStream, shared: &Shared) {
         Ok(n) if n > 0 => {}
         _ => return,
     }
-    if matches!(socks5::parse_greeting(&buf), Err(socks5::SocksError::Socks4Unsupported)) {
+    if matches!(
+        socks5::parse_greeting(&buf),
+        Err(socks5::SocksError::Socks4Unsupported)
+    ) {
         // Refused in its own protocol, so the client fails at once instead of waiting for
         // an HTTP head that never ends.
         let _ = client.write_all(&socks5::SOCKS4_REJECTED).await;
         let msg = socks5::SocksError::Socks4Unsupported.to_string();
-        shared.audit.record(event("socks5", "", 0, "deny", Some("bad-request"), None, Some(msg), start));
+        shared.audit.record(event(
+            "socks5",
+            "",
+            0,
+            "deny",
+            Some("bad-request"),
+            None,
+            Some(msg),
+            start,
+        ));
     } else if socks5::looks_like_socks5(buf[0]) {
         handle_socks(client, buf, shared, start).await;
     } else {
@@ -262,8 +311,19 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
                 _ => return,
             },
             Err(e) => {
-                let _ = client.write_all(&http::error_response(e.status(), &e.to_string())).await;
-                shared.audit.record(event("http", "", 0, "deny", Some("bad-request"), None, Some(e.to_string()), start));
+                let _ = client
+                    .write_all(&http::error_response(e.status(), &e.to_string()))
+                    .await;
+                shared.audit.record(event(
+                    "http",
+                    "",
+                    0,
+                    "deny",
+                    Some("bad-request"),
+                    None,
+                    Some(e.to_string()),
+                    start,
+                ));
                 return;
             }
         }
@@ -274,10 +334,26 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
     };
     let decision = decide_async(shared, &host, port).await;
     let (addrs, rule) = match decision {
-        EgressDecision::Deny { reason, rule, message, .. } => {
+        EgressDecision::Deny {
+            reason,
+            rule,
+            message,
+            ..
+        } => {
             let token = kebab(&reason);
-            let _ = client.write_all(&http::denied_response(&token, &message)).await;
-            shared.audit.record(event(protocol, &host, port, "deny", Some(&token), rule, Some(message), start));
+            let _ = client
+                .write_all(&http::denied_response(&token, &message))
+                .await;
+            shared.audit.record(event(
+                protocol,
+                &host,
+                port,
+                "deny",
+                Some(&token),
+                rule,
+                Some(message),
+                start,
+            ));
             return;
         }
         EgressDecision::Allow { addrs, rule, .. } => (addrs, rule),
@@ -287,11 +363,29 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
         Err(e) => {
             let msg = format!("{host}:{port} is allowed but the connection failed: {e}");
             let _ = client.write_all(&http::error_response(502, &msg)).await;
-            shared.audit.record(event(protocol, &host, port, "allow", Some("connect-failed"), Some(rule), Some(msg), start));
+            shared.audit.record(event(
+                protocol,
+                &host,
+                port,
+                "allow",
+                Some("connect-failed"),
+                Some(rule),
+                Some(msg),
+                start,
+            ));
             return;
         }
     };
-    let mut ev = event(protocol, &host, port, "allow", None, Some(rule), None, start);
+    let mut ev = event(
+        protocol,
+        &host,
+        port,
+        "allow",
+        None,
+        Some(rule),
+        None,
+        start,
+    );
     ev.addr = upstream.peer_addr().ok();
     let tunnel = Tunnel::new(shared, ev, start);
     let mut upstream = upstream;
@@ -314,7 +408,9 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
             return tunnel.finish(Some("upstream-gone".into()));
         }
         tunnel.up.fetch_add(prelude.len() as u64, Ordering::Relaxed);
-        shared.bytes.fetch_add(prelude.len() as u64, Ordering::Relaxed);
+        shared
+            .bytes
+            .fetch_add(prelude.len() as u64, Ordering::Relaxed);
     }
     let err = relay(client, upstream, shared, &tunnel).await;
     tunnel.finish(err);
@@ -336,7 +432,11 @@ async fn handle_socks(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, 
         }
     };
     buf.drain(..consumed);
-    if client.write_all(&socks5::METHOD_NO_AUTH_REPLY).await.is_err() {
+    if client
+        .write_all(&socks5::METHOD_NO_AUTH_REPLY)
+        .await
+        .is_err()
+    {
         return;
     }
     let ((target, port), consumed) = loop {
@@ -350,7 +450,16 @@ async fn handle_socks(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, 
                 if let Some(r) = e.reply() {
                     let _ = client.write_all(&socks5::reply(r, None)).await;
                 }
-                shared.audit.record(event("socks5", "", 0, "deny", Some("bad-request"), None, Some(e.to_string()), start));
+                shared.audit.record(event(
+                    "socks5",
+                    "",
+                    0,
+                    "deny",
+                    Some("bad-request"),
+                    None,
+                    Some(e.to_string()),
+                    start,
+                ));
                 return;
             }
         }
@@ -361,9 +470,25 @@ async fn handle_socks(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, 
     };
     let decision = decide_async(shared, &host, port).await;
     let (addrs, rule) = match decision {
-        EgressDecision::Deny { reason, rule, message, .. } => {
-            let _ = client.write_all(&socks5::reply(socks5::Reply::NotAllowedByRuleset, None)).await;
-            shared.audit.record(event("socks5", &host, port, "deny", Some(&kebab(&reason)), rule, Some(message), start));
+        EgressDecision::Deny {
+            reason,
+            rule,
+            message,
+            ..
+        } => {
+            let _ = client
+                .write_all(&socks5::reply(socks5::Reply::NotAllowedByRuleset, None))
+                .await;
+            shared.audit.record(event(
+                "socks5",
+                &host,
+                port,
+                "deny",
+                Some(&kebab(&reason)),
+                rule,
+                Some(message),
+                start,
+            ));
             return;
         }
         EgressDecision::Allow { addrs, rule, .. } => (addrs, rule),
@@ -377,14 +502,39 @@ async fn handle_socks(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, 
                 _ => socks5::Reply::HostUnreachable,
             };
             let _ = client.write_all(&socks5::reply(code, None)).await;
-            shared.audit.record(event("socks5", &host, port, "allow", Some("connect-failed"), Some(rule), Some(e.to_string()), start));
+            shared.audit.record(event(
+                "socks5",
+                &host,
+                port,
+                "allow",
+                Some("connect-failed"),
+                Some(rule),
+                Some(e.to_string()),
+                start,
+            ));
             return;
         }
     };
-    let mut ev = event("socks5", &host, port, "allow", None, Some(rule), None, start);
+    let mut ev = event(
+        "socks5",
+        &host,
+        port,
+        "allow",
+        None,
+        Some(rule),
+        None,
+        start,
+    );
     ev.addr = upstream.peer_addr().ok();
     let tunnel = Tunnel::new(shared, ev, start);
-    if client.write_all(&socks5::reply(socks5::Reply::Succeeded, upstream.local_addr().ok())).await.is_err() {
+    if client
+        .write_all(&socks5::reply(
+            socks5::Reply::Succeeded,
+            upstream.local_addr().ok(),
+        ))
+        .await
+        .is_err()
+    {
         return tunnel.finish(Some("client-gone".into()));
     }
     let mut upstream = upstream;
@@ -415,7 +565,14 @@ struct Tunnel<'a> {
 impl<'a> Tunnel<'a> {
     fn new(shared: &'a Shared, event: NetEvent, start: Instant) -> Tunnel<'a> {
         shared.active.fetch_add(1, Ordering::Relaxed);
-        Tunnel { shared, event: Some(event), start, up: AtomicU64::new(0), down: AtomicU64::new(0), finished: false }
+        Tunnel {
+            shared,
+            event: Some(event),
+            start,
+            up: AtomicU64::new(0),
+            down: AtomicU64::new(0),
+            finished: false,
+        }
     }
 
     /// Ends the connection's record; `reason` says why it stopped early, if it did.
@@ -443,7 +600,10 @@ impl Drop for Tunnel<'_> {
 }
 
 fn kebab<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| "denied".into())
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| "denied".into())
 }
 
 async fn decide_async(shared: &Shared, host: &str, port: u16) -> EgressDecision {
@@ -452,14 +612,20 @@ async fn decide_async(shared: &Shared, host: &str, port: u16) -> EgressDecision 
     let host_own = shared.host_own.clone();
     let host_s = host.to_string();
     // Resolution may block (getaddrinfo): keep it off the event loop.
-    match tokio::task::spawn_blocking(move || decide(&rules, &host_s, port, resolver.as_ref(), &host_own)).await {
+    match tokio::task::spawn_blocking(move || {
+        decide(&rules, &host_s, port, resolver.as_ref(), &host_own)
+    })
+    .await
+    {
         Ok(d) => d,
         Err(_) => EgressDecision::Deny {
             host: host.to_string(),
             port,
             reason: crate::decision::DenyReason::ResolveFailed,
             rule: None,
-            message: format!("{host}:{port} could not be checked (internal error); nothing was connected"),
+            message: format!(
+                "{host}:{port} could not be checked (internal error); nothing was connected"
+            ),
         },
     }
 }
@@ -468,7 +634,11 @@ async fn decide_async(shared: &Shared, host: &str, port: u16) -> EgressDecision 
 async fn connect_any(addrs: &[SocketAddr], timeout: Duration) -> io::Result<TcpStream> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "no address to connect to");
     for addr in addrs {
-        let socket = if addr.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() };
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        };
         let socket = match socket {
             Ok(s) => s,
             Err(e) => {
@@ -483,7 +653,12 @@ async fn connect_any(addrs: &[SocketAddr], timeout: Duration) -> io::Result<TcpS
                 return Ok(s);
             }
             Ok(Err(e)) => last = e,
-            Err(_) => last = io::Error::new(io::ErrorKind::TimedOut, format!("connecting to {addr} timed out")),
+            Err(_) => {
+                last = io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("connecting to {addr} timed out"),
+                )
+            }
         }
     }
     Err(last)
@@ -491,11 +666,19 @@ async fn connect_any(addrs: &[SocketAddr], timeout: Duration) -> io::Result<TcpS
 
 /// Relays both ways until both sides are done, counting bytes in the tunnel's record and
 /// against the box's budget. Returns why it stopped early, if it did.
-async fn relay(client: TcpStream, upstream: TcpStream, shared: &Shared, tunnel: &Tunnel<'_>) -> Option<String> {
+async fn relay(
+    client: TcpStream,
+    upstream: TcpStream,
+    shared: &Shared,
+    tunnel: &Tunnel<'_>,
+) -> Option<String> {
     let _ = client.set_nodelay(true);
     let up = Meter::new(&shared.bytes, shared.budget, &tunnel.up);
     let down = Meter::new(&shared.bytes, shared.budget, &tunnel.down);
-    crate::relay::relay(&client, &upstream, up, down).await.err().map(|e| e.reason())
+    crate::relay::relay(&client, &upstream, up, down)
+        .await
+        .err()
+        .map(|e| e.reason())
 }
 
 /// The host's own addresses (every interface), which a box may not reach unless granted.
@@ -516,7 +699,9 @@ pub fn host_addresses() -> Vec<IpAddr> {
             if family == libc::AF_INET {
                 // SAFETY: the family says this is a sockaddr_in.
                 let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-                out.push(IpAddr::from(u32::from_be(sin.sin_addr.s_addr).to_be_bytes()));
+                out.push(IpAddr::from(
+                    u32::from_be(sin.sin_addr.s_addr).to_be_bytes(),
+                ));
             } else if family == libc::AF_INET6 {
                 // SAFETY: the family says this is a sockaddr_in6.
                 let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
@@ -529,4 +714,3 @@ pub fn host_addresses() -> Vec<IpAddr> {
     unsafe { libc::freeifaddrs(ifap) };
     out
 }
-

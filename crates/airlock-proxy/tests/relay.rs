@@ -23,7 +23,9 @@ const MIB: usize = 1 << 20;
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 struct FakeResolver;
@@ -32,7 +34,10 @@ impl Resolver for FakeResolver {
     fn resolve(&self, name: &str, _port: u16) -> io::Result<Vec<IpAddr>> {
         match name {
             SVC => Ok(vec![LOCALHOST]),
-            _ => Err(io::Error::new(io::ErrorKind::NotFound, "not in the fake resolver")),
+            _ => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "not in the fake resolver",
+            )),
         }
     }
 }
@@ -52,7 +57,8 @@ fn start_proxy(budget: Option<u64>) -> ProxyHandle {
 
 fn timeouts(s: &TcpStream) {
     s.set_read_timeout(Some(IO_TIMEOUT)).expect("read timeout");
-    s.set_write_timeout(Some(IO_TIMEOUT)).expect("write timeout");
+    s.set_write_timeout(Some(IO_TIMEOUT))
+        .expect("write timeout");
 }
 
 /// An upstream on 127.0.0.1 that serves `connections` connections, each on its own thread.
@@ -62,7 +68,9 @@ fn upstream(connections: usize, handler: impl Fn(TcpStream) + Send + Sync + 'sta
     let handler = Arc::new(handler);
     thread::spawn(move || {
         for _ in 0..connections {
-            let Ok((s, _)) = listener.accept() else { return };
+            let Ok((s, _)) = listener.accept() else {
+                return;
+            };
             timeouts(&s);
             let handler = handler.clone();
             thread::spawn(move || handler(s));
@@ -74,21 +82,34 @@ fn upstream(connections: usize, handler: impl Fn(TcpStream) + Send + Sync + 'sta
 fn tunnel(proxy: &ProxyHandle, port: u16) -> TcpStream {
     let mut s = TcpStream::connect(proxy.local_addr()).expect("connect to proxy");
     timeouts(&s);
-    s.write_all(format!("CONNECT {SVC}:{port} HTTP/1.1\r\nHost: {SVC}:{port}\r\n\r\n").as_bytes()).expect("CONNECT");
+    s.write_all(format!("CONNECT {SVC}:{port} HTTP/1.1\r\nHost: {SVC}:{port}\r\n\r\n").as_bytes())
+        .expect("CONNECT");
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(s.read(&mut byte).expect("read head"), 1, "the proxy closed during the head");
+        assert_eq!(
+            s.read(&mut byte).expect("read head"),
+            1,
+            "the proxy closed during the head"
+        );
         head.push(byte[0]);
     }
-    assert!(head.starts_with(b"HTTP/1.1 200 "), "{}", String::from_utf8_lossy(&head));
+    assert!(
+        head.starts_with(b"HTTP/1.1 200 "),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
     s
 }
 
 /// `len` bytes where every 1 MiB block differs from the others (so a lost, repeated or
 /// reordered block shows).
 fn payload(len: usize, seed: u8) -> Vec<u8> {
-    (0..len).map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_right(13) as u8 ^ seed ^ (i / MIB) as u8).collect()
+    (0..len)
+        .map(|i| {
+            (i as u32).wrapping_mul(2_654_435_761).rotate_right(13) as u8 ^ seed ^ (i / MIB) as u8
+        })
+        .collect()
 }
 
 /// Reads until end of file, comparing with `want` on the way; returns the count.
@@ -101,7 +122,10 @@ fn read_expecting(s: &mut TcpStream, want: &[u8]) -> usize {
             return got;
         }
         assert!(got + n <= want.len(), "more bytes than were sent");
-        assert!(buf[..n] == want[got..got + n], "bytes differ at offset {got}");
+        assert!(
+            buf[..n] == want[got..got + n],
+            "bytes differ at offset {got}"
+        );
         got += n;
     }
 }
@@ -135,9 +159,13 @@ fn wait_events(proxy: &ProxyHandle, n: usize) -> Vec<NetEvent> {
 fn open_fds() -> (usize, usize) {
     let mut all = 0;
     let mut pipes = 0;
-    for entry in std::fs::read_dir("/proc/self/fd").expect("/proc/self/fd").flatten() {
+    for entry in std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd")
+        .flatten()
+    {
         all += 1;
-        if std::fs::read_link(entry.path()).is_ok_and(|t| t.to_string_lossy().starts_with("pipe:")) {
+        if std::fs::read_link(entry.path()).is_ok_and(|t| t.to_string_lossy().starts_with("pipe:"))
+        {
             pipes += 1;
         }
     }
@@ -195,7 +223,10 @@ fn a_64_mib_echo_is_relayed_intact_and_counted_exactly_both_ways() {
     assert_eq!(read_expecting(&mut s, &want), want.len());
     writer.join().expect("writer");
     let most_pipes = pipes_seen.try_iter().max().unwrap_or(0);
-    assert!(most_pipes > pipes_before, "the bulk transfer never used a pipe ({most_pipes} pipe fds at most)");
+    assert!(
+        most_pipes > pipes_before,
+        "the bulk transfer never used a pipe ({most_pipes} pipe fds at most)"
+    );
 
     let events = wait_events(&proxy, 1);
     assert_eq!(events[0].reason, None);
@@ -222,11 +253,22 @@ fn the_client_half_closing_a_bulk_upload_still_gets_the_bulk_answer() {
     let mut s = tunnel(&proxy, up.port());
     s.write_all(&upload).expect("upload");
     s.shutdown(Shutdown::Write).expect("half-close");
-    assert_eq!(read_expecting(&mut s, &answer), answer.len(), "the answer after the client's EOF");
-    assert_eq!(got_rx.recv_timeout(IO_TIMEOUT).expect("upstream count"), upload.len(), "upstream saw the EOF");
+    assert_eq!(
+        read_expecting(&mut s, &answer),
+        answer.len(),
+        "the answer after the client's EOF"
+    );
+    assert_eq!(
+        got_rx.recv_timeout(IO_TIMEOUT).expect("upstream count"),
+        upload.len(),
+        "upstream saw the EOF"
+    );
     let events = wait_events(&proxy, 1);
     assert_eq!(events[0].reason, None);
-    assert_eq!((events[0].bytes_up, events[0].bytes_down), (upload.len() as u64, answer.len() as u64));
+    assert_eq!(
+        (events[0].bytes_up, events[0].bytes_down),
+        (upload.len() as u64, answer.len() as u64)
+    );
 }
 
 #[test]
@@ -245,14 +287,24 @@ fn upstream_half_closing_a_bulk_download_still_gets_the_bulk_upload() {
     };
     let proxy = start_proxy(None);
     let mut s = tunnel(&proxy, up.port());
-    assert_eq!(read_expecting(&mut s, &download), download.len(), "the download, then upstream's EOF");
+    assert_eq!(
+        read_expecting(&mut s, &download),
+        download.len(),
+        "the download, then upstream's EOF"
+    );
     // The client's direction is still open.
     s.write_all(&upload).expect("upload after upstream's EOF");
     s.shutdown(Shutdown::Write).expect("half-close");
-    assert_eq!(got_rx.recv_timeout(IO_TIMEOUT).expect("upstream count"), upload.len());
+    assert_eq!(
+        got_rx.recv_timeout(IO_TIMEOUT).expect("upstream count"),
+        upload.len()
+    );
     let events = wait_events(&proxy, 1);
     assert_eq!(events[0].reason, None);
-    assert_eq!((events[0].bytes_up, events[0].bytes_down), (upload.len() as u64, download.len() as u64));
+    assert_eq!(
+        (events[0].bytes_up, events[0].bytes_down),
+        (upload.len() as u64, download.len() as u64)
+    );
 }
 
 #[test]
@@ -267,12 +319,25 @@ fn the_byte_budget_stops_a_bulk_transfer_exactly_at_the_budget() {
     let mut s = tunnel(&proxy, up.port());
     let data = payload(64 * MIB, 6);
     // Fails part way (reset or broken pipe) once the proxy cuts the tunnel.
-    let sent = data.chunks(MIB).take_while(|c| s.write_all(c).is_ok()).count();
-    assert!(sent < 64, "the whole transfer went through a {BUDGET}-byte budget");
-    assert_eq!(got_rx.recv_timeout(IO_TIMEOUT).expect("upstream count"), BUDGET, "upstream got exactly the budget");
+    let sent = data
+        .chunks(MIB)
+        .take_while(|c| s.write_all(c).is_ok())
+        .count();
+    assert!(
+        sent < 64,
+        "the whole transfer went through a {BUDGET}-byte budget"
+    );
+    assert_eq!(
+        got_rx.recv_timeout(IO_TIMEOUT).expect("upstream count"),
+        BUDGET,
+        "upstream got exactly the budget"
+    );
     let events = wait_events(&proxy, 1);
     assert_eq!(events[0].reason.as_deref(), Some("byte-budget-exhausted"));
-    assert_eq!((events[0].bytes_up, events[0].bytes_down), (BUDGET as u64, 0));
+    assert_eq!(
+        (events[0].bytes_up, events[0].bytes_down),
+        (BUDGET as u64, 0)
+    );
 
     // The box's budget is spent: the next tunnel passes nothing on.
     let mut s = tunnel(&proxy, up.port());
@@ -326,18 +391,34 @@ fn many_concurrent_bulk_tunnels_are_exact_and_leave_no_descriptor_open() {
         })
         .collect();
     for sender in senders {
-        assert_eq!(sender.join().expect("sender"), EACH as u64, "upstream got every byte");
+        assert_eq!(
+            sender.join().expect("sender"),
+            EACH as u64,
+            "upstream got every byte"
+        );
     }
     drop(most_tx);
     let most_pipes = most_rx.try_iter().max().unwrap_or(0);
     // 32 pipes at most (two descriptors each), whatever the number of tunnels.
-    assert!(most_pipes <= baseline_pipes + 64, "{most_pipes} pipe descriptors open at once ({baseline_pipes} before the tunnels)");
+    assert!(
+        most_pipes <= baseline_pipes + 64,
+        "{most_pipes} pipe descriptors open at once ({baseline_pipes} before the tunnels)"
+    );
 
     let events = wait_events(&proxy, N + 1);
     assert!(events.iter().all(|e| e.reason.is_none()), "{events:#?}");
-    assert!(events[1..].iter().all(|e| e.bytes_up == EACH as u64 && e.bytes_down == 8), "{events:#?}");
+    assert!(
+        events[1..]
+            .iter()
+            .all(|e| e.bytes_up == EACH as u64 && e.bytes_down == 8),
+        "{events:#?}"
+    );
     let (after, pipes) = wait_fds(baseline);
-    assert!(after <= baseline, "{} descriptors left open after the tunnels ended ({pipes} pipes)", after - baseline);
+    assert!(
+        after <= baseline,
+        "{} descriptors left open after the tunnels ended ({pipes} pipes)",
+        after - baseline
+    );
     drop(proxy);
 }
 
@@ -370,7 +451,11 @@ fn an_idle_bulk_tunnel_gives_its_pipes_back_and_keeps_working() {
     while open_fds().1 > pipes_before && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(open_fds().1, pipes_before, "an idle tunnel still holds pipes");
+    assert_eq!(
+        open_fds().1,
+        pipes_before,
+        "an idle tunnel still holds pipes"
+    );
     let mut small = [0u8; 5];
     s.write_all(b"hello").expect("write after idle");
     s.read_exact(&mut small).expect("echo after idle");

@@ -41,7 +41,11 @@ impl FakeResolver {
         let mut names = HashMap::new();
         names.insert(SVC.to_string(), vec![LOCALHOST]);
         names.insert("other.test".to_string(), vec![LOCALHOST]);
-        Arc::new(FakeResolver { names, calls: AtomicUsize::new(0), delay })
+        Arc::new(FakeResolver {
+            names,
+            calls: AtomicUsize::new(0),
+            delay,
+        })
     }
 }
 
@@ -70,7 +74,9 @@ struct Upstream {
 impl Upstream {
     fn start(handler: fn(TcpStream)) -> Upstream {
         let listener = TcpListener::bind((LOCALHOST, 0)).expect("bind upstream");
-        listener.set_nonblocking(true).expect("nonblocking upstream");
+        listener
+            .set_nonblocking(true)
+            .expect("nonblocking upstream");
         let addr = listener.local_addr().expect("upstream addr");
         let accepted = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
@@ -90,7 +96,11 @@ impl Upstream {
                 }
             }
         });
-        Upstream { addr, accepted, stop }
+        Upstream {
+            addr,
+            accepted,
+            stop,
+        }
     }
 
     fn port(&self) -> u16 {
@@ -145,7 +155,8 @@ fn close_at_once(s: TcpStream) {
 
 fn rules(allow_domain: &[&str], deny_domain: &[&str], allow_ip: &[&str]) -> EgressRules {
     let v = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    EgressRules::parse(&v(allow_domain), &v(deny_domain), &v(allow_ip), &[]).expect("test rules parse")
+    EgressRules::parse(&v(allow_domain), &v(deny_domain), &v(allow_ip), &[])
+        .expect("test rules parse")
 }
 
 /// `svc.test` (any port) reachable: it resolves to 127.0.0.1, which needs an --allow-ip grant.
@@ -179,7 +190,8 @@ fn start_proxy_with(config: ProxyConfig, resolver: Arc<FakeResolver>) -> ProxyHa
 fn connect(proxy: &ProxyHandle) -> TcpStream {
     let s = TcpStream::connect(proxy.local_addr()).expect("connect to proxy");
     s.set_read_timeout(Some(IO_TIMEOUT)).expect("read timeout");
-    s.set_write_timeout(Some(IO_TIMEOUT)).expect("write timeout");
+    s.set_write_timeout(Some(IO_TIMEOUT))
+        .expect("write timeout");
     s.set_nodelay(true).expect("nodelay");
     s
 }
@@ -215,7 +227,10 @@ fn connect_request(s: &mut TcpStream, host: &str, port: u16) -> String {
 fn tunnel(proxy: &ProxyHandle, host: &str, port: u16) -> TcpStream {
     let mut s = connect(proxy);
     let head = connect_request(&mut s, host, port);
-    assert!(head.starts_with("HTTP/1.1 200 "), "CONNECT {host}:{port} got {head:?}");
+    assert!(
+        head.starts_with("HTTP/1.1 200 "),
+        "CONNECT {host}:{port} got {head:?}"
+    );
     s
 }
 
@@ -259,7 +274,9 @@ enum Socks5Dest<'a> {
 
 /// A deterministic, non-repeating-looking payload.
 fn payload(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..len)
         .map(|_| {
             x ^= x << 13;
@@ -294,12 +311,18 @@ fn closed_without_data(s: &mut TcpStream) -> bool {
     match s.read(&mut buf) {
         Ok(0) => true,
         Ok(_) => false,
-        Err(e) => matches!(e.kind(), io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted),
+        Err(e) => matches!(
+            e.kind(),
+            io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+        ),
     }
 }
 
 fn now_ms() -> u128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis()
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -326,9 +349,17 @@ fn connect_tunnel_relays_both_ways_and_honours_half_close() {
     };
     let got = read_to_end(&mut s);
     writer.join().expect("writer");
-    assert_eq!(got.len(), data.len() + b"after-eof".len(), "echo plus the post-EOF trailer");
+    assert_eq!(
+        got.len(),
+        data.len() + b"after-eof".len(),
+        "echo plus the post-EOF trailer"
+    );
     assert!(got[..data.len()] == data[..], "echoed bytes differ");
-    assert_eq!(&got[data.len()..], b"after-eof", "upstream's bytes after the client's EOF arrive");
+    assert_eq!(
+        &got[data.len()..],
+        b"after-eof",
+        "upstream's bytes after the client's EOF arrive"
+    );
 
     let events = wait_count(&proxy, 1);
     let ev = &events[0];
@@ -338,11 +369,17 @@ fn connect_tunnel_relays_both_ways_and_honours_half_close() {
     assert_eq!(ev.decision, "allow");
     assert_eq!(ev.reason, None, "a clean tunnel has no reason");
     assert_eq!(ev.addr, Some(upstream.addr));
-    assert_eq!(ev.rule.as_deref(), Some("--allow-domain svc.test, --allow-ip 127.0.0.1"));
+    assert_eq!(
+        ev.rule.as_deref(),
+        Some("--allow-domain svc.test, --allow-ip 127.0.0.1")
+    );
     assert_eq!(ev.message, None);
     assert_eq!(ev.bytes_up, data.len() as u64);
     assert_eq!(ev.bytes_down, (data.len() + b"after-eof".len()) as u64);
-    assert!(ev.time_ms >= t0 && ev.time_ms <= now_ms(), "time_ms is when the request arrived");
+    assert!(
+        ev.time_ms >= t0 && ev.time_ms <= now_ms(),
+        "time_ms is when the request arrived"
+    );
     assert!(ev.duration_ms >= 0.0 && ev.duration_ms < 10_000.0);
     assert_eq!(upstream.accepted(), 1);
 }
@@ -362,17 +399,41 @@ fn absolute_uri_request_is_forwarded_in_origin_form() {
     // Half-close aware: the exchange ends (and its event is written) when the client closes too.
     drop(s);
     let (head, seen) = response.split_once("\r\n\r\n").expect("a response head");
-    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "upstream response relayed: {head:?}");
+    assert!(
+        head.starts_with("HTTP/1.1 200 OK\r\n"),
+        "upstream response relayed: {head:?}"
+    );
 
     // What the upstream saw (it echoes the head it received as the body).
     let lines: Vec<&str> = seen.split("\r\n").collect();
-    assert_eq!(lines[0], "GET /some/path?q=1 HTTP/1.1", "origin-form request line");
-    assert!(lines.contains(&format!("Host: {SVC}:{port}").as_str()), "Host from the URI: {seen:?}");
-    assert!(lines.contains(&"Connection: close"), "Connection: close: {seen:?}");
-    assert!(lines.contains(&"User-Agent: airlock-test"), "end-to-end headers kept: {seen:?}");
-    assert!(!seen.to_ascii_lowercase().contains("proxy-"), "no Proxy-* header forwarded: {seen:?}");
-    assert!(!seen.contains("wrong.example"), "the client's Host is replaced: {seen:?}");
-    assert!(!seen.contains("keep-alive"), "hop-by-hop Connection dropped: {seen:?}");
+    assert_eq!(
+        lines[0], "GET /some/path?q=1 HTTP/1.1",
+        "origin-form request line"
+    );
+    assert!(
+        lines.contains(&format!("Host: {SVC}:{port}").as_str()),
+        "Host from the URI: {seen:?}"
+    );
+    assert!(
+        lines.contains(&"Connection: close"),
+        "Connection: close: {seen:?}"
+    );
+    assert!(
+        lines.contains(&"User-Agent: airlock-test"),
+        "end-to-end headers kept: {seen:?}"
+    );
+    assert!(
+        !seen.to_ascii_lowercase().contains("proxy-"),
+        "no Proxy-* header forwarded: {seen:?}"
+    );
+    assert!(
+        !seen.contains("wrong.example"),
+        "the client's Host is replaced: {seen:?}"
+    );
+    assert!(
+        !seen.contains("keep-alive"),
+        "hop-by-hop Connection dropped: {seen:?}"
+    );
 
     let events = wait_count(&proxy, 1);
     assert_eq!(events[0].protocol, "http");
@@ -442,36 +503,58 @@ fn denials_answer_403_or_socks_2_and_never_connect() {
     let port = upstream.port();
     // other.test is allowed, svc.test is not; deny.test is denied outright; 127.0.0.1 is not
     // granted, so a name resolving to it is refused too.
-    let proxy = start_proxy(config(rules(&["other.test", "*.deny.test"], &["*.deny.test"], &[])));
+    let proxy = start_proxy(config(rules(
+        &["other.test", "*.deny.test"],
+        &["*.deny.test"],
+        &[],
+    )));
 
     let mut s = connect(&proxy);
     assert!(connect_request(&mut s, SVC, port).starts_with("HTTP/1.1 403 "));
     drop(s);
     let mut s = connect(&proxy);
-    s.write_all(format!("CONNECT {SVC}:{port} HTTP/1.1\r\n\r\n").as_bytes()).expect("write");
+    s.write_all(format!("CONNECT {SVC}:{port} HTTP/1.1\r\n\r\n").as_bytes())
+        .expect("write");
     let (status, denied, body) = read_denial(&mut s);
     assert_eq!(status, "HTTP/1.1 403 Forbidden");
     assert_eq!(denied.as_deref(), Some("not-allowed"));
-    assert!(body.contains(&format!("--allow-domain {SVC}:{port}")), "body names the flag: {body:?}");
-    assert!(body.ends_with('\n') && body.lines().count() == 1, "one-line body: {body:?}");
+    assert!(
+        body.contains(&format!("--allow-domain {SVC}:{port}")),
+        "body names the flag: {body:?}"
+    );
+    assert!(
+        body.ends_with('\n') && body.lines().count() == 1,
+        "one-line body: {body:?}"
+    );
 
     let mut s = connect(&proxy);
-    s.write_all(format!("GET http://{SVC}:{port}/ HTTP/1.1\r\n\r\n").as_bytes()).expect("write");
+    s.write_all(format!("GET http://{SVC}:{port}/ HTTP/1.1\r\n\r\n").as_bytes())
+        .expect("write");
     let (status, denied, _) = read_denial(&mut s);
     assert_eq!(status, "HTTP/1.1 403 Forbidden");
     assert_eq!(denied.as_deref(), Some("not-allowed"));
 
     let mut s = connect(&proxy);
-    s.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes()).expect("write");
-    assert_eq!(read_denial(&mut s).1.as_deref(), Some("ip-literal-not-granted"));
+    s.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes())
+        .expect("write");
+    assert_eq!(
+        read_denial(&mut s).1.as_deref(),
+        Some("ip-literal-not-granted")
+    );
 
     let mut s = connect(&proxy);
-    s.write_all(format!("CONNECT other.test:{port} HTTP/1.1\r\n\r\n").as_bytes()).expect("write");
+    s.write_all(format!("CONNECT other.test:{port} HTTP/1.1\r\n\r\n").as_bytes())
+        .expect("write");
     let (_, denied, body) = read_denial(&mut s);
-    assert_eq!(denied.as_deref(), Some("forbidden-address"), "loopback needs a grant: {body}");
+    assert_eq!(
+        denied.as_deref(),
+        Some("forbidden-address"),
+        "loopback needs a grant: {body}"
+    );
 
     let mut s = connect(&proxy);
-    s.write_all(format!("CONNECT a.deny.test:{port} HTTP/1.1\r\n\r\n").as_bytes()).expect("write");
+    s.write_all(format!("CONNECT a.deny.test:{port} HTTP/1.1\r\n\r\n").as_bytes())
+        .expect("write");
     assert_eq!(read_denial(&mut s).1.as_deref(), Some("denied-domain"));
 
     let mut s = connect(&proxy);
@@ -483,9 +566,16 @@ fn denials_answer_403_or_socks_2_and_never_connect() {
     assert_eq!(reply[1], 2);
 
     let events = wait_count(&proxy, 8);
-    assert!(events.iter().all(|e| e.decision == "deny" && e.addr.is_none() && e.bytes_up == 0));
-    assert!(events.iter().all(|e| e.message.as_deref().is_some_and(|m| !m.is_empty())));
-    let reasons: Vec<_> = events.iter().map(|e| e.reason.as_deref().unwrap_or("")).collect();
+    assert!(events
+        .iter()
+        .all(|e| e.decision == "deny" && e.addr.is_none() && e.bytes_up == 0));
+    assert!(events
+        .iter()
+        .all(|e| e.message.as_deref().is_some_and(|m| !m.is_empty())));
+    let reasons: Vec<_> = events
+        .iter()
+        .map(|e| e.reason.as_deref().unwrap_or(""))
+        .collect();
     assert_eq!(
         reasons,
         [
@@ -501,7 +591,11 @@ fn denials_answer_403_or_socks_2_and_never_connect() {
     );
     assert_eq!(events[5].rule.as_deref(), Some("--deny-domain *.deny.test"));
     thread::sleep(Duration::from_millis(100));
-    assert_eq!(upstream.accepted(), 0, "no denied request reached the upstream");
+    assert_eq!(
+        upstream.accepted(),
+        0,
+        "no denied request reached the upstream"
+    );
 }
 
 #[test]
@@ -511,7 +605,10 @@ fn set_rules_applies_to_the_next_connection() {
     let port = upstream.port();
 
     let mut s = connect(&proxy);
-    assert!(connect_request(&mut s, SVC, port).starts_with("HTTP/1.1 403 "), "default denies");
+    assert!(
+        connect_request(&mut s, SVC, port).starts_with("HTTP/1.1 403 "),
+        "default denies"
+    );
 
     proxy.set_rules(allow_svc());
     let mut open = tunnel(&proxy, SVC, port);
@@ -519,7 +616,10 @@ fn set_rules_applies_to_the_next_connection() {
 
     proxy.set_rules(EgressRules::default());
     let mut s = connect(&proxy);
-    assert!(connect_request(&mut s, SVC, port).starts_with("HTTP/1.1 403 "), "denied again");
+    assert!(
+        connect_request(&mut s, SVC, port).starts_with("HTTP/1.1 403 "),
+        "denied again"
+    );
     // The rule change decides new connections; the tunnel opened before it stays as it was.
     echo_round_trip(&mut open, b"still open");
     drop(open);
@@ -541,19 +641,28 @@ fn max_connections_refuses_the_next_one_and_says_so() {
     let mut cfg = config(allow_svc());
     cfg.max_connections = 3;
     let proxy = start_proxy(cfg);
-    let mut open: Vec<TcpStream> = (0..3).map(|_| tunnel(&proxy, SVC, upstream.port())).collect();
+    let mut open: Vec<TcpStream> = (0..3)
+        .map(|_| tunnel(&proxy, SVC, upstream.port()))
+        .collect();
     for (i, s) in open.iter_mut().enumerate() {
         echo_round_trip(s, format!("tunnel {i}").as_bytes());
     }
 
     let mut extra = connect(&proxy);
-    let _ = extra.write_all(format!("CONNECT {SVC}:{} HTTP/1.1\r\n\r\n", upstream.port()).as_bytes());
-    assert!(closed_without_data(&mut extra), "the 4th concurrent connection is closed");
+    let _ =
+        extra.write_all(format!("CONNECT {SVC}:{} HTTP/1.1\r\n\r\n", upstream.port()).as_bytes());
+    assert!(
+        closed_without_data(&mut extra),
+        "the 4th concurrent connection is closed"
+    );
     let events = wait_count(&proxy, 1);
     assert_eq!(events[0].decision, "deny");
     assert_eq!(events[0].reason.as_deref(), Some("too-many-connections"));
     let message = events[0].message.clone().unwrap_or_default();
-    assert!(message.contains('3'), "the message names the limit: {message:?}");
+    assert!(
+        message.contains('3'),
+        "the message names the limit: {message:?}"
+    );
     assert_eq!(upstream.accepted(), 3);
 
     // The open tunnels are unaffected, and a slot frees up when one closes.
@@ -590,12 +699,19 @@ fn byte_budget_cuts_the_transfer() {
     }
     let _ = s.shutdown(Shutdown::Both);
     writer.join().expect("writer");
-    assert!(got < 1 << 20, "the echo stopped before the budget: {got} bytes came back");
+    assert!(
+        got < 1 << 20,
+        "the echo stopped before the budget: {got} bytes came back"
+    );
 
     let events = wait_count(&proxy, 1);
     assert_eq!(events[0].decision, "allow");
     assert_eq!(events[0].reason.as_deref(), Some("byte-budget-exhausted"));
-    assert!(events[0].bytes_up + events[0].bytes_down <= 1 << 20, "{:?}", events[0]);
+    assert!(
+        events[0].bytes_up + events[0].bytes_down <= 1 << 20,
+        "{:?}",
+        events[0]
+    );
 
     // The budget is for the whole box: the next tunnel is cut at its first bytes.
     let mut s = tunnel(&proxy, SVC, upstream.port());
@@ -615,13 +731,15 @@ fn garbage_and_oversized_heads_are_refused_and_the_server_keeps_serving() {
     let proxy = start_proxy(config(allow_svc()));
 
     let mut s = connect(&proxy);
-    s.write_all(b"hello there, not http\r\n\r\n").expect("write garbage");
+    s.write_all(b"hello there, not http\r\n\r\n")
+        .expect("write garbage");
     let (status, denied, _) = read_denial(&mut s);
     assert_eq!(status, "HTTP/1.1 400 Bad Request");
     assert_eq!(denied, None);
 
     let mut s = connect(&proxy);
-    s.write_all(b"\x00\x01\x02\xff\xfe\r\x7f\n\n").expect("write binary");
+    s.write_all(b"\x00\x01\x02\xff\xfe\r\x7f\n\n")
+        .expect("write binary");
     assert!(read_denial(&mut s).0.starts_with("HTTP/1.1 400 "));
 
     // Exactly MAX_HEAD bytes without the end of the head: the proxy reads all of it, then
@@ -633,14 +751,19 @@ fn garbage_and_oversized_heads_are_refused_and_the_server_keeps_serving() {
     }
     big.truncate(airlock_proxy::http::MAX_HEAD);
     s.write_all(&big).expect("write big head");
-    assert_eq!(read_denial(&mut s).0, "HTTP/1.1 431 Request Header Fields Too Large");
+    assert_eq!(
+        read_denial(&mut s).0,
+        "HTTP/1.1 431 Request Header Fields Too Large"
+    );
 
     let mut s = tunnel(&proxy, SVC, upstream.port());
     echo_round_trip(&mut s, b"still serving");
     drop(s);
 
     let events = wait_count(&proxy, 4);
-    assert!(events[..3].iter().all(|e| e.decision == "deny" && e.reason.as_deref() == Some("bad-request")));
+    assert!(events[..3]
+        .iter()
+        .all(|e| e.decision == "deny" && e.reason.as_deref() == Some("bad-request")));
     assert_eq!(events[3].decision, "allow");
     assert_eq!(upstream.accepted(), 1);
 }
@@ -657,14 +780,19 @@ fn socks4_is_refused_in_its_own_protocol() {
     s.write_all(&req).expect("socks4 request");
     let t = Instant::now();
     let mut reply = [0u8; 8];
-    s.read_exact(&mut reply).expect("a SOCKS4 reply, not a hang");
+    s.read_exact(&mut reply)
+        .expect("a SOCKS4 reply, not a hang");
     assert_eq!(reply, airlock_proxy::socks5::SOCKS4_REJECTED);
     assert!(t.elapsed() < Duration::from_secs(2));
     assert!(closed_without_data(&mut s));
     let events = wait_count(&proxy, 1);
     assert_eq!(events[0].decision, "deny");
     assert_eq!(events[0].reason.as_deref(), Some("bad-request"));
-    assert!(events[0].message.as_deref().unwrap_or("").contains("SOCKS4"));
+    assert!(events[0]
+        .message
+        .as_deref()
+        .unwrap_or("")
+        .contains("SOCKS4"));
     assert_eq!(upstream.accepted(), 0);
 }
 
@@ -674,7 +802,9 @@ fn a_stalled_client_does_not_block_others() {
     let proxy = start_proxy(config(allow_svc()));
     // Half a CONNECT head, then silence; and a SOCKS5 greeting cut in the middle.
     let mut loris = connect(&proxy);
-    loris.write_all(format!("CONNECT {SVC}:{} HTTP/1.1\r\nHost: sv", upstream.port()).as_bytes()).expect("write");
+    loris
+        .write_all(format!("CONNECT {SVC}:{} HTTP/1.1\r\nHost: sv", upstream.port()).as_bytes())
+        .expect("write");
     let mut loris_socks = connect(&proxy);
     loris_socks.write_all(&[5, 3, 0]).expect("write");
     thread::sleep(Duration::from_millis(50));
@@ -684,9 +814,14 @@ fn a_stalled_client_does_not_block_others() {
         let mut s = tunnel(&proxy, SVC, upstream.port());
         echo_round_trip(&mut s, format!("served {i}").as_bytes());
     }
-    assert!(t.elapsed() < Duration::from_secs(5), "others served while the stalled ones wait");
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "others served while the stalled ones wait"
+    );
     // The stalled clients are still waiting (the head timeout is 30 s), not answered.
-    loris.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
+    loris
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout");
     let mut buf = [0u8; 1];
     let pending = loris.read(&mut buf);
     assert!(
@@ -704,7 +839,9 @@ fn two_hundred_concurrent_tunnels_all_echo() {
     const N: usize = 200;
     let upstream = Upstream::start(echo_then_trailer);
     let proxy = start_proxy(config(allow_svc()));
-    let mut tunnels: Vec<TcpStream> = (0..N).map(|_| tunnel(&proxy, SVC, upstream.port())).collect();
+    let mut tunnels: Vec<TcpStream> = (0..N)
+        .map(|_| tunnel(&proxy, SVC, upstream.port()))
+        .collect();
     // All open at once: write to every one, then read every one back.
     let payloads: Vec<Vec<u8>> = (0..N).map(|i| payload(4096 + i, i as u64)).collect();
     for (s, p) in tunnels.iter_mut().zip(&payloads) {
@@ -713,12 +850,17 @@ fn two_hundred_concurrent_tunnels_all_echo() {
     for (s, p) in tunnels.iter_mut().zip(&payloads) {
         let mut back = vec![0u8; p.len()];
         s.read_exact(&mut back).expect("read echo");
-        assert!(&back == p, "tunnel got another tunnel's bytes or corrupted ones");
+        assert!(
+            &back == p,
+            "tunnel got another tunnel's bytes or corrupted ones"
+        );
     }
     assert_eq!(upstream.accepted(), N);
     drop(tunnels);
     let events = wait_count(&proxy, N);
-    assert!(events.iter().all(|e| e.decision == "allow" && e.reason.is_none()));
+    assert!(events
+        .iter()
+        .all(|e| e.decision == "allow" && e.reason.is_none()));
     let mut sizes: Vec<u64> = events.iter().map(|e| e.bytes_up).collect();
     sizes.sort_unstable();
     assert_eq!(sizes, (0..N).map(|i| (4096 + i) as u64).collect::<Vec<_>>());
@@ -727,7 +869,8 @@ fn two_hundred_concurrent_tunnels_all_echo() {
 #[test]
 fn audit_file_gets_one_json_line_per_event() {
     let upstream = Upstream::start(echo_then_trailer);
-    let path = std::env::temp_dir().join(format!("airlock-proxy-audit-{}.jsonl", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("airlock-proxy-audit-{}.jsonl", std::process::id()));
     let mut cfg = config(allow_svc());
     cfg.audit = Some(std::fs::File::create(&path).expect("create audit file"));
     let proxy = start_proxy(cfg);
@@ -781,16 +924,26 @@ fn events_have_one_entry_per_request_with_its_fields() {
     let mut s = connect(&proxy);
     connect_request(&mut s, "other.test", port);
     let events = wait_count(&proxy, 6);
-    assert_eq!(resolver.calls.load(Ordering::SeqCst), 5, "denied before resolution: other.test");
+    assert_eq!(
+        resolver.calls.load(Ordering::SeqCst),
+        5,
+        "denied before resolution: other.test"
+    );
     for (i, ev) in events[..5].iter().enumerate() {
-        assert_eq!((ev.protocol, ev.host.as_str(), ev.port, ev.decision), ("connect", SVC, port, "allow"));
+        assert_eq!(
+            (ev.protocol, ev.host.as_str(), ev.port, ev.decision),
+            ("connect", SVC, port, "allow")
+        );
         assert_eq!(ev.bytes_up, 100 * (i as u64 + 1));
         assert_eq!(ev.bytes_down, 100 * (i as u64 + 1) + 9, "echo plus trailer");
         assert_eq!(ev.addr, Some(upstream.addr));
         assert!(ev.time_ms >= t0 && ev.time_ms <= now_ms());
     }
     let deny = &events[5];
-    assert_eq!((deny.protocol, deny.host.as_str(), deny.decision), ("connect", "other.test", "deny"));
+    assert_eq!(
+        (deny.protocol, deny.host.as_str(), deny.decision),
+        ("connect", "other.test", "deny")
+    );
     assert_eq!(deny.reason.as_deref(), Some("not-allowed"));
     assert_eq!(deny.rule, None);
     assert_eq!((deny.bytes_up, deny.bytes_down, deny.addr), (0, 0, None));
@@ -800,7 +953,9 @@ fn events_have_one_entry_per_request_with_its_fields() {
 fn stop_returns_promptly_with_open_tunnels() {
     let upstream = Upstream::start(echo_then_trailer);
     let proxy = start_proxy(config(allow_svc()));
-    let mut open: Vec<TcpStream> = (0..10).map(|_| tunnel(&proxy, SVC, upstream.port())).collect();
+    let mut open: Vec<TcpStream> = (0..10)
+        .map(|_| tunnel(&proxy, SVC, upstream.port()))
+        .collect();
     for s in open.iter_mut() {
         echo_round_trip(s, b"open");
     }
@@ -808,7 +963,11 @@ fn stop_returns_promptly_with_open_tunnels() {
     half.write_all(b"CONNECT svc").expect("write");
     let t = Instant::now();
     let _ = proxy.stop();
-    assert!(t.elapsed() < Duration::from_secs(2), "stop took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "stop took {:?}",
+        t.elapsed()
+    );
     for s in open.iter_mut() {
         assert!(closed_without_data(s), "stop drops every connection");
     }
@@ -818,12 +977,20 @@ fn stop_returns_promptly_with_open_tunnels() {
 #[test]
 fn stop_returns_promptly_during_a_slow_resolution() {
     let upstream = Upstream::start(echo_then_trailer);
-    let proxy = start_proxy_with(config(allow_svc()), FakeResolver::with_delay(Duration::from_secs(5)));
+    let proxy = start_proxy_with(
+        config(allow_svc()),
+        FakeResolver::with_delay(Duration::from_secs(5)),
+    );
     let mut s = connect(&proxy);
-    s.write_all(format!("CONNECT {SVC}:{} HTTP/1.1\r\n\r\n", upstream.port()).as_bytes()).expect("write");
+    s.write_all(format!("CONNECT {SVC}:{} HTTP/1.1\r\n\r\n", upstream.port()).as_bytes())
+        .expect("write");
     thread::sleep(Duration::from_millis(200));
     let t = Instant::now();
     let _ = proxy.stop();
-    assert!(t.elapsed() < Duration::from_secs(2), "stop took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "stop took {:?}",
+        t.elapsed()
+    );
     assert!(closed_without_data(&mut s));
 }

@@ -18,7 +18,15 @@ fn rss_kib(pid: i32, field: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix(field).map(|v| v.split_whitespace().next().unwrap_or("0").parse().unwrap_or(0)))
+        .find_map(|l| {
+            l.strip_prefix(field).map(|v| {
+                v.split_whitespace()
+                    .next()
+                    .unwrap_or("0")
+                    .parse()
+                    .unwrap_or(0)
+            })
+        })
         .unwrap_or(0)
 }
 
@@ -26,7 +34,15 @@ fn pss_kib(pid: i32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
         .unwrap_or_default()
         .lines()
-        .find_map(|l| l.strip_prefix("Pss:").map(|v| v.split_whitespace().next().unwrap_or("0").parse().unwrap_or(0)))
+        .find_map(|l| {
+            l.strip_prefix("Pss:").map(|v| {
+                v.split_whitespace()
+                    .next()
+                    .unwrap_or("0")
+                    .parse()
+                    .unwrap_or(0)
+            })
+        })
         .unwrap_or(0)
 }
 
@@ -39,13 +55,31 @@ fn children(pid: i32) -> Vec<i32> {
 }
 
 fn main() {
-    let exe = std::path::PathBuf::from(std::env::args().nth(1).expect("usage: sandbox_bench AIRLOCK_EXE [IDLE_BOXES]"));
-    let idle: usize = std::env::args().nth(2).and_then(|v| v.parse().ok()).unwrap_or(200);
+    let exe = std::path::PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .expect("usage: sandbox_bench AIRLOCK_EXE [IDLE_BOXES]"),
+    );
+    let idle: usize = std::env::args()
+        .nth(2)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
     let ws = std::env::temp_dir().join(format!("airlock-sbx-bench-{}", std::process::id()));
     std::fs::create_dir_all(&ws).unwrap();
     let env = BTreeMap::new();
-    let file = PolicyFile { workspace: Some(ws.to_string_lossy().into_owned()), ..Default::default() };
-    let policy = resolve(&file, &ResolveContext { cwd: ws.clone(), env: &env, host: &RealHost }).unwrap();
+    let file = PolicyFile {
+        workspace: Some(ws.to_string_lossy().into_owned()),
+        ..Default::default()
+    };
+    let policy = resolve(
+        &file,
+        &ResolveContext {
+            cwd: ws.clone(),
+            env: &env,
+            host: &RealHost,
+        },
+    )
+    .unwrap();
     let opts = SandboxOptions::default();
 
     let plain = |n: usize| -> Vec<f64> {
@@ -91,19 +125,31 @@ fn main() {
     let mut ctxs = Vec::new();
     for _ in 0..10 {
         let t = Instant::now();
-        let mut ctx = s.session().create_context(airlock_runtime::Language::Python, None).unwrap();
-        s.session().run_code(&mut ctx, "pass", &BTreeMap::new(), None, |_| {}).unwrap();
+        let mut ctx = s
+            .session()
+            .create_context(airlock_runtime::Language::Python, None)
+            .unwrap();
+        s.session()
+            .run_code(&mut ctx, "pass", &BTreeMap::new(), None, |_| {})
+            .unwrap();
         ctxs.push(t.elapsed().as_secs_f64() * 1000.0);
         s.session().close_context(ctx).unwrap();
     }
-    let mut ctx = s.session().create_context(airlock_runtime::Language::Python, None).unwrap();
+    let mut ctx = s
+        .session()
+        .create_context(airlock_runtime::Language::Python, None)
+        .unwrap();
     for _ in 0..20 {
-        s.session().run_code(&mut ctx, "1+1", &BTreeMap::new(), None, |_| {}).unwrap();
+        s.session()
+            .run_code(&mut ctx, "1+1", &BTreeMap::new(), None, |_| {})
+            .unwrap();
     }
     let code: Vec<f64> = (0..300)
         .map(|_| {
             let t = Instant::now();
-            s.session().run_code(&mut ctx, "1+1", &BTreeMap::new(), None, |_| {}).unwrap();
+            s.session()
+                .run_code(&mut ctx, "1+1", &BTreeMap::new(), None, |_| {})
+                .unwrap();
             t.elapsed().as_secs_f64() * 1000.0
         })
         .collect();
@@ -131,7 +177,13 @@ fn main() {
         pss += pss_kib(*h);
         n += 1;
         for c in children(*h) {
-            let box_side = std::fs::read_to_string(format!("/proc/{c}/status")).unwrap_or_default().contains("NSpid:") && std::fs::read_to_string(format!("/proc/{c}/status")).unwrap_or_default().lines().any(|l| l.starts_with("NSpid:") && l.split_whitespace().count() > 2);
+            let box_side = std::fs::read_to_string(format!("/proc/{c}/status"))
+                .unwrap_or_default()
+                .contains("NSpid:")
+                && std::fs::read_to_string(format!("/proc/{c}/status"))
+                    .unwrap_or_default()
+                    .lines()
+                    .any(|l| l.starts_with("NSpid:") && l.split_whitespace().count() > 2);
             if !box_side {
                 rss += rss_kib(c, "VmRSS:");
                 pss += pss_kib(c);
@@ -140,7 +192,9 @@ fn main() {
     }
     let agents: Vec<i32> = boxes.iter().map(|b| b.init_pid()).collect();
     let agent_pss: u64 = agents.iter().map(|p| pss_kib(*p)).sum();
-    let all_alive = agents.iter().all(|p| std::path::Path::new(&format!("/proc/{p}")).exists());
+    let all_alive = agents
+        .iter()
+        .all(|p| std::path::Path::new(&format!("/proc/{p}")).exists());
     println!(
         "{idle} idle boxes held at once: {} (started in {:.2} s); host side per box: RSS {:.2} MiB, PSS {:.2} MiB (supervisor + sentinel); the agent inside: PSS {:.2} MiB (goal <= 3 MiB host side)",
         if all_alive && n as usize == idle { "ok" } else { "FAILED" },

@@ -3,7 +3,9 @@
 //! end the session, unexpected frames are bounded, nothing panics.
 
 use crate::mux::MuxPort;
-use airlock_protocol::{Frame, FrameDecoder, FrameKind, Hello, Op, ProtocolError, Reply, Request, Role};
+use airlock_protocol::{
+    Frame, FrameDecoder, FrameKind, Hello, Op, ProtocolError, Reply, Request, Role,
+};
 use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -43,7 +45,11 @@ pub struct AgentClient {
 }
 
 enum Io {
-    Direct { sock: UnixStream, dec: FrameDecoder, buf: Vec<u8> },
+    Direct {
+        sock: UnixStream,
+        dec: FrameDecoder,
+        buf: Vec<u8>,
+    },
     Port(MuxPort),
 }
 
@@ -54,7 +60,10 @@ impl AgentClient {
         let mut c = AgentClient::resume(sock);
         let hello = c.recv_wire()?.ok_or(AgentError::Closed)?;
         if hello.kind != FrameKind::Hello {
-            return Err(AgentError::Protocol(format!("expected a hello, got a {:?} frame", hello.kind)));
+            return Err(AgentError::Protocol(format!(
+                "expected a hello, got a {:?} frame",
+                hello.kind
+            )));
         }
         Hello::accept(&hello.body, Role::Agent).map_err(|e| AgentError::Protocol(e.to_string()))?;
         c.send(&Frame::json(FrameKind::Hello, &Hello::new(Role::Host))?)?;
@@ -67,13 +76,27 @@ impl AgentClient {
     /// A client for a connection whose hellos were already exchanged (handed over by the box's
     /// supervisor process).
     pub fn resume(sock: UnixStream) -> AgentClient {
-        let io = Io::Direct { sock, dec: FrameDecoder::new(), buf: vec![0; 1 << 16] };
-        AgentClient { io, backlog: VecDeque::new(), next_id: 1, next_channel: 2 }
+        let io = Io::Direct {
+            sock,
+            dec: FrameDecoder::new(),
+            buf: vec![0; 1 << 16],
+        };
+        AgentClient {
+            io,
+            backlog: VecDeque::new(),
+            next_id: 1,
+            next_channel: 2,
+        }
     }
 
     /// A client over one port of a shared connection.
     pub fn over(port: MuxPort) -> AgentClient {
-        AgentClient { io: Io::Port(port), backlog: VecDeque::new(), next_id: 1, next_channel: 2 }
+        AgentClient {
+            io: Io::Port(port),
+            backlog: VecDeque::new(),
+            next_id: 1,
+            next_channel: 2,
+        }
     }
 
     /// The connection, for handing over (`None` for a port of a shared connection). Only
@@ -99,10 +122,14 @@ impl AgentClient {
 
     fn send(&mut self, frame: &Frame) -> Result<(), AgentError> {
         match &mut self.io {
-            Io::Direct { sock, .. } => sock.write_all(&frame.encode()).map_err(|e| match e.kind() {
-                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => AgentError::Closed,
-                _ => AgentError::Io(e),
-            }),
+            Io::Direct { sock, .. } => {
+                sock.write_all(&frame.encode()).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => {
+                        AgentError::Closed
+                    }
+                    _ => AgentError::Io(e),
+                })
+            }
             Io::Port(port) => port.send(frame),
         }
     }
@@ -114,7 +141,9 @@ impl AgentClient {
         }
         let id = self.next_id;
         self.next_id += 1;
-        let body = Request { id, op }.encode().map_err(|e| AgentError::Protocol(e.to_string()))?;
+        let body = Request { id, op }
+            .encode()
+            .map_err(|e| AgentError::Protocol(e.to_string()))?;
         self.send(&Frame::new(FrameKind::Request, 0, body)?)?;
         Ok(id)
     }
@@ -180,13 +209,19 @@ impl AgentClient {
     }
 
     /// Like [`AgentClient::wait_for`], but gives up at `deadline` (`Ok(None)`).
-    pub fn wait_for_until(&mut self, deadline: std::time::Instant, mut want: impl FnMut(&Frame) -> bool) -> Result<Option<Frame>, AgentError> {
+    pub fn wait_for_until(
+        &mut self,
+        deadline: std::time::Instant,
+        mut want: impl FnMut(&Frame) -> bool,
+    ) -> Result<Option<Frame>, AgentError> {
         if let Some(i) = self.backlog.iter().position(&mut want) {
             return Ok(self.backlog.remove(i));
         }
         if let Io::Port(port) = &mut self.io {
             loop {
-                let Some(f) = port.recv_until(deadline)? else { return Ok(None) };
+                let Some(f) = port.recv_until(deadline)? else {
+                    return Ok(None);
+                };
                 if want(&f) {
                     return Ok(Some(f));
                 }
@@ -196,7 +231,9 @@ impl AgentClient {
                 self.backlog.push_back(f);
             }
         }
-        let Io::Direct { sock, dec, buf } = &mut self.io else { return Ok(None) };
+        let Io::Direct { sock, dec, buf } = &mut self.io else {
+            return Ok(None);
+        };
         loop {
             if let Some(f) = dec.next()? {
                 if want(&f) {
@@ -217,7 +254,14 @@ impl AgentClient {
             sock.set_read_timeout(None)?;
             let n = match read {
                 Ok(n) => n,
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => return Ok(None),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Ok(None)
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
                 Err(e) => return Err(e.into()),
@@ -237,10 +281,15 @@ impl AgentClient {
 
     /// Waits for the reply to request `id`.
     pub fn reply(&mut self, id: u64) -> Result<Reply, AgentError> {
-        let f = self.wait_for(|f| f.kind == FrameKind::Reply && Reply::decode(&f.body).is_ok_and(|r| r.id == id))?;
+        let f = self.wait_for(|f| {
+            f.kind == FrameKind::Reply && Reply::decode(&f.body).is_ok_and(|r| r.id == id)
+        })?;
         let reply = Reply::decode(&f.body).map_err(|e| AgentError::Protocol(e.to_string()))?;
         if let Err(e) = &reply.result {
-            return Err(AgentError::Refused { code: format!("{:?}", e.code).to_lowercase(), message: e.message.clone() });
+            return Err(AgentError::Refused {
+                code: format!("{:?}", e.code).to_lowercase(),
+                message: e.message.clone(),
+            });
         }
         Ok(reply)
     }

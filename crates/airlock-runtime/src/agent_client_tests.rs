@@ -16,7 +16,12 @@ fn hostile(agent: impl FnOnce(UnixStream) + Send + 'static) -> UnixStream {
 }
 
 fn hello(s: &mut UnixStream) {
-    s.write_all(&Frame::json(FrameKind::Hello, &Hello::new(Role::Agent)).unwrap().encode()).unwrap();
+    s.write_all(
+        &Frame::json(FrameKind::Hello, &Hello::new(Role::Agent))
+            .unwrap()
+            .encode(),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -24,20 +29,45 @@ fn garbage_instead_of_hello() {
     let host = hostile(|mut s| {
         let _ = s.write_all(b"GET / HTTP/1.1\r\n\r\n");
     });
-    let err = AgentClient::connect(host, Duration::from_secs(5)).err().unwrap();
-    assert!(matches!(err, AgentError::Protocol(_) | AgentError::Closed), "{err}");
+    let err = AgentClient::connect(host, Duration::from_secs(5))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, AgentError::Protocol(_) | AgentError::Closed),
+        "{err}"
+    );
 }
 
 #[test]
 fn wrong_role_or_version_in_hello() {
     let host = hostile(|mut s| {
-        s.write_all(&Frame::json(FrameKind::Hello, &Hello::new(Role::Host)).unwrap().encode()).unwrap();
+        s.write_all(
+            &Frame::json(FrameKind::Hello, &Hello::new(Role::Host))
+                .unwrap()
+                .encode(),
+        )
+        .unwrap();
     });
-    assert!(matches!(AgentClient::connect(host, Duration::from_secs(5)), Err(AgentError::Protocol(_))));
+    assert!(matches!(
+        AgentClient::connect(host, Duration::from_secs(5)),
+        Err(AgentError::Protocol(_))
+    ));
     let host = hostile(|mut s| {
-        s.write_all(&Frame::new(FrameKind::Hello, 0, br#"{"version":99,"role":"agent"}"#.to_vec()).unwrap().encode()).unwrap();
+        s.write_all(
+            &Frame::new(
+                FrameKind::Hello,
+                0,
+                br#"{"version":99,"role":"agent"}"#.to_vec(),
+            )
+            .unwrap()
+            .encode(),
+        )
+        .unwrap();
     });
-    assert!(matches!(AgentClient::connect(host, Duration::from_secs(5)), Err(AgentError::Protocol(_))));
+    assert!(matches!(
+        AgentClient::connect(host, Duration::from_secs(5)),
+        Err(AgentError::Protocol(_))
+    ));
 }
 
 #[test]
@@ -69,7 +99,9 @@ fn a_flood_of_unrequested_frames_is_bounded() {
     let host = hostile(|mut s| {
         hello(&mut s);
         for i in 0..(MAX_BACKLOG as u32 + 10) {
-            if s.write_all(&Frame::data(2 * i + 1, b"x".to_vec()).unwrap().encode()).is_err() {
+            if s.write_all(&Frame::data(2 * i + 1, b"x".to_vec()).unwrap().encode())
+                .is_err()
+            {
                 return;
             }
         }
@@ -84,15 +116,36 @@ fn bad_replies_do_not_confuse_the_client() {
     let host = hostile(|mut s| {
         hello(&mut s);
         // A reply with garbage JSON, one for another id, then the real (error) reply.
-        s.write_all(&Frame::new(FrameKind::Reply, 0, b"{not json".to_vec()).unwrap().encode()).unwrap();
-        s.write_all(&Frame::json(FrameKind::Reply, &serde_json::json!({"id": 999, "ok": {}})).unwrap().encode()).unwrap();
+        s.write_all(
+            &Frame::new(FrameKind::Reply, 0, b"{not json".to_vec())
+                .unwrap()
+                .encode(),
+        )
+        .unwrap();
+        s.write_all(
+            &Frame::json(FrameKind::Reply, &serde_json::json!({"id": 999, "ok": {}}))
+                .unwrap()
+                .encode(),
+        )
+        .unwrap();
         let refused = Reply::error(1, airlock_protocol::ErrorCode::NotFound, "no such file");
-        s.write_all(&Frame::new(FrameKind::Reply, 0, refused.encode().unwrap()).unwrap().encode()).unwrap();
+        s.write_all(
+            &Frame::new(FrameKind::Reply, 0, refused.encode().unwrap())
+                .unwrap()
+                .encode(),
+        )
+        .unwrap();
         std::thread::sleep(Duration::from_millis(300));
     });
     let mut c = AgentClient::connect(host, Duration::from_secs(5)).unwrap();
     let err = c.call(Op::Ping).err().unwrap();
-    assert!(matches!(&err, AgentError::Refused { message, .. } if message == "no such file"), "{err}");
+    assert!(
+        matches!(&err, AgentError::Refused { message, .. } if message == "no such file"),
+        "{err}"
+    );
     // Then the agent goes away: a typed error, not a hang.
-    assert!(matches!(c.call(Op::Ping), Err(AgentError::Closed | AgentError::Io(_))));
+    assert!(matches!(
+        c.call(Op::Ping),
+        Err(AgentError::Closed | AgentError::Io(_))
+    ));
 }

@@ -53,7 +53,9 @@ impl ControlReader {
             if b == b'\n' {
                 if self.discarding {
                     self.discarding = false;
-                    out.push(Err(format!("control line longer than {MAX_LINE} bytes ignored")));
+                    out.push(Err(format!(
+                        "control line longer than {MAX_LINE} bytes ignored"
+                    )));
                 } else if !self.buf.iter().all(u8::is_ascii_whitespace) {
                     out.push(parse(&self.buf));
                 }
@@ -72,7 +74,8 @@ impl ControlReader {
 }
 
 fn parse(line: &[u8]) -> Result<ControlMessage, String> {
-    let wire: Wire = serde_json::from_slice(line).map_err(|e| format!("bad control message: {e}"))?;
+    let wire: Wire =
+        serde_json::from_slice(line).map_err(|e| format!("bad control message: {e}"))?;
     let Some(n) = wire.network else {
         return Err("control message has nothing to do: expected {\"network\": {...}}".into());
     };

@@ -4,10 +4,14 @@ use super::*;
 #[test]
 fn messages_split_across_reads() {
     let mut r = ControlReader::default();
-    assert!(r.feed(b"{\"network\": {\"allow_domain\": [\"a.ex").is_empty());
+    assert!(r
+        .feed(b"{\"network\": {\"allow_domain\": [\"a.ex")
+        .is_empty());
     let out = r.feed(b"ample\"]}}\n\n  \n");
     assert_eq!(out.len(), 1);
-    let Ok(ControlMessage::SetNetwork(rules)) = &out[0] else { panic!("{out:?}") };
+    let Ok(ControlMessage::SetNetwork(rules)) = &out[0] else {
+        panic!("{out:?}")
+    };
     assert_eq!(rules.allow_domains.len(), 1);
     assert_eq!(rules.allow_domains[0].name, "a.example");
 }
@@ -18,7 +22,10 @@ fn bad_messages_are_errors_not_panics() {
     let out = r.feed(b"nonsense\n{\"network\": {\"allow_domain\": [\"*\"]}}\n{\"other\": 1}\n{}\n");
     assert_eq!(out.len(), 4);
     assert!(out.iter().all(Result::is_err), "{out:?}");
-    assert!(out[1].as_ref().unwrap_err().contains("--allow-domain"), "{out:?}");
+    assert!(
+        out[1].as_ref().unwrap_err().contains("--allow-domain"),
+        "{out:?}"
+    );
 }
 
 #[test]

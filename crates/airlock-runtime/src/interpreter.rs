@@ -33,28 +33,49 @@ pub enum Language {
 impl Language {
     fn driver(self) -> (&'static str, &'static str, &'static str) {
         match self {
-            Language::Python => ("python_driver.py", airlock_agent::drivers::PYTHON, "/usr/bin/python3"),
+            Language::Python => (
+                "python_driver.py",
+                airlock_agent::drivers::PYTHON,
+                "/usr/bin/python3",
+            ),
             Language::JavaScript => ("js_driver.js", airlock_agent::drivers::JAVASCRIPT, "node"),
-            Language::Bash => ("bash_driver.py", airlock_agent::drivers::BASH, "/usr/bin/python3"),
+            Language::Bash => (
+                "bash_driver.py",
+                airlock_agent::drivers::BASH,
+                "/usr/bin/python3",
+            ),
         }
     }
 }
 
 fn now() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// One event of an execution.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CodeEvent {
     /// Output text and when the driver saw it (Unix seconds).
-    Stdout { text: String, time: f64 },
-    Stderr { text: String, time: f64 },
+    Stdout {
+        text: String,
+        time: f64,
+    },
+    Stderr {
+        text: String,
+        time: f64,
+    },
     /// `display(...)` output or a figure: mime type → content.
     Display(Value),
     /// The value of the last expression: mime type → content.
     Result(Value),
-    Error { name: String, value: String, traceback: Vec<String> },
+    Error {
+        name: String,
+        value: String,
+        traceback: Vec<String>,
+    },
 }
 
 /// How an execution ended.
@@ -79,15 +100,26 @@ pub struct CodeContext {
 
 impl AgentSession {
     /// Starts a new context (its own driver process) in `cwd` (the box's default if `None`).
-    pub fn create_context(&mut self, language: Language, cwd: Option<&str>) -> Result<CodeContext, SandboxError> {
+    pub fn create_context(
+        &mut self,
+        language: Language,
+        cwd: Option<&str>,
+    ) -> Result<CodeContext, SandboxError> {
         let (file, source, interpreter) = language.driver();
         let path = format!("{DRIVER_DIR}/{file}");
         let client = self.client_mut();
-        client.call(Op::MakeDir { path: DRIVER_DIR.into(), parents: true })?;
+        client.call(Op::MakeDir {
+            path: DRIVER_DIR.into(),
+            parents: true,
+        })?;
         self.write_file(&path, source.as_bytes())?;
         let (env, default_cwd) = self.defaults();
         let req = ExecRequest {
-            argv: vec!["sh".into(), "-c".into(), format!("exec {interpreter} {path} 3>&1 1>&2")],
+            argv: vec![
+                "sh".into(),
+                "-c".into(),
+                format!("exec {interpreter} {path} 3>&1 1>&2"),
+            ],
             env: env.clone(),
             cwd: Some(cwd.unwrap_or(default_cwd).to_string()),
             tty: None,
@@ -97,8 +129,18 @@ impl AgentSession {
         };
         let reply = self.client_mut().call(Op::Exec(req))?;
         let started: ExecReply = reply.body().map_err(|e| AgentError::Protocol(e.message))?;
-        let stdin = started.stdin.ok_or_else(|| AgentError::Protocol("the driver has no stdin".into()))?;
-        Ok(CodeContext { language, pid: started.pid, stdin, events: started.stdout, stray: started.stderr, pending: Vec::new(), next_id: 1 })
+        let stdin = started
+            .stdin
+            .ok_or_else(|| AgentError::Protocol("the driver has no stdin".into()))?;
+        Ok(CodeContext {
+            language,
+            pid: started.pid,
+            stdin,
+            events: started.stdout,
+            stray: started.stderr,
+            pending: Vec::new(),
+            next_id: 1,
+        })
     }
 
     /// Runs `code` in `ctx`, passing events to `on_event` as they come. Past `timeout` the
@@ -150,7 +192,10 @@ impl AgentSession {
         let mut reader_gone = false;
         loop {
             if reader_gone && !interrupted {
-                client.call(Op::Signal { pid, signal: libc::SIGINT })?;
+                client.call(Op::Signal {
+                    pid,
+                    signal: libc::SIGINT,
+                })?;
                 interrupted = true;
                 deadline = Some(Instant::now() + INTERRUPT_GRACE);
             }
@@ -162,7 +207,8 @@ impl AgentSession {
             let want = |f: &airlock_protocol::Frame| {
                 f.channel == events
                     || Some(f.channel) == stray
-                    || (f.kind == FrameKind::Event && matches!(Event::decode(&f.body), Ok(Event::Exit { pid: p, .. }) if p == pid))
+                    || (f.kind == FrameKind::Event
+                        && matches!(Event::decode(&f.body), Ok(Event::Exit { pid: p, .. }) if p == pid))
             };
             // Wake up at least every WANTED_POLL to notice a reader that left while the code is
             // silent (e.g. sleeping).
@@ -177,10 +223,16 @@ impl AgentSession {
             }
             let Some(f) = frame else {
                 if interrupted {
-                    client.call(Op::Signal { pid, signal: libc::SIGKILL })?;
+                    client.call(Op::Signal {
+                        pid,
+                        signal: libc::SIGKILL,
+                    })?;
                     deadline = None;
                 } else {
-                    client.call(Op::Signal { pid, signal: libc::SIGINT })?;
+                    client.call(Op::Signal {
+                        pid,
+                        signal: libc::SIGINT,
+                    })?;
                     interrupted = true;
                     deadline = Some(Instant::now() + INTERRUPT_GRACE);
                 }
@@ -190,32 +242,55 @@ impl AgentSession {
                 FrameKind::Data if f.channel == events => {
                     ctx.pending.extend_from_slice(&f.body);
                     if ctx.pending.len() > MAX_LINE && !ctx.pending.contains(&b'\n') {
-                        return Err(AgentError::Protocol("the interpreter driver sent an oversized event".into()).into());
+                        return Err(AgentError::Protocol(
+                            "the interpreter driver sent an oversized event".into(),
+                        )
+                        .into());
                     }
                     while let Some(nl) = ctx.pending.iter().position(|b| *b == b'\n') {
                         let raw: Vec<u8> = ctx.pending.drain(..=nl).collect();
-                        let Ok(v) = serde_json::from_slice::<Value>(&raw[..raw.len() - 1]) else { continue };
+                        let Ok(v) = serde_json::from_slice::<Value>(&raw[..raw.len() - 1]) else {
+                            continue;
+                        };
                         if v.get("id").and_then(Value::as_str) != Some(id.as_str()) {
                             continue;
                         }
-                        let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                        let text =
+                            |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
                         match v.get("type").and_then(Value::as_str) {
-                            Some("stdout") => on_event(&CodeEvent::Stdout { text: text("text"), time: v.get("time").and_then(Value::as_f64).unwrap_or_else(now) }),
-                            Some("stderr") => on_event(&CodeEvent::Stderr { text: text("text"), time: v.get("time").and_then(Value::as_f64).unwrap_or_else(now) }),
-                            Some("display") => on_event(&CodeEvent::Display(v.get("data").cloned().unwrap_or(Value::Null))),
-                            Some("result") => on_event(&CodeEvent::Result(v.get("data").cloned().unwrap_or(Value::Null))),
+                            Some("stdout") => on_event(&CodeEvent::Stdout {
+                                text: text("text"),
+                                time: v.get("time").and_then(Value::as_f64).unwrap_or_else(now),
+                            }),
+                            Some("stderr") => on_event(&CodeEvent::Stderr {
+                                text: text("text"),
+                                time: v.get("time").and_then(Value::as_f64).unwrap_or_else(now),
+                            }),
+                            Some("display") => on_event(&CodeEvent::Display(
+                                v.get("data").cloned().unwrap_or(Value::Null),
+                            )),
+                            Some("result") => on_event(&CodeEvent::Result(
+                                v.get("data").cloned().unwrap_or(Value::Null),
+                            )),
                             Some("error") => on_event(&CodeEvent::Error {
                                 name: text("name"),
                                 value: text("value"),
                                 traceback: v
                                     .get("traceback")
                                     .and_then(Value::as_array)
-                                    .map(|a| a.iter().filter_map(|l| l.as_str().map(str::to_string)).collect())
+                                    .map(|a| {
+                                        a.iter()
+                                            .filter_map(|l| l.as_str().map(str::to_string))
+                                            .collect()
+                                    })
                                     .unwrap_or_default(),
                             }),
                             Some("end") => {
                                 return Ok(CodeEnd {
-                                    execution_count: v.get("execution_count").and_then(Value::as_u64).unwrap_or(0),
+                                    execution_count: v
+                                        .get("execution_count")
+                                        .and_then(Value::as_u64)
+                                        .unwrap_or(0),
                                     status: text("status"),
                                 })
                             }
@@ -223,7 +298,10 @@ impl AgentSession {
                         }
                     }
                 }
-                FrameKind::Data => on_event(&CodeEvent::Stderr { text: String::from_utf8_lossy(&f.body).into_owned(), time: now() }),
+                FrameKind::Data => on_event(&CodeEvent::Stderr {
+                    text: String::from_utf8_lossy(&f.body).into_owned(),
+                    time: now(),
+                }),
                 FrameKind::Event => {
                     let how = match Event::decode(&f.body) {
                         Ok(Event::Exit { signal: Some(9), .. }) => "was killed (SIGKILL: the box's memory limit, or an interrupt that did not end it)".to_string(),
@@ -232,7 +310,10 @@ impl AgentSession {
                     };
                     return Err(SandboxError::Setup {
                         stage: "interpreter".into(),
-                        message: format!("the {:?} context {how}; its state is lost — create a new context", ctx.language),
+                        message: format!(
+                            "the {:?} context {how}; its state is lost — create a new context",
+                            ctx.language
+                        ),
                     });
                 }
                 _ => {}
@@ -242,7 +323,10 @@ impl AgentSession {
 
     /// Ends a context's driver process.
     pub fn close_context(&mut self, ctx: CodeContext) -> Result<(), SandboxError> {
-        self.client_mut().call(Op::Signal { pid: ctx.pid, signal: libc::SIGKILL })?;
+        self.client_mut().call(Op::Signal {
+            pid: ctx.pid,
+            signal: libc::SIGKILL,
+        })?;
         Ok(())
     }
 }

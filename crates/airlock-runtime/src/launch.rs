@@ -36,15 +36,29 @@ pub(crate) struct Started {
 impl Launch<'_> {
     /// Plans and starts the box. `after_spawn` runs right after the clone, success or not (to
     /// close the caller's copies of the box's descriptors).
-    pub fn start(&self, main: BoxMain, stdio: StdioFds, after_spawn: impl FnOnce()) -> Result<Started, RunError> {
+    pub fn start(
+        &self,
+        main: BoxMain,
+        stdio: StdioFds,
+        after_spawn: impl FnOnce(),
+    ) -> Result<Started, RunError> {
         let policy = self.policy;
-        let mut plan = BoxPlan::with_cgroups(policy, self.argv, self.extra_covers, &airlock_jail::cgroup::probe_writable())?;
+        let mut plan = BoxPlan::with_cgroups(
+            policy,
+            self.argv,
+            self.extra_covers,
+            &airlock_jail::cgroup::probe_writable(),
+        )?;
         plan.spec.main = main;
         let idmapped_trees = idmap_grants(&mut plan, policy.fail_if_unavailable)?;
         let audit = match (self.audit, &plan.egress) {
             (Some(path), Some(_)) => Some(
-                crate::output_file::open_output(path, crate::output_file::OutputMode::Append, &crate::output_file::box_writable_roots(policy))
-                    .map_err(RunError::Audit)?,
+                crate::output_file::open_output(
+                    path,
+                    crate::output_file::OutputMode::Append,
+                    &crate::output_file::box_writable_roots(policy),
+                )
+                .map_err(RunError::Audit)?,
             ),
             _ => None,
         };
@@ -53,11 +67,18 @@ impl Launch<'_> {
             None => None,
         };
         if let Some(ch) = &channel {
-            plan.spec.proxy_listener = Some(ProxyListener { port: crate::plan::PROXY_PORT, channel: ch.box_end() });
+            plan.spec.proxy_listener = Some(ProxyListener {
+                port: crate::plan::PROXY_PORT,
+                channel: ch.box_end(),
+            });
         }
         let cgroup = match &plan.cgroup {
             Some(limits) => {
-                let name = format!("airlock-{}-{}", std::process::id(), BOX_COUNTER.fetch_add(1, Ordering::Relaxed));
+                let name = format!(
+                    "airlock-{}-{}",
+                    std::process::id(),
+                    BOX_COUNTER.fetch_add(1, Ordering::Relaxed)
+                );
                 let cg = BoxCgroup::create(&name, limits)?;
                 for p in cg.paths() {
                     self.sentinel.register("cgroup", &p);
@@ -102,6 +123,11 @@ impl Launch<'_> {
             },
             _ => None,
         };
-        Ok(Started { spawned, cgroup, proxy, receipt: plan.receipt })
+        Ok(Started {
+            spawned,
+            cgroup,
+            proxy,
+            receipt: plan.receipt,
+        })
     }
 }

@@ -97,7 +97,11 @@ impl AgentMux {
             routes.ports.insert(id, tx);
         }
         drop(routes);
-        MuxPort { id, rx, shared: Arc::clone(&self.shared) }
+        MuxPort {
+            id,
+            rx,
+            shared: Arc::clone(&self.shared),
+        }
     }
 
     /// Whether the agent's connection has ended.
@@ -114,10 +118,14 @@ impl Drop for AgentMux {
 
 impl Shared {
     fn send(&self, frame: &Frame) -> Result<(), AgentError> {
-        lock(&self.writer).write_all(&frame.encode()).map_err(|e| match e.kind() {
-            std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::NotConnected => AgentError::Closed,
-            _ => AgentError::Io(e),
-        })
+        lock(&self.writer)
+            .write_all(&frame.encode())
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::BrokenPipe
+                | std::io::ErrorKind::ConnectionReset
+                | std::io::ErrorKind::NotConnected => AgentError::Closed,
+                _ => AgentError::Io(e),
+            })
     }
 }
 
@@ -132,7 +140,9 @@ impl MuxPort {
     /// Sends a request and returns its id (its reply will come to this port).
     pub fn request(&mut self, op: Op) -> Result<u64, AgentError> {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = Request { id, op }.encode().map_err(|e| AgentError::Protocol(e.to_string()))?;
+        let body = Request { id, op }
+            .encode()
+            .map_err(|e| AgentError::Protocol(e.to_string()))?;
         let frame = Frame::new(FrameKind::Request, 0, body)?;
         lock(&self.shared.routes).requests.insert(id, self.id);
         if let Err(e) = self.shared.send(&frame) {
@@ -175,7 +185,12 @@ impl Drop for MuxPort {
             let mut r = lock(&self.shared.routes);
             r.ports.remove(&self.id);
             r.requests.retain(|_, p| *p != self.id);
-            let channels: Vec<u32> = r.channels.iter().filter(|(_, p)| **p == self.id).map(|(c, _)| *c).collect();
+            let channels: Vec<u32> = r
+                .channels
+                .iter()
+                .filter(|(_, p)| **p == self.id)
+                .map(|(c, _)| *c)
+                .collect();
             for c in &channels {
                 r.channels.remove(c);
             }
@@ -183,7 +198,12 @@ impl Drop for MuxPort {
                 owners.retain(|p| *p != self.id);
             }
             r.pids.retain(|_, owners| !owners.is_empty());
-            let watches: Vec<u32> = r.watches.iter().filter(|(_, p)| **p == self.id).map(|(w, _)| *w).collect();
+            let watches: Vec<u32> = r
+                .watches
+                .iter()
+                .filter(|(_, p)| **p == self.id)
+                .map(|(w, _)| *w)
+                .collect();
             for w in &watches {
                 r.watches.remove(w);
             }
@@ -200,7 +220,12 @@ impl Drop for MuxPort {
         for watch in watches {
             // Nobody waits for this reply: its id has no route and the reader drops it.
             let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
-            if let Ok(body) = (Request { id, op: Op::Unwatch { watch } }).encode() {
+            if let Ok(body) = (Request {
+                id,
+                op: Op::Unwatch { watch },
+            })
+            .encode()
+            {
                 if let Ok(frame) = Frame::new(FrameKind::Request, 0, body) {
                     let _ = self.shared.send(&frame);
                 }
@@ -218,7 +243,9 @@ fn read_loop(shared: &Shared, mut sock: UnixStream) {
                 Ok(Some(frame)) => dispatch(shared, frame),
                 Ok(None) => break,
                 Err(e) => {
-                    eprintln!("airlock: the box's agent broke the framing ({e}); closing its connection");
+                    eprintln!(
+                        "airlock: the box's agent broke the framing ({e}); closing its connection"
+                    );
                     break 'outer;
                 }
             }
@@ -242,7 +269,11 @@ fn read_loop(shared: &Shared, mut sock: UnixStream) {
 
 /// Records what a successful reply gives `port`: agent channels, a process, a watch.
 fn learn(routes: &mut Routes, port: u64, body: &serde_json::Value) {
-    let number = |key: &str| body.get(key).and_then(serde_json::Value::as_u64).and_then(|n| u32::try_from(n).ok());
+    let number = |key: &str| {
+        body.get(key)
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+    };
     let opens_output = number("stdout").is_some();
     for key in ["stdout", "stderr", "channel"] {
         if let Some(c) = number(key).filter(|c| airlock_protocol::is_agent_channel(*c)) {
@@ -250,7 +281,11 @@ fn learn(routes: &mut Routes, port: u64, body: &serde_json::Value) {
         }
     }
     if opens_output {
-        if let Some(pid) = body.get("pid").and_then(serde_json::Value::as_i64).and_then(|p| i32::try_from(p).ok()) {
+        if let Some(pid) = body
+            .get("pid")
+            .and_then(serde_json::Value::as_i64)
+            .and_then(|p| i32::try_from(p).ok())
+        {
             let owners = routes.pids.entry(pid).or_default();
             if !owners.contains(&port) {
                 owners.push(port);
@@ -267,15 +302,23 @@ fn dispatch(shared: &Shared, frame: Frame) {
         let mut r = lock(&shared.routes);
         let ports: Vec<u64> = match frame.kind {
             FrameKind::Reply => {
-                let Ok(reply) = Reply::decode(&frame.body) else { return };
-                let Some(port) = r.requests.remove(&reply.id) else { return };
+                let Ok(reply) = Reply::decode(&frame.body) else {
+                    return;
+                };
+                let Some(port) = r.requests.remove(&reply.id) else {
+                    return;
+                };
                 if let Ok(body) = &reply.result {
                     learn(&mut r, port, body);
                 }
                 vec![port]
             }
             FrameKind::Data | FrameKind::Eof => {
-                let owner = if frame.kind == FrameKind::Eof { r.channels.remove(&frame.channel) } else { r.channels.get(&frame.channel).copied() };
+                let owner = if frame.kind == FrameKind::Eof {
+                    r.channels.remove(&frame.channel)
+                } else {
+                    r.channels.get(&frame.channel).copied()
+                };
                 match owner {
                     Some(p) => vec![p],
                     None => return,
@@ -284,12 +327,17 @@ fn dispatch(shared: &Shared, frame: Frame) {
             FrameKind::Event => match Event::decode(&frame.body) {
                 Ok(Event::Exit { pid, .. }) => r.pids.remove(&pid).unwrap_or_default(),
                 Ok(Event::Fs { watch, .. }) => r.watches.get(&watch).copied().into_iter().collect(),
-                Ok(Event::Error { channel: Some(c), .. }) => r.channels.get(&c).copied().into_iter().collect(),
+                Ok(Event::Error {
+                    channel: Some(c), ..
+                }) => r.channels.get(&c).copied().into_iter().collect(),
                 _ => return,
             },
             _ => return,
         };
-        ports.into_iter().filter_map(|p| r.ports.get(&p).map(|s| (p, s.clone()))).collect()
+        ports
+            .into_iter()
+            .filter_map(|p| r.ports.get(&p).map(|s| (p, s.clone())))
+            .collect()
     };
     for (port, sender) in targets {
         // Blocks while the port's queue is full: backpressure onto the agent.

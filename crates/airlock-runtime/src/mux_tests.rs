@@ -21,11 +21,21 @@ fn read_frame(s: &mut UnixStream, dec: &mut FrameDecoder) -> Frame {
 
 fn reply(s: &mut UnixStream, id: u64, body: serde_json::Value) {
     let v = serde_json::json!({"id": id, "ok": body});
-    s.write_all(&Frame::new(FrameKind::Reply, 0, serde_json::to_vec(&v).unwrap()).unwrap().encode()).unwrap();
+    s.write_all(
+        &Frame::new(FrameKind::Reply, 0, serde_json::to_vec(&v).unwrap())
+            .unwrap()
+            .encode(),
+    )
+    .unwrap();
 }
 
 fn event(s: &mut UnixStream, v: serde_json::Value) {
-    s.write_all(&Frame::new(FrameKind::Event, 0, serde_json::to_vec(&v).unwrap()).unwrap().encode()).unwrap();
+    s.write_all(
+        &Frame::new(FrameKind::Event, 0, serde_json::to_vec(&v).unwrap())
+            .unwrap()
+            .encode(),
+    )
+    .unwrap();
 }
 
 fn request_id(f: &Frame) -> (u64, serde_json::Value) {
@@ -51,19 +61,46 @@ fn two_ports_get_their_own_replies_output_and_exit() {
     let (r2, _) = request_id(&read_frame(&mut agent, &mut dec));
     assert_eq!((r1, r2), (ida, idb));
     // Answer b first, with an exec-like reply that opens channels 5 and 7 for pid 42.
-    reply(&mut agent, idb, serde_json::json!({"pid": 42, "stdout": 5, "stderr": 7}));
-    agent.write_all(&Frame::data(5, b"out".to_vec()).unwrap().encode()).unwrap();
+    reply(
+        &mut agent,
+        idb,
+        serde_json::json!({"pid": 42, "stdout": 5, "stderr": 7}),
+    );
+    agent
+        .write_all(&Frame::data(5, b"out".to_vec()).unwrap().encode())
+        .unwrap();
     reply(&mut agent, ida, serde_json::json!({}));
-    agent.write_all(&Frame::data(7, b"err".to_vec()).unwrap().encode()).unwrap();
-    event(&mut agent, serde_json::json!({"event": "exit", "pid": 42, "code": 0, "signal": null, "timed_out": false}));
+    agent
+        .write_all(&Frame::data(7, b"err".to_vec()).unwrap().encode())
+        .unwrap();
+    event(
+        &mut agent,
+        serde_json::json!({"event": "exit", "pid": 42, "code": 0, "signal": null, "timed_out": false}),
+    );
 
     let fa = a.recv_until(soon()).unwrap().unwrap();
     assert_eq!(fa.kind, FrameKind::Reply);
     assert_eq!(Reply::decode(&fa.body).unwrap().id, ida);
-    assert!(a.recv_until(Instant::now() + Duration::from_millis(100)).unwrap().is_none(), "a gets nothing of b's");
+    assert!(
+        a.recv_until(Instant::now() + Duration::from_millis(100))
+            .unwrap()
+            .is_none(),
+        "a gets nothing of b's"
+    );
 
-    let kinds: Vec<(FrameKind, u32)> = (0..4).map(|_| b.recv_until(soon()).unwrap().unwrap()).map(|f| (f.kind, f.channel)).collect();
-    assert_eq!(kinds, vec![(FrameKind::Reply, 0), (FrameKind::Data, 5), (FrameKind::Data, 7), (FrameKind::Event, 0)]);
+    let kinds: Vec<(FrameKind, u32)> = (0..4)
+        .map(|_| b.recv_until(soon()).unwrap().unwrap())
+        .map(|f| (f.kind, f.channel))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (FrameKind::Reply, 0),
+            (FrameKind::Data, 5),
+            (FrameKind::Data, 7),
+            (FrameKind::Event, 0)
+        ]
+    );
 }
 
 #[test]
@@ -72,14 +109,30 @@ fn a_dropped_port_detaches_its_channels_and_removes_its_watches() {
     let mux = AgentMux::new(host).unwrap();
     let mut a = mux.port();
     let mut dec = FrameDecoder::new();
-    let id = a.request(Op::Watch { path: "/tmp".into(), recursive: false }).unwrap();
+    let id = a
+        .request(Op::Watch {
+            path: "/tmp".into(),
+            recursive: false,
+        })
+        .unwrap();
     read_frame(&mut agent, &mut dec);
     reply(&mut agent, id, serde_json::json!({"watch": 3}));
-    let id2 = a.request(Op::Attach { pid: 9, replay: false }).unwrap();
+    let id2 = a
+        .request(Op::Attach {
+            pid: 9,
+            replay: false,
+        })
+        .unwrap();
     read_frame(&mut agent, &mut dec);
     reply(&mut agent, id2, serde_json::json!({"pid": 9, "stdout": 11}));
-    assert_eq!(a.recv_until(soon()).unwrap().unwrap().kind, FrameKind::Reply);
-    assert_eq!(a.recv_until(soon()).unwrap().unwrap().kind, FrameKind::Reply);
+    assert_eq!(
+        a.recv_until(soon()).unwrap().unwrap().kind,
+        FrameKind::Reply
+    );
+    assert_eq!(
+        a.recv_until(soon()).unwrap().unwrap().kind,
+        FrameKind::Reply
+    );
     drop(a);
     let eof = read_frame(&mut agent, &mut dec);
     assert_eq!((eof.kind, eof.channel), (FrameKind::Eof, 11));
@@ -87,12 +140,19 @@ fn a_dropped_port_detaches_its_channels_and_removes_its_watches() {
     assert_eq!(unwatch["op"], "unwatch");
     assert_eq!(unwatch["watch"], 3);
     // Output still arriving on the detached channel goes nowhere, and the mux keeps working.
-    agent.write_all(&Frame::data(11, b"late".to_vec()).unwrap().encode()).unwrap();
+    agent
+        .write_all(&Frame::data(11, b"late".to_vec()).unwrap().encode())
+        .unwrap();
     let mut c = mux.port();
     let id3 = c.request(Op::Ping).unwrap();
     read_frame(&mut agent, &mut dec);
     reply(&mut agent, id3, serde_json::json!({}));
-    assert_eq!(Reply::decode(&c.recv_until(soon()).unwrap().unwrap().body).unwrap().id, id3);
+    assert_eq!(
+        Reply::decode(&c.recv_until(soon()).unwrap().unwrap().body)
+            .unwrap()
+            .id,
+        id3
+    );
 }
 
 #[test]

@@ -49,46 +49,76 @@ pub enum OutputFileError {
 /// None for `full-access`, where the box can write whatever the user can anyway.
 pub fn box_writable_roots(policy: &ResolvedPolicy) -> Vec<PathBuf> {
     match &policy.filesystem {
-        FilesystemPolicy::Isolated { workspace, grants, .. } => workspace.iter().chain(grants.iter()).map(|m| m.host.clone()).collect(),
+        FilesystemPolicy::Isolated {
+            workspace, grants, ..
+        } => workspace
+            .iter()
+            .chain(grants.iter())
+            .map(|m| m.host.clone())
+            .collect(),
         FilesystemPolicy::Host => Vec::new(),
     }
 }
 
 /// Opens `path` for writing as described in the module documentation; `box_writable` are the
 /// canonical host directories a box can write (see [`box_writable_roots`]).
-pub fn open_output(path: &Path, mode: OutputMode, box_writable: &[PathBuf]) -> Result<File, OutputFileError> {
-    let io_err = |source: io::Error| OutputFileError::Io { path: path.to_path_buf(), source };
+pub fn open_output(
+    path: &Path,
+    mode: OutputMode,
+    box_writable: &[PathBuf],
+) -> Result<File, OutputFileError> {
+    let io_err = |source: io::Error| OutputFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let absolute = std::path::absolute(path).map_err(io_err)?;
     let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
-        return Err(io_err(io::Error::new(io::ErrorKind::InvalidInput, "not a file path")));
+        return Err(io_err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a file path",
+        )));
     };
     let inside = |p: &Path| box_writable.iter().any(|root| p.starts_with(root));
     let resolved = std::fs::canonicalize(parent).map_err(io_err)?;
     if inside(&resolved) {
         // The box can write this directory: open the last component itself, never a symlink.
-        return open(&resolved.join(name), mode, libc::O_NOFOLLOW).map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => OutputFileError::Symlink { path: path.to_path_buf() },
-            _ => classify(path, e),
+        return open(&resolved.join(name), mode, libc::O_NOFOLLOW).map_err(|e| {
+            match e.raw_os_error() {
+                Some(libc::ELOOP) => OutputFileError::Symlink {
+                    path: path.to_path_buf(),
+                },
+                _ => classify(path, e),
+            }
         });
     }
     if inside(&absolute) {
         // Written as a path in the box's tree, but a symlink on the way leads out of it.
-        return Err(OutputFileError::Escapes { path: path.to_path_buf(), resolved });
+        return Err(OutputFileError::Escapes {
+            path: path.to_path_buf(),
+            resolved,
+        });
     }
     open(path, mode, 0).map_err(|e| classify(path, e))
 }
 
 fn classify(path: &Path, e: io::Error) -> OutputFileError {
     if e.raw_os_error() == Some(libc::ENXIO) {
-        OutputFileError::NoReader { path: path.to_path_buf() }
+        OutputFileError::NoReader {
+            path: path.to_path_buf(),
+        }
     } else {
-        OutputFileError::Io { path: path.to_path_buf(), source: e }
+        OutputFileError::Io {
+            path: path.to_path_buf(),
+            source: e,
+        }
     }
 }
 
 fn open(path: &Path, mode: OutputMode, extra: libc::c_int) -> io::Result<File> {
     let mut o = OpenOptions::new();
-    o.create(true).mode(0o644).custom_flags(extra | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    o.create(true)
+        .mode(0o644)
+        .custom_flags(extra | libc::O_NONBLOCK | libc::O_CLOEXEC);
     match mode {
         OutputMode::Truncate => o.write(true).truncate(true),
         OutputMode::Append => o.append(true),

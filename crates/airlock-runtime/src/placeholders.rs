@@ -24,7 +24,10 @@ pub struct Placeholder {
 /// made through it would be a file written outside. Such a path is left alone; the box's root
 /// covers the symlink itself.
 pub fn create(policy: &ResolvedPolicy) -> std::io::Result<(Vec<Placeholder>, Vec<PathBuf>)> {
-    let FilesystemPolicy::Isolated { workspace, grants, .. } = &policy.filesystem else {
+    let FilesystemPolicy::Isolated {
+        workspace, grants, ..
+    } = &policy.filesystem
+    else {
         return Ok((Vec::new(), Vec::new()));
     };
     let mut made = Vec::new();
@@ -37,7 +40,10 @@ pub fn create(policy: &ResolvedPolicy) -> std::io::Result<(Vec<Placeholder>, Vec
                 Ok(Some(depth)) => {
                     let rel: PathBuf = comps[..depth].iter().collect();
                     let last = depth == comps.len();
-                    made.push(Placeholder { host: m.host.join(&rel), dir: !last || p.kind == ProtectedKind::Dir });
+                    made.push(Placeholder {
+                        host: m.host.join(&rel),
+                        dir: !last || p.kind == ProtectedKind::Dir,
+                    });
                     if !last {
                         covers.push(m.inside.join(&rel));
                     }
@@ -46,7 +52,10 @@ pub fn create(policy: &ResolvedPolicy) -> std::io::Result<(Vec<Placeholder>, Vec
                 Err(e) => {
                     remove(&made);
                     let at = m.host.join(p.relative);
-                    return Err(std::io::Error::new(e.kind(), format!("cannot create placeholder for {}: {e}", at.display())));
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!("cannot create placeholder for {}: {e}", at.display()),
+                    ));
                 }
             }
         }
@@ -58,7 +67,11 @@ pub fn create(policy: &ResolvedPolicy) -> std::io::Result<(Vec<Placeholder>, Vec
 /// component (a directory unless it is the last one of a file path). Returns how many
 /// components the created path has, or `None` when nothing is to be made: everything exists,
 /// or a component is a symlink or not a directory (a `.git` file of a worktree or submodule).
-fn first_missing(root: &Path, comps: &[&OsStr], kind: ProtectedKind) -> std::io::Result<Option<usize>> {
+fn first_missing(
+    root: &Path,
+    comps: &[&OsStr],
+    kind: ProtectedKind,
+) -> std::io::Result<Option<usize>> {
     let mut dir = match Dir::open_root(root) {
         Ok(d) => d,
         // A writable grant of a single file: no protected path can be under it.
@@ -75,7 +88,11 @@ fn first_missing(root: &Path, comps: &[&OsStr], kind: ProtectedKind) -> std::io:
             },
             Child::Dir | Child::Other => return Ok(None),
             Child::Missing => {
-                let made = if !last || kind == ProtectedKind::Dir { dir.make_dir(comp)? } else { dir.make_file(comp)? };
+                let made = if !last || kind == ProtectedKind::Dir {
+                    dir.make_dir(comp)?
+                } else {
+                    dir.make_file(comp)?
+                };
                 return Ok(made.then_some(i + 1));
             }
         }
@@ -98,7 +115,12 @@ impl Dir {
     fn open_root(root: &Path) -> std::io::Result<Dir> {
         let c = cstr(root.as_os_str())?;
         // SAFETY: c is a valid C string; the result is checked before use.
-        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
         Dir::owned(fd)
     }
 
@@ -115,9 +137,20 @@ impl Dir {
         // SAFETY: st is plain data for fstatat to fill.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: the descriptor is open, c a valid C string, st a valid stat buffer.
-        let r = unsafe { libc::fstatat(self.0.as_raw_fd(), c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+        let r = unsafe {
+            libc::fstatat(
+                self.0.as_raw_fd(),
+                c.as_ptr(),
+                &mut st,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
         if r == 0 {
-            return Ok(if st.st_mode & libc::S_IFMT == libc::S_IFDIR { Child::Dir } else { Child::Other });
+            return Ok(if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                Child::Dir
+            } else {
+                Child::Other
+            });
         }
         let e = std::io::Error::last_os_error();
         match e.raw_os_error() {
@@ -135,7 +168,14 @@ impl Dir {
         let fd = unsafe { libc::openat(self.0.as_raw_fd(), c.as_ptr(), flags) };
         match Dir::owned(fd) {
             Ok(d) => Ok(Some(d)),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR | libc::ELOOP | libc::ENOENT)) => Ok(None),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOTDIR | libc::ELOOP | libc::ENOENT)
+                ) =>
+            {
+                Ok(None)
+            }
             Err(e) => Err(e),
         }
     }
@@ -152,9 +192,15 @@ impl Dir {
     /// appeared there meanwhile.
     fn make_file(&self, name: &OsStr) -> std::io::Result<bool> {
         let c = cstr(name)?;
-        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        let flags = libc::O_CREAT
+            | libc::O_EXCL
+            | libc::O_WRONLY
+            | libc::O_NOFOLLOW
+            | libc::O_NONBLOCK
+            | libc::O_CLOEXEC;
         // SAFETY: the descriptor is open and c a valid C string; the result is checked.
-        let fd = unsafe { libc::openat(self.0.as_raw_fd(), c.as_ptr(), flags, 0o666 as libc::c_uint) };
+        let fd =
+            unsafe { libc::openat(self.0.as_raw_fd(), c.as_ptr(), flags, 0o666 as libc::c_uint) };
         if fd < 0 {
             return created(fd);
         }
@@ -178,7 +224,12 @@ fn created(r: libc::c_int) -> std::io::Result<bool> {
 }
 
 fn cstr(s: &OsStr) -> std::io::Result<CString> {
-    CString::new(s.as_bytes()).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path contains a NUL byte"))
+    CString::new(s.as_bytes()).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a path contains a NUL byte",
+        )
+    })
 }
 
 /// Removes placeholders that are still empty, deepest first.
@@ -192,7 +243,10 @@ pub fn remove(made: &[Placeholder]) {
 pub fn remove_one(host: &Path, dir: bool) {
     if dir {
         let _ = std::fs::remove_dir(host);
-    } else if std::fs::symlink_metadata(host).map(|m| m.is_file() && m.len() == 0).unwrap_or(false) {
+    } else if std::fs::symlink_metadata(host)
+        .map(|m| m.is_file() && m.len() == 0)
+        .unwrap_or(false)
+    {
         let _ = std::fs::remove_file(host);
     }
 }

@@ -4,14 +4,16 @@
 
 use crate::receipt::{LayerStatus, Receipt};
 use airlock_jail::cgroup::{self, CgroupLimits, CgroupSupport};
+use airlock_jail::idmap::BOX_HOST_ID;
 use airlock_jail::landlock::{self, FsAccess, LandlockRules};
 use airlock_jail::rlimits::RlimitPlan;
 use airlock_jail::rootfs::{Cover, RealHostFs, RootfsPlan};
 use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
-use airlock_jail::idmap::BOX_HOST_ID;
 use airlock_jail::spawn::{BoxMain, BoxSpec, IdMap, Namespaces};
+use airlock_policy::{
+    Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, INSIDE_GID, INSIDE_HOME, INSIDE_UID,
+};
 use airlock_proxy::rules::EgressRules;
-use airlock_policy::{Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, INSIDE_GID, INSIDE_HOME, INSIDE_UID};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
@@ -102,7 +104,11 @@ fn human(bytes: u64) -> String {
 
 impl BoxPlan {
     /// Plans a box for `argv` under `policy`, probing what this host can enforce.
-    pub fn new(policy: &ResolvedPolicy, argv: &[String], extra_covers: &[PathBuf]) -> Result<BoxPlan, PlanError> {
+    pub fn new(
+        policy: &ResolvedPolicy,
+        argv: &[String],
+        extra_covers: &[PathBuf],
+    ) -> Result<BoxPlan, PlanError> {
         BoxPlan::with_cgroups(policy, argv, extra_covers, &cgroup::probe())
     }
 
@@ -118,9 +124,16 @@ impl BoxPlan {
         }
         let mut receipt = Receipt::default();
         let strict = policy.fail_if_unavailable;
-        let gap = |receipt: &mut Receipt, layer: &'static str, status: LayerStatus, mech: String, detail: String| {
+        let gap = |receipt: &mut Receipt,
+                   layer: &'static str,
+                   status: LayerStatus,
+                   mech: String,
+                   detail: String| {
             if strict && status != LayerStatus::Enforced && status != LayerStatus::Off {
-                return Err(PlanError::Unavailable { layer, detail: detail.clone() });
+                return Err(PlanError::Unavailable {
+                    layer,
+                    detail: detail.clone(),
+                });
             }
             receipt.add(layer, status, mech, detail);
             Ok(())
@@ -131,18 +144,33 @@ impl BoxPlan {
 
         // Filesystem.
         let rootfs = RootfsPlan::from_policy(policy, &RealHostFs).map(|mut p| {
-            p.covers.extend(extra_covers.iter().map(|c| Cover { path: c.clone(), keep_visible: true }));
+            p.covers.extend(extra_covers.iter().map(|c| Cover {
+                path: c.clone(),
+                keep_visible: true,
+            }));
             p
         });
         match &policy.filesystem {
-            FilesystemPolicy::Isolated { workspace, grants, deny } => {
+            FilesystemPolicy::Isolated {
+                workspace,
+                grants,
+                deny,
+            } => {
                 let ws = match workspace {
                     Some(w) => format!(
                         "workspace {} at {} ({}{})",
                         w.host.display(),
                         w.inside.display(),
-                        if w.access == Access::ReadWrite { "writable" } else { "read-only" },
-                        if w.protect { ", git hooks/config, shell rc and editor config read-only" } else { "" }
+                        if w.access == Access::ReadWrite {
+                            "writable"
+                        } else {
+                            "read-only"
+                        },
+                        if w.protect {
+                            ", git hooks/config, shell rc and editor config read-only"
+                        } else {
+                            ""
+                        }
                     ),
                     None => "no workspace".into(),
                 };
@@ -151,27 +179,53 @@ impl BoxPlan {
                     human(policy.limits.disk)
                 );
                 for g in grants {
-                    detail += &format!("; {} {}", if g.access == Access::ReadWrite { "writable" } else { "read-only" }, g.host.display());
+                    detail += &format!(
+                        "; {} {}",
+                        if g.access == Access::ReadWrite {
+                            "writable"
+                        } else {
+                            "read-only"
+                        },
+                        g.host.display()
+                    );
                 }
                 for d in deny {
                     detail += &format!("; hidden {}", d.display());
                 }
-                receipt.add("filesystem", LayerStatus::Enforced, "mount namespace + pivot_root", detail);
+                receipt.add(
+                    "filesystem",
+                    LayerStatus::Enforced,
+                    "mount namespace + pivot_root",
+                    detail,
+                );
             }
             FilesystemPolicy::Host => {
-                receipt.add("filesystem", LayerStatus::Off, "none (full-access)", "the host's whole filesystem is visible and writable as the caller");
+                receipt.add(
+                    "filesystem",
+                    LayerStatus::Off,
+                    "none (full-access)",
+                    "the host's whole filesystem is visible and writable as the caller",
+                );
             }
         }
 
         // Process.
         let proxied = policy.network == NetworkMode::Proxy;
-        let ns = Namespaces { mount: isolated, net: policy.network != NetworkMode::Host };
+        let ns = Namespaces {
+            mount: isolated,
+            net: policy.network != NetworkMode::Host,
+        };
         let egress = if proxied {
             let e = &policy.egress;
-            let rules = EgressRules::parse(&e.allow_domain, &e.deny_domain, &e.allow_ip, &e.map_host)
-                .map_err(|err| PlanError::Egress(err.to_string()))?
-                .with_public_internet(e.public_internet);
-            Some(EgressPlan { rules, max_connections: e.max_connections as usize, byte_budget: e.byte_budget })
+            let rules =
+                EgressRules::parse(&e.allow_domain, &e.deny_domain, &e.allow_ip, &e.map_host)
+                    .map_err(|err| PlanError::Egress(err.to_string()))?
+                    .with_public_internet(e.public_internet);
+            Some(EgressPlan {
+                rules,
+                max_connections: e.max_connections as usize,
+                byte_budget: e.byte_budget,
+            })
         } else {
             None
         };
@@ -179,11 +233,26 @@ impl BoxPlan {
         // the caller's files still look (and end up) like the box user's own (see `idmap`).
         let idmapped = isolated && uid == 0;
         let ids = if idmapped {
-            IdMap { inside_uid: INSIDE_UID, inside_gid: INSIDE_GID, host_uid: BOX_HOST_ID, host_gid: BOX_HOST_ID }
+            IdMap {
+                inside_uid: INSIDE_UID,
+                inside_gid: INSIDE_GID,
+                host_uid: BOX_HOST_ID,
+                host_gid: BOX_HOST_ID,
+            }
         } else if isolated {
-            IdMap { inside_uid: INSIDE_UID, inside_gid: INSIDE_GID, host_uid: uid, host_gid: gid }
+            IdMap {
+                inside_uid: INSIDE_UID,
+                inside_gid: INSIDE_GID,
+                host_uid: uid,
+                host_gid: gid,
+            }
         } else {
-            IdMap { inside_uid: uid, inside_gid: gid, host_uid: uid, host_gid: gid }
+            IdMap {
+                inside_uid: uid,
+                inside_gid: gid,
+                host_uid: uid,
+                host_gid: gid,
+            }
         };
         receipt.add(
             "process",
@@ -193,12 +262,18 @@ impl BoxPlan {
                 "runs as uid {} inside (host uid {}{}){}; the box dies with airlock",
                 ids.inside_uid,
                 ids.host_uid,
-                if idmapped { ", not root: workspace and grants are idmapped so files stay the caller's" } else { "" },
+                if idmapped {
+                    ", not root: workspace and grants are idmapped so files stay the caller's"
+                } else {
+                    ""
+                },
                 if ns.mount { ", mount namespace" } else { "" }
             ),
         );
-        let seccomp = SeccompProgram::build(&SeccompProfile { sockets: SocketPolicy::UnixAndInet })
-            .map_err(|e| PlanError::Seccomp(e.to_string()))?;
+        let seccomp = SeccompProgram::build(&SeccompProfile {
+            sockets: SocketPolicy::UnixAndInet,
+        })
+        .map_err(|e| PlanError::Seccomp(e.to_string()))?;
         receipt.add(
             "seccomp",
             LayerStatus::Enforced,
@@ -212,15 +287,28 @@ impl BoxPlan {
             receipt.add("landlock", LayerStatus::Off, "none (full-access)", "");
             None
         } else if abi == 0 {
-            gap(&mut receipt, "landlock", LayerStatus::NotEnforced, "unavailable".into(), "this kernel has no Landlock; mounts still enforce the filesystem view".into())?;
+            gap(
+                &mut receipt,
+                "landlock",
+                LayerStatus::NotEnforced,
+                "unavailable".into(),
+                "this kernel has no Landlock; mounts still enforce the filesystem view".into(),
+            )?;
             None
         } else {
             let mut paths = vec![(PathBuf::from("/"), FsAccess::ReadExec)];
             for p in ["/tmp", INSIDE_HOME, "/dev", "/proc"] {
                 paths.push((p.into(), FsAccess::ReadWrite));
             }
-            if let FilesystemPolicy::Isolated { workspace, grants, .. } = &policy.filesystem {
-                for m in workspace.iter().chain(grants.iter()).filter(|m| m.access == Access::ReadWrite) {
+            if let FilesystemPolicy::Isolated {
+                workspace, grants, ..
+            } = &policy.filesystem
+            {
+                for m in workspace
+                    .iter()
+                    .chain(grants.iter())
+                    .filter(|m| m.access == Access::ReadWrite)
+                {
                     paths.push((m.inside.clone(), FsAccess::ReadWrite));
                 }
             }
@@ -241,8 +329,16 @@ impl BoxPlan {
                 format!("Landlock ABI {}", st.abi),
                 format!(
                     "writes only to the writable mounts{}{}",
-                    if st.scoped { "; signals and abstract unix sockets scoped to the box" } else { "" },
-                    if rules.tcp_connect_ports.is_some() { format!("; TCP connect only to the proxy port {PROXY_PORT}") } else { String::new() }
+                    if st.scoped {
+                        "; signals and abstract unix sockets scoped to the box"
+                    } else {
+                        ""
+                    },
+                    if rules.tcp_connect_ports.is_some() {
+                        format!("; TCP connect only to the proxy port {PROXY_PORT}")
+                    } else {
+                        String::new()
+                    }
                 ),
             );
             Some(rules)
@@ -250,11 +346,25 @@ impl BoxPlan {
 
         // Network.
         match policy.network {
-            NetworkMode::None => receipt.add("network", LayerStatus::Enforced, "network namespace with loopback only", "no route to the host or anywhere else; no DNS"),
-            NetworkMode::Host => receipt.add("network", LayerStatus::Off, "host network", "the box shares the host's network, unfiltered"),
+            NetworkMode::None => receipt.add(
+                "network",
+                LayerStatus::Enforced,
+                "network namespace with loopback only",
+                "no route to the host or anywhere else; no DNS",
+            ),
+            NetworkMode::Host => receipt.add(
+                "network",
+                LayerStatus::Off,
+                "host network",
+                "the box shares the host's network, unfiltered",
+            ),
             NetworkMode::Proxy => {
                 let e = &policy.egress;
-                let mut grants: Vec<String> = e.allow_domain.iter().map(|d| format!("allow {d}")).collect();
+                let mut grants: Vec<String> = e
+                    .allow_domain
+                    .iter()
+                    .map(|d| format!("allow {d}"))
+                    .collect();
                 if e.public_internet {
                     grants.push("allow any public destination by name (public_internet)".into());
                 }
@@ -294,41 +404,106 @@ impl BoxPlan {
         if let Some(mem) = policy.limits.memory {
             if support.memory {
                 cg.memory_bytes = Some(mem);
-                receipt.add("memory", LayerStatus::Enforced, format!("{version} memory limit"), human(mem));
+                receipt.add(
+                    "memory",
+                    LayerStatus::Enforced,
+                    format!("{version} memory limit"),
+                    human(mem),
+                );
             } else {
                 rl.address_space = Some(mem);
-                gap(&mut receipt, "memory", LayerStatus::Fallback, "RLIMIT_AS".into(), format!("{} of address space per process — no delegated memory cgroup ({why})", human(mem)))?;
+                gap(
+                    &mut receipt,
+                    "memory",
+                    LayerStatus::Fallback,
+                    "RLIMIT_AS".into(),
+                    format!(
+                        "{} of address space per process — no delegated memory cgroup ({why})",
+                        human(mem)
+                    ),
+                )?;
             }
         }
         if let Some(pids) = policy.limits.pids {
             if support.pids {
                 cg.pids = Some(pids);
-                receipt.add("pids", LayerStatus::Enforced, format!("{version} pids limit"), format!("{pids} processes"));
+                receipt.add(
+                    "pids",
+                    LayerStatus::Enforced,
+                    format!("{version} pids limit"),
+                    format!("{pids} processes"),
+                );
             } else {
                 rl.processes = Some(pids);
-                gap(&mut receipt, "pids", LayerStatus::Fallback, "RLIMIT_NPROC".into(), format!("{pids} processes of the box's user — no delegated pids cgroup ({why})"))?;
+                gap(
+                    &mut receipt,
+                    "pids",
+                    LayerStatus::Fallback,
+                    "RLIMIT_NPROC".into(),
+                    format!(
+                        "{pids} processes of the box's user — no delegated pids cgroup ({why})"
+                    ),
+                )?;
             }
         }
         match policy.limits.cpus {
             Some(cpus) if support.cpu => {
                 cg.cpus = Some(cpus);
-                receipt.add("cpu", LayerStatus::Enforced, format!("{version} CPU bandwidth"), format!("{cpus} CPUs"));
+                receipt.add(
+                    "cpu",
+                    LayerStatus::Enforced,
+                    format!("{version} CPU bandwidth"),
+                    format!("{cpus} CPUs"),
+                );
             }
-            Some(cpus) => gap(&mut receipt, "cpu", LayerStatus::NotEnforced, "none".into(), format!("{cpus} CPUs requested but no delegated cpu cgroup ({why})"))?,
-            None => receipt.add("cpu", LayerStatus::Off, "none", "no CPU cap requested (--cpus)"),
+            Some(cpus) => gap(
+                &mut receipt,
+                "cpu",
+                LayerStatus::NotEnforced,
+                "none".into(),
+                format!("{cpus} CPUs requested but no delegated cpu cgroup ({why})"),
+            )?,
+            None => receipt.add(
+                "cpu",
+                LayerStatus::Off,
+                "none",
+                "no CPU cap requested (--cpus)",
+            ),
         }
         receipt.add(
             "disk",
-            if isolated { LayerStatus::Enforced } else { LayerStatus::Fallback },
-            if isolated { "tmpfs size + RLIMIT_FSIZE" } else { "RLIMIT_FSIZE" },
-            format!("{} for /tmp, home and /dev/shm together; files up to {}", human(policy.limits.disk), human(policy.limits.file_size)),
+            if isolated {
+                LayerStatus::Enforced
+            } else {
+                LayerStatus::Fallback
+            },
+            if isolated {
+                "tmpfs size + RLIMIT_FSIZE"
+            } else {
+                "RLIMIT_FSIZE"
+            },
+            format!(
+                "{} for /tmp, home and /dev/shm together; files up to {}",
+                human(policy.limits.disk),
+                human(policy.limits.file_size)
+            ),
         );
         match policy.limits.timeout {
-            Some(t) => receipt.add("time", LayerStatus::Enforced, "wall-clock timeout", format!("{:?}, kills the whole box", t)),
+            Some(t) => receipt.add(
+                "time",
+                LayerStatus::Enforced,
+                "wall-clock timeout",
+                format!("{:?}, kills the whole box", t),
+            ),
             None => receipt.add("time", LayerStatus::Off, "none", "no timeout (--timeout)"),
         }
         match policy.limits.output {
-            Some(o) => receipt.add("output", LayerStatus::Enforced, "supervisor byte count", format!("{} of stdout+stderr, then the box is killed", human(o))),
+            Some(o) => receipt.add(
+                "output",
+                LayerStatus::Enforced,
+                "supervisor byte count",
+                format!("{} of stdout+stderr, then the box is killed", human(o)),
+            ),
             None => receipt.add("output", LayerStatus::Off, "none", ""),
         }
         let mut env_pairs = policy.env.clone();
@@ -343,18 +518,33 @@ impl BoxPlan {
         receipt.add("env", LayerStatus::Enforced, "allowlist", names.join(" "));
 
         // Command.
-        let path_var = policy.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_str()).unwrap_or(airlock_policy::DEFAULT_PATH);
+        let path_var = policy
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or(airlock_policy::DEFAULT_PATH);
         let program = &argv[0];
         let candidates: Vec<String> = if program.contains('/') {
             vec![program.clone()]
         } else {
-            path_var.split(':').filter(|d| !d.is_empty()).map(|d| Path::new(d).join(program).to_string_lossy().into_owned()).collect()
+            path_var
+                .split(':')
+                .filter(|d| !d.is_empty())
+                .map(|d| Path::new(d).join(program).to_string_lossy().into_owned())
+                .collect()
         };
         let spec = BoxSpec {
             main: BoxMain::Command,
-            argv: argv.iter().map(|a| cstr(a.as_bytes())).collect::<Result<_, _>>()?,
+            argv: argv
+                .iter()
+                .map(|a| cstr(a.as_bytes()))
+                .collect::<Result<_, _>>()?,
             program_candidates: candidates.into_iter().map(cstr).collect::<Result<_, _>>()?,
-            env: env_pairs.iter().map(|(k, v)| cstr(format!("{k}={v}"))).collect::<Result<_, _>>()?,
+            env: env_pairs
+                .iter()
+                .map(|(k, v)| cstr(format!("{k}={v}")))
+                .collect::<Result<_, _>>()?,
             cwd: cstr(policy.cwd.to_string_lossy().as_bytes())?,
             namespaces: ns,
             ids,
@@ -366,13 +556,30 @@ impl BoxPlan {
             premade_mounts: Vec::new(),
         };
         let idmapped_grants = match (&policy.filesystem, idmapped) {
-            (FilesystemPolicy::Isolated { workspace, grants, .. }, true) => workspace
+            (
+                FilesystemPolicy::Isolated {
+                    workspace, grants, ..
+                },
+                true,
+            ) => workspace
                 .iter()
                 .chain(grants.iter())
-                .map(|m| (m.host.clone(), m.inside.clone(), m.access == Access::ReadOnly))
+                .map(|m| {
+                    (
+                        m.host.clone(),
+                        m.inside.clone(),
+                        m.access == Access::ReadOnly,
+                    )
+                })
                 .collect(),
             _ => Vec::new(),
         };
-        Ok(BoxPlan { spec, cgroup: (!cg.is_empty()).then_some(cg), egress, idmapped: idmapped_grants, receipt })
+        Ok(BoxPlan {
+            spec,
+            cgroup: (!cg.is_empty()).then_some(cg),
+            egress,
+            idmapped: idmapped_grants,
+            receipt,
+        })
     }
 }

@@ -14,12 +14,28 @@ impl ProxyChannel {
         use std::os::fd::FromRawFd;
         let mut fds = [0; 2];
         // SAFETY: fds is a valid array for socketpair to fill.
-        if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } == -1 {
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } == -1
+        {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: both descriptors are fresh and owned by nobody else.
-        let (ours, box_end) = unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
-        Ok(ProxyChannel { ours, box_end: Some(box_end) })
+        let (ours, box_end) = unsafe {
+            (
+                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+            )
+        };
+        Ok(ProxyChannel {
+            ours,
+            box_end: Some(box_end),
+        })
     }
 
     pub(crate) fn box_end(&self) -> libc::c_int {
@@ -36,12 +52,21 @@ impl ProxyChannel {
     /// Waits (bounded) for the listener; `None` if the box closed the channel without one.
     pub(crate) fn receive(self) -> Option<std::net::TcpListener> {
         use std::os::fd::{AsRawFd, FromRawFd};
-        let mut pfd = libc::pollfd { fd: self.ours.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let mut pfd = libc::pollfd {
+            fd: self.ours.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd.
         let ready = unsafe { libc::poll(&mut pfd, 1, 30_000) } == 1;
-        let fd = if ready { airlock_jail::net::recv_fd(self.ours.as_raw_fd()).ok().flatten() } else { None };
+        let fd = if ready {
+            airlock_jail::net::recv_fd(self.ours.as_raw_fd())
+                .ok()
+                .flatten()
+        } else {
+            None
+        };
         // SAFETY: fd is a fresh listening socket received over SCM_RIGHTS, owned from here on.
         fd.map(|fd| unsafe { std::net::TcpListener::from_raw_fd(fd) })
     }
 }
-

@@ -33,13 +33,26 @@ pub struct Receipt {
 }
 
 impl Receipt {
-    pub(crate) fn add(&mut self, layer: &'static str, status: LayerStatus, mechanism: impl Into<String>, detail: impl Into<String>) {
-        self.layers.push(Layer { layer, status, mechanism: mechanism.into(), detail: detail.into() });
+    pub(crate) fn add(
+        &mut self,
+        layer: &'static str,
+        status: LayerStatus,
+        mechanism: impl Into<String>,
+        detail: impl Into<String>,
+    ) {
+        self.layers.push(Layer {
+            layer,
+            status,
+            mechanism: mechanism.into(),
+            detail: detail.into(),
+        });
     }
 
     /// Layers the policy asked for that are not fully enforced.
     pub fn gaps(&self) -> impl Iterator<Item = &Layer> {
-        self.layers.iter().filter(|l| matches!(l.status, LayerStatus::Fallback | LayerStatus::NotEnforced))
+        self.layers
+            .iter()
+            .filter(|l| matches!(l.status, LayerStatus::Fallback | LayerStatus::NotEnforced))
     }
 }
 
@@ -57,7 +70,13 @@ impl fmt::Display for LayerStatus {
 impl fmt::Display for Receipt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for l in &self.layers {
-            writeln!(f, "{:<11} {:<13} {}", l.layer, l.status.to_string(), l.mechanism)?;
+            writeln!(
+                f,
+                "{:<11} {:<13} {}",
+                l.layer,
+                l.status.to_string(),
+                l.mechanism
+            )?;
             if !l.detail.is_empty() {
                 writeln!(f, "{:<25} {}", "", l.detail)?;
             }

@@ -5,8 +5,8 @@
 use crate::agent_client::{AgentClient, AgentError};
 use crate::mux::AgentMux;
 use crate::sandbox::{SandboxError, SandboxOptions};
-use crate::session::{AgentSession, ExecOutput};
 use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
+use crate::session::{AgentSession, ExecOutput};
 use airlock_policy::ResolvedPolicy;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
@@ -39,17 +39,32 @@ fn io_err(msg: impl Into<String>) -> SandboxError {
 
 impl RemoteSandbox {
     /// Starts `airlock_exe sandbox-host`, which creates the box under `policy`.
-    pub fn start(airlock_exe: &Path, policy: &ResolvedPolicy, opts: &SandboxOptions) -> Result<RemoteSandbox, SandboxError> {
+    pub fn start(
+        airlock_exe: &Path,
+        policy: &ResolvedPolicy,
+        opts: &SandboxOptions,
+    ) -> Result<RemoteSandbox, SandboxError> {
         let mut fds = [0; 2];
         // SAFETY: fds is a valid array for socketpair to fill.
-        if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } == -1 {
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } == -1
+        {
             return Err(std::io::Error::last_os_error().into());
         }
         // SAFETY: two fresh descriptors, owned by nobody else.
-        let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (ours, theirs) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let child_fd = theirs.as_raw_fd();
         let mut cmd = Command::new(airlock_exe);
-        cmd.arg("sandbox-host").stdin(Stdio::null()).stdout(Stdio::null());
+        cmd.arg("sandbox-host")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
         // SAFETY: runs in the forked child before exec; dup2 is async-signal-safe and leaves the
         // control socket at descriptor 3 without close-on-exec.
         unsafe {
@@ -73,7 +88,10 @@ impl RemoteSandbox {
             }
             e
         };
-        let start = ToHost::Start { policy: Box::new(policy.clone()), audit: opts.audit.clone() };
+        let start = ToHost::Start {
+            policy: Box::new(policy.clone()),
+            audit: opts.audit.clone(),
+        };
         let bytes = serde_json::to_vec(&start).map_err(|e| io_err(e.to_string()))?;
         if let Err(e) = airlock_jail::net::send_with_fd(ours.as_raw_fd(), &bytes, None) {
             return Err(fail(&mut remote_child, e.into()));
@@ -83,18 +101,45 @@ impl RemoteSandbox {
             Err(e) => return Err(fail(&mut remote_child, e)),
         };
         match (msg, fd) {
-            (FromHost::Started { init_pid, receipt, env, cwd }, Some(fd)) => {
+            (
+                FromHost::Started {
+                    init_pid,
+                    receipt,
+                    env,
+                    cwd,
+                },
+                Some(fd),
+            ) => {
                 // SAFETY: fd is the agent connection we just received, owned from here on.
                 let stream = unsafe { UnixStream::from_raw_fd(fd) };
                 let mux = match AgentMux::new(stream) {
                     Ok(m) => m,
                     Err(e) => return Err(fail(&mut remote_child, e.into())),
                 };
-                let session = AgentSession::new(AgentClient::over(mux.port()), env.clone(), cwd.clone());
-                Ok(RemoteSandbox { child: remote_child, control: ours, mux, env, cwd, session, receipt, init_pid })
+                let session =
+                    AgentSession::new(AgentClient::over(mux.port()), env.clone(), cwd.clone());
+                Ok(RemoteSandbox {
+                    child: remote_child,
+                    control: ours,
+                    mux,
+                    env,
+                    cwd,
+                    session,
+                    receipt,
+                    init_pid,
+                })
             }
-            (FromHost::Error { message }, _) => Err(fail(&mut remote_child, SandboxError::Setup { stage: "sandbox".into(), message })),
-            (other, _) => Err(fail(&mut remote_child, io_err(format!("unexpected reply from the sandbox host: {other:?}")))),
+            (FromHost::Error { message }, _) => Err(fail(
+                &mut remote_child,
+                SandboxError::Setup {
+                    stage: "sandbox".into(),
+                    message,
+                },
+            )),
+            (other, _) => Err(fail(
+                &mut remote_child,
+                io_err(format!("unexpected reply from the sandbox host: {other:?}")),
+            )),
         }
     }
 
@@ -117,16 +162,33 @@ impl RemoteSandbox {
     /// the main session (or other sessions) are busy. What it starts and reads is its own; a
     /// process it started runs on after it is dropped (its output is detached).
     pub fn new_session(&self) -> AgentSession {
-        AgentSession::new(AgentClient::over(self.mux.port()), self.env.clone(), self.cwd.clone())
+        AgentSession::new(
+            AgentClient::over(self.mux.port()),
+            self.env.clone(),
+            self.cwd.clone(),
+        )
     }
 
     /// Runs a command to its end (see [`AgentSession::exec`]).
-    pub fn exec(&mut self, argv: &[&str], env: &[(&str, &str)], stdin: Option<&[u8]>, timeout: Option<Duration>, output_cap: usize) -> Result<ExecOutput, SandboxError> {
+    pub fn exec(
+        &mut self,
+        argv: &[&str],
+        env: &[(&str, &str)],
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+        output_cap: usize,
+    ) -> Result<ExecOutput, SandboxError> {
         self.session.exec(argv, env, stdin, timeout, output_cap)
     }
 
     /// Replaces a proxied box's egress allowlist.
-    pub fn set_network(&mut self, allow_domain: &[String], deny_domain: &[String], allow_ip: &[String], map_host: &[String]) -> Result<(), SandboxError> {
+    pub fn set_network(
+        &mut self,
+        allow_domain: &[String],
+        deny_domain: &[String],
+        allow_ip: &[String],
+        map_host: &[String],
+    ) -> Result<(), SandboxError> {
         let msg = ToHost::Network {
             allow_domain: allow_domain.to_vec(),
             deny_domain: deny_domain.to_vec(),
@@ -137,9 +199,14 @@ impl RemoteSandbox {
         airlock_jail::net::send_with_fd(self.control.as_raw_fd(), &bytes, None)?;
         match recv(&self.control, Some(Duration::from_secs(10)))?.0 {
             FromHost::Ok {} => Ok(()),
-            FromHost::Error { message } => Err(SandboxError::Setup { stage: "network".into(), message }),
+            FromHost::Error { message } => Err(SandboxError::Setup {
+                stage: "network".into(),
+                message,
+            }),
             FromHost::Exited { .. } => Err(SandboxError::Agent(AgentError::Closed)),
-            other => Err(io_err(format!("unexpected reply from the sandbox host: {other:?}"))),
+            other => Err(io_err(format!(
+                "unexpected reply from the sandbox host: {other:?}"
+            ))),
         }
     }
 
@@ -149,7 +216,9 @@ impl RemoteSandbox {
     }
 
     fn shutdown(&mut self) {
-        let Some(mut child) = self.child.take() else { return };
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
         if let Ok(bytes) = serde_json::to_vec(&ToHost::Kill {}) {
             let _ = airlock_jail::net::send_with_fd(self.control.as_raw_fd(), &bytes, None);
         }
@@ -174,8 +243,15 @@ impl Drop for RemoteSandbox {
     }
 }
 
-fn recv(control: &OwnedFd, timeout: Option<Duration>) -> Result<(FromHost, Option<libc::c_int>), SandboxError> {
-    let mut pfd = libc::pollfd { fd: control.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+fn recv(
+    control: &OwnedFd,
+    timeout: Option<Duration>,
+) -> Result<(FromHost, Option<libc::c_int>), SandboxError> {
+    let mut pfd = libc::pollfd {
+        fd: control.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
     // SAFETY: one valid pollfd.
     match unsafe { libc::poll(&mut pfd, 1, ms) } {
@@ -188,6 +264,7 @@ fn recv(control: &OwnedFd, timeout: Option<Duration>) -> Result<(FromHost, Optio
     if n == 0 {
         return Err(SandboxError::Agent(AgentError::Closed));
     }
-    let msg = serde_json::from_slice(&buf[..n]).map_err(|e| io_err(format!("bad message from the sandbox host: {e}")))?;
+    let msg = serde_json::from_slice(&buf[..n])
+        .map_err(|e| io_err(format!("bad message from the sandbox host: {e}")))?;
     Ok((msg, fd))
 }

@@ -5,11 +5,11 @@
 //! setup runs between clone and exec); the server will start each sandbox from its own process.
 
 use crate::agent_client::{AgentClient, AgentError};
-use crate::session::{AgentSession, ExecOutput};
 use crate::launch::{Launch, Started};
 use crate::placeholders::{self, Placeholder};
 use crate::plan::{proxy_env, PlanError};
 use crate::sentinel::Sentinel;
+use crate::session::{AgentSession, ExecOutput};
 use crate::{Receipt, RunError};
 use airlock_agent::AgentHooks;
 use airlock_jail::spawn::{BoxMain, StdioFds};
@@ -79,7 +79,14 @@ impl Sandbox {
             }
         };
         for p in &made {
-            sentinel.register(if p.dir { "placeholder-dir" } else { "placeholder-file" }, &p.host);
+            sentinel.register(
+                if p.dir {
+                    "placeholder-dir"
+                } else {
+                    "placeholder-file"
+                },
+                &p.host,
+            );
         }
         let mut env: BTreeMap<String, String> = policy.env.iter().cloned().collect();
         if policy.network == NetworkMode::Proxy {
@@ -100,7 +107,12 @@ impl Sandbox {
         Ok(sandbox)
     }
 
-    fn start(&mut self, policy: &ResolvedPolicy, opts: &SandboxOptions, extra_covers: &[PathBuf]) -> Result<(), SandboxError> {
+    fn start(
+        &mut self,
+        policy: &ResolvedPolicy,
+        opts: &SandboxOptions,
+        extra_covers: &[PathBuf],
+    ) -> Result<(), SandboxError> {
         let (host, boxed) = UnixStream::pair()?;
         let box_fd = boxed.as_raw_fd();
         let main = BoxMain::Serve {
@@ -118,11 +130,28 @@ impl Sandbox {
                 }
             }),
         };
-        let null = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null")?;
-        let stdio = StdioFds { stdin: null.as_raw_fd(), stdout: null.as_raw_fd(), stderr: 2, controlling_tty: false };
-        let sentinel = self.sentinel.as_ref().ok_or_else(|| std::io::Error::other("sandbox already closed"))?;
+        let null = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")?;
+        let stdio = StdioFds {
+            stdin: null.as_raw_fd(),
+            stdout: null.as_raw_fd(),
+            stderr: 2,
+            controlling_tty: false,
+        };
+        let sentinel = self
+            .sentinel
+            .as_ref()
+            .ok_or_else(|| std::io::Error::other("sandbox already closed"))?;
         let argv = ["airlock-agent".to_string()];
-        let launch = Launch { policy, argv: &argv, audit: opts.audit.as_deref(), sentinel, extra_covers };
+        let launch = Launch {
+            policy,
+            argv: &argv,
+            audit: opts.audit.as_deref(),
+            sentinel,
+            extra_covers,
+        };
         let started = launch.start(main, stdio, || {})?;
         drop(boxed);
         drop(null);
@@ -130,7 +159,11 @@ impl Sandbox {
         self.started = Some(started);
         match AgentClient::connect(host, HELLO_TIMEOUT) {
             Ok(client) => {
-                self.session = Some(AgentSession::new(client, self.env.clone(), self.cwd.clone()));
+                self.session = Some(AgentSession::new(
+                    client,
+                    self.env.clone(),
+                    self.cwd.clone(),
+                ));
                 Ok(())
             }
             Err(e) => Err(setup_error(status_fd).unwrap_or(SandboxError::Agent(e))),
@@ -139,7 +172,9 @@ impl Sandbox {
 
     /// The session with the box's agent (exec, files).
     pub fn session(&mut self) -> Result<&mut AgentSession, SandboxError> {
-        self.session.as_mut().ok_or(SandboxError::Agent(AgentError::Closed))
+        self.session
+            .as_mut()
+            .ok_or(SandboxError::Agent(AgentError::Closed))
     }
 
     /// Gives the agent connection away (e.g. to another process), keeping the box: the box
@@ -160,13 +195,20 @@ impl Sandbox {
     }
 
     /// Replaces a proxied box's egress allowlist.
-    pub fn set_network(&self, rules: airlock_proxy::rules::EgressRules) -> Result<(), SandboxError> {
+    pub fn set_network(
+        &self,
+        rules: airlock_proxy::rules::EgressRules,
+    ) -> Result<(), SandboxError> {
         match self.started.as_ref().and_then(|s| s.proxy.as_ref()) {
             Some(p) => {
                 p.set_rules(rules);
                 Ok(())
             }
-            None => Err(SandboxError::Setup { stage: "network".into(), message: "the network policy can only change for a box started with --net proxy".into() }),
+            None => Err(SandboxError::Setup {
+                stage: "network".into(),
+                message: "the network policy can only change for a box started with --net proxy"
+                    .into(),
+            }),
         }
     }
 
@@ -207,7 +249,11 @@ impl Sandbox {
         // Closing the connection makes the agent kill its processes and return.
         self.session = None;
         if let Some(started) = self.started.take() {
-            let deadline = if self.given_away { Instant::now() } else { Instant::now() + CLOSE_GRACE };
+            let deadline = if self.given_away {
+                Instant::now()
+            } else {
+                Instant::now() + CLOSE_GRACE
+            };
             while started.spawned.try_reap().is_none() {
                 if Instant::now() >= deadline {
                     started.spawned.kill();
@@ -223,7 +269,11 @@ impl Sandbox {
                 cg.kill_all();
                 let _ = cg.destroy();
             }
-            for fd in [started.spawned.pidfd, started.spawned.status_fd, started.spawned.go_fd] {
+            for fd in [
+                started.spawned.pidfd,
+                started.spawned.status_fd,
+                started.spawned.go_fd,
+            ] {
                 // SAFETY: closing descriptors owned by the spawned box handle, no longer used.
                 unsafe { libc::close(fd) };
             }
@@ -245,7 +295,11 @@ impl Drop for Sandbox {
 /// The setup error the box's init reported, if any (non-blocking read of its status channel).
 fn setup_error(status_fd: libc::c_int) -> Option<SandboxError> {
     let mut buf = vec![0u8; 64 * 1024];
-    let mut pfd = libc::pollfd { fd: status_fd, events: libc::POLLIN, revents: 0 };
+    let mut pfd = libc::pollfd {
+        fd: status_fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd; a short wait for init to have written its error.
     if unsafe { libc::poll(&mut pfd, 1, 1000) } != 1 {
         return None;
@@ -256,10 +310,14 @@ fn setup_error(status_fd: libc::c_int) -> Option<SandboxError> {
         return None;
     }
     let text = String::from_utf8_lossy(&buf[..n as usize]).into_owned();
-    StatusRecord::parse_all(&text).into_iter().find_map(|r| match r {
-        StatusRecord::Error { stage, message, .. } => Some(SandboxError::Setup { stage, message }),
-        StatusRecord::Exit { .. } => None,
-    })
+    StatusRecord::parse_all(&text)
+        .into_iter()
+        .find_map(|r| match r {
+            StatusRecord::Error { stage, message, .. } => {
+                Some(SandboxError::Setup { stage, message })
+            }
+            StatusRecord::Exit { .. } => None,
+        })
 }
 
 impl From<PlanError> for SandboxError {

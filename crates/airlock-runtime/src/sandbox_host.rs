@@ -21,8 +21,16 @@ pub(crate) const MAX_CONTROL: usize = 1 << 20;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum ToHost {
-    Start { policy: Box<ResolvedPolicy>, audit: Option<PathBuf> },
-    Network { allow_domain: Vec<String>, deny_domain: Vec<String>, allow_ip: Vec<String>, map_host: Vec<String> },
+    Start {
+        policy: Box<ResolvedPolicy>,
+        audit: Option<PathBuf>,
+    },
+    Network {
+        allow_domain: Vec<String>,
+        deny_domain: Vec<String>,
+        allow_ip: Vec<String>,
+        map_host: Vec<String>,
+    },
     Kill {},
 }
 
@@ -31,11 +39,20 @@ pub(crate) enum ToHost {
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum FromHost {
     /// The box runs; the agent connection is attached.
-    Started { init_pid: i32, receipt: serde_json::Value, env: BTreeMap<String, String>, cwd: String },
-    Error { message: String },
+    Started {
+        init_pid: i32,
+        receipt: serde_json::Value,
+        env: BTreeMap<String, String>,
+        cwd: String,
+    },
+    Error {
+        message: String,
+    },
     Ok {},
     /// The box ended on its own.
-    Exited { reason: String },
+    Exited {
+        reason: String,
+    },
 }
 
 fn send(control: &OwnedFd, msg: &FromHost, fd: Option<libc::c_int>) -> std::io::Result<()> {
@@ -57,11 +74,23 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
         Ok((n, _)) if n > 0 => match serde_json::from_slice::<ToHost>(&buf[..n]) {
             Ok(ToHost::Start { policy, audit }) => (policy, audit),
             Ok(_) => {
-                let _ = send(&control, &FromHost::Error { message: "the first message must be start".into() }, None);
+                let _ = send(
+                    &control,
+                    &FromHost::Error {
+                        message: "the first message must be start".into(),
+                    },
+                    None,
+                );
                 return 2;
             }
             Err(e) => {
-                let _ = send(&control, &FromHost::Error { message: format!("bad start message: {e}") }, None);
+                let _ = send(
+                    &control,
+                    &FromHost::Error {
+                        message: format!("bad start message: {e}"),
+                    },
+                    None,
+                );
                 return 2;
             }
         },
@@ -70,22 +99,48 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
     let mut sandbox = match Sandbox::create(&policy, &SandboxOptions { audit }) {
         Ok(s) => s,
         Err(e) => {
-            let _ = send(&control, &FromHost::Error { message: e.to_string() }, None);
+            let _ = send(
+                &control,
+                &FromHost::Error {
+                    message: e.to_string(),
+                },
+                None,
+            );
             return 1;
         }
     };
-    let receipt = sandbox.receipt().and_then(|r| serde_json::to_value(r).ok()).unwrap_or_default();
+    let receipt = sandbox
+        .receipt()
+        .and_then(|r| serde_json::to_value(r).ok())
+        .unwrap_or_default();
     let init_pid = sandbox.init_pid().unwrap_or(0);
     let Some(session) = sandbox.take_session() else {
-        let _ = send(&control, &FromHost::Error { message: "the box's agent is not connected".into() }, None);
+        let _ = send(
+            &control,
+            &FromHost::Error {
+                message: "the box's agent is not connected".into(),
+            },
+            None,
+        );
         return 1;
     };
     let (client, env, cwd) = session.into_parts();
     let Some(stream) = client.into_stream() else {
-        let _ = send(&control, &FromHost::Error { message: "the box's agent connection cannot be handed over".into() }, None);
+        let _ = send(
+            &control,
+            &FromHost::Error {
+                message: "the box's agent connection cannot be handed over".into(),
+            },
+            None,
+        );
         return 1;
     };
-    let started = FromHost::Started { init_pid, receipt, env, cwd };
+    let started = FromHost::Started {
+        init_pid,
+        receipt,
+        env,
+        cwd,
+    };
     if send(&control, &started, Some(stream.as_raw_fd())).is_err() {
         return 1;
     }
@@ -93,8 +148,16 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
     let pidfd = sandbox.init_pidfd().unwrap_or(-1);
     loop {
         let mut fds = [
-            libc::pollfd { fd: control.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 },
+            libc::pollfd {
+                fd: control.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
         ];
         // SAFETY: a valid array of two pollfds.
         if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
@@ -104,7 +167,13 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
             break;
         }
         if fds[1].revents != 0 {
-            let _ = send(&control, &FromHost::Exited { reason: "the box's agent ended".into() }, None);
+            let _ = send(
+                &control,
+                &FromHost::Exited {
+                    reason: "the box's agent ended".into(),
+                },
+                None,
+            );
             break;
         }
         if fds[0].revents == 0 {
@@ -123,17 +192,35 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
         };
         let reply = match serde_json::from_slice::<ToHost>(&buf[..n]) {
             Ok(ToHost::Kill {}) => break,
-            Ok(ToHost::Network { allow_domain, deny_domain, allow_ip, map_host }) => {
-                match airlock_proxy::rules::EgressRules::parse(&allow_domain, &deny_domain, &allow_ip, &map_host) {
+            Ok(ToHost::Network {
+                allow_domain,
+                deny_domain,
+                allow_ip,
+                map_host,
+            }) => {
+                match airlock_proxy::rules::EgressRules::parse(
+                    &allow_domain,
+                    &deny_domain,
+                    &allow_ip,
+                    &map_host,
+                ) {
                     Ok(rules) => match sandbox.set_network(rules) {
                         Ok(()) => FromHost::Ok {},
-                        Err(e) => FromHost::Error { message: e.to_string() },
+                        Err(e) => FromHost::Error {
+                            message: e.to_string(),
+                        },
                     },
-                    Err(e) => FromHost::Error { message: format!("invalid network policy: {e}") },
+                    Err(e) => FromHost::Error {
+                        message: format!("invalid network policy: {e}"),
+                    },
                 }
             }
-            Ok(ToHost::Start { .. }) => FromHost::Error { message: "the sandbox is already started".into() },
-            Err(e) => FromHost::Error { message: format!("bad control message: {e}") },
+            Ok(ToHost::Start { .. }) => FromHost::Error {
+                message: "the sandbox is already started".into(),
+            },
+            Err(e) => FromHost::Error {
+                message: format!("bad control message: {e}"),
+            },
         };
         if send(&control, &reply, None).is_err() {
             break;

@@ -41,7 +41,10 @@ impl Sentinel {
         unsafe { libc::close(fds[0]) };
         // SAFETY: fds[1] is a freshly created descriptor we own exclusively.
         let pipe = unsafe { OwnedFd::from_raw_fd(fds[1]) };
-        Ok(Sentinel { pipe: Some(pipe), pid })
+        Ok(Sentinel {
+            pipe: Some(pipe),
+            pid,
+        })
     }
 
     /// Registers something to clean up if airlock dies.
@@ -76,13 +79,18 @@ impl Drop for Sentinel {
     }
 }
 
-
 fn sentinel_main(fd: libc::c_int) -> ! {
     // Own session: a Ctrl-C or a hang-up meant for airlock's terminal does not reach it.
     // SAFETY: plain syscalls in the forked child.
     unsafe {
         libc::setsid();
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGPIPE] {
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+        ] {
             libc::signal(sig, libc::SIG_IGN);
         }
         // Keep nothing else open (so no pipe of the box's output waits on the sentinel).
@@ -119,7 +127,10 @@ fn cleanup(text: &str) {
     for dir in &cgroups {
         while std::time::Instant::now() < deadline {
             let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-            for pid in procs.lines().filter_map(|l| l.trim().parse::<libc::pid_t>().ok()) {
+            for pid in procs
+                .lines()
+                .filter_map(|l| l.trim().parse::<libc::pid_t>().ok())
+            {
                 // SAFETY: kill with integer arguments; these pids are in the box's cgroup.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
             }

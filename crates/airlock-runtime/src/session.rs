@@ -3,7 +3,9 @@
 
 use crate::agent_client::{AgentClient, AgentError};
 use crate::sandbox::SandboxError;
-use airlock_protocol::{Entry, Event, ExecReply, ExecRequest, FrameKind, ListDirReply, Op, ReadFileReply};
+use airlock_protocol::{
+    Entry, Event, ExecReply, ExecRequest, FrameKind, ListDirReply, Op, ReadFileReply,
+};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -96,7 +98,11 @@ impl AgentSession {
         mut on_output: impl FnMut(Stream, &[u8]) -> bool,
     ) -> Result<ExitInfo, SandboxError> {
         if cmd.argv.is_empty() {
-            return Err(AgentError::Refused { code: "invalid".into(), message: "the command is empty: give at least the program name".into() }.into());
+            return Err(AgentError::Refused {
+                code: "invalid".into(),
+                message: "the command is empty: give at least the program name".into(),
+            }
+            .into());
         }
         let mut env = self.env.clone();
         env.extend(cmd.env.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -106,7 +112,9 @@ impl AgentSession {
             cwd: Some(cmd.cwd.clone().unwrap_or_else(|| self.cwd.clone())),
             tty: None,
             stdin: cmd.stdin.is_some(),
-            timeout_ms: cmd.timeout.map(|t| t.as_millis().min(u64::MAX as u128) as u64),
+            timeout_ms: cmd
+                .timeout
+                .map(|t| t.as_millis().min(u64::MAX as u128) as u64),
             tag: None,
         };
         let client = &mut self.client;
@@ -127,15 +135,33 @@ impl AgentSession {
             })?;
             match f.kind {
                 FrameKind::Data if reading => {
-                    let which = if f.channel == out_ch { Stream::Stdout } else { Stream::Stderr };
+                    let which = if f.channel == out_ch {
+                        Stream::Stdout
+                    } else {
+                        Stream::Stderr
+                    };
                     if !on_output(which, &f.body) {
                         reading = false;
-                        client.call(Op::Signal { pid, signal: libc::SIGKILL })?;
+                        client.call(Op::Signal {
+                            pid,
+                            signal: libc::SIGKILL,
+                        })?;
                     }
                 }
                 FrameKind::Event => {
-                    if let Ok(Event::Exit { code, signal, timed_out, .. }) = Event::decode(&f.body) {
-                        return Ok(ExitInfo { pid, exit_code: code, signal, timed_out });
+                    if let Ok(Event::Exit {
+                        code,
+                        signal,
+                        timed_out,
+                        ..
+                    }) = Event::decode(&f.body)
+                    {
+                        return Ok(ExitInfo {
+                            pid,
+                            exit_code: code,
+                            signal,
+                            timed_out,
+                        });
                     }
                 }
                 _ => {}
@@ -155,25 +181,44 @@ impl AgentSession {
     ) -> Result<ExecOutput, SandboxError> {
         let cmd = Command {
             argv: argv.iter().map(|a| (*a).to_string()).collect(),
-            env: env.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect(),
             cwd: None,
             stdin: stdin.map(<[u8]>::to_vec),
             timeout,
         };
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-        let exit = self.exec_stream(&cmd, |_| {}, |which, data| {
-            let buf = if which == Stream::Stdout { &mut stdout } else { &mut stderr };
-            let room = output_cap.saturating_sub(buf.len());
-            buf.extend_from_slice(&data[..room.min(data.len())]);
-            true
-        })?;
-        Ok(ExecOutput { stdout, stderr, exit_code: exit.exit_code, signal: exit.signal, timed_out: exit.timed_out })
+        let exit = self.exec_stream(
+            &cmd,
+            |_| {},
+            |which, data| {
+                let buf = if which == Stream::Stdout {
+                    &mut stdout
+                } else {
+                    &mut stderr
+                };
+                let room = output_cap.saturating_sub(buf.len());
+                buf.extend_from_slice(&data[..room.min(data.len())]);
+                true
+            },
+        )?;
+        Ok(ExecOutput {
+            stdout,
+            stderr,
+            exit_code: exit.exit_code,
+            signal: exit.signal,
+            timed_out: exit.timed_out,
+        })
     }
 
     /// Streams a file from inside the box into `out`; returns its size.
     pub fn read_file_to(&mut self, path: &str, out: &mut dyn Write) -> Result<u64, SandboxError> {
         let client = &mut self.client;
-        let reply = client.call(Op::ReadFile { path: path.to_string() })?;
+        let reply = client.call(Op::ReadFile {
+            path: path.to_string(),
+        })?;
         let started: ReadFileReply = reply.body().map_err(|e| AgentError::Protocol(e.message))?;
         let mut total = 0u64;
         loop {
@@ -189,10 +234,18 @@ impl AgentSession {
     }
 
     /// Streams `input` into a file inside the box (created or replaced); returns its size.
-    pub fn write_file_from(&mut self, path: &str, input: &mut dyn Read) -> Result<u64, SandboxError> {
+    pub fn write_file_from(
+        &mut self,
+        path: &str,
+        input: &mut dyn Read,
+    ) -> Result<u64, SandboxError> {
         let channel = self.channel();
         let client = &mut self.client;
-        let id = client.request(Op::WriteFile { path: path.to_string(), mode: None, channel })?;
+        let id = client.request(Op::WriteFile {
+            path: path.to_string(),
+            mode: None,
+            channel,
+        })?;
         let mut buf = vec![0u8; 256 * 1024];
         let mut total = 0u64;
         loop {
@@ -224,31 +277,45 @@ impl AgentSession {
 
     /// Describes one path inside the box (a symlink is described, not followed).
     pub fn stat(&mut self, path: &str) -> Result<Entry, SandboxError> {
-        let reply = self.client.call(Op::Stat { path: path.to_string() })?;
+        let reply = self.client.call(Op::Stat {
+            path: path.to_string(),
+        })?;
         Ok(reply.body().map_err(|e| AgentError::Protocol(e.message))?)
     }
 
     /// Creates a directory inside the box (with its missing parents when `parents`).
     pub fn make_dir(&mut self, path: &str, parents: bool) -> Result<(), SandboxError> {
-        self.client.call(Op::MakeDir { path: path.to_string(), parents })?;
+        self.client.call(Op::MakeDir {
+            path: path.to_string(),
+            parents,
+        })?;
         Ok(())
     }
 
     /// Renames (moves) a path inside the box.
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), SandboxError> {
-        self.client.call(Op::Rename { from: from.to_string(), to: to.to_string() })?;
+        self.client.call(Op::Rename {
+            from: from.to_string(),
+            to: to.to_string(),
+        })?;
         Ok(())
     }
 
     /// Removes a path inside the box (a directory with everything under it when `recursive`).
     pub fn remove(&mut self, path: &str, recursive: bool) -> Result<(), SandboxError> {
-        self.client.call(Op::Remove { path: path.to_string(), recursive })?;
+        self.client.call(Op::Remove {
+            path: path.to_string(),
+            recursive,
+        })?;
         Ok(())
     }
 
     /// Lists a directory inside the box, `depth` levels deep.
     pub fn list_dir(&mut self, path: &str, depth: u32) -> Result<Vec<Entry>, SandboxError> {
-        let reply = self.client.call(Op::ListDir { path: path.to_string(), depth })?;
+        let reply = self.client.call(Op::ListDir {
+            path: path.to_string(),
+            depth,
+        })?;
         let list: ListDirReply = reply.body().map_err(|e| AgentError::Protocol(e.message))?;
         Ok(list.entries)
     }

@@ -6,7 +6,10 @@
 use crate::agent_client::AgentError;
 use crate::sandbox::SandboxError;
 use crate::session::{AgentSession, ExitInfo};
-use airlock_protocol::{Event, ExecReply, ExecRequest, FrameKind, FsEventKind, Op, ProcessInfo, ProcessList, TtySize, WatchReply};
+use airlock_protocol::{
+    Event, ExecReply, ExecRequest, FrameKind, FsEventKind, Op, ProcessInfo, ProcessList, TtySize,
+    WatchReply,
+};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -50,7 +53,11 @@ impl AgentSession {
     /// Starts a process and returns its pid and channels; read it with [`AgentSession::next_output`].
     pub fn start_process(&mut self, spec: &ProcessSpec) -> Result<ExecReply, SandboxError> {
         if spec.argv.is_empty() {
-            return Err(AgentError::Refused { code: "invalid".into(), message: "the command is empty: give at least the program name".into() }.into());
+            return Err(AgentError::Refused {
+                code: "invalid".into(),
+                message: "the command is empty: give at least the program name".into(),
+            }
+            .into());
         }
         let (env, cwd) = self.defaults();
         let mut all = env.clone();
@@ -75,7 +82,11 @@ impl AgentSession {
     }
 
     /// The next thing `started` did, or `None` at `deadline`. After `Exit`, nothing more comes.
-    pub fn next_output(&mut self, started: &ExecReply, deadline: Instant) -> Result<Option<ProcessOutput>, SandboxError> {
+    pub fn next_output(
+        &mut self,
+        started: &ExecReply,
+        deadline: Instant,
+    ) -> Result<Option<ProcessOutput>, SandboxError> {
         let (pid, out, err) = (started.pid, started.stdout, started.stderr);
         loop {
             let frame = self.client_mut().wait_for_until(deadline, |f| {
@@ -85,11 +96,24 @@ impl AgentSession {
             })?;
             let Some(f) = frame else { return Ok(None) };
             match f.kind {
-                FrameKind::Data if f.channel == out => return Ok(Some(ProcessOutput::Stdout(f.body))),
+                FrameKind::Data if f.channel == out => {
+                    return Ok(Some(ProcessOutput::Stdout(f.body)))
+                }
                 FrameKind::Data => return Ok(Some(ProcessOutput::Stderr(f.body))),
                 FrameKind::Event => {
-                    if let Ok(Event::Exit { code, signal, timed_out, .. }) = Event::decode(&f.body) {
-                        return Ok(Some(ProcessOutput::Exit(ExitInfo { pid, exit_code: code, signal, timed_out })));
+                    if let Ok(Event::Exit {
+                        code,
+                        signal,
+                        timed_out,
+                        ..
+                    }) = Event::decode(&f.body)
+                    {
+                        return Ok(Some(ProcessOutput::Exit(ExitInfo {
+                            pid,
+                            exit_code: code,
+                            signal,
+                            timed_out,
+                        })));
                     }
                 }
                 _ => {}
@@ -105,7 +129,11 @@ impl AgentSession {
 
     /// Resizes the terminal of a tty process.
     pub fn resize_process(&mut self, pid: i32, size: TtySize) -> Result<(), SandboxError> {
-        self.client_mut().call(Op::Resize { pid, rows: size.rows, cols: size.cols })?;
+        self.client_mut().call(Op::Resize {
+            pid,
+            rows: size.rows,
+            cols: size.cols,
+        })?;
         Ok(())
     }
 
@@ -130,18 +158,28 @@ impl AgentSession {
 
     /// Starts watching `path`; changes come from [`AgentSession::next_change`].
     pub fn watch(&mut self, path: &str, recursive: bool) -> Result<u32, SandboxError> {
-        let reply = self.client_mut().call(Op::Watch { path: path.to_string(), recursive })?;
+        let reply = self.client_mut().call(Op::Watch {
+            path: path.to_string(),
+            recursive,
+        })?;
         let w: WatchReply = reply.body().map_err(protocol)?;
         Ok(w.watch)
     }
 
     /// The next change under `watch`, or `None` at `deadline`.
-    pub fn next_change(&mut self, watch: u32, deadline: Instant) -> Result<Option<FsChange>, SandboxError> {
+    pub fn next_change(
+        &mut self,
+        watch: u32,
+        deadline: Instant,
+    ) -> Result<Option<FsChange>, SandboxError> {
         let frame = self.client_mut().wait_for_until(deadline, |f| {
-            f.kind == FrameKind::Event && matches!(Event::decode(&f.body), Ok(Event::Fs { watch: w, .. }) if w == watch)
+            f.kind == FrameKind::Event
+                && matches!(Event::decode(&f.body), Ok(Event::Fs { watch: w, .. }) if w == watch)
         })?;
         match frame.map(|f| Event::decode(&f.body)) {
-            Some(Ok(Event::Fs { kind, path, from, .. })) => Ok(Some(FsChange { kind, path, from })),
+            Some(Ok(Event::Fs {
+                kind, path, from, ..
+            })) => Ok(Some(FsChange { kind, path, from })),
             _ => Ok(None),
         }
     }

@@ -15,4 +15,3 @@ pub use error::ManagerError;
 pub use manager::SessionManager;
 pub use model::{ManagerConfig, SessionInfo, SessionSpec, SessionState};
 pub use ports::{BoxFactory, Clock, NoopObserver, SessionObserver, SystemClock};
-

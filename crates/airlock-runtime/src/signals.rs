@@ -9,7 +9,13 @@ pub(crate) struct SignalGuard {
     old: libc::sigset_t,
 }
 
-const FORWARD: &[libc::c_int] = &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGWINCH];
+const FORWARD: &[libc::c_int] = &[
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGWINCH,
+];
 
 impl SignalGuard {
     pub(crate) fn block() -> Result<SignalGuard, RunError> {
@@ -41,7 +47,13 @@ impl SignalGuard {
         let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
         let size = std::mem::size_of::<libc::signalfd_siginfo>();
         // SAFETY: reading into a buffer of the right size.
-        let n = unsafe { libc::read(self.fd, (&mut info as *mut libc::signalfd_siginfo).cast(), size) };
+        let n = unsafe {
+            libc::read(
+                self.fd,
+                (&mut info as *mut libc::signalfd_siginfo).cast(),
+                size,
+            )
+        };
         (n as usize == size).then_some(info.ssi_signo as libc::c_int)
     }
 }
@@ -55,4 +67,3 @@ impl Drop for SignalGuard {
         }
     }
 }
-

@@ -20,7 +20,13 @@ impl BoxIo {
             let (master, slave) = open_pty().map_err(RunError::Stdio)?;
             copy_winsize(0, master);
             let raw = RawMode::enable(0).map_err(RunError::Stdio)?;
-            return Ok(BoxIo { tty: Some((master, slave, raw)), stdin: slave, out: [master, -1], child_out: [slave, slave], own_stdin: false });
+            return Ok(BoxIo {
+                tty: Some((master, slave, raw)),
+                stdin: slave,
+                out: [master, -1],
+                child_out: [slave, slave],
+                own_stdin: false,
+            });
         }
         let (stdin, own_stdin) = if opts.stdin == StdinMode::Null {
             // SAFETY: opening /dev/null with a static C string.
@@ -43,11 +49,22 @@ impl BoxIo {
             out[i] = fds[0];
             child_out[i] = fds[1];
         }
-        Ok(BoxIo { tty: None, stdin, out, child_out, own_stdin })
+        Ok(BoxIo {
+            tty: None,
+            stdin,
+            out,
+            child_out,
+            own_stdin,
+        })
     }
 
     pub(crate) fn child_fds(&self) -> StdioFds {
-        StdioFds { stdin: self.stdin, stdout: self.child_out[0], stderr: self.child_out[1], controlling_tty: self.tty.is_some() }
+        StdioFds {
+            stdin: self.stdin,
+            stdout: self.child_out[0],
+            stderr: self.child_out[1],
+            controlling_tty: self.tty.is_some(),
+        }
     }
 
     pub(crate) fn close_child_side(&self) {
@@ -75,4 +92,3 @@ impl Drop for BoxIo {
         }
     }
 }
-

@@ -1,11 +1,11 @@
 //! The supervisor: runs one box to its end. Single-threaded, one poll loop: the box's exit, its
 //! status channel, its output, the caller's terminal, forwarded signals and the deadline.
 
+use crate::launch::{Launch, Started};
 use crate::placeholders;
 use crate::plan::PlanError;
 use crate::result::{Event, LimitHit, RunResult};
 use crate::sentinel::Sentinel;
-use crate::launch::{Launch, Started};
 use crate::signals::SignalGuard;
 use crate::stdio::BoxIo;
 use crate::tty::copy_winsize;
@@ -58,12 +58,23 @@ pub enum RunError {
 }
 
 /// Runs `argv` in a box under `policy`, forwarding its output to airlock's stdout and stderr.
-pub fn run(policy: &ResolvedPolicy, argv: &[String], opts: &RunOptions) -> Result<RunResult, RunError> {
+pub fn run(
+    policy: &ResolvedPolicy,
+    argv: &[String],
+    opts: &RunOptions,
+) -> Result<RunResult, RunError> {
     let start = Instant::now();
     let sentinel = Sentinel::start().map_err(RunError::Sentinel)?;
     let (made, extra_covers) = placeholders::create(policy).map_err(RunError::Placeholders)?;
     for p in &made {
-        sentinel.register(if p.dir { "placeholder-dir" } else { "placeholder-file" }, &p.host);
+        sentinel.register(
+            if p.dir {
+                "placeholder-dir"
+            } else {
+                "placeholder-file"
+            },
+            &p.host,
+        );
     }
     let result = run_planned(policy, argv, opts, start, &sentinel, &extra_covers);
     placeholders::remove(&made);
@@ -81,9 +92,21 @@ fn run_planned(
 ) -> Result<RunResult, RunError> {
     let signals = SignalGuard::block()?;
     let io = BoxIo::new(opts)?;
-    let launch = Launch { policy, argv, audit: opts.audit.as_deref(), sentinel, extra_covers };
+    let launch = Launch {
+        policy,
+        argv,
+        audit: opts.audit.as_deref(),
+        sentinel,
+        extra_covers,
+    };
     let started = launch.start(BoxMain::Command, io.child_fds(), || io.close_child_side())?;
-    let Started { spawned, mut cgroup, proxy, receipt, .. } = started;
+    let Started {
+        spawned,
+        mut cgroup,
+        proxy,
+        receipt,
+        ..
+    } = started;
     let mut sup = Supervision {
         start,
         deadline: policy.limits.timeout.map(|t| start + t),
@@ -97,7 +120,14 @@ fn run_planned(
         interrupts: 0,
     };
     sup.event("start", format!("pid {}", spawned.pid));
-    let wait_status = sup.run_loop(&spawned, &io, &signals, cgroup.as_ref(), opts.control_fd, proxy.as_ref());
+    let wait_status = sup.run_loop(
+        &spawned,
+        &io,
+        &signals,
+        cgroup.as_ref(),
+        opts.control_fd,
+        proxy.as_ref(),
+    );
     drop(io);
     drop(signals);
     let (net_events, net_dropped) = proxy.map(|p| p.stop()).unwrap_or_default();
@@ -107,11 +137,20 @@ fn run_planned(
         let ev = cg.events();
         if ev.oom_kills > 0 {
             sup.limits_hit.push(LimitHit::Memory);
-            sup.event("memory-limit", format!("{} process(es) killed by the memory limit", ev.oom_kills));
+            sup.event(
+                "memory-limit",
+                format!("{} process(es) killed by the memory limit", ev.oom_kills),
+            );
         }
         if ev.pids_max_hits > 0 {
             sup.limits_hit.push(LimitHit::Pids);
-            sup.event("pids-limit", format!("{} process creation(s) refused by the pids limit", ev.pids_max_hits));
+            sup.event(
+                "pids-limit",
+                format!(
+                    "{} process creation(s) refused by the pids limit",
+                    ev.pids_max_hits
+                ),
+            );
         }
         peak = cg.peak_memory();
         if let Err(e) = cg.destroy() {
@@ -124,9 +163,15 @@ fn run_planned(
         libc::close(spawned.status_fd);
         libc::close(spawned.go_fd);
     }
-    if net_events.iter().any(|e| e.reason.as_deref() == Some("byte-budget-exhausted")) {
+    if net_events
+        .iter()
+        .any(|e| e.reason.as_deref() == Some("byte-budget-exhausted"))
+    {
         sup.limits_hit.push(LimitHit::ByteBudget);
-        sup.event("byte-budget", "the box's network byte budget ran out; connections were cut".into());
+        sup.event(
+            "byte-budget",
+            "the box's network byte budget ran out; connections were cut".into(),
+        );
     }
     let mut result = sup.finish(wait_status, peak, receipt);
     result.network_events = net_events;
@@ -152,7 +197,11 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 impl Supervision {
     fn event(&mut self, kind: &'static str, detail: String) {
-        self.events.push(Event { time_ms: self.start.elapsed().as_secs_f64() * 1000.0, kind, detail });
+        self.events.push(Event {
+            time_ms: self.start.elapsed().as_secs_f64() * 1000.0,
+            kind,
+            detail,
+        });
     }
 
     fn kill(&mut self, spawned: &SpawnedBox, cgroup: Option<&BoxCgroup>) {
@@ -178,7 +227,13 @@ impl Supervision {
         let mut control_open = control_fd.is_some();
         let mut control = crate::control::ControlReader::default();
         let master = io.tty.as_ref().map(|t| t.0);
-        let mut outs: Vec<(libc::c_int, usize)> = io.out.iter().enumerate().filter(|(_, fd)| **fd >= 0).map(|(i, fd)| (*fd, i)).collect();
+        let mut outs: Vec<(libc::c_int, usize)> = io
+            .out
+            .iter()
+            .enumerate()
+            .filter(|(_, fd)| **fd >= 0)
+            .map(|(i, fd)| (*fd, i))
+            .collect();
         let mut status_open = true;
         let mut stdin_open = master.is_some();
         let mut exited: Option<libc::c_int> = None;
@@ -206,20 +261,35 @@ impl Supervision {
             }
             if let Some(d) = drain_until {
                 let left = d.saturating_duration_since(now).as_millis() as i32 + 1;
-                timeout_ms = if timeout_ms < 0 { left } else { timeout_ms.min(left) };
+                timeout_ms = if timeout_ms < 0 {
+                    left
+                } else {
+                    timeout_ms.min(left)
+                };
             }
             let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(6);
-            let mut push = |fd: libc::c_int| pfds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+            let mut push = |fd: libc::c_int| {
+                pfds.push(libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+            };
             push(if exited.is_none() { spawned.pidfd } else { -1 });
             push(if status_open { spawned.status_fd } else { -1 });
             push(signals.fd);
             push(if stdin_open { 0 } else { -1 });
-            push(if control_open { control_fd.unwrap_or(-1) } else { -1 });
+            push(if control_open {
+                control_fd.unwrap_or(-1)
+            } else {
+                -1
+            });
             for (fd, _) in &outs {
                 push(*fd);
             }
             // SAFETY: pfds is a valid array of pollfd of the given length.
-            let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+            let n =
+                unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
             if n < 0 {
                 if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -235,10 +305,12 @@ impl Supervision {
             }
             if ready(1) {
                 // SAFETY: reading into our buffer.
-                let r = unsafe { libc::read(spawned.status_fd, buf.as_mut_ptr().cast(), buf.len()) };
+                let r =
+                    unsafe { libc::read(spawned.status_fd, buf.as_mut_ptr().cast(), buf.len()) };
                 if r > 0 {
                     self.status.extend_from_slice(&buf[..r as usize]);
-                } else if r == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                } else if r == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted
+                {
                     status_open = false;
                 }
             }
@@ -278,7 +350,8 @@ impl Supervision {
                     for msg in control.feed(&buf[..r as usize]) {
                         self.apply_control(msg, proxy);
                     }
-                } else if r == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                } else if r == 0 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted
+                {
                     control_open = false;
                 }
             }
@@ -329,7 +402,11 @@ impl Supervision {
         exited
     }
 
-    fn apply_control(&mut self, msg: Result<crate::ControlMessage, String>, proxy: Option<&airlock_proxy::server::ProxyHandle>) {
+    fn apply_control(
+        &mut self,
+        msg: Result<crate::ControlMessage, String>,
+        proxy: Option<&airlock_proxy::server::ProxyHandle>,
+    ) {
         match (msg, proxy) {
             (Ok(crate::ControlMessage::SetNetwork(rules)), Some(p)) => {
                 let summary = format!(
@@ -343,13 +420,21 @@ impl Supervision {
                 self.event("network-policy", summary);
             }
             (Ok(crate::ControlMessage::SetNetwork(_)), None) => {
-                self.event("control-error", "the network policy can only change for a box started with --net proxy".into());
+                self.event(
+                    "control-error",
+                    "the network policy can only change for a box started with --net proxy".into(),
+                );
             }
             (Err(e), _) => self.event("control-error", e),
         }
     }
 
-    fn finish(mut self, init_status: Option<libc::c_int>, cgroup_peak: Option<u64>, receipt: crate::Receipt) -> RunResult {
+    fn finish(
+        mut self,
+        init_status: Option<libc::c_int>,
+        cgroup_peak: Option<u64>,
+        receipt: crate::Receipt,
+    ) -> RunResult {
         let text = String::from_utf8_lossy(&self.status).into_owned();
         let records = StatusRecord::parse_all(&text);
         let mut error = None;
@@ -362,7 +447,12 @@ impl Supervision {
             _ => None,
         });
         let exit = records.iter().find_map(|r| match r {
-            StatusRecord::Exit { wait_status, user_us, system_us, max_rss_kib } => Some((*wait_status, *user_us, *system_us, *max_rss_kib)),
+            StatusRecord::Exit {
+                wait_status,
+                user_us,
+                system_us,
+                max_rss_kib,
+            } => Some((*wait_status, *user_us, *system_us, *max_rss_kib)),
             _ => None,
         });
         if let Some((ws, u, s, rss)) = exit {

@@ -11,8 +11,12 @@ impl TestDir {
     pub(crate) fn new(tag: &str) -> TestDir {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-        let path = std::env::temp_dir().join(format!("airlock-{tag}-{}-{n}-{nanos}", std::process::id()));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path =
+            std::env::temp_dir().join(format!("airlock-{tag}-{}-{n}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&path).unwrap();
         TestDir(std::fs::canonicalize(path).unwrap())
     }

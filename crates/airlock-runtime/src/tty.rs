@@ -29,7 +29,13 @@ pub fn open_pty() -> io::Result<(libc::c_int, libc::c_int)> {
     }
     // TIOCGPTPEER opens the slave through the master: no path lookup, no race.
     // SAFETY: ioctl on the master with integer flags.
-    let slave = unsafe { libc::ioctl(master, libc::TIOCGPTPEER, libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
+    let slave = unsafe {
+        libc::ioctl(
+            master,
+            libc::TIOCGPTPEER,
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        )
+    };
     if slave == -1 {
         return fail(master);
     }

@@ -33,13 +33,21 @@ impl Caller {
 fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
     let value = headers
         .get(axum::http::header::AUTHORIZATION)
-        .ok_or_else(|| ApiError::Unauthorized("no credentials: send `Authorization: Bearer <API key or sandbox token>`".into()))?;
+        .ok_or_else(|| {
+            ApiError::Unauthorized(
+                "no credentials: send `Authorization: Bearer <API key or sandbox token>`".into(),
+            )
+        })?;
     value
         .to_str()
         .ok()
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
-        .ok_or_else(|| ApiError::Unauthorized("the Authorization header must be `Bearer <API key or sandbox token>`".into()))
+        .ok_or_else(|| {
+            ApiError::Unauthorized(
+                "the Authorization header must be `Bearer <API key or sandbox token>`".into(),
+            )
+        })
 }
 
 /// Requires the API key (routes about every sandbox: list, create).
@@ -49,9 +57,13 @@ pub fn require_key(state: &AppState, headers: &HeaderMap) -> Result<Caller, ApiE
         return Ok(Caller::ApiKey);
     }
     if known_token(state, &h).is_some() {
-        return Err(ApiError::Forbidden("a sandbox token acts on its own sandbox only; use the API key for this route".into()));
+        return Err(ApiError::Forbidden(
+            "a sandbox token acts on its own sandbox only; use the API key for this route".into(),
+        ));
     }
-    Err(ApiError::Unauthorized("the API key is wrong; use the key `airlock serve` printed on its first start".into()))
+    Err(ApiError::Unauthorized(
+        "the API key is wrong; use the key `airlock serve` printed on its first start".into(),
+    ))
 }
 
 /// Requires the API key or sandbox `id`'s own token.
@@ -60,16 +72,25 @@ pub fn require_box(state: &AppState, headers: &HeaderMap, id: &str) -> Result<Ca
     if same_hash(&h, &state.api_key_hash) {
         return Ok(Caller::ApiKey);
     }
-    let own = lock(&state.store).get_sandbox(id)?.map(|rec| rec.token_hash);
+    let own = lock(&state.store)
+        .get_sandbox(id)?
+        .map(|rec| rec.token_hash);
     if own.is_some_and(|own| same_hash(&own, &h)) {
         return Ok(Caller::Sandbox(id.to_string()));
     }
     if known_token(state, &h).is_some() {
         return Err(ApiError::Forbidden(format!("this token belongs to another sandbox, not {id}; use that sandbox's token or the API key")));
     }
-    Err(ApiError::Unauthorized("the API key or sandbox token is wrong".into()))
+    Err(ApiError::Unauthorized(
+        "the API key or sandbox token is wrong".into(),
+    ))
 }
 
 fn known_token(state: &AppState, h: &str) -> Option<String> {
-    state.tokens.lock().unwrap_or_else(PoisonError::into_inner).get(h).cloned()
+    state
+        .tokens
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(h)
+        .cloned()
 }

@@ -63,7 +63,9 @@ impl ApiError {
 
     /// A request body that is not the JSON the route takes.
     pub fn bad_json(e: &serde_json::Error) -> ApiError {
-        ApiError::Invalid(format!("the request body is not valid for this route: {e}; see GET /openapi.json"))
+        ApiError::Invalid(format!(
+            "the request body is not valid for this route: {e}; see GET /openapi.json"
+        ))
     }
 }
 
@@ -93,8 +95,12 @@ impl From<StoreError> for ApiError {
         let msg = e.to_string();
         match e {
             StoreError::NotFound { .. } => ApiError::NotFound(msg),
-            StoreError::TooLong { .. } | StoreError::Empty { .. } | StoreError::TooManyMetadata { .. } => ApiError::Invalid(msg),
-            StoreError::DuplicateId { .. } | StoreError::AlreadyEnded { .. } => ApiError::Conflict(msg),
+            StoreError::TooLong { .. }
+            | StoreError::Empty { .. }
+            | StoreError::TooManyMetadata { .. } => ApiError::Invalid(msg),
+            StoreError::DuplicateId { .. } | StoreError::AlreadyEnded { .. } => {
+                ApiError::Conflict(msg)
+            }
             _ => ApiError::Internal(msg),
         }
     }
@@ -109,7 +115,9 @@ impl From<SandboxError> for ApiError {
                 "exists" | "busy" => ApiError::Conflict(message),
                 _ => ApiError::Invalid(message),
             },
-            SandboxError::Agent(AgentError::Closed) => ApiError::NotRunning(AgentError::Closed.to_string()),
+            SandboxError::Agent(AgentError::Closed) => {
+                ApiError::NotRunning(AgentError::Closed.to_string())
+            }
             other => ApiError::Internal(other.to_string()),
         }
     }

@@ -5,7 +5,9 @@ use crate::e2b::boxstate::E2bBox;
 use crate::spawner::Spawner;
 use airlock_policy::ResolvedPolicy;
 use airlock_runtime::sessions::{BoxFactory, SessionSpec};
-use airlock_runtime::{AgentSession, CodeContext, Language, RemoteSandbox, SandboxError, SandboxOptions};
+use airlock_runtime::{
+    AgentSession, CodeContext, Language, RemoteSandbox, SandboxError, SandboxOptions,
+};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -29,15 +31,26 @@ pub struct ContextRun {
 
 impl LiveContext {
     /// Starts a context on a new session of `sandbox`.
-    pub fn start(sandbox: &RemoteSandbox, language: Language, cwd: Option<String>) -> Result<Arc<LiveContext>, SandboxError> {
+    pub fn start(
+        sandbox: &RemoteSandbox,
+        language: Language,
+        cwd: Option<String>,
+    ) -> Result<Arc<LiveContext>, SandboxError> {
         let mut session = sandbox.new_session();
         let ctx = session.create_context(language, cwd.as_deref())?;
-        Ok(Arc::new(LiveContext { cwd, language, pid: ctx.pid, run: Mutex::new(ContextRun { session, ctx }) }))
+        Ok(Arc::new(LiveContext {
+            cwd,
+            language,
+            pid: ctx.pid,
+            run: Mutex::new(ContextRun { session, ctx }),
+        }))
     }
 
     /// Ends the context's process (an execution running in it ends with "context died").
     pub fn kill(&self, sandbox: &RemoteSandbox) {
-        let _ = sandbox.new_session().signal_process(self.pid, libc::SIGKILL);
+        let _ = sandbox
+            .new_session()
+            .signal_process(self.pid, libc::SIGKILL);
     }
 }
 
@@ -91,7 +104,11 @@ pub struct NativeFactory {
 impl NativeFactory {
     /// `network_dir` receives each proxied box's network decisions (`<id>.jsonl`).
     pub fn new(spawner: Spawner, network_dir: PathBuf) -> NativeFactory {
-        NativeFactory { spawner, init_pids: Arc::new(Mutex::new(HashMap::new())), network_dir }
+        NativeFactory {
+            spawner,
+            init_pids: Arc::new(Mutex::new(HashMap::new())),
+            network_dir,
+        }
     }
 
     /// The init pids of running boxes, by session id (shared, updated as boxes start and stop).
@@ -104,16 +121,34 @@ impl BoxFactory for NativeFactory {
     type Handle = BoxHandle;
 
     fn start(&self, id: &str, spec: &SessionSpec) -> Result<BoxHandle, String> {
-        let policy: ResolvedPolicy = serde_json::from_value(spec.payload.clone())
-            .map_err(|e| format!("the session's policy cannot be read back ({e}); create the sandbox again"))?;
-        let opts = SandboxOptions { audit: Some(crate::network_audit::audit_path(&self.network_dir, id)) };
-        let sandbox = self.spawner.start(policy, opts).map_err(|e| format!("the box could not start: {e}"))?;
-        self.init_pids.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string(), sandbox.init_pid());
-        Ok(BoxHandle { id: id.to_string(), sandbox, contexts: HashMap::new(), next_context: 0, e2b: Arc::default() })
+        let policy: ResolvedPolicy = serde_json::from_value(spec.payload.clone()).map_err(|e| {
+            format!("the session's policy cannot be read back ({e}); create the sandbox again")
+        })?;
+        let opts = SandboxOptions {
+            audit: Some(crate::network_audit::audit_path(&self.network_dir, id)),
+        };
+        let sandbox = self
+            .spawner
+            .start(policy, opts)
+            .map_err(|e| format!("the box could not start: {e}"))?;
+        self.init_pids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.to_string(), sandbox.init_pid());
+        Ok(BoxHandle {
+            id: id.to_string(),
+            sandbox,
+            contexts: HashMap::new(),
+            next_context: 0,
+            e2b: Arc::default(),
+        })
     }
 
     fn stop(&self, handle: BoxHandle) {
-        self.init_pids.lock().unwrap_or_else(PoisonError::into_inner).remove(&handle.id);
+        self.init_pids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&handle.id);
         handle.sandbox.kill();
     }
 

@@ -39,7 +39,9 @@ struct McpQuery {
 
 /// The settings of a session whose first request had `query`.
 fn settings(query: &str) -> Result<SessionSettings, String> {
-    let q: McpQuery = serde_urlencoded::from_str(query).map_err(|e| format!("the /mcp query is not valid ({e}); use profile=, tools= and deny_tools="))?;
+    let q: McpQuery = serde_urlencoded::from_str(query).map_err(|e| {
+        format!("the /mcp query is not valid ({e}); use profile=, tools= and deny_tools=")
+    })?;
     let profile = match q.profile.as_deref() {
         None => Profile::WorkspaceWrite,
         Some(p) => p.parse::<Profile>().map_err(|e| format!("profile: {e}"))?,
@@ -47,10 +49,26 @@ fn settings(query: &str) -> Result<SessionSettings, String> {
     if profile == Profile::FullAccess {
         return Err("profile full-access is refused over HTTP: server boxes see no host path; use read-only or workspace-write".into());
     }
-    let filter = ToolFilter::from_flags(&q.tools.into_iter().collect::<Vec<_>>(), &q.deny_tools.into_iter().collect::<Vec<_>>()).map_err(|e| e.to_string())?;
-    let file = PolicyFile { profile: Some(profile), workspace: Some("none".into()), ..Default::default() };
+    let filter = ToolFilter::from_flags(
+        &q.tools.into_iter().collect::<Vec<_>>(),
+        &q.deny_tools.into_iter().collect::<Vec<_>>(),
+    )
+    .map_err(|e| e.to_string())?;
+    let file = PolicyFile {
+        profile: Some(profile),
+        workspace: Some("none".into()),
+        ..Default::default()
+    };
     let env = BTreeMap::new();
-    let mut policy: ResolvedPolicy = airlock_policy::resolve(&file, &ResolveContext { cwd: "/".into(), env: &env, host: &RealHost }).map_err(|e| format!("the policy is refused: {e}"))?;
+    let mut policy: ResolvedPolicy = airlock_policy::resolve(
+        &file,
+        &ResolveContext {
+            cwd: "/".into(),
+            env: &env,
+            host: &RealHost,
+        },
+    )
+    .map_err(|e| format!("the policy is refused: {e}"))?;
     policy.cwd = INSIDE_HOME.into();
     let s = SessionSettings::new(policy, filter);
     if s.tool_names().is_empty() {
@@ -69,9 +87,20 @@ struct SpawnerStarter {
 }
 
 impl StartBox for SpawnerStarter {
-    fn start(&self, policy: &ResolvedPolicy, opts: &SandboxOptions) -> Result<RemoteSandbox, SandboxError> {
+    fn start(
+        &self,
+        policy: &ResolvedPolicy,
+        opts: &SandboxOptions,
+    ) -> Result<RemoteSandbox, SandboxError> {
         let mcp = self.live.fetch_add(1, Ordering::SeqCst) + 1;
-        let rest = self.app.manager.list(&[SessionState::Starting, SessionState::Running], &BTreeMap::new()).len();
+        let rest = self
+            .app
+            .manager
+            .list(
+                &[SessionState::Starting, SessionState::Running],
+                &BTreeMap::new(),
+            )
+            .len();
         if mcp + rest > self.max_running {
             self.live.fetch_sub(1, Ordering::SeqCst);
             return Err(SandboxError::Setup {
@@ -107,9 +136,19 @@ struct McpState {
 /// counting the REST API's.
 pub fn router(app: AppState, airlock_exe: PathBuf, max_running: usize) -> std::io::Result<Router> {
     let spawner = Spawner::new(airlock_exe, MCP_SPAWNER_THREADS)?;
-    let starter: Arc<dyn StartBox> = Arc::new(SpawnerStarter { spawner, app: app.clone(), max_running, live: AtomicUsize::new(0) });
+    let starter: Arc<dyn StartBox> = Arc::new(SpawnerStarter {
+        spawner,
+        app: app.clone(),
+        max_running,
+        live: AtomicUsize::new(0),
+    });
     let service = airlock_mcp::http_service(Arc::new(settings), starter, airlock_mcp::DEFAULT_IDLE);
-    Ok(Router::new().route("/mcp", any(handle)).with_state(McpState { app, service: Arc::new(service) }))
+    Ok(Router::new()
+        .route("/mcp", any(handle))
+        .with_state(McpState {
+            app,
+            service: Arc::new(service),
+        }))
 }
 
 async fn handle(State(state): State<McpState>, request: Request) -> Response {

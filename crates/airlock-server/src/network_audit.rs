@@ -24,15 +24,25 @@ pub struct NetworkImporter {
 
 impl NetworkImporter {
     pub fn new(dir: PathBuf) -> NetworkImporter {
-        NetworkImporter { dir, offsets: HashMap::new() }
+        NetworkImporter {
+            dir,
+            offsets: HashMap::new(),
+        }
     }
 
     /// One pass over the directory; errors are skipped (the next pass retries).
     pub fn import(&mut self, store: &SharedStore) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else { return };
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
-            let Some(id) = path.file_name().and_then(|n| n.to_str()).and_then(|n| n.strip_suffix(".jsonl")).map(str::to_string) else {
+            let Some(id) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".jsonl"))
+                .map(str::to_string)
+            else {
                 continue;
             };
             let len = entry.metadata().map(|m| m.len()).unwrap_or(0);
@@ -40,20 +50,33 @@ impl NetworkImporter {
             if len <= from {
                 continue;
             }
-            let Ok(mut file) = std::fs::File::open(&path) else { continue };
+            let Ok(mut file) = std::fs::File::open(&path) else {
+                continue;
+            };
             if file.seek(SeekFrom::Start(from)).is_err() {
                 continue;
             }
             let mut buf = Vec::new();
-            if file.take((len - from).min(MAX_PASS)).read_to_end(&mut buf).is_err() {
+            if file
+                .take((len - from).min(MAX_PASS))
+                .read_to_end(&mut buf)
+                .is_err()
+            {
                 continue;
             }
             // Only complete lines; a partial last line waits for the next pass.
-            let Some(end) = buf.iter().rposition(|b| *b == b'\n') else { continue };
+            let Some(end) = buf.iter().rposition(|b| *b == b'\n') else {
+                continue;
+            };
             let store = lock(store);
             for line in buf[..end].split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-                let Ok(event) = serde_json::from_slice::<serde_json::Value>(line) else { continue };
-                let time_ms = event.get("time_ms").and_then(serde_json::Value::as_i64).unwrap_or(0);
+                let Ok(event) = serde_json::from_slice::<serde_json::Value>(line) else {
+                    continue;
+                };
+                let time_ms = event
+                    .get("time_ms")
+                    .and_then(serde_json::Value::as_i64)
+                    .unwrap_or(0);
                 let _ = store.add_audit(&AuditEntry {
                     sandbox_id: Some(id.clone()),
                     kind: "network".into(),

@@ -50,7 +50,10 @@ pub fn store_state(s: SessionState) -> SandboxState {
 impl SessionObserver for StoreObserver {
     fn session_changed(&self, info: &SessionInfo) {
         if let Err(e) = self.record(info) {
-            eprintln!("airlock serve: cannot record sandbox {} in the store: {e}", info.id);
+            eprintln!(
+                "airlock serve: cannot record sandbox {} in the store: {e}",
+                info.id
+            );
         }
     }
 }
@@ -62,8 +65,14 @@ impl StoreObserver {
         let detail = serde_json::json!({ "state": state.as_str(), "reason": info.reason, "deadline_ms": info.deadline_ms });
         match store.get_sandbox(&info.id)? {
             None => {
-                let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&info.id);
-                let Some(pending) = pending else { return Ok(()) };
+                let pending = self
+                    .pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&info.id);
+                let Some(pending) = pending else {
+                    return Ok(());
+                };
                 store.insert_sandbox(&NewSandbox {
                     id: info.id.clone(),
                     template: info.template.clone(),

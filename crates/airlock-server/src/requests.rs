@@ -77,7 +77,14 @@ pub struct TimeoutRequest {
 }
 
 /// Parses a JSON body (an empty body counts as `{}` when `empty_ok`).
-pub fn parse<T: serde::de::DeserializeOwned>(body: &[u8], empty_ok: bool) -> Result<T, crate::ApiError> {
-    let body = if empty_ok && body.iter().all(u8::is_ascii_whitespace) { &b"{}"[..] } else { body };
+pub fn parse<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    empty_ok: bool,
+) -> Result<T, crate::ApiError> {
+    let body = if empty_ok && body.iter().all(u8::is_ascii_whitespace) {
+        &b"{}"[..]
+    } else {
+        body
+    };
     serde_json::from_slice(body).map_err(|e| crate::ApiError::bad_json(&e))
 }

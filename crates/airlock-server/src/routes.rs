@@ -41,21 +41,43 @@ pub fn router(state: AppState) -> Router {
     let gateway = crate::e2b::Gateway::new(&state);
     Router::new()
         .route("/openapi.json", get(openapi::document))
-        .route("/v1/sandboxes", post(sandboxes::create).get(sandboxes::list))
-        .route("/v1/sandboxes/{id}", get(sandboxes::get).delete(sandboxes::kill))
+        .route(
+            "/v1/sandboxes",
+            post(sandboxes::create).get(sandboxes::list),
+        )
+        .route(
+            "/v1/sandboxes/{id}",
+            get(sandboxes::get).delete(sandboxes::kill),
+        )
         .route("/v1/sandboxes/{id}/timeout", post(sandboxes::set_timeout))
         .route("/v1/sandboxes/{id}/exec", post(exec::exec))
-        .route("/v1/sandboxes/{id}/files", get(files::read).put(files::write).layer(DefaultBodyLimit::disable()))
+        .route(
+            "/v1/sandboxes/{id}/files",
+            get(files::read)
+                .put(files::write)
+                .layer(DefaultBodyLimit::disable()),
+        )
         .route("/v1/sandboxes/{id}/files/list", get(files::list))
         .route("/v1/sandboxes/{id}/events", get(sandboxes::events))
         .route("/v1/sandboxes/{id}/code", post(code::run))
-        .route("/v1/sandboxes/{id}/contexts", post(code::create).get(code::list))
-        .route("/v1/sandboxes/{id}/contexts/{ctx}/restart", post(code::restart))
+        .route(
+            "/v1/sandboxes/{id}/contexts",
+            post(code::create).get(code::list),
+        )
+        .route(
+            "/v1/sandboxes/{id}/contexts/{ctx}/restart",
+            post(code::restart),
+        )
         .route("/v1/sandboxes/{id}/contexts/{ctx}", delete(code::delete))
         .merge(crate::e2b::control_routes())
-        .fallback(|| async { ApiError::NotFound("no such route; see GET /openapi.json for the API".into()) })
+        .fallback(|| async {
+            ApiError::NotFound("no such route; see GET /openapi.json for the API".into())
+        })
         .with_state(state)
-        .layer(axum::middleware::from_fn_with_state(gateway, crate::e2b::dispatch))
+        .layer(axum::middleware::from_fn_with_state(
+            gateway,
+            crate::e2b::dispatch,
+        ))
 }
 
 #[cfg(test)]

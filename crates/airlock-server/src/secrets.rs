@@ -33,7 +33,11 @@ pub fn hash(secret: &str) -> String {
 
 /// Compares two hashes in time independent of where they differ.
 pub fn same_hash(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 fn hex(bytes: &[u8]) -> String {

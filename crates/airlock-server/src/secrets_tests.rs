@@ -13,7 +13,10 @@ fn api_keys_have_the_documented_shape() {
 #[test]
 fn hashes_compare_by_value() {
     let h = hash("abc");
-    assert_eq!(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    assert_eq!(
+        h,
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
     assert!(same_hash(&h, &hash("abc")));
     assert!(!same_hash(&h, &hash("abd")));
     assert!(!same_hash(&h, "short"));

@@ -79,32 +79,61 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     let pending = Arc::new(Mutex::new(HashMap::new()));
     let network_dir = config.data_dir.join("network");
     std::fs::create_dir_all(&network_dir)?;
-    let factory = NativeFactory::new(Spawner::new(config.airlock_exe.clone(), SPAWNER_THREADS)?, network_dir.clone());
+    let factory = NativeFactory::new(
+        Spawner::new(config.airlock_exe.clone(), SPAWNER_THREADS)?,
+        network_dir.clone(),
+    );
     let init_pids = factory.init_pids();
     let observer = Arc::new(StoreObserver::new(Arc::clone(&store), Arc::clone(&pending)));
-    let manager_config = ManagerConfig { max_running: config.max_running, ..ManagerConfig::default() };
-    let manager = Arc::new(SessionManager::new(factory, manager_config, Arc::new(SystemClock), observer)?);
+    let manager_config = ManagerConfig {
+        max_running: config.max_running,
+        ..ManagerConfig::default()
+    };
+    let manager = Arc::new(SessionManager::new(
+        factory,
+        manager_config,
+        Arc::new(SystemClock),
+        observer,
+    )?);
     let tick_store = Arc::clone(&store);
-    let state = AppState { manager: Arc::clone(&manager), store, api_key_hash: Arc::new(api_key_hash), tokens: Arc::default(), pending, init_pids, e2b: Arc::new(crate::e2b::E2bState::new(e2b_key_hash, config.e2b_default_network)) };
+    let state = AppState {
+        manager: Arc::clone(&manager),
+        store,
+        api_key_hash: Arc::new(api_key_hash),
+        tokens: Arc::default(),
+        pending,
+        init_pids,
+        e2b: Arc::new(crate::e2b::E2bState::new(
+            e2b_key_hash,
+            config.e2b_default_network,
+        )),
+    };
 
     let stopping = Arc::new(AtomicBool::new(false));
     let ticker = {
         let (manager, stopping) = (Arc::clone(&manager), Arc::clone(&stopping));
         let mut network = NetworkImporter::new(network_dir);
-        std::thread::Builder::new().name("session-tick".into()).spawn(move || {
-            while !stopping.load(Ordering::Relaxed) {
-                std::thread::sleep(TICK);
-                manager.tick();
+        std::thread::Builder::new()
+            .name("session-tick".into())
+            .spawn(move || {
+                while !stopping.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK);
+                    manager.tick();
+                    network.import(&tick_store);
+                }
                 network.import(&tick_store);
-            }
-            network.import(&tick_store);
-        })?
+            })?
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(&config.listen)
             .await
-            .map_err(|source| ServerError::Bind { addr: config.listen.clone(), source })?;
+            .map_err(|source| ServerError::Bind {
+                addr: config.listen.clone(),
+                source,
+            })?;
         let addr = listener.local_addr()?;
         println!("listening on http://{addr}");
         let _ = std::io::stdout().flush();
@@ -120,8 +149,15 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             let _ = tcp.set_nodelay(true);
         });
         // MCP over streamable HTTP (`/mcp`) beside the REST API, behind the same API key.
-        let app = crate::mcp::router(state.clone(), config.airlock_exe.clone(), config.max_running)?.merge(crate::routes::router(state));
-        axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+        let app = crate::mcp::router(
+            state.clone(),
+            config.airlock_exe.clone(),
+            config.max_running,
+        )?
+        .merge(crate::routes::router(state));
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await?;
         Ok::<(), ServerError>(())
     });
     stopping.store(true, Ordering::Relaxed);
@@ -130,10 +166,12 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     served
 }
 
-
 async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
         (Ok(mut term), Ok(mut int)) => {
             tokio::select! {
                 _ = term.recv() => {}

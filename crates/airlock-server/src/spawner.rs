@@ -27,26 +27,46 @@ impl Spawner {
         for i in 0..threads.max(1) {
             let rx = Arc::clone(&rx);
             let exe = exe.clone();
-            std::thread::Builder::new().name(format!("box-spawner-{i}")).spawn(move || serve(&exe, &rx))?;
+            std::thread::Builder::new()
+                .name(format!("box-spawner-{i}"))
+                .spawn(move || serve(&exe, &rx))?;
         }
-        Ok(Spawner { jobs: Mutex::new(tx) })
+        Ok(Spawner {
+            jobs: Mutex::new(tx),
+        })
     }
 
     /// Starts a box under `policy` from one of the permanent threads and waits for it.
-    pub fn start(&self, policy: ResolvedPolicy, opts: SandboxOptions) -> Result<RemoteSandbox, SandboxError> {
+    pub fn start(
+        &self,
+        policy: ResolvedPolicy,
+        opts: SandboxOptions,
+    ) -> Result<RemoteSandbox, SandboxError> {
         let (reply, answer) = channel();
-        let sent = self.jobs.lock().unwrap_or_else(PoisonError::into_inner).send((policy, opts, reply));
+        let sent = self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send((policy, opts, reply));
         if sent.is_err() {
-            return Err(SandboxError::Io(std::io::Error::other("the box spawner threads are gone")));
+            return Err(SandboxError::Io(std::io::Error::other(
+                "the box spawner threads are gone",
+            )));
         }
-        answer.recv().map_err(|_| SandboxError::Io(std::io::Error::other("a box spawner thread died while starting a box")))?
+        answer.recv().map_err(|_| {
+            SandboxError::Io(std::io::Error::other(
+                "a box spawner thread died while starting a box",
+            ))
+        })?
     }
 }
 
 fn serve(exe: &std::path::Path, jobs: &Mutex<Receiver<Job>>) {
     loop {
         let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok((policy, opts, reply)) = job else { return };
+        let Ok((policy, opts, reply)) = job else {
+            return;
+        };
         let started = RemoteSandbox::start(exe, &policy, &opts);
         if let Err(Ok(sandbox)) = reply.send(started).map_err(|e| e.0) {
             // Nobody waits for it any more: end it at once.

@@ -32,15 +32,26 @@ impl AppState {
         let state = self.clone();
         tokio::task::spawn_blocking(move || f(state))
             .await
-            .map_err(|_| crate::ApiError::Internal("the request's worker failed; retry, and report it if it persists".into()))?
+            .map_err(|_| {
+                crate::ApiError::Internal(
+                    "the request's worker failed; retry, and report it if it persists".into(),
+                )
+            })?
     }
 
     /// The API error for a manager refusal about sandbox `id`: one the manager no longer knows
     /// but the store does (it ended, e.g. in a previous run of the server) is not running.
-    pub fn manager_error(&self, id: &str, e: airlock_runtime::sessions::ManagerError) -> crate::ApiError {
+    pub fn manager_error(
+        &self,
+        id: &str,
+        e: airlock_runtime::sessions::ManagerError,
+    ) -> crate::ApiError {
         if let airlock_runtime::sessions::ManagerError::NotFound(_) = e {
             if let Ok(Some(rec)) = crate::observer::lock(&self.store).get_sandbox(id) {
-                return crate::ApiError::NotRunning(format!("sandbox {id} is {}, not running; create a new sandbox instead", rec.state));
+                return crate::ApiError::NotRunning(format!(
+                    "sandbox {id} is {}, not running; create a new sandbox instead",
+                    rec.state
+                ));
             }
         }
         e.into()

@@ -13,9 +13,15 @@ const TEMPLATES: &[(&str, &str)] = &[("base", "/tmp"), ("user", INSIDE_HOME)];
 /// The template's name (default `base`) and its working directory.
 pub fn template(name: Option<&str>) -> Result<(String, &'static str), ApiError> {
     let name = name.unwrap_or("base");
-    TEMPLATES.iter().find(|(n, _)| *n == name).map(|(n, cwd)| ((*n).to_string(), *cwd)).ok_or_else(|| {
-        ApiError::Invalid(format!("unknown template {name:?}; use \"base\" or \"user\""))
-    })
+    TEMPLATES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(n, cwd)| ((*n).to_string(), *cwd))
+        .ok_or_else(|| {
+            ApiError::Invalid(format!(
+                "unknown template {name:?}; use \"base\" or \"user\""
+            ))
+        })
 }
 
 /// The policy of a box created by `req`: no workspace and no host path, the request's network
@@ -31,12 +37,20 @@ pub fn resolve_policy(req: &mut CreateRequest, cwd: &str) -> Result<ResolvedPoli
         workspace: Some("none".into()),
         network: asked.network.unwrap_or_default(),
         limits: asked.limits.unwrap_or_default(),
-        env: EnvSection { pass: Vec::new(), set: std::mem::take(&mut req.env) },
+        env: EnvSection {
+            pass: Vec::new(),
+            set: std::mem::take(&mut req.env),
+        },
         ..Default::default()
     };
     let caller_env = BTreeMap::new();
-    let ctx = ResolveContext { cwd: "/".into(), env: &caller_env, host: &RealHost };
-    let mut policy = airlock_policy::resolve(&file, &ctx).map_err(|e| ApiError::Invalid(format!("the policy is refused: {e}")))?;
+    let ctx = ResolveContext {
+        cwd: "/".into(),
+        env: &caller_env,
+        host: &RealHost,
+    };
+    let mut policy = airlock_policy::resolve(&file, &ctx)
+        .map_err(|e| ApiError::Invalid(format!("the policy is refused: {e}")))?;
     policy.cwd = cwd.into();
     Ok(policy)
 }

@@ -13,21 +13,31 @@ fn templates_pick_the_working_directory() {
 
 #[test]
 fn a_request_policy_resolves_without_host_paths() {
-    let mut req: CreateRequest = parse(br#"{"env":{"A":"1"},"policy":{"limits":{"memory":"256M"}}}"#, false).unwrap();
+    let mut req: CreateRequest = parse(
+        br#"{"env":{"A":"1"},"policy":{"limits":{"memory":"256M"}}}"#,
+        false,
+    )
+    .unwrap();
     let p = resolve_policy(&mut req, "/tmp").unwrap();
     assert_eq!(p.limits.memory, Some(256 << 20));
     assert!(p.env.iter().any(|(k, v)| k == "A" && v == "1"));
     assert_eq!(p.cwd, std::path::PathBuf::from("/tmp"));
     match p.filesystem {
-        FilesystemPolicy::Isolated { workspace, grants, .. } => assert!(workspace.is_none() && grants.is_empty()),
+        FilesystemPolicy::Isolated {
+            workspace, grants, ..
+        } => assert!(workspace.is_none() && grants.is_empty()),
         FilesystemPolicy::Host => panic!("host filesystem"),
     }
 }
 
 #[test]
 fn filesystem_grants_and_unknown_fields_are_refused() {
-    let mut req: CreateRequest = parse(br#"{"policy":{"filesystem":{"read":["/etc"]}}}"#, false).unwrap();
-    assert_eq!(resolve_policy(&mut req, "/tmp").unwrap_err().code(), "invalid");
+    let mut req: CreateRequest =
+        parse(br#"{"policy":{"filesystem":{"read":["/etc"]}}}"#, false).unwrap();
+    assert_eq!(
+        resolve_policy(&mut req, "/tmp").unwrap_err().code(),
+        "invalid"
+    );
     assert!(parse::<CreateRequest>(br#"{"templat":"base"}"#, false).is_err());
     assert!(parse::<CreateRequest>(b"{", false).is_err());
     assert!(parse::<CreateRequest>(b"", true).is_ok());

@@ -23,7 +23,12 @@ struct BodyWriter<E> {
 
 impl<E> Write for BodyWriter<E> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if !self.gone && self.tx.blocking_send(Piece::Data(Bytes::copy_from_slice(buf))).is_err() {
+        if !self.gone
+            && self
+                .tx
+                .blocking_send(Piece::Data(Bytes::copy_from_slice(buf)))
+                .is_err()
+        {
             self.gone = true;
         }
         Ok(buf.len())
@@ -43,7 +48,10 @@ pub(crate) async fn stream_out<E: std::fmt::Display + Send + 'static>(
 ) -> Result<Body, E> {
     let (tx, mut rx) = mpsc::channel::<Piece<E>>(CHUNKS_BUFFERED);
     tokio::task::spawn_blocking(move || {
-        let mut out = BodyWriter { tx: tx.clone(), gone: false };
+        let mut out = BodyWriter {
+            tx: tx.clone(),
+            gone: false,
+        };
         let done = read(&mut out);
         let _ = tx.blocking_send(Piece::Done(done));
     });
@@ -53,16 +61,21 @@ pub(crate) async fn stream_out<E: std::fmt::Display + Send + 'static>(
         Some(Piece::Data(b)) => b,
         None => return Err(lost()),
     };
-    Ok(Body::from_stream(futures_util::stream::unfold((Some(first), rx), |(first, mut rx)| async move {
-        if let Some(b) = first {
-            return Some((Ok(b), (None, rx)));
-        }
-        match rx.recv().await {
-            Some(Piece::Data(b)) => Some((Ok::<Bytes, std::io::Error>(b), (None, rx))),
-            Some(Piece::Done(Err(e))) => Some((Err(std::io::Error::other(e.to_string())), (None, rx))),
-            Some(Piece::Done(Ok(_))) | None => None,
-        }
-    })))
+    Ok(Body::from_stream(futures_util::stream::unfold(
+        (Some(first), rx),
+        |(first, mut rx)| async move {
+            if let Some(b) = first {
+                return Some((Ok(b), (None, rx)));
+            }
+            match rx.recv().await {
+                Some(Piece::Data(b)) => Some((Ok::<Bytes, std::io::Error>(b), (None, rx))),
+                Some(Piece::Done(Err(e))) => {
+                    Some((Err(std::io::Error::other(e.to_string())), (None, rx)))
+                }
+                Some(Piece::Done(Ok(_))) | None => None,
+            }
+        },
+    )))
 }
 
 /// Reads, on a blocking thread, the chunks the async side sends (a request body as it arrives).
@@ -73,7 +86,10 @@ pub(crate) struct ChunkReader {
 
 impl ChunkReader {
     pub(crate) fn new(rx: mpsc::Receiver<Result<Bytes, std::io::Error>>) -> ChunkReader {
-        ChunkReader { rx, cur: Bytes::new() }
+        ChunkReader {
+            rx,
+            cur: Bytes::new(),
+        }
     }
 }
 

@@ -48,12 +48,16 @@ pub fn e2b_connect_stream(data: &[u8], split: usize) -> usize {
 /// E2B control plane: `POST /v2/sandboxes` — the body, and the session it would plan (template,
 /// env, metadata, network).
 pub fn e2b_create_body(body: &[u8]) -> Result<(), String> {
-    crate::e2b::control::plan_body(body).map(|_| ()).map_err(|e| e.to_string())
+    crate::e2b::control::plan_body(body)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// E2B control plane: the list query string (`metadata`, `state`, `limit`, `nextToken`).
 pub fn e2b_list_query(raw: &str) -> Result<(), String> {
-    crate::e2b::control::list_query(raw).map(|_| ()).map_err(|e| e.to_string())
+    crate::e2b::control::list_query(raw)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -71,7 +75,9 @@ mod tests {
     fn connect_streams_read_whole_however_split_and_stop_at_garbage() {
         let mut stream = envelope(r#"{"start":{"process":{"pid":1}}}"#);
         stream.extend(envelope(r#"{"data":{"input":{"stdin":"aGkK"}}}"#));
-        stream.extend(envelope(r#"{"process":{"cmd":"/bin/bash"},"pty":{"size":{"rows":0,"cols":99999}}}"#));
+        stream.extend(envelope(
+            r#"{"process":{"cmd":"/bin/bash"},"pty":{"size":{"rows":0,"cols":99999}}}"#,
+        ));
         for split in 1..=stream.len() {
             assert_eq!(e2b_connect_stream(&stream, split), 3, "split {split}");
         }

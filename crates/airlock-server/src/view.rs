@@ -31,11 +31,20 @@ pub struct SandboxView {
 
 fn view(state: &AppState, rec: SandboxRecord) -> SandboxView {
     let live = state.manager.get(&rec.id);
-    let init_pid = state.init_pids.lock().unwrap_or_else(PoisonError::into_inner).get(&rec.id).copied();
+    let init_pid = state
+        .init_pids
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&rec.id)
+        .copied();
     SandboxView {
         started_ms: live.as_ref().and_then(|i| i.started_ms),
         queue_position: live.as_ref().and_then(|i| i.queue_position),
-        init_pid: if rec.state == SandboxState::Running { init_pid } else { None },
+        init_pid: if rec.state == SandboxState::Running {
+            init_pid
+        } else {
+            None
+        },
         id: rec.id,
         template: rec.template,
         state: rec.state,
@@ -51,7 +60,11 @@ fn view(state: &AppState, rec: SandboxRecord) -> SandboxView {
 /// One sandbox, or not_found.
 pub fn get(state: &AppState, id: &str) -> Result<SandboxView, ApiError> {
     let rec = lock(&state.store).get_sandbox(id)?;
-    let rec = rec.ok_or_else(|| ApiError::NotFound(format!("no sandbox {id:?}; list the sandboxes to see which exist")))?;
+    let rec = rec.ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "no sandbox {id:?}; list the sandboxes to see which exist"
+        ))
+    })?;
     Ok(view(state, rec))
 }
 

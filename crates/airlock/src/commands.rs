@@ -1,8 +1,14 @@
 //! What each subcommand does.
 
-use crate::cli::{CheckArgs, Cli, CodeArgs, Command, PolicyArgs, ReceiptArgs, RunArgs, SandboxArgs, SandboxCommand, ServeArgs};
+use crate::cli::{
+    CheckArgs, Cli, CodeArgs, Command, PolicyArgs, ReceiptArgs, RunArgs, SandboxArgs,
+    SandboxCommand, ServeArgs,
+};
 use crate::client;
-use airlock_policy::{parse_duration, parse_size, DurationValue, PolicyFile, Profile, ResolveContext, ResolvedPolicy, SizeValue};
+use airlock_policy::{
+    parse_duration, parse_size, DurationValue, PolicyFile, Profile, ResolveContext, ResolvedPolicy,
+    SizeValue,
+};
 use airlock_runtime::{run, BoxPlan, HostReport, RealHost, RunOptions, RunResult, StdinMode};
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
@@ -43,7 +49,12 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
         None => PolicyFile::default(),
     };
     let mut f = PolicyFile {
-        profile: args.profile.as_deref().map(str::parse::<Profile>).transpose().map_err(|e| anyhow!("--profile: {e}"))?,
+        profile: args
+            .profile
+            .as_deref()
+            .map(str::parse::<Profile>)
+            .transpose()
+            .map_err(|e| anyhow!("--profile: {e}"))?,
         workspace: args.workspace.clone(),
         ..Default::default()
     };
@@ -55,9 +66,20 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     f.network.allow_ip = args.allow_ip.clone();
     f.network.map_host = args.map_host.clone();
     f.network.max_connections = args.max_connections;
-    f.network.mode = args.net.as_deref().map(str::parse).transpose().map_err(|e| anyhow!("--net: {e}"))?;
+    f.network.mode = args
+        .net
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| anyhow!("--net: {e}"))?;
     let size = |v: &Option<String>, flag: &str| -> Result<Option<SizeValue>> {
-        v.as_deref().map(|s| parse_size(s).map(SizeValue).with_context(|| flag.to_string())).transpose()
+        v.as_deref()
+            .map(|s| {
+                parse_size(s)
+                    .map(SizeValue)
+                    .with_context(|| flag.to_string())
+            })
+            .transpose()
     };
     f.limits.memory = size(&args.memory, "--memory")?;
     f.limits.disk = size(&args.disk, "--disk")?;
@@ -65,7 +87,11 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     f.network.byte_budget = size(&args.byte_budget, "--byte-budget")?;
     f.limits.pids = args.pids;
     f.limits.cpus = args.cpus;
-    f.limits.timeout = args.timeout.as_deref().map(|s| parse_duration(s).map(DurationValue).context("--timeout")).transpose()?;
+    f.limits.timeout = args
+        .timeout
+        .as_deref()
+        .map(|s| parse_duration(s).map(DurationValue).context("--timeout"))
+        .transpose()?;
     for e in &args.env {
         match e.split_once('=') {
             Some((k, v)) => {
@@ -86,7 +112,11 @@ pub(crate) fn resolve_policy(args: &PolicyArgs) -> Result<ResolvedPolicy> {
     let env: BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
         .collect();
-    let ctx = ResolveContext { cwd, env: &env, host: &RealHost };
+    let ctx = ResolveContext {
+        cwd,
+        env: &env,
+        host: &RealHost,
+    };
     let policy = airlock_policy::resolve(&file, &ctx)?;
     for (what, raw, real) in airlock_policy::redirected_grants(&file, &ctx) {
         eprintln!(
@@ -105,7 +135,15 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
     if args.audit.is_some() && policy.network != airlock_policy::NetworkMode::Proxy {
         anyhow::bail!("--audit records the egress proxy's decisions, so it needs --net proxy; add --net proxy (and --allow-domain for what the box may reach)");
     }
-    let opts = RunOptions { stdin: if args.no_stdin { StdinMode::Null } else { StdinMode::Auto }, audit: args.audit.clone(), control_fd: args.control_fd };
+    let opts = RunOptions {
+        stdin: if args.no_stdin {
+            StdinMode::Null
+        } else {
+            StdinMode::Auto
+        },
+        audit: args.audit.clone(),
+        control_fd: args.control_fd,
+    };
     if let Some(fd) = args.control_fd {
         // SAFETY: fcntl only inspects the descriptor number.
         if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
@@ -116,8 +154,12 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
     // the path lead somewhere else (see airlock_runtime::open_output).
     let mut result_file = match &args.result {
         Some(path) => Some(
-            airlock_runtime::open_output(path, airlock_runtime::OutputMode::Truncate, &airlock_runtime::box_writable_roots(&policy))
-                .with_context(|| format!("cannot write --result {}", path.display()))?,
+            airlock_runtime::open_output(
+                path,
+                airlock_runtime::OutputMode::Truncate,
+                &airlock_runtime::box_writable_roots(&policy),
+            )
+            .with_context(|| format!("cannot write --result {}", path.display()))?,
         ),
         None => None,
     };
@@ -138,10 +180,19 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         eprintln!("airlock: {err}");
     }
     for hit in &result.limits_hit {
-        eprintln!("airlock: limit reached: {}", serde_json::to_value(hit).map(|v| v.as_str().unwrap_or("").to_string()).unwrap_or_default());
+        eprintln!(
+            "airlock: limit reached: {}",
+            serde_json::to_value(hit)
+                .map(|v| v.as_str().unwrap_or("").to_string())
+                .unwrap_or_default()
+        );
     }
     if args.json || args.result.is_some() {
-        emit(&args, result_file.as_mut(), &serde_json::to_string_pretty(&result)?)?;
+        emit(
+            &args,
+            result_file.as_mut(),
+            &serde_json::to_string_pretty(&result)?,
+        )?;
     }
     Ok(result.exit_code)
 }
@@ -150,7 +201,8 @@ fn emit(args: &RunArgs, file: Option<&mut std::fs::File>, doc: &str) -> Result<(
     use std::io::Write;
     match (file, &args.result) {
         (Some(f), Some(path)) => {
-            f.write_all(format!("{doc}\n").as_bytes()).with_context(|| format!("cannot write --result {}", path.display()))?;
+            f.write_all(format!("{doc}\n").as_bytes())
+                .with_context(|| format!("cannot write --result {}", path.display()))?;
             if !still_at(f, path) {
                 // The box replaced the file during the run (it can write there): what was written
                 // went to the file airlock opened, which the path no longer names. Hide nothing
@@ -169,7 +221,11 @@ fn emit(args: &RunArgs, file: Option<&mut std::fs::File>, doc: &str) -> Result<(
 
 fn cmd_receipt(args: ReceiptArgs) -> Result<i32> {
     let policy = resolve_policy(&args.policy)?;
-    let argv = if args.command.is_empty() { vec!["true".to_string()] } else { args.command.clone() };
+    let argv = if args.command.is_empty() {
+        vec!["true".to_string()]
+    } else {
+        args.command.clone()
+    };
     let plan = BoxPlan::new(&policy, &argv, &[])?;
     if args.json {
         let doc = serde_json::json!({ "policy": policy, "receipt": plan.receipt, "rootfs": plan.spec.rootfs });
@@ -182,13 +238,37 @@ fn cmd_receipt(args: ReceiptArgs) -> Result<i32> {
 }
 
 fn cmd_check(args: CheckArgs) -> Result<i32> {
-    let file = PolicyFile { workspace: Some("none".into()), ..Default::default() };
+    let file = PolicyFile {
+        workspace: Some("none".into()),
+        ..Default::default()
+    };
     let env = BTreeMap::new();
-    let policy = airlock_policy::resolve(&file, &ResolveContext { cwd: "/".into(), env: &env, host: &RealHost })?;
-    let res: std::result::Result<RunResult, _> = run(&policy, &["true".to_string()], &RunOptions { stdin: StdinMode::Null, audit: None, control_fd: None });
+    let policy = airlock_policy::resolve(
+        &file,
+        &ResolveContext {
+            cwd: "/".into(),
+            env: &env,
+            host: &RealHost,
+        },
+    )?;
+    let res: std::result::Result<RunResult, _> = run(
+        &policy,
+        &["true".to_string()],
+        &RunOptions {
+            stdin: StdinMode::Null,
+            audit: None,
+            control_fd: None,
+        },
+    );
     let (receipt, can_run, error) = match res {
         Ok(r) => (r.receipt.clone(), r.exit_code == 0, r.error.clone()),
-        Err(e) => (BoxPlan::new(&policy, &["true".into()], &[]).map(|p| p.receipt).unwrap_or_default(), false, Some(e.to_string())),
+        Err(e) => (
+            BoxPlan::new(&policy, &["true".into()], &[])
+                .map(|p| p.receipt)
+                .unwrap_or_default(),
+            false,
+            Some(e.to_string()),
+        ),
     };
     let report = HostReport { receipt, can_run };
     if args.json {
@@ -208,7 +288,9 @@ fn cmd_sandbox_host() -> Result<i32> {
     use std::os::fd::FromRawFd;
     // SAFETY: fcntl only inspects the descriptor number.
     if unsafe { libc::fcntl(3, libc::F_GETFD) } == -1 {
-        anyhow::bail!("sandbox-host is started by airlock itself, with its control socket at descriptor 3");
+        anyhow::bail!(
+            "sandbox-host is started by airlock itself, with its control socket at descriptor 3"
+        );
     }
     // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
@@ -218,17 +300,27 @@ fn cmd_sandbox_host() -> Result<i32> {
 fn cmd_serve(args: ServeArgs) -> Result<i32> {
     let data_dir = match args.data_dir {
         Some(dir) => dir,
-        None => match (std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()), std::env::var_os("HOME").filter(|v| !v.is_empty())) {
+        None => match (
+            std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()),
+            std::env::var_os("HOME").filter(|v| !v.is_empty()),
+        ) {
             (Some(xdg), _) => std::path::PathBuf::from(xdg).join("airlock"),
             (None, Some(home)) => std::path::PathBuf::from(home).join(".local/share/airlock"),
-            (None, None) => anyhow::bail!("neither XDG_DATA_HOME nor HOME is set; pass --data-dir DIR"),
+            (None, None) => {
+                anyhow::bail!("neither XDG_DATA_HOME nor HOME is set; pass --data-dir DIR")
+            }
         },
     };
     if args.max_running == 0 {
         anyhow::bail!("--max-running 0 would never run a box; give at least 1");
     }
-    let airlock_exe = std::env::current_exe().context("cannot find airlock's own executable to start sandbox hosts")?;
-    let e2b_default_network = if args.e2b_network == "none" { airlock_server::E2bDefaultNetwork::None } else { airlock_server::E2bDefaultNetwork::Internet };
+    let airlock_exe = std::env::current_exe()
+        .context("cannot find airlock's own executable to start sandbox hosts")?;
+    let e2b_default_network = if args.e2b_network == "none" {
+        airlock_server::E2bDefaultNetwork::None
+    } else {
+        airlock_server::E2bDefaultNetwork::Internet
+    };
     airlock_server::serve(airlock_server::ServerConfig {
         listen: args.listen,
         data_dir,

@@ -20,13 +20,18 @@ pub fn cmd_mcp(args: McpArgs) -> Result<i32> {
     let filter = ToolFilter::from_flags(&args.tools.tools, &args.tools.deny_tools)?;
     let idle = parse_duration(&args.idle_timeout).context("--idle-timeout")?;
     if idle.is_zero() {
-        anyhow::bail!("--idle-timeout 0 would end the box between calls; give a duration such as 15m");
+        anyhow::bail!(
+            "--idle-timeout 0 would end the box between calls; give a duration such as 15m"
+        );
     }
     let settings = SessionSettings::new(policy, filter);
     if settings.tool_names().is_empty() {
-        anyhow::bail!("--tools/--deny-tools leave no tool for this profile; airlock mcp would offer nothing");
+        anyhow::bail!(
+            "--tools/--deny-tools leave no tool for this profile; airlock mcp would offer nothing"
+        );
     }
-    let exe = std::env::current_exe().context("cannot find airlock's own executable to start sandbox hosts")?;
+    let exe = std::env::current_exe()
+        .context("cannot find airlock's own executable to start sandbox hosts")?;
     airlock_mcp::serve_stdio(exe, settings, idle)?;
     Ok(0)
 }
@@ -36,7 +41,10 @@ pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
     let policy = resolve_policy(&args.policy)?;
     warn_full_access(policy.profile);
     let filter = ToolFilter::from_flags(&args.tools.tools, &args.tools.deny_tools)?;
-    let audit = Arc::new(AuditSink::open(args.audit.as_deref(), &airlock_runtime::box_writable_roots(&policy))?);
+    let audit = Arc::new(AuditSink::open(
+        args.audit.as_deref(),
+        &airlock_runtime::box_writable_roots(&policy),
+    )?);
     let net_audit = args.audit.is_some() && policy.network == NetworkMode::Proxy;
     let mut child_args = vec!["run".to_string()];
     child_args.extend(policy_flags(&args.policy));
@@ -45,8 +53,13 @@ pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
     }
     child_args.push("--".into());
     child_args.extend(args.command.iter().cloned());
-    let program = std::env::current_exe().context("cannot find airlock's own executable to start the box")?;
-    let server = WrappedServer { program, args: child_args, net_audit_fd3: net_audit };
+    let program =
+        std::env::current_exe().context("cannot find airlock's own executable to start the box")?;
+    let server = WrappedServer {
+        program,
+        args: child_args,
+        net_audit_fd3: net_audit,
+    };
     Ok(relay(&server, Gate::new(filter), audit)?)
 }
 
@@ -129,8 +142,15 @@ mod tests {
     #[test]
     fn every_policy_flag_reaches_the_wrapped_servers_box() {
         let cmd = PolicyArgs::augment_args(clap::Command::new("t"));
-        let flags = cmd.get_arguments().filter(|a| a.get_long().is_some()).count();
-        assert_eq!(flags, ALL.len(), "PolicyArgs has a flag this test (and maybe policy_flags) does not know");
+        let flags = cmd
+            .get_arguments()
+            .filter(|a| a.get_long().is_some())
+            .count();
+        assert_eq!(
+            flags,
+            ALL.len(),
+            "PolicyArgs has a flag this test (and maybe policy_flags) does not know"
+        );
         let given: Vec<String> = ALL.iter().map(|s| s.to_string()).collect();
         let passed = policy_flags(&parse(&given));
         let mut a = passed.clone();

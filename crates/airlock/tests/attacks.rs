@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 
 /// A string no other test (and no other run of this test) uses.
 fn unique(tag: &str) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     format!("airlock-attack-{tag}-{}-{nanos}", std::process::id())
 }
 
@@ -42,10 +45,16 @@ fn airlock_env(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
     let prefix = format!("airlock-{pid}-");
     let left: Vec<_> = leftover_cgroups()
         .into_iter()
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix)))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+        })
         .collect();
     assert!(left.is_empty(), "the run left cgroups behind: {left:?}");
-    let code = out.status.code().unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+    let code = out
+        .status
+        .code()
+        .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
     Run {
         code,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -73,12 +82,20 @@ fn boxed_json(cwd: &Path, flags: &[&str], script: &str) -> (Run, serde_json::Val
     let mut all = vec!["--result", file_s.as_str()];
     all.extend_from_slice(flags);
     let run = boxed(cwd, &all, script);
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("no result file: {e}; stderr: {}", run.stderr));
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("no result file: {e}; stderr: {}", run.stderr));
     (run, serde_json::from_str(&text).expect("result is JSON"))
 }
 
 fn limits_hit(result: &serde_json::Value) -> Vec<String> {
-    result["limits_hit"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+    result["limits_hit"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The host state an attack must not change: its mount table.
@@ -88,7 +105,9 @@ struct HostState {
 
 impl HostState {
     fn capture() -> HostState {
-        HostState { mounts: host_mounts() }
+        HostState {
+            mounts: host_mounts(),
+        }
     }
 
     /// Asserts the mount table is unchanged and no process carrying `marker` is alive.
@@ -101,7 +120,10 @@ impl HostState {
             if left.is_empty() {
                 break;
             }
-            assert!(Instant::now() < deadline, "processes left behind on the host: {left:?}");
+            assert!(
+                Instant::now() < deadline,
+                "processes left behind on the host: {left:?}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -110,19 +132,38 @@ impl HostState {
 /// Every entry under `dir` (recursively, never following symlinks) with its kind and content.
 fn snapshot(dir: &Path) -> BTreeMap<String, String> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir).expect("read dir").flatten().collect();
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .expect("read dir")
+            .flatten()
+            .collect();
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
             let path = e.path();
-            let rel = path.strip_prefix(root).expect("entry under root").to_string_lossy().into_owned();
+            let rel = path
+                .strip_prefix(root)
+                .expect("entry under root")
+                .to_string_lossy()
+                .into_owned();
             let meta = std::fs::symlink_metadata(&path).expect("stat");
             if meta.file_type().is_symlink() {
-                out.insert(rel, format!("link -> {}", std::fs::read_link(&path).expect("read link").display()));
+                out.insert(
+                    rel,
+                    format!(
+                        "link -> {}",
+                        std::fs::read_link(&path).expect("read link").display()
+                    ),
+                );
             } else if meta.is_dir() {
                 out.insert(rel, "dir".into());
                 walk(root, &path, out);
             } else {
-                out.insert(rel, format!("file {:?}", String::from_utf8_lossy(&std::fs::read(&path).expect("read file"))));
+                out.insert(
+                    rel,
+                    format!(
+                        "file {:?}",
+                        String::from_utf8_lossy(&std::fs::read(&path).expect("read file"))
+                    ),
+                );
             }
         }
     }
@@ -133,7 +174,9 @@ fn snapshot(dir: &Path) -> BTreeMap<String, String> {
 
 /// The line of `text` that starts with `key` (e.g. "tcp "), panicking with the whole text if none.
 fn line<'a>(text: &'a str, key: &str) -> &'a str {
-    text.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("no line {key:?} in:\n{text}"))
+    text.lines()
+        .find(|l| l.starts_with(key))
+        .unwrap_or_else(|| panic!("no line {key:?} in:\n{text}"))
 }
 
 fn s(p: &Path) -> String {
@@ -162,13 +205,33 @@ fn attack_read_planted_ssh_key() {
         k = s(&key)
     );
     let r = boxed(&ws, &[], &script);
-    assert!(r.stdout.contains("visible"), "positive control: the workspace is readable: {}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("visible"),
+        "positive control: the workspace is readable: {}{}",
+        r.stdout,
+        r.stderr
+    );
     for k in ["abs=", "link=", "dirlink=", "ls="] {
-        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} read succeeded:\n{}", r.stdout);
+        assert_ne!(
+            line(&r.stdout, k),
+            format!("{k}0"),
+            "{k} read succeeded:\n{}",
+            r.stdout
+        );
     }
-    assert_eq!(line(&r.stdout, "exists="), "exists=1", "the symlink must resolve to nothing inside the box");
-    assert!(!r.stdout.contains(&secret) && !r.stderr.contains(&secret), "the key leaked into the box");
-    assert!(std::fs::read_to_string(&key).unwrap().contains(&secret), "the host key changed");
+    assert_eq!(
+        line(&r.stdout, "exists="),
+        "exists=1",
+        "the symlink must resolve to nothing inside the box"
+    );
+    assert!(
+        !r.stdout.contains(&secret) && !r.stderr.contains(&secret),
+        "the key leaked into the box"
+    );
+    assert!(
+        std::fs::read_to_string(&key).unwrap().contains(&secret),
+        "the host key changed"
+    );
     host.assert_untouched(&secret);
 }
 
@@ -181,12 +244,26 @@ fn attack_read_secret_from_callers_env() {
     let script = "env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; echo done";
 
     let r = boxed_env(t.path(), &env, &[], script);
-    assert!(r.stdout.contains("PATH=") && r.stdout.contains("done"), "positive control: env is printed: {}{}", r.stdout, r.stderr);
-    assert!(!r.stdout.contains(&secret) && !r.stderr.contains(&secret), "the caller's secret reached the box:\n{}", r.stdout);
+    assert!(
+        r.stdout.contains("PATH=") && r.stdout.contains("done"),
+        "positive control: env is printed: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        !r.stdout.contains(&secret) && !r.stderr.contains(&secret),
+        "the caller's secret reached the box:\n{}",
+        r.stdout
+    );
 
     // Positive control: passed explicitly, the same variable does get in.
     let r = boxed_env(t.path(), &env, &["--env", "AIRLOCK_TEST_SECRET"], "env");
-    assert!(r.stdout.contains(&format!("AIRLOCK_TEST_SECRET={secret}")), "--env NAME must pass the variable: {}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(&format!("AIRLOCK_TEST_SECRET={secret}")),
+        "--env NAME must pass the variable: {}{}",
+        r.stdout,
+        r.stderr
+    );
     host.assert_untouched(&secret);
 }
 
@@ -211,12 +288,30 @@ fn attack_write_outside_workspace() {
         bin = s(&bin)
     );
     let r = boxed(&ws, &[], &script);
-    assert_eq!(line(&r.stdout, "ws="), "ws=0", "positive control: the workspace is writable: {}", r.stderr);
-    assert_eq!(std::fs::read_to_string(ws.join("inside.txt")).unwrap(), "ok\n");
+    assert_eq!(
+        line(&r.stdout, "ws="),
+        "ws=0",
+        "positive control: the workspace is writable: {}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("inside.txt")).unwrap(),
+        "ok\n"
+    );
     for k in ["rc=", "bin=", "touch="] {
-        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} write succeeded:\n{}{}", r.stdout, r.stderr);
+        assert_ne!(
+            line(&r.stdout, k),
+            format!("{k}0"),
+            "{k} write succeeded:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
     }
-    assert_eq!(std::fs::read_to_string(&rc).unwrap(), "# host rc\n", "the host rc file changed");
+    assert_eq!(
+        std::fs::read_to_string(&rc).unwrap(),
+        "# host rc\n",
+        "the host rc file changed"
+    );
     assert!(!bin.exists(), "a file was created in /usr/local/bin");
     host.assert_untouched(&marker);
 }
@@ -227,7 +322,11 @@ fn attack_write_git_hooks_and_protected_paths() {
     let t = TempDir::new("protected");
     let ws = t.join("ws");
     std::fs::create_dir_all(&ws).unwrap();
-    let git = Command::new("git").args(["init", "-q", "."]).current_dir(&ws).status().expect("run git init");
+    let git = Command::new("git")
+        .args(["init", "-q", "."])
+        .current_dir(&ws)
+        .status()
+        .expect("run git init");
     assert!(git.success());
     std::fs::write(ws.join("src.txt"), "source\n").unwrap();
     let before = snapshot(&ws);
@@ -253,29 +352,87 @@ fn attack_write_git_hooks_and_protected_paths() {
          git status --short >/dev/null; echo gitstatus=$?"
     );
     let r = boxed(&ws, &[], &script);
-    assert_eq!(line(&r.stdout, "ok="), "ok=0", "positive control: a normal file is writable: {}", r.stderr);
-    for k in ["hook=", "config=", "bashrc=", "zshrc=", "envrc=", "vscode=", "mcp=", "idea=", "claude=", "cursor=", "gemini=", "rmvscode=", "mvgit=", "newhook=", "mvhooks="] {
-        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} attack succeeded:\n{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        line(&r.stdout, "ok="),
+        "ok=0",
+        "positive control: a normal file is writable: {}",
+        r.stderr
+    );
+    for k in [
+        "hook=",
+        "config=",
+        "bashrc=",
+        "zshrc=",
+        "envrc=",
+        "vscode=",
+        "mcp=",
+        "idea=",
+        "claude=",
+        "cursor=",
+        "gemini=",
+        "rmvscode=",
+        "mvgit=",
+        "newhook=",
+        "mvhooks=",
+    ] {
+        assert_ne!(
+            line(&r.stdout, k),
+            format!("{k}0"),
+            "{k} attack succeeded:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
     }
 
     // On the host: hooks and config untouched, the repository still where it was, placeholders
     // gone, and the workspace holds what it held before (minus what `rm -rf .git` may delete
     // inside the repository's writable data) plus ok.txt.
-    assert!(!ws.join(".git/hooks/pre-commit").exists() && !ws.join(".git/hooks/post-checkout").exists(), "a git hook was planted");
-    assert!(!std::fs::read_to_string(ws.join(".git/config")).unwrap().contains("fsmonitor"), "git config was changed");
-    assert!(!ws.join(".git-moved").exists(), ".git was renamed on the host");
+    assert!(
+        !ws.join(".git/hooks/pre-commit").exists() && !ws.join(".git/hooks/post-checkout").exists(),
+        "a git hook was planted"
+    );
+    assert!(
+        !std::fs::read_to_string(ws.join(".git/config"))
+            .unwrap()
+            .contains("fsmonitor"),
+        "git config was changed"
+    );
+    assert!(
+        !ws.join(".git-moved").exists(),
+        ".git was renamed on the host"
+    );
     let after = snapshot(&ws);
     let mut expected = before.clone();
     expected.insert("ok.txt".into(), format!("file {:?}", "ok\n"));
     let keep = |m: &BTreeMap<String, String>| -> BTreeMap<String, String> {
         m.iter()
-            .filter(|(k, _)| !k.starts_with(".git/") || k.starts_with(".git/hooks") || *k == ".git/config")
+            .filter(|(k, _)| {
+                !k.starts_with(".git/") || k.starts_with(".git/hooks") || *k == ".git/config"
+            })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     };
-    assert_eq!(keep(&after), keep(&expected), "the workspace changed beyond ok.txt");
-    for rel in [".bashrc", ".zshrc", ".envrc", ".vscode", ".mcp.json", ".idea", ".profile", ".claude", ".cursor", ".gemini"] {
-        assert!(std::fs::symlink_metadata(ws.join(rel)).is_err(), "placeholder {rel} was left on the host");
+    assert_eq!(
+        keep(&after),
+        keep(&expected),
+        "the workspace changed beyond ok.txt"
+    );
+    for rel in [
+        ".bashrc",
+        ".zshrc",
+        ".envrc",
+        ".vscode",
+        ".mcp.json",
+        ".idea",
+        ".profile",
+        ".claude",
+        ".cursor",
+        ".gemini",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(ws.join(rel)).is_err(),
+            "placeholder {rel} was left on the host"
+        );
     }
     host.assert_untouched(&marker);
 }
@@ -300,14 +457,36 @@ fn attack_write_through_protected_symlink() {
          ln -sf /etc/passwd .bashrc; echo relink=$?"
     );
     let r = boxed(&ws, &[], &script);
-    assert_eq!(line(&r.stdout, "ok="), "ok=0", "positive control: the workspace is writable: {}", r.stderr);
+    assert_eq!(
+        line(&r.stdout, "ok="),
+        "ok=0",
+        "positive control: the workspace is writable: {}",
+        r.stderr
+    );
     for k in ["append=", "write=", "rm=", "mv=", "relink="] {
-        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} attack succeeded:\n{}{}", r.stdout, r.stderr);
+        assert_ne!(
+            line(&r.stdout, k),
+            format!("{k}0"),
+            "{k} attack succeeded:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
     }
-    assert_eq!(std::fs::read_to_string(ws.join("real_rc")).unwrap(), "# real rc\n", "real_rc changed through .bashrc");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("real_rc")).unwrap(),
+        "# real rc\n",
+        "real_rc changed through .bashrc"
+    );
     let mut expected = before;
-    expected.insert("real_rc.copy".into(), format!("file {:?}", format!("{marker}\n")));
-    assert_eq!(snapshot(&ws), expected, "the workspace changed beyond real_rc.copy");
+    expected.insert(
+        "real_rc.copy".into(),
+        format!("file {:?}", format!("{marker}\n")),
+    );
+    assert_eq!(
+        snapshot(&ws),
+        expected,
+        "the workspace changed beyond real_rc.copy"
+    );
     host.assert_untouched(&marker);
 }
 
@@ -330,12 +509,33 @@ fn attack_rewrite_gitdir_file() {
          mv .git moved; echo mv=$?"
     );
     let r = boxed(&ws, &[], &script);
-    assert_eq!(line(&r.stdout, "ok="), "ok=0", "positive control: {}{}", r.stdout, r.stderr);
-    assert_eq!(line(&r.stdout, "evil="), "evil=0", "positive control: {}{}", r.stdout, r.stderr);
+    assert_eq!(
+        line(&r.stdout, "ok="),
+        "ok=0",
+        "positive control: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(
+        line(&r.stdout, "evil="),
+        "evil=0",
+        "positive control: {}{}",
+        r.stdout,
+        r.stderr
+    );
     for k in ["write=", "rm=", "mv="] {
-        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} attack succeeded:\n{}{}", r.stdout, r.stderr);
+        assert_ne!(
+            line(&r.stdout, k),
+            format!("{k}0"),
+            "{k} attack succeeded:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
     }
-    assert_eq!(std::fs::read_to_string(ws.join(".git")).unwrap(), "gitdir: /nonexistent/airlock-test\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git")).unwrap(),
+        "gitdir: /nonexistent/airlock-test\n"
+    );
     assert!(!ws.join("moved").exists());
     host.assert_untouched(&marker);
 }
@@ -350,14 +550,38 @@ fn attack_fifo_left_where_the_next_run_mounts_does_not_hang_it() {
     let ws = t.join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let marker = unique("fifo");
-    let made = boxed(&ws, &[], "mkfifo data; echo mkfifo=$?; test -p data; echo isfifo=$?");
-    assert_eq!(line(&made.stdout, "mkfifo="), "mkfifo=0", "positive control: {}{}", made.stdout, made.stderr);
-    assert_eq!(line(&made.stdout, "isfifo="), "isfifo=0", "positive control: {}{}", made.stdout, made.stderr);
+    let made = boxed(
+        &ws,
+        &[],
+        "mkfifo data; echo mkfifo=$?; test -p data; echo isfifo=$?",
+    );
+    assert_eq!(
+        line(&made.stdout, "mkfifo="),
+        "mkfifo=0",
+        "positive control: {}{}",
+        made.stdout,
+        made.stderr
+    );
+    assert_eq!(
+        line(&made.stdout, "isfifo="),
+        "isfifo=0",
+        "positive control: {}{}",
+        made.stdout,
+        made.stderr
+    );
 
     let data = ws.join("data");
     let script = format!("test -p data; echo isfifo=$?; echo {marker}");
     let mut next = Command::new(airlock_bin())
-        .args(["run", "--read", data.to_str().unwrap(), "--", "sh", "-c", &script])
+        .args([
+            "run",
+            "--read",
+            data.to_str().unwrap(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
         .current_dir(&ws)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -375,10 +599,24 @@ fn attack_fifo_left_where_the_next_run_mounts_does_not_hang_it() {
     }
     let out = next.wait_with_output().expect("airlock output");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "the next run failed: {stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(line(&stdout, "isfifo="), "isfifo=0", "the granted path is the FIFO, read-only: {stdout}");
+    assert!(
+        out.status.success(),
+        "the next run failed: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        line(&stdout, "isfifo="),
+        "isfifo=0",
+        "the granted path is the FIFO, read-only: {stdout}"
+    );
     use std::os::unix::fs::FileTypeExt;
-    assert!(std::fs::symlink_metadata(&data).unwrap().file_type().is_fifo(), "the FIFO on the host is unchanged");
+    assert!(
+        std::fs::symlink_metadata(&data)
+            .unwrap()
+            .file_type()
+            .is_fifo(),
+        "the FIFO on the host is unchanged"
+    );
     host.assert_untouched(&marker);
 }
 
@@ -396,10 +634,25 @@ fn attack_git_symlink_does_not_make_placeholders_outside() {
     std::fs::create_dir_all(&sub).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
     let marker = unique("gitlink");
-    let plant = format!("ln -s {} sub/.git; echo ln=$?; test -L sub/.git; echo islink=$?", outside.display());
+    let plant = format!(
+        "ln -s {} sub/.git; echo ln=$?; test -L sub/.git; echo islink=$?",
+        outside.display()
+    );
     let r = boxed(&ws, &[], &plant);
-    assert_eq!(line(&r.stdout, "ln="), "ln=0", "positive control: {}{}", r.stdout, r.stderr);
-    assert_eq!(line(&r.stdout, "islink="), "islink=0", "positive control: {}{}", r.stdout, r.stderr);
+    assert_eq!(
+        line(&r.stdout, "ln="),
+        "ln=0",
+        "positive control: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(
+        line(&r.stdout, "islink="),
+        "islink=0",
+        "positive control: {}{}",
+        r.stdout,
+        r.stderr
+    );
 
     // Watch the outside directory for the whole second run (placeholders live only as long as
     // the run does).
@@ -417,14 +670,32 @@ fn attack_git_symlink_does_not_make_placeholders_outside() {
             seen
         })
     };
-    let r = boxed(&sub, &[], &format!("test -e .git/hooks; echo hooks=$?; sleep 0.5; echo {marker}"));
+    let r = boxed(
+        &sub,
+        &[],
+        &format!("test -e .git/hooks; echo hooks=$?; sleep 0.5; echo {marker}"),
+    );
     done.store(true, std::sync::atomic::Ordering::Release);
     let seen = watcher.join().unwrap();
     assert_eq!(r.code, 0, "the run in sub failed: {}{}", r.stdout, r.stderr);
-    assert_ne!(line(&r.stdout, "hooks="), "hooks=0", "the box sees hooks through the symlink: {}", r.stdout);
-    assert!(seen.is_empty(), "airlock made {seen:?} outside the workspace during the run");
-    assert!(std::fs::read_dir(&outside).unwrap().next().is_none(), "something was left outside the workspace");
-    assert!(std::fs::symlink_metadata(sub.join(".git")).unwrap().file_type().is_symlink());
+    assert_ne!(
+        line(&r.stdout, "hooks="),
+        "hooks=0",
+        "the box sees hooks through the symlink: {}",
+        r.stdout
+    );
+    assert!(
+        seen.is_empty(),
+        "airlock made {seen:?} outside the workspace during the run"
+    );
+    assert!(
+        std::fs::read_dir(&outside).unwrap().next().is_none(),
+        "something was left outside the workspace"
+    );
+    assert!(std::fs::symlink_metadata(sub.join(".git"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
     host.assert_untouched(&marker);
 }
 
@@ -448,39 +719,132 @@ fn attack_result_and_audit_symlinks_do_not_redirect_airlocks_writes() {
 
     // During the run.
     let swap = format!("rm -f result.json; ln -s {v} result.json; echo swapped=$?; echo {marker}");
-    let r = airlock_env(&ws, &[], &["run", "--result", "result.json", "--", "sh", "-c", &swap]);
-    assert_eq!(line(&r.stdout, "swapped="), "swapped=0", "positive control: {}{}", r.stdout, r.stderr);
+    let r = airlock_env(
+        &ws,
+        &[],
+        &["run", "--result", "result.json", "--", "sh", "-c", &swap],
+    );
+    assert_eq!(
+        line(&r.stdout, "swapped="),
+        "swapped=0",
+        "positive control: {}{}",
+        r.stdout,
+        r.stderr
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("was replaced during the run"), "not reported: {}", r.stderr);
-    assert!(r.stderr.contains("\"exit_code\": 0"), "the result document is not kept on stderr: {}", r.stderr);
-    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n", "the result was written through the symlink");
+    assert!(
+        r.stderr.contains("was replaced during the run"),
+        "not reported: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("\"exit_code\": 0"),
+        "the result document is not kept on stderr: {}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "precious\n",
+        "the result was written through the symlink"
+    );
 
     // Left for the next run (result and audit), and a directory symlink leading out.
-    let plant = format!("ln -s {v} audit.jsonl; mkdir -p out; ln -s {} outdir; echo planted=$?", outside.display());
+    let plant = format!(
+        "ln -s {v} audit.jsonl; mkdir -p out; ln -s {} outdir; echo planted=$?",
+        outside.display()
+    );
     let r = boxed(&ws, &[], &plant);
-    assert_eq!(line(&r.stdout, "planted="), "planted=0", "positive control: {}{}", r.stdout, r.stderr);
+    assert_eq!(
+        line(&r.stdout, "planted="),
+        "planted=0",
+        "positive control: {}{}",
+        r.stdout,
+        r.stderr
+    );
     let r = airlock_env(&ws, &[], &["run", "--result", "result.json", "--", "true"]);
-    assert_eq!(r.code, 125, "a planted result symlink was accepted: {}", r.stderr);
+    assert_eq!(
+        r.code, 125,
+        "a planted result symlink was accepted: {}",
+        r.stderr
+    );
     assert!(r.stderr.contains("is a symlink"), "{}", r.stderr);
-    let r = airlock_env(&ws, &[], &["run", "--net", "proxy", "--audit", "audit.jsonl", "--", "true"]);
-    assert_ne!(r.code, 0, "a planted audit symlink was accepted: {}", r.stderr);
+    let r = airlock_env(
+        &ws,
+        &[],
+        &[
+            "run",
+            "--net",
+            "proxy",
+            "--audit",
+            "audit.jsonl",
+            "--",
+            "true",
+        ],
+    );
+    assert_ne!(
+        r.code, 0,
+        "a planted audit symlink was accepted: {}",
+        r.stderr
+    );
     assert!(r.stderr.contains("is a symlink"), "{}", r.stderr);
     // Also when this run's workspace is read-only: the symlink is from a run that could write.
-    let r = airlock_env(&ws, &[], &["run", "--profile", "read-only", "--result", "result.json", "--", "true"]);
-    assert_eq!(r.code, 125, "a planted result symlink was accepted in a read-only run: {}", r.stderr);
+    let r = airlock_env(
+        &ws,
+        &[],
+        &[
+            "run",
+            "--profile",
+            "read-only",
+            "--result",
+            "result.json",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(
+        r.code, 125,
+        "a planted result symlink was accepted in a read-only run: {}",
+        r.stderr
+    );
     assert!(r.stderr.contains("is a symlink"), "{}", r.stderr);
-    let r = airlock_env(&ws, &[], &["run", "--result", "outdir/result.json", "--", "true"]);
-    assert_eq!(r.code, 125, "a directory symlink out of the workspace was followed: {}", r.stderr);
-    assert!(r.stderr.contains("leads out of the box's writable tree"), "{}", r.stderr);
+    let r = airlock_env(
+        &ws,
+        &[],
+        &["run", "--result", "outdir/result.json", "--", "true"],
+    );
+    assert_eq!(
+        r.code, 125,
+        "a directory symlink out of the workspace was followed: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("leads out of the box's writable tree"),
+        "{}",
+        r.stderr
+    );
 
     // Positive control: a result file the box did not touch is written.
-    let r = airlock_env(&ws, &[], &["run", "--result", "out/result.json", "--", "true"]);
+    let r = airlock_env(
+        &ws,
+        &[],
+        &["run", "--result", "out/result.json", "--", "true"],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(std::fs::read_to_string(ws.join("out/result.json")).unwrap().contains("\"exit_code\": 0"));
+    assert!(std::fs::read_to_string(ws.join("out/result.json"))
+        .unwrap()
+        .contains("\"exit_code\": 0"));
 
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
-    let extra: Vec<_> = std::fs::read_dir(&outside).unwrap().flatten().map(|e| e.file_name()).collect();
-    assert_eq!(extra.len(), 1, "files appeared outside the workspace: {extra:?}");
+    let extra: Vec<_> = std::fs::read_dir(&outside)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        extra.len(),
+        1,
+        "files appeared outside the workspace: {extra:?}"
+    );
     host.assert_untouched(&marker);
 }
 
@@ -507,19 +871,48 @@ fn attack_plant_a_set_id_executable_in_the_workspace() {
          echo {marker}"
     );
     let r = boxed(&ws, &[], &script);
-    assert_eq!(line(&r.stdout, "plain="), "plain=0", "positive control: {}{}", r.stdout, r.stderr);
-    for k in ["chmod_u=", "chmod_g=", "chmod_num=", "install=", "pychmod=", "pyopen=", "pymknod="] {
-        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} succeeded:\n{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        line(&r.stdout, "plain="),
+        "plain=0",
+        "positive control: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    for k in [
+        "chmod_u=",
+        "chmod_g=",
+        "chmod_num=",
+        "install=",
+        "pychmod=",
+        "pyopen=",
+        "pymknod=",
+    ] {
+        assert_ne!(
+            line(&r.stdout, k),
+            format!("{k}0"),
+            "{k} succeeded:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
     }
     // Whatever exists now on the host, nothing carries a set-ID bit.
     use std::os::unix::fs::PermissionsExt;
     let mut checked = 0;
     for e in std::fs::read_dir(&ws).unwrap().flatten() {
         let mode = e.metadata().unwrap().permissions().mode();
-        assert_eq!(mode & 0o6000, 0, "{:?} has mode {mode:o} on the host", e.file_name());
+        assert_eq!(
+            mode & 0o6000,
+            0,
+            "{:?} has mode {mode:o} on the host",
+            e.file_name()
+        );
         checked += 1;
     }
-    assert!(checked >= 3, "the box made too few files for this test to mean anything: {}", r.stdout);
+    assert!(
+        checked >= 3,
+        "the box made too few files for this test to mean anything: {}",
+        r.stdout
+    );
     host.assert_untouched(&marker);
 }
 
@@ -544,16 +937,34 @@ fn attack_rm_rf_read_only_paths() {
         ro = s(&ro)
     );
     let r = boxed(&ws, &["--read", &s(&ro)], &script);
-    assert!(r.stdout.starts_with("a\n"), "positive control: the grant is readable: {}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.starts_with("a\n"),
+        "positive control: the grant is readable: {}{}",
+        r.stdout,
+        r.stderr
+    );
     assert_ne!(line(&r.stdout, "env="), "env=0", "{}", r.stderr);
     assert_ne!(line(&r.stdout, "ro="), "ro=0", "{}", r.stderr);
-    assert_eq!(std::fs::read("/usr/bin/env").unwrap(), env_before, "/usr/bin/env changed");
+    assert_eq!(
+        std::fs::read("/usr/bin/env").unwrap(),
+        env_before,
+        "/usr/bin/env changed"
+    );
     assert_eq!(snapshot(&ro), ro_before, "the read-only grant changed");
 
     // A read-only workspace.
     let ws_before = snapshot(&ws);
-    let r = boxed(&ws, &["--profile", "read-only"], "cat keep.txt; rm -rf ./* ./.[!.]*; echo rm=$?; touch new; echo touch=$?");
-    assert!(r.stdout.starts_with("keep\n"), "positive control: the workspace is readable: {}{}", r.stdout, r.stderr);
+    let r = boxed(
+        &ws,
+        &["--profile", "read-only"],
+        "cat keep.txt; rm -rf ./* ./.[!.]*; echo rm=$?; touch new; echo touch=$?",
+    );
+    assert!(
+        r.stdout.starts_with("keep\n"),
+        "positive control: the workspace is readable: {}{}",
+        r.stdout,
+        r.stderr
+    );
     assert_ne!(line(&r.stdout, "rm="), "rm=0");
     assert_ne!(line(&r.stdout, "touch="), "touch=0");
     assert_eq!(snapshot(&ws), ws_before, "the read-only workspace changed");
@@ -585,7 +996,9 @@ fn attack_connect_to_host_listeners() {
     let unix = UnixListener::bind(&sock_path).unwrap();
     unix.set_nonblocking(true).unwrap();
     let abstract_name = format!("airlock-test-{}-{port}", std::process::id());
-    let abs = UnixListener::bind_addr(&SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap()).unwrap();
+    let abs =
+        UnixListener::bind_addr(&SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap())
+            .unwrap();
     abs.set_nonblocking(true).unwrap();
 
     // Positive control for the harness: the host listeners accept connections from the host.
@@ -620,15 +1033,40 @@ attempt("inbox-abstract", socket.AF_UNIX, "\0{marker}")
     let ws = t.join("ws");
     std::fs::create_dir_all(&ws).unwrap();
     let r = airlock_env(&ws, &[], &["run", "--", "python3", "-c", &py]);
-    assert!(line(&r.stdout, "inbox-tcp ").ends_with("CONNECTED"), "positive control:\n{}{}", r.stdout, r.stderr);
-    assert!(line(&r.stdout, "inbox-abstract ").ends_with("CONNECTED"), "positive control:\n{}{}", r.stdout, r.stderr);
+    assert!(
+        line(&r.stdout, "inbox-tcp ").ends_with("CONNECTED"),
+        "positive control:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        line(&r.stdout, "inbox-abstract ").ends_with("CONNECTED"),
+        "positive control:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
     for k in ["tcp ", "unix ", "abstract "] {
-        assert!(line(&r.stdout, k).contains("FAILED"), "{k}connected:\n{}{}", r.stdout, r.stderr);
+        assert!(
+            line(&r.stdout, k).contains("FAILED"),
+            "{k}connected:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
     }
-    assert_eq!(line(&r.stdout, "visible "), "visible False", "the host's unix socket is visible in the box");
+    assert_eq!(
+        line(&r.stdout, "visible "),
+        "visible False",
+        "the host's unix socket is visible in the box"
+    );
 
-    for (name, res) in [("tcp", tcp.accept().map(|_| ())), ("unix", unix.accept().map(|_| ())), ("abstract", abs.accept().map(|_| ()))] {
-        let e = res.expect_err(&format!("the {name} listener saw a connection from the box"));
+    for (name, res) in [
+        ("tcp", tcp.accept().map(|_| ())),
+        ("unix", unix.accept().map(|_| ())),
+        ("abstract", abs.accept().map(|_| ())),
+    ] {
+        let e = res.expect_err(&format!(
+            "the {name} listener saw a connection from the box"
+        ));
         assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{name}: {e}");
     }
     host.assert_untouched(&marker);
@@ -653,12 +1091,37 @@ except OSError as e:
 ' {marker}"#
     );
     let r = boxed(t.path(), &[], &script);
-    assert_eq!(line(&r.stdout, "loopback="), "loopback=1", "positive control: the box's loopback is up:\n{}{}", r.stdout, r.stderr);
-    assert_eq!(line(&r.stdout, "routes="), "routes=0", "the box has routes:\n{}", r.stdout);
-    assert_eq!(line(&r.stdout, "proc="), "proc=0", "/proc/net/route lists routes:\n{}", r.stdout);
+    assert_eq!(
+        line(&r.stdout, "loopback="),
+        "loopback=1",
+        "positive control: the box's loopback is up:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(
+        line(&r.stdout, "routes="),
+        "routes=0",
+        "the box has routes:\n{}",
+        r.stdout
+    );
+    assert_eq!(
+        line(&r.stdout, "proc="),
+        "proc=0",
+        "/proc/net/route lists routes:\n{}",
+        r.stdout
+    );
     let conn: Vec<&str> = line(&r.stdout, "conn ").split_whitespace().collect();
-    assert_eq!(conn[1..3], ["FAILED", "101"], "expected ENETUNREACH:\n{}", r.stdout);
-    assert!(conn[3].parse::<f64>().unwrap() < 0.5, "the connection was attempted rather than refused at once: {}", conn[3]);
+    assert_eq!(
+        conn[1..3],
+        ["FAILED", "101"],
+        "expected ENETUNREACH:\n{}",
+        r.stdout
+    );
+    assert!(
+        conn[3].parse::<f64>().unwrap() < 0.5,
+        "the connection was attempted rather than refused at once: {}",
+        conn[3]
+    );
     host.assert_untouched(&marker);
 }
 
@@ -682,12 +1145,31 @@ except OSError as e:
 ' {marker}"#
     );
     let r = boxed(t.path(), &[], &script);
-    assert_eq!(line(&r.stdout, "localhost="), "localhost=0", "positive control: /etc/hosts lookups work:\n{}{}", r.stdout, r.stderr);
-    assert_eq!(line(&r.stdout, "resolv="), "resolv=1", "the box has a resolver config");
-    assert_ne!(line(&r.stdout, "getent="), "getent=0", "example.invalid resolved:\n{}", r.stdout);
+    assert_eq!(
+        line(&r.stdout, "localhost="),
+        "localhost=0",
+        "positive control: /etc/hosts lookups work:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(
+        line(&r.stdout, "resolv="),
+        "resolv=1",
+        "the box has a resolver config"
+    );
+    assert_ne!(
+        line(&r.stdout, "getent="),
+        "getent=0",
+        "example.invalid resolved:\n{}",
+        r.stdout
+    );
     let gai: Vec<&str> = line(&r.stdout, "gai ").split_whitespace().collect();
     assert_eq!(gai[1], "FAILED", "{}", r.stdout);
-    assert!(gai[2].parse::<f64>().unwrap() < 2.0, "getaddrinfo took {}s: it tried a server", gai[2]);
+    assert!(
+        gai[2].parse::<f64>().unwrap() < 2.0,
+        "getaddrinfo took {}s: it tried a server",
+        gai[2]
+    );
     host.assert_untouched(&marker);
 }
 
@@ -712,7 +1194,13 @@ fn attack_see_and_kill_host_process() {
     let (m1, m2) = ("1000.", format!("{}01s", std::process::id()));
     let marker = format!("{m1}{m2}");
     let mut victim = Victim(
-        Command::new("sleep").arg(&marker).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start sleep"),
+        Command::new("sleep")
+            .arg(&marker)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start sleep"),
     );
     let vpid = victim.0.id();
     // Positive control: the host sees its sleep (once it has exec'd).
@@ -720,7 +1208,11 @@ fn attack_see_and_kill_host_process() {
     while pids_with_marker(&marker).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!(pids_with_marker(&marker), vec![vpid as i32], "positive control: the host sees its sleep");
+    assert_eq!(
+        pids_with_marker(&marker),
+        vec![vpid as i32],
+        "positive control: the host sees its sleep"
+    );
 
     let script = format!(
         "sleep 100 & own=$!; kill -9 $own; echo ownkill=$?
@@ -732,15 +1224,41 @@ fn attack_see_and_kill_host_process() {
          kill -0 {vpid}; echo probe=$?"
     );
     let r = boxed(t.path(), &[], &script);
-    assert_eq!(line(&r.stdout, "ownkill="), "ownkill=0", "positive control: the box can kill its own process:\n{}{}", r.stdout, r.stderr);
-    assert_eq!(line(&r.stdout, "ps="), "ps=0", "the host process is visible:\n{}", r.stdout);
-    assert_eq!(line(&r.stdout, "proc="), "proc=0", "the host pid is in the box's /proc:\n{}", r.stdout);
+    assert_eq!(
+        line(&r.stdout, "ownkill="),
+        "ownkill=0",
+        "positive control: the box can kill its own process:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(
+        line(&r.stdout, "ps="),
+        "ps=0",
+        "the host process is visible:\n{}",
+        r.stdout
+    );
+    assert_eq!(
+        line(&r.stdout, "proc="),
+        "proc=0",
+        "the host pid is in the box's /proc:\n{}",
+        r.stdout
+    );
     let procs: u32 = line(&r.stdout, "procs=")["procs=".len()..].parse().unwrap();
-    assert!(procs < 10, "the box sees {procs} processes: more than its own");
+    assert!(
+        procs < 10,
+        "the box sees {procs} processes: more than its own"
+    );
     assert_ne!(line(&r.stdout, "kill="), "kill=0", "kill -9 succeeded");
     assert_ne!(line(&r.stdout, "probe="), "probe=0", "kill -0 succeeded");
 
-    assert!(victim.0.try_wait().expect("check the host process").is_none(), "the host process died");
+    assert!(
+        victim
+            .0
+            .try_wait()
+            .expect("check the host process")
+            .is_none(),
+        "the host process died"
+    );
     drop(victim);
     host.assert_untouched(&marker);
 }
@@ -785,19 +1303,58 @@ report("tiocsti", libc.ioctl(m, 0x5412, ctypes.byref(c)))
     let r = airlock_env(t.path(), &[], &["run", "--", "python3", "-c", &py]);
     // Positive controls: allowed syscalls go through the same path and succeed.
     for k in ["getpid ", "socket_unix "] {
-        assert!(line(&r.stdout, k).ends_with("OK"), "positive control {k}:\n{}{}", r.stdout, r.stderr);
+        assert!(
+            line(&r.stdout, k).ends_with("OK"),
+            "positive control {k}:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
     }
-    for name in ["ptrace", "unshare", "mount", "bpf", "keyctl", "perf_event_open", "io_uring_setup", "userfaultfd", "init_module", "kexec_load", "tiocsti"] {
-        assert_eq!(line(&r.stdout, &format!("{name} ")), format!("{name} -1 EPERM"), "\n{}", r.stdout);
+    for name in [
+        "ptrace",
+        "unshare",
+        "mount",
+        "bpf",
+        "keyctl",
+        "perf_event_open",
+        "io_uring_setup",
+        "userfaultfd",
+        "init_module",
+        "kexec_load",
+        "tiocsti",
+    ] {
+        assert_eq!(
+            line(&r.stdout, &format!("{name} ")),
+            format!("{name} -1 EPERM"),
+            "\n{}",
+            r.stdout
+        );
     }
     for name in ["socket_packet", "socket_vsock"] {
-        assert_eq!(line(&r.stdout, &format!("{name} ")), format!("{name} -1 EAFNOSUPPORT"), "\n{}", r.stdout);
+        assert_eq!(
+            line(&r.stdout, &format!("{name} ")),
+            format!("{name} -1 EAFNOSUPPORT"),
+            "\n{}",
+            r.stdout
+        );
     }
 
-    let r = boxed(t.path(), &[], "true; echo true=$?; unshare -U true; echo unshare=$?; unshare -r true; echo unshare_r=$?");
+    let r = boxed(
+        t.path(),
+        &[],
+        "true; echo true=$?; unshare -U true; echo unshare=$?; unshare -r true; echo unshare_r=$?",
+    );
     assert_eq!(line(&r.stdout, "true="), "true=0");
-    assert_ne!(line(&r.stdout, "unshare="), "unshare=0", "unshare -U worked in the box");
-    assert_ne!(line(&r.stdout, "unshare_r="), "unshare_r=0", "unshare -r worked in the box");
+    assert_ne!(
+        line(&r.stdout, "unshare="),
+        "unshare=0",
+        "unshare -U worked in the box"
+    );
+    assert_ne!(
+        line(&r.stdout, "unshare_r="),
+        "unshare_r=0",
+        "unshare -r worked in the box"
+    );
     host.assert_untouched(&marker);
 }
 
@@ -808,33 +1365,60 @@ fn attack_capabilities_are_gone() {
     let marker = unique("caps");
     let r = boxed(t.path(), &[], &format!("grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status; echo uidmap $(cat /proc/self/uid_map); echo id=$(id -u) # {marker}"));
     let field = |k: &str| -> String {
-        line(&r.stdout, &format!("{k}:")).split_whitespace().nth(1).unwrap_or_default().to_string()
+        line(&r.stdout, &format!("{k}:"))
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
     };
     for k in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
-        assert_eq!(field(k), "0000000000000000", "{k} is not empty:\n{}{}", r.stdout, r.stderr);
+        assert_eq!(
+            field(k),
+            "0000000000000000",
+            "{k} is not empty:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
     }
     assert_eq!(field("NoNewPrivs"), "1");
     assert_eq!(field("Seccomp"), "2");
     assert_eq!(line(&r.stdout, "id="), "id=1000");
-    let map: Vec<&str> = line(&r.stdout, "uidmap ").split_whitespace().skip(1).collect();
+    let map: Vec<&str> = line(&r.stdout, "uidmap ")
+        .split_whitespace()
+        .skip(1)
+        .collect();
     assert_eq!(map.len(), 3, "exactly one uid mapping: {map:?}");
-    assert_eq!((map[0], map[2]), ("1000", "1"), "only uid 1000 is mapped, to one host uid: {map:?}");
+    assert_eq!(
+        (map[0], map[2]),
+        ("1000", "1"),
+        "only uid 1000 is mapped, to one host uid: {map:?}"
+    );
     if common::is_root() {
         // Started by root, the box still never runs as host uid 0: its user is an unused uid, and
         // the workspace is idmapped so the caller's files stay the caller's.
-        assert_ne!(map[1], "0", "a root-started box runs as host root's uid: {map:?}");
+        assert_ne!(
+            map[1], "0",
+            "a root-started box runs as host root's uid: {map:?}"
+        );
         let probe = TempDir::new("caps-own");
         let r = boxed(probe.path(), &[], "echo x > mine.txt");
         assert_eq!(r.code, 0, "{}", r.stderr);
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(probe.join("mine.txt")).expect("file written by the box");
-        assert_eq!((meta.uid(), meta.gid()), (0, 0), "the box's file belongs to the caller (root)");
+        assert_eq!(
+            (meta.uid(), meta.gid()),
+            (0, 0),
+            "the box's file belongs to the caller (root)"
+        );
     }
 
     // Positive control: the host side of this test does have capabilities (we run as root).
     if common::is_root() {
         let own = std::fs::read_to_string("/proc/self/status").unwrap();
-        assert_ne!(line(&own, "CapEff:").split_whitespace().nth(1), Some("0000000000000000"));
+        assert_ne!(
+            line(&own, "CapEff:").split_whitespace().nth(1),
+            Some("0000000000000000")
+        );
     }
     host.assert_untouched(&marker);
 }
@@ -847,12 +1431,28 @@ fn attack_fork_bomb() {
     let t = TempDir::new("forkbomb");
     let marker = format!("30.{}03s", std::process::id());
     let started = Instant::now();
-    let (r, res) = boxed_json(t.path(), &["--pids", "64", "--timeout", "20s"], &format!("for i in $(seq 500); do sleep {marker} & done; wait"));
-    assert!(started.elapsed() < Duration::from_secs(15), "the bomb ran until the timeout");
-    assert!(limits_hit(&res).contains(&"pids".to_string()), "limits_hit: {:?}\n{}", res["limits_hit"], r.stderr);
+    let (r, res) = boxed_json(
+        t.path(),
+        &["--pids", "64", "--timeout", "20s"],
+        &format!("for i in $(seq 500); do sleep {marker} & done; wait"),
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "the bomb ran until the timeout"
+    );
+    assert!(
+        limits_hit(&res).contains(&"pids".to_string()),
+        "limits_hit: {:?}\n{}",
+        res["limits_hit"],
+        r.stderr
+    );
     assert!(!limits_hit(&res).contains(&"timeout".to_string()));
     // Positive control: the same loop, smaller, runs fine under the same cap.
-    let (_, res) = boxed_json(t.path(), &["--pids", "64", "--timeout", "20s"], "for i in $(seq 5); do true & done; wait");
+    let (_, res) = boxed_json(
+        t.path(),
+        &["--pids", "64", "--timeout", "20s"],
+        "for i in $(seq 5); do true & done; wait",
+    );
     assert_eq!(res["exit_code"], 0);
     assert!(limits_hit(&res).is_empty(), "{:?}", res["limits_hit"]);
     host.assert_untouched(&marker);
@@ -863,11 +1463,29 @@ fn attack_memory_bomb() {
     let host = HostState::capture();
     let t = TempDir::new("membomb");
     let marker = unique("membomb");
-    let py = |mib: u64| format!("python3 -c 'b = b\"x\" * ({mib} << 20); print(\"allocated\", len(b))' {marker}");
-    let (r, res) = boxed_json(t.path(), &["--memory", "64M", "--timeout", "20s"], &py(1024));
-    assert!(!r.stdout.contains("allocated"), "1 GiB was allocated under a 64M cap");
-    assert!(r.code == 137 || r.stderr.contains("MemoryError"), "exit {}: {}", r.code, r.stderr);
-    assert!(limits_hit(&res).contains(&"memory".to_string()), "limits_hit: {:?}", res["limits_hit"]);
+    let py = |mib: u64| {
+        format!("python3 -c 'b = b\"x\" * ({mib} << 20); print(\"allocated\", len(b))' {marker}")
+    };
+    let (r, res) = boxed_json(
+        t.path(),
+        &["--memory", "64M", "--timeout", "20s"],
+        &py(1024),
+    );
+    assert!(
+        !r.stdout.contains("allocated"),
+        "1 GiB was allocated under a 64M cap"
+    );
+    assert!(
+        r.code == 137 || r.stderr.contains("MemoryError"),
+        "exit {}: {}",
+        r.code,
+        r.stderr
+    );
+    assert!(
+        limits_hit(&res).contains(&"memory".to_string()),
+        "limits_hit: {:?}",
+        res["limits_hit"]
+    );
     // Positive control: a small allocation fits.
     let (r, res) = boxed_json(t.path(), &["--memory", "64M", "--timeout", "20s"], &py(8));
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -882,11 +1500,19 @@ fn attack_infinite_loop_with_detached_child() {
     let t = TempDir::new("loop");
     let marker = format!("1000.{}02s", std::process::id());
     let started = Instant::now();
-    let (r, res) = boxed_json(t.path(), &["--timeout", "2s"], &format!("setsid sh -c 'sleep {marker}' & while :; do :; done"));
+    let (r, res) = boxed_json(
+        t.path(),
+        &["--timeout", "2s"],
+        &format!("setsid sh -c 'sleep {marker}' & while :; do :; done"),
+    );
     let took = started.elapsed();
     assert_eq!(r.code, 124, "{}", r.stderr);
     assert_eq!(res["exit_code"], 124);
-    assert!(limits_hit(&res).contains(&"timeout".to_string()), "limits_hit: {:?}", res["limits_hit"]);
+    assert!(
+        limits_hit(&res).contains(&"timeout".to_string()),
+        "limits_hit: {:?}",
+        res["limits_hit"]
+    );
     let wall = res["wall_ms"].as_f64().unwrap();
     assert!((1900.0..10_000.0).contains(&wall), "wall_ms {wall}");
     assert!(took < Duration::from_secs(10), "took {took:?}");
@@ -907,13 +1533,42 @@ fn attack_fill_scratch_disk() {
          ls -d $HOME; df -k /tmp | tail -1"
     );
     let r = boxed(t.path(), &["--disk", "16M"], &script);
-    assert_eq!(line(&r.stdout, "small="), "small=0", "positive control: 4M fits:\n{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        line(&r.stdout, "small="),
+        "small=0",
+        "positive control: 4M fits:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
     assert_ne!(line(&r.stdout, "big="), "big=0", "64M fit in a 16M scratch");
-    assert!(r.stderr.contains("No space left") || r.stderr.contains("File size limit"), "{}", r.stderr);
-    assert_eq!(line(&r.stdout, "tmp="), "tmp=0", "positive control: 10M fits:\n{}{}", r.stdout, r.stderr);
-    assert_ne!(line(&r.stdout, "home="), "home=0", "/tmp and home do not share one cap:\n{}", r.stdout);
-    assert!(r.stderr.contains(&format!("{marker}.b': No space left")), "{}", r.stderr);
-    for p in [host_tmp.clone(), host_tmp.with_extension("a"), t.join(&format!("{marker}.b"))] {
+    assert!(
+        r.stderr.contains("No space left") || r.stderr.contains("File size limit"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        line(&r.stdout, "tmp="),
+        "tmp=0",
+        "positive control: 10M fits:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_ne!(
+        line(&r.stdout, "home="),
+        "home=0",
+        "/tmp and home do not share one cap:\n{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains(&format!("{marker}.b': No space left")),
+        "{}",
+        r.stderr
+    );
+    for p in [
+        host_tmp.clone(),
+        host_tmp.with_extension("a"),
+        t.join(&format!("{marker}.b")),
+    ] {
         assert!(!p.exists(), "{} was written on the host", p.display());
     }
     host.assert_untouched(&marker);
@@ -924,10 +1579,26 @@ fn attack_output_flood() {
     let host = HostState::capture();
     let t = TempDir::new("flood");
     let marker = unique("flood");
-    let (r, res) = boxed_json(t.path(), &["--output-limit", "1M", "--timeout", "20s"], &format!("yes {marker}"));
-    assert!(r.stdout.len() <= 1 << 20, "stdout is {} bytes", r.stdout.len());
-    assert!(r.stdout.len() > 1 << 19, "positive control: output flowed until the cap ({} bytes)", r.stdout.len());
-    assert!(limits_hit(&res).contains(&"output".to_string()), "limits_hit: {:?}", res["limits_hit"]);
+    let (r, res) = boxed_json(
+        t.path(),
+        &["--output-limit", "1M", "--timeout", "20s"],
+        &format!("yes {marker}"),
+    );
+    assert!(
+        r.stdout.len() <= 1 << 20,
+        "stdout is {} bytes",
+        r.stdout.len()
+    );
+    assert!(
+        r.stdout.len() > 1 << 19,
+        "positive control: output flowed until the cap ({} bytes)",
+        r.stdout.len()
+    );
+    assert!(
+        limits_hit(&res).contains(&"output".to_string()),
+        "limits_hit: {:?}",
+        res["limits_hit"]
+    );
     assert_ne!(r.code, 0);
     assert!(!limits_hit(&res).contains(&"timeout".to_string()));
     host.assert_untouched(&marker);
@@ -942,7 +1613,8 @@ fn attack_host_proc_and_sys() {
     let secret = unique("proc-secret");
     let host_init = std::fs::read("/proc/1/cmdline").unwrap_or_default();
     let host_init = String::from_utf8_lossy(&host_init).replace('\0', " ");
-    let script = "echo \"init=$(tr '\\0' ' ' < /proc/1/cmdline)\"; cat /proc/1/environ; echo environ=$?
+    let script =
+        "echo \"init=$(tr '\\0' ' ' < /proc/1/cmdline)\"; cat /proc/1/environ; echo environ=$?
          grep -c . /proc/self/status | sed 's/^/status=/'
          echo \"kcore=$(cat /proc/kcore 2>/dev/null | wc -c)\"
          echo \"kallsyms=$(cat /proc/kallsyms 2>/dev/null | wc -c)\"
@@ -950,13 +1622,35 @@ fn attack_host_proc_and_sys() {
          echo 1 > /proc/sys/kernel/sysrq; echo sysctl=$?
          ls /sys; echo sys=$?";
     let r = boxed_env(t.path(), &[("AIRLOCK_TEST_SECRET", &secret)], &[], script);
-    assert!(line(&r.stdout, "status=") != "status=0", "positive control: /proc/self is readable:\n{}{}", r.stdout, r.stderr);
+    assert!(
+        line(&r.stdout, "status=") != "status=0",
+        "positive control: /proc/self is readable:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
     let init = line(&r.stdout, "init=");
-    assert!(init.contains("airlock run") && init.contains("/proc/1/cmdline"), "pid 1 is not the box's own init: {init}");
-    assert!(!host_init.is_empty() && !init.contains(host_init.trim()), "pid 1 is the host's init: {init}");
-    assert!(!r.stdout.contains(&secret) && !r.stderr.contains(&secret), "/proc/1/environ leaked airlock's environment");
-    assert_eq!(line(&r.stdout, "kcore="), "kcore=0", "/proc/kcore is readable");
-    assert_eq!(line(&r.stdout, "kallsyms="), "kallsyms=0", "/proc/kallsyms is readable");
+    assert!(
+        init.contains("airlock run") && init.contains("/proc/1/cmdline"),
+        "pid 1 is not the box's own init: {init}"
+    );
+    assert!(
+        !host_init.is_empty() && !init.contains(host_init.trim()),
+        "pid 1 is the host's init: {init}"
+    );
+    assert!(
+        !r.stdout.contains(&secret) && !r.stderr.contains(&secret),
+        "/proc/1/environ leaked airlock's environment"
+    );
+    assert_eq!(
+        line(&r.stdout, "kcore="),
+        "kcore=0",
+        "/proc/kcore is readable"
+    );
+    assert_eq!(
+        line(&r.stdout, "kallsyms="),
+        "kallsyms=0",
+        "/proc/kallsyms is readable"
+    );
     assert_ne!(line(&r.stdout, "sysrq="), "sysrq=0");
     assert_ne!(line(&r.stdout, "sysctl="), "sysctl=0");
     assert_ne!(line(&r.stdout, "sys="), "sys=0", "/sys exists in the box");
@@ -978,12 +1672,32 @@ fn attack_write_read_only_root() {
          cp /bin/sh /usr/bin/{marker}; echo usr=$?"
     );
     let r = boxed(t.path(), &[], &script);
-    assert_eq!(line(&r.stdout, "tmp="), "tmp=0", "positive control: /tmp is writable:\n{}{}", r.stdout, r.stderr);
+    assert_eq!(
+        line(&r.stdout, "tmp="),
+        "tmp=0",
+        "positive control: /tmp is writable:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
     for k in ["root=", "etc=", "passwd=", "truncate=", "usr="] {
-        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} write succeeded:\n{}{}", r.stdout, r.stderr);
+        assert_ne!(
+            line(&r.stdout, k),
+            format!("{k}0"),
+            "{k} write succeeded:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
     }
-    assert_eq!(std::fs::read("/etc/passwd").unwrap(), passwd, "the host's /etc/passwd changed");
-    for p in [format!("/{marker}"), format!("/etc/{marker}"), format!("/usr/bin/{marker}")] {
+    assert_eq!(
+        std::fs::read("/etc/passwd").unwrap(),
+        passwd,
+        "the host's /etc/passwd changed"
+    );
+    for p in [
+        format!("/{marker}"),
+        format!("/etc/{marker}"),
+        format!("/usr/bin/{marker}"),
+    ] {
         assert!(!Path::new(&p).exists(), "{p} exists on the host");
     }
     host.assert_untouched(&marker);
@@ -1014,13 +1728,31 @@ fn attack_symlink_swap_out_of_workspace() {
         home = s(&home)
     );
     let r = boxed(&ws, &[], &script);
-    assert_eq!(line(&r.stdout, "good="), "good=0", "positive control: {}{}", r.stdout, r.stderr);
-    assert_eq!(line(&r.stdout, "links="), "links=0", "positive control: the box may make symlinks");
+    assert_eq!(
+        line(&r.stdout, "good="),
+        "good=0",
+        "positive control: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(
+        line(&r.stdout, "links="),
+        "links=0",
+        "positive control: the box may make symlinks"
+    );
     assert_eq!(std::fs::read_to_string(ws.join("sub/f")).unwrap(), "ok\n");
     for k in ["etc=", "rc=", "keys=", "new=", "usr="] {
-        assert_ne!(line(&r.stdout, k), format!("{k}0"), "{k} write through a symlink succeeded:\n{}{}", r.stdout, r.stderr);
+        assert_ne!(
+            line(&r.stdout, k),
+            format!("{k}0"),
+            "{k} write through a symlink succeeded:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
     }
     assert_eq!(snapshot(&home), home_before, "the host home changed");
-    assert!(!Path::new("/etc").join(&marker).exists() && !Path::new("/usr/bin").join(&marker).exists());
+    assert!(
+        !Path::new("/etc").join(&marker).exists() && !Path::new("/usr/bin").join(&marker).exists()
+    );
     host.assert_untouched(&marker);
 }

@@ -17,9 +17,19 @@ struct Server {
 
 impl Server {
     fn start(dir: &std::path::Path) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let child = Command::new("python3")
-            .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "-m",
+                "http.server",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+            ])
             .current_dir(dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -58,10 +68,22 @@ fn allowlist_changes_while_the_box_runs() {
     let url = format!("http://svc.test:{}/index.html", server.port);
     let (r, w) = pipe();
     // The box asks twice, with a pause in between; the policy changes during the pause.
-    let script = format!("curl -s -o /dev/null -w 'first=%{{http_code}}\\n' {url}; sleep 2; curl -sS {url}");
+    let script =
+        format!("curl -s -o /dev/null -w 'first=%{{http_code}}\\n' {url}; sleep 2; curl -sS {url}");
     let fd = r.as_raw_fd().to_string();
     let mut child = Command::new(airlock_bin())
-        .args(["run", "--json", "--net", "proxy", "--control-fd", &fd, "--", "sh", "-c", &script])
+        .args([
+            "run",
+            "--json",
+            "--net",
+            "proxy",
+            "--control-fd",
+            &fd,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
         .current_dir(ws.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -72,7 +94,8 @@ fn allowlist_changes_while_the_box_runs() {
     std::thread::sleep(Duration::from_millis(1000));
     let mut w = std::fs::File::from(w);
     // A bad message first: reported, not fatal.
-    w.write_all(b"{\"network\": {\"allow_ip\": [\"not-an-address\"]}}\n").unwrap();
+    w.write_all(b"{\"network\": {\"allow_ip\": [\"not-an-address\"]}}\n")
+        .unwrap();
     let msg = format!(
         "{{\"network\": {{\"allow_domain\": [\"svc.test\"], \"allow_ip\": [\"127.0.0.1:{}\"], \"map_host\": [\"svc.test=127.0.0.1\"]}}}}\n",
         server.port
@@ -80,17 +103,49 @@ fn allowlist_changes_while_the_box_runs() {
     w.write_all(msg.as_bytes()).unwrap();
     let mut out = String::new();
     let mut err = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "{out}\n{err}");
-    assert!(out.contains("first=403"), "before the change the request is denied: {out}");
-    assert!(out.contains("hello through the new policy"), "after the change it is allowed: {out}\n{err}");
+    assert!(
+        out.contains("first=403"),
+        "before the change the request is denied: {out}"
+    );
+    assert!(
+        out.contains("hello through the new policy"),
+        "after the change it is allowed: {out}\n{err}"
+    );
     let doc: serde_json::Value = serde_json::from_str(&err).expect("JSON result on stderr");
-    let kinds: Vec<&str> = doc["events"].as_array().unwrap().iter().filter_map(|e| e["kind"].as_str()).collect();
-    assert!(kinds.contains(&"control-error"), "the bad message is reported: {kinds:?}");
-    assert!(kinds.contains(&"network-policy"), "the change is an event: {kinds:?}");
-    let decisions: Vec<&str> = doc["network_events"].as_array().unwrap().iter().filter_map(|e| e["decision"].as_str()).collect();
+    let kinds: Vec<&str> = doc["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert!(
+        kinds.contains(&"control-error"),
+        "the bad message is reported: {kinds:?}"
+    );
+    assert!(
+        kinds.contains(&"network-policy"),
+        "the change is an event: {kinds:?}"
+    );
+    let decisions: Vec<&str> = doc["network_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["decision"].as_str())
+        .collect();
     assert_eq!(decisions, ["deny", "allow"], "{}", doc["network_events"]);
 }
 

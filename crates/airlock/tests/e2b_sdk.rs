@@ -25,7 +25,10 @@ const SUITE_LIMIT: Duration = Duration::from_secs(150);
 
 /// The repository root (two levels above this crate).
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// Where scripts/e2b-clients.sh installed the SDKs.
@@ -38,17 +41,23 @@ struct Clients {
 impl Clients {
     /// Finds the installed clients, or fails the test saying how to install them.
     fn find() -> Clients {
-        let dir = std::env::var_os("E2B_CLIENTS_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target/e2b-clients"));
+        let dir = std::env::var_os("E2B_CLIENTS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo_root().join("target/e2b-clients"));
         let clients = Clients {
             py_current: dir.join("py-current/bin/python"),
             py_older: dir.join("py-older/bin/python"),
             js_modules: dir.join("js/node_modules"),
         };
-        let missing: Vec<String> = [&clients.py_current, &clients.py_older, &clients.js_modules.join("e2b/package.json")]
-            .into_iter()
-            .filter(|p| !p.exists())
-            .map(|p| p.display().to_string())
-            .collect();
+        let missing: Vec<String> = [
+            &clients.py_current,
+            &clients.py_older,
+            &clients.js_modules.join("e2b/package.json"),
+        ]
+        .into_iter()
+        .filter(|p| !p.exists())
+        .map(|p| p.display().to_string())
+        .collect();
         assert!(
             missing.is_empty(),
             "E2B's SDKs are not installed (missing: {}). Run `scripts/e2b-clients.sh` (scripts/test.sh does) \
@@ -70,12 +79,30 @@ struct Suite {
 
 fn suites(clients: &Clients) -> Vec<Suite> {
     let pytest = |python: &Path, api: &str| -> (PathBuf, Vec<String>) {
-        let args = ["-m", "pytest", "tests/e2b/python", "-q", "-rfE", "-p", "no:cacheprovider", "--api", api];
-        (python.to_path_buf(), args.iter().map(|s| s.to_string()).collect())
+        let args = [
+            "-m",
+            "pytest",
+            "tests/e2b/python",
+            "-q",
+            "-rfE",
+            "-p",
+            "no:cacheprovider",
+            "--api",
+            api,
+        ];
+        (
+            python.to_path_buf(),
+            args.iter().map(|s| s.to_string()).collect(),
+        )
     };
     let python = |name, python: &Path, api| {
         let (program, args) = pytest(python, api);
-        Suite { name, program, args, extra_env: vec![("PYTHONDONTWRITEBYTECODE", "1".into())] }
+        Suite {
+            name,
+            program,
+            args,
+            extra_env: vec![("PYTHONDONTWRITEBYTECODE", "1".into())],
+        }
     };
     vec![
         python("python e2b 2.63.0 sync", &clients.py_current, "sync"),
@@ -107,7 +134,11 @@ impl E2bServer {
             None => ServeProcess::start(data.path(), &[]),
         };
         let key = e2b_key(&serve);
-        E2bServer { serve, key, _data: data }
+        E2bServer {
+            serve,
+            key,
+            _data: data,
+        }
     }
 }
 
@@ -115,10 +146,16 @@ impl E2bServer {
 /// to be in E2B's format (`e2b_` and 40 hex digits).
 fn e2b_key(serve: &ServeProcess) -> String {
     let key = serve.printed_e2b_key.clone().unwrap_or_else(|| {
-        panic!("`airlock serve` printed no E2B API key on its first start; it printed: {:?}", serve.printed)
+        panic!(
+            "`airlock serve` printed no E2B API key on its first start; it printed: {:?}",
+            serve.printed
+        )
     });
     let hex = key.strip_prefix("e2b_").unwrap_or("");
-    assert!(hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_hexdigit()), "the E2B key is not e2b_ and 40 hex digits: {key}");
+    assert!(
+        hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+        "the E2B key is not e2b_ and 40 hex digits: {key}"
+    );
     key
 }
 
@@ -143,7 +180,17 @@ fn run_suite(suite: &Suite, server: &E2bServer) -> Outcome {
         .stdout(log.try_clone().unwrap())
         .stderr(log)
         .process_group(0);
-    for var in ["E2B_DOMAIN", "E2B_DEBUG", "E2B_ACCESS_TOKEN", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
+    for var in [
+        "E2B_DOMAIN",
+        "E2B_DEBUG",
+        "E2B_ACCESS_TOKEN",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
         cmd.env_remove(var);
     }
     cmd.env("E2B_API_KEY", &server.key)
@@ -155,7 +202,9 @@ fn run_suite(suite: &Suite, server: &E2bServer) -> Outcome {
         cmd.env(k, v);
     }
     let started = Instant::now();
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("start {}: {e}", suite.program.display()));
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {}: {e}", suite.program.display()));
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break Some(status);
@@ -170,9 +219,16 @@ fn run_suite(suite: &Suite, server: &E2bServer) -> Outcome {
     };
     let mut output = std::fs::read_to_string(&log_path).unwrap_or_default();
     if status.is_none() {
-        output.push_str(&format!("\n[killed: the suite ran longer than {} s]\n", SUITE_LIMIT.as_secs()));
+        output.push_str(&format!(
+            "\n[killed: the suite ran longer than {} s]\n",
+            SUITE_LIMIT.as_secs()
+        ));
     }
-    Outcome { passed: status.is_some_and(|s| s.success()), took: started.elapsed(), output }
+    Outcome {
+        passed: status.is_some_and(|s| s.success()),
+        took: started.elapsed(),
+        output,
+    }
 }
 
 /// The last `n` lines of `text`.
@@ -190,15 +246,28 @@ fn e2b_sdks_pass_twice_against_fresh_servers() {
         let mut server = E2bServer::start();
         for suite in &suites {
             let outcome = run_suite(suite, &server);
-            eprintln!("try {attempt}: {}: {} in {:.1} s", suite.name, if outcome.passed { "passed" } else { "FAILED" }, outcome.took.as_secs_f64());
+            eprintln!(
+                "try {attempt}: {}: {} in {:.1} s",
+                suite.name,
+                if outcome.passed { "passed" } else { "FAILED" },
+                outcome.took.as_secs_f64()
+            );
             if !outcome.passed {
-                eprintln!("---- {} (try {attempt}) ----\n{}\n----", suite.name, tail(&outcome.output, 120));
+                eprintln!(
+                    "---- {} (try {attempt}) ----\n{}\n----",
+                    suite.name,
+                    tail(&outcome.output, 120)
+                );
                 failures.push(format!("try {attempt}: {}", suite.name));
             }
         }
         server.serve.stop();
     }
-    assert!(failures.is_empty(), "E2B SDK suites failed: {}", failures.join("; "));
+    assert!(
+        failures.is_empty(),
+        "E2B SDK suites failed: {}",
+        failures.join("; ")
+    );
 }
 
 /// The same SDK, against a server run by an unprivileged user (boxes without root: no idmapping,
@@ -211,12 +280,28 @@ fn an_unprivileged_server_passes_the_current_python_suite() {
     let data = TempDir::new("e2b-sdk-unpriv");
     let serve = ServeProcess::start_as_test_user(&bin, data.path(), &[]);
     let uid = std::fs::read_to_string(format!("/proc/{}/status", serve.pid())).unwrap();
-    let uid_line = uid.lines().find(|l| l.starts_with("Uid:")).unwrap().to_string();
-    assert!(!uid_line.split_whitespace().skip(1).any(|u| u == "0"), "the server must not run as root: {uid_line}");
+    let uid_line = uid
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .unwrap()
+        .to_string();
+    assert!(
+        !uid_line.split_whitespace().skip(1).any(|u| u == "0"),
+        "the server must not run as root: {uid_line}"
+    );
     let key = e2b_key(&serve);
-    let server = E2bServer { serve, key, _data: data };
+    let server = E2bServer {
+        serve,
+        key,
+        _data: data,
+    };
     let outcome = run_suite(&suite, &server);
-    eprintln!("unprivileged: {}: {} in {:.1} s", suite.name, if outcome.passed { "passed" } else { "FAILED" }, outcome.took.as_secs_f64());
+    eprintln!(
+        "unprivileged: {}: {} in {:.1} s",
+        suite.name,
+        if outcome.passed { "passed" } else { "FAILED" },
+        outcome.took.as_secs_f64()
+    );
     let E2bServer { serve: mut s, .. } = server;
     s.stop();
     assert!(outcome.passed, "{}", tail(&outcome.output, 150));

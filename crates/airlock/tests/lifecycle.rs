@@ -25,13 +25,20 @@ use std::time::{Duration, Instant};
 /// (`sleep 1000.<marker>`), so a process started by a test can be found in /proc.
 fn marker() -> String {
     static N: AtomicU32 = AtomicU32::new(0);
-    format!("{}{:04}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{}{:04}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 fn to_run(out: Output) -> Run {
     use std::os::unix::process::ExitStatusExt;
     Run {
-        code: out.status.code().unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0)),
+        code: out
+            .status
+            .code()
+            .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0)),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
@@ -61,7 +68,10 @@ fn run_tracked(cwd: &Path, flags: &[&str], script: &str) -> (Run, u32) {
 fn run_args_tracked(cwd: &Path, args: &[&str]) -> (Run, u32) {
     let child = spawn_airlock(cwd, args, Stdio::null());
     let pid = child.id();
-    (to_run(child.wait_with_output().expect("wait for airlock")), pid)
+    (
+        to_run(child.wait_with_output().expect("wait for airlock")),
+        pid,
+    )
 }
 
 /// Polls `check` until it succeeds or `timeout` passes; then panics with its last complaint.
@@ -77,7 +87,8 @@ fn eventually(timeout: Duration, mut check: impl FnMut() -> Result<(), String>) 
 }
 
 fn cmdline(pid: i32) -> String {
-    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default()).replace('\0', " ")
+    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+        .replace('\0', " ")
 }
 
 /// Entries of /tmp named `airlock*` that are not test directories (`airlock-test-*`).
@@ -96,7 +107,12 @@ fn tree(dir: &Path) -> BTreeSet<String> {
     fn walk(base: &Path, dir: &Path, out: &mut BTreeSet<String>) {
         for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let p = e.path();
-            out.insert(p.strip_prefix(base).expect("path below base").to_string_lossy().into_owned());
+            out.insert(
+                p.strip_prefix(base)
+                    .expect("path below base")
+                    .to_string_lossy()
+                    .into_owned(),
+            );
             if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
                 walk(base, &p, out);
             }
@@ -119,7 +135,10 @@ struct HostSnapshot {
 
 impl HostSnapshot {
     fn take() -> HostSnapshot {
-        HostSnapshot { mounts: host_mounts(), tmp: tmp_airlock_entries() }
+        HostSnapshot {
+            mounts: host_mounts(),
+            tmp: tmp_airlock_entries(),
+        }
     }
 
     /// Within 5 s: no process whose command line has one of `markers`, no cgroup of airlock
@@ -130,16 +149,25 @@ impl HostSnapshot {
             for m in markers {
                 let pids = pids_with_marker(m);
                 if !pids.is_empty() {
-                    let cmds: Vec<String> = pids.iter().map(|p| format!("{p}: {}", cmdline(*p))).collect();
+                    let cmds: Vec<String> = pids
+                        .iter()
+                        .map(|p| format!("{p}: {}", cmdline(*p)))
+                        .collect();
                     return Err(format!("processes with marker {m} remain: {cmds:?}"));
                 }
             }
             let cgs: Vec<_> = leftover_cgroups()
                 .into_iter()
-                .filter(|p| p.file_name().map(|n| n.to_string_lossy().starts_with(&prefix)).unwrap_or(false))
+                .filter(|p| {
+                    p.file_name()
+                        .map(|n| n.to_string_lossy().starts_with(&prefix))
+                        .unwrap_or(false)
+                })
                 .collect();
             if !cgs.is_empty() {
-                return Err(format!("cgroup directories of airlock {airlock_pid} remain: {cgs:?}"));
+                return Err(format!(
+                    "cgroup directories of airlock {airlock_pid} remain: {cgs:?}"
+                ));
             }
             let now = host_mounts();
             if now != self.mounts {
@@ -151,7 +179,10 @@ impl HostSnapshot {
                     before.difference(&after).collect::<Vec<_>>()
                 ));
             }
-            let new: Vec<String> = tmp_airlock_entries().difference(&self.tmp).cloned().collect();
+            let new: Vec<String> = tmp_airlock_entries()
+                .difference(&self.tmp)
+                .cloned()
+                .collect();
             if !new.is_empty() {
                 return Err(format!("new /tmp entries named airlock*: {new:?}"));
             }
@@ -178,7 +209,10 @@ impl LineReader {
                 }
             }
         });
-        LineReader { rx, seen: Vec::new() }
+        LineReader {
+            rx,
+            seen: Vec::new(),
+        }
     }
 
     /// Waits until a line equal to `want` has been read.
@@ -188,7 +222,10 @@ impl LineReader {
             let left = end.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
                 Ok(l) => self.seen.push(l),
-                Err(_) => panic!("no {want:?} line on airlock's stdout within {timeout:?}; got {:?}", self.seen),
+                Err(_) => panic!(
+                    "no {want:?} line on airlock's stdout within {timeout:?}; got {:?}",
+                    self.seen
+                ),
             }
         }
     }
@@ -222,7 +259,20 @@ fn read_stderr(child: &mut Child) -> String {
     s
 }
 
-const ALL_LAYERS: &[&str] = &["filesystem", "process", "seccomp", "landlock", "network", "memory", "pids", "cpu", "disk", "time", "output", "env"];
+const ALL_LAYERS: &[&str] = &[
+    "filesystem",
+    "process",
+    "seccomp",
+    "landlock",
+    "network",
+    "memory",
+    "pids",
+    "cpu",
+    "disk",
+    "time",
+    "output",
+    "env",
+];
 
 // ---------------------------------------------------------------------------------------------
 // Positive cases
@@ -233,8 +283,14 @@ fn workspace_writes_land_on_host_owned_by_invoking_user() {
     let ws = TempDir::new("lc-owner");
     let r = run_sh(ws.path(), &[], "set -e; echo hello > a.txt; mkdir -p sub/dir; printf 'x%.0s' $(seq 1000) > sub/dir/b.bin; echo ok");
     assert_eq!(r.code, 0, "stderr: {}", r.stderr);
-    assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "hello\n");
-    assert_eq!(std::fs::read(ws.join("sub/dir/b.bin")).unwrap(), vec![b'x'; 1000]);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        std::fs::read(ws.join("sub/dir/b.bin")).unwrap(),
+        vec![b'x'; 1000]
+    );
     // SAFETY: geteuid cannot fail.
     let me = unsafe { libc::geteuid() };
     // SAFETY: getegid cannot fail.
@@ -242,9 +298,17 @@ fn workspace_writes_land_on_host_owned_by_invoking_user() {
     for rel in ["a.txt", "sub", "sub/dir", "sub/dir/b.bin"] {
         let md = std::fs::metadata(ws.join(rel)).unwrap();
         assert_eq!(md.uid(), me, "{rel} is not owned by the invoking user");
-        assert_eq!(md.gid(), my_gid, "{rel} does not have the invoking user's group");
+        assert_eq!(
+            md.gid(),
+            my_gid,
+            "{rel} does not have the invoking user's group"
+        );
     }
-    assert_eq!(tree(ws.path()), set(&["a.txt", "sub", "sub/dir", "sub/dir/b.bin"]), "placeholders or stray files left");
+    assert_eq!(
+        tree(ws.path()),
+        set(&["a.txt", "sub", "sub/dir", "sub/dir/b.bin"]),
+        "placeholders or stray files left"
+    );
 }
 
 #[test]
@@ -260,26 +324,45 @@ db.commit()
 ctx = ssl.create_default_context()
 print(json.dumps({"sub": out, "row": db.execute("select x from t").fetchone()[0], "tls": ctx.minimum_version is not None}))
 "#;
-    let r = run_sh(ws.path(), &[], &format!("python3 -c '{py}' && echo SH-$((6*7))"));
+    let r = run_sh(
+        ws.path(),
+        &[],
+        &format!("python3 -c '{py}' && echo SH-$((6*7))"),
+    );
     assert_eq!(r.code, 0, "stderr: {}", r.stderr);
     let mut lines = r.stdout.lines();
-    let doc: serde_json::Value = serde_json::from_str(lines.next().unwrap_or("")).expect("python printed JSON");
+    let doc: serde_json::Value =
+        serde_json::from_str(lines.next().unwrap_or("")).expect("python printed JSON");
     assert_eq!(doc["sub"], "from-sub");
     assert_eq!(doc["row"], 42);
     assert_eq!(doc["tls"], true);
     assert_eq!(lines.next(), Some("SH-42"));
-    assert!(ws.join("data.db").is_file(), "sqlite database written inside did not land in the workspace");
+    assert!(
+        ws.join("data.db").is_file(),
+        "sqlite database written inside did not land in the workspace"
+    );
 }
 
 fn host_git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
-        .args(["-c", "user.email=a@b", "-c", "user.name=a", "-c", "init.defaultBranch=main"])
+        .args([
+            "-c",
+            "user.email=a@b",
+            "-c",
+            "user.name=a",
+            "-c",
+            "init.defaultBranch=main",
+        ])
         .args(args)
         .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
         .expect("run git on the host");
-    assert!(out.status.success(), "host git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "host git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -303,25 +386,57 @@ echo three >> a.txt
 echo "== diff2"; git diff --stat
 "#;
     let r = run_sh(ws.path(), &[], script);
-    assert_eq!(r.code, 0, "git failed inside the box\nstdout: {}\nstderr: {}", r.stdout, r.stderr);
+    assert_eq!(
+        r.code, 0,
+        "git failed inside the box\nstdout: {}\nstderr: {}",
+        r.stdout, r.stderr
+    );
     let section = |name: &str| -> String {
-        let start = r.stdout.find(&format!("== {name}\n")).unwrap_or_else(|| panic!("no section {name}: {}", r.stdout)) + name.len() + 4;
-        let end = r.stdout[start..].find("== ").map(|i| start + i).unwrap_or(r.stdout.len());
+        let start = r
+            .stdout
+            .find(&format!("== {name}\n"))
+            .unwrap_or_else(|| panic!("no section {name}: {}", r.stdout))
+            + name.len()
+            + 4;
+        let end = r.stdout[start..]
+            .find("== ")
+            .map(|i| start + i)
+            .unwrap_or(r.stdout.len());
         r.stdout[start..end].to_string()
     };
     let status = section("status");
-    assert!(status.contains(" M a.txt"), "git status does not show the modification: {status}");
-    assert!(status.contains("?? b.txt"), "git status does not show the new file: {status}");
+    assert!(
+        status.contains(" M a.txt"),
+        "git status does not show the modification: {status}"
+    );
+    assert!(
+        status.contains("?? b.txt"),
+        "git status does not show the new file: {status}"
+    );
     assert_eq!(section("log").trim(), "first");
-    assert!(section("diff").contains("+two"), "git diff: {}", section("diff"));
+    assert!(
+        section("diff").contains("+two"),
+        "git diff: {}",
+        section("diff")
+    );
     assert_eq!(section("log2").trim(), "second\nfirst");
-    assert!(section("diff2").contains("a.txt | 1 +"), "git diff --stat: {}", section("diff2"));
+    assert!(
+        section("diff2").contains("a.txt | 1 +"),
+        "git diff --stat: {}",
+        section("diff2")
+    );
     // The commit made inside is in the host's repository, and the repository is sound.
-    assert_eq!(host_git(ws.path(), &["log", "--format=%s"]).trim(), "second\nfirst");
+    assert_eq!(
+        host_git(ws.path(), &["log", "--format=%s"]).trim(),
+        "second\nfirst"
+    );
     assert_eq!(host_git(ws.path(), &["show", "HEAD:b.txt"]), "new file\n");
     host_git(ws.path(), &["fsck", "--no-progress"]);
     // No placeholder survives the run.
-    assert_eq!(host_git(ws.path(), &["status", "--porcelain"]).trim(), "M a.txt");
+    assert_eq!(
+        host_git(ws.path(), &["status", "--porcelain"]).trim(),
+        "M a.txt"
+    );
 }
 
 /// Placeholders for missing protected files (`.bashrc`, `.mcp.json`, ...) exist in the workspace
@@ -336,25 +451,54 @@ fn git_add_all_does_not_commit_placeholders() {
     let r = run_sh(ws.path(), &[], script);
     assert_eq!(r.code, 0, "stdout {} stderr {}", r.stdout, r.stderr);
     let files = r.stdout.split("== files\n").nth(1).unwrap_or("");
-    assert_eq!(files.lines().collect::<Vec<_>>(), vec!["a.txt", "src/.bashrc"], "commit made inside: {}", r.stdout);
-    let status = r.stdout.split("== status\n").nth(1).unwrap_or("").split("== files").next().unwrap_or("");
-    assert_eq!(status.lines().collect::<Vec<_>>(), vec!["?? a.txt", "?? src/"], "git status inside shows placeholders: {}", r.stdout);
+    assert_eq!(
+        files.lines().collect::<Vec<_>>(),
+        vec!["a.txt", "src/.bashrc"],
+        "commit made inside: {}",
+        r.stdout
+    );
+    let status = r
+        .stdout
+        .split("== status\n")
+        .nth(1)
+        .unwrap_or("")
+        .split("== files")
+        .next()
+        .unwrap_or("");
+    assert_eq!(
+        status.lines().collect::<Vec<_>>(),
+        vec!["?? a.txt", "?? src/"],
+        "git status inside shows placeholders: {}",
+        r.stdout
+    );
     // On the host: the commit holds only what the box wrote, and the tree is clean.
-    assert_eq!(host_git(ws.path(), &["show", "--name-only", "--format=", "HEAD"]).trim(), "a.txt\nsrc/.bashrc");
+    assert_eq!(
+        host_git(ws.path(), &["show", "--name-only", "--format=", "HEAD"]).trim(),
+        "a.txt\nsrc/.bashrc"
+    );
     assert_eq!(host_git(ws.path(), &["status", "--porcelain"]).trim(), "");
 }
 
 #[test]
 fn exit_codes_propagate() {
     let ws = TempDir::new("lc-codes");
-    let cases: &[(&str, i32)] = &[("exit 7", 7), ("exit 0", 0), ("kill -TERM $$", 143), ("kill -KILL $$", 137)];
+    let cases: &[(&str, i32)] = &[
+        ("exit 7", 7),
+        ("exit 0", 0),
+        ("kill -TERM $$", 143),
+        ("kill -KILL $$", 137),
+    ];
     for (script, want) in cases {
         let r = run_sh(ws.path(), &[], script);
         assert_eq!(r.code, *want, "{script}: stderr {}", r.stderr);
     }
     let r = airlock(ws.path(), &["run", "--", "no-such-command-lifecycle"]);
     assert_eq!(r.code, 127, "command not found: {}", r.stderr);
-    assert!(r.stderr.contains("no-such-command-lifecycle"), "message does not name the command: {}", r.stderr);
+    assert!(
+        r.stderr.contains("no-such-command-lifecycle"),
+        "message does not name the command: {}",
+        r.stderr
+    );
 
     let tools = TempDir::new("lc-codes-tools");
     let noexec = tools.join("not-executable");
@@ -362,18 +506,33 @@ fn exit_codes_propagate() {
     std::fs::set_permissions(&noexec, std::fs::Permissions::from_mode(0o644)).unwrap();
     let p = noexec.to_string_lossy().into_owned();
     let r = airlock(ws.path(), &["run", "--read", &p, "--", &p]);
-    assert_eq!(r.code, 126, "not executable: stdout {} stderr {}", r.stdout, r.stderr);
+    assert_eq!(
+        r.code, 126,
+        "not executable: stdout {} stderr {}",
+        r.stdout, r.stderr
+    );
     assert!(!r.stdout.contains("ran"));
 
     let r = airlock(ws.path(), &["run", "--no-such-flag", "--", "true"]);
     assert_eq!(r.code, 125, "bad flag");
-    assert!(r.stderr.contains("--no-such-flag"), "bad flag message: {}", r.stderr);
+    assert!(
+        r.stderr.contains("--no-such-flag"),
+        "bad flag message: {}",
+        r.stderr
+    );
 
     let pol = tools.join("bad.toml");
     std::fs::write(&pol, "[limits]\nmemory = \"1G\"\nbogus_limit_key = 3\n").unwrap();
-    let r = airlock(ws.path(), &["run", "--policy", &pol.to_string_lossy(), "--", "true"]);
+    let r = airlock(
+        ws.path(),
+        &["run", "--policy", &pol.to_string_lossy(), "--", "true"],
+    );
     assert_eq!(r.code, 125, "unknown policy key");
-    assert!(r.stderr.contains("bogus_limit_key"), "policy error does not name the key: {}", r.stderr);
+    assert!(
+        r.stderr.contains("bogus_limit_key"),
+        "policy error does not name the key: {}",
+        r.stderr
+    );
 
     let r = airlock(ws.path(), &["run", "--workspace", "/", "--", "true"]);
     assert_eq!(r.code, 125, "--workspace / must be refused");
@@ -382,41 +541,88 @@ fn exit_codes_propagate() {
     let r = airlock(ws.path(), &["run", "--memory", "lots", "--", "true"]);
     assert_eq!(r.code, 125, "bad size");
     assert!(r.stderr.contains("--memory"), "message: {}", r.stderr);
-    assert!(tree(ws.path()).is_empty(), "workspace not empty: {:?}", tree(ws.path()));
+    assert!(
+        tree(ws.path()).is_empty(),
+        "workspace not empty: {:?}",
+        tree(ws.path())
+    );
 }
 
 fn check_result_doc(doc: &serde_json::Value, want_code: i64) {
     assert_eq!(doc["exit_code"], want_code, "{doc}");
-    for key in ["exit_code", "signal", "wall_ms", "cpu_user_ms", "peak_memory_bytes", "limits_hit", "receipt", "events"] {
+    for key in [
+        "exit_code",
+        "signal",
+        "wall_ms",
+        "cpu_user_ms",
+        "peak_memory_bytes",
+        "limits_hit",
+        "receipt",
+        "events",
+    ] {
         assert!(doc.get(key).is_some(), "result has no {key}: {doc}");
     }
-    assert!(doc["wall_ms"].as_f64().is_some_and(|v| v > 0.0), "wall_ms: {doc}");
+    assert!(
+        doc["wall_ms"].as_f64().is_some_and(|v| v > 0.0),
+        "wall_ms: {doc}"
+    );
     assert!(doc["cpu_user_ms"].as_f64().is_some());
-    assert!(doc["peak_memory_bytes"].as_u64().is_some_and(|v| v > 0), "no peak memory: {doc}");
+    assert!(
+        doc["peak_memory_bytes"].as_u64().is_some_and(|v| v > 0),
+        "no peak memory: {doc}"
+    );
     assert!(doc["limits_hit"].is_array());
-    let layers: Vec<&str> = doc["receipt"]["layers"].as_array().expect("receipt.layers").iter().map(|l| l["layer"].as_str().expect("layer name")).collect();
+    let layers: Vec<&str> = doc["receipt"]["layers"]
+        .as_array()
+        .expect("receipt.layers")
+        .iter()
+        .map(|l| l["layer"].as_str().expect("layer name"))
+        .collect();
     for want in ALL_LAYERS {
-        assert!(layers.contains(want), "layer {want} missing from {layers:?}");
+        assert!(
+            layers.contains(want),
+            "layer {want} missing from {layers:?}"
+        );
     }
-    let events: Vec<&str> = doc["events"].as_array().expect("events").iter().map(|e| e["kind"].as_str().expect("event kind")).collect();
-    assert!(events.contains(&"start") && events.contains(&"exit"), "events: {events:?}");
+    let events: Vec<&str> = doc["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["kind"].as_str().expect("event kind"))
+        .collect();
+    assert!(
+        events.contains(&"start") && events.contains(&"exit"),
+        "events: {events:?}"
+    );
 }
 
 #[test]
 fn json_result_on_stderr_and_in_file() {
     let ws = TempDir::new("lc-json");
-    let r = run_sh(ws.path(), &["--json"], "echo out; python3 -c 'sum(range(2000000))'; exit 5");
+    let r = run_sh(
+        ws.path(),
+        &["--json"],
+        "echo out; python3 -c 'sum(range(2000000))'; exit 5",
+    );
     assert_eq!(r.code, 5);
     assert_eq!(r.stdout, "out\n", "the JSON document must not go to stdout");
-    let doc: serde_json::Value = serde_json::from_str(r.stderr.trim()).unwrap_or_else(|e| panic!("stderr is not the JSON doc ({e}): {}", r.stderr));
+    let doc: serde_json::Value = serde_json::from_str(r.stderr.trim())
+        .unwrap_or_else(|e| panic!("stderr is not the JSON doc ({e}): {}", r.stderr));
     check_result_doc(&doc, 5);
     assert_eq!(doc["signal"], serde_json::Value::Null);
-    assert!(doc["cpu_user_ms"].as_f64().unwrap() > 0.0, "python's CPU time not counted: {doc}");
+    assert!(
+        doc["cpu_user_ms"].as_f64().unwrap() > 0.0,
+        "python's CPU time not counted: {doc}"
+    );
 
     let (r, doc) = run_json(ws.path(), &["--timeout", "1s"], "echo out; kill -TERM $$");
     assert_eq!(r.code, 143);
     assert_eq!(r.stdout, "out\n");
-    assert!(!r.stderr.contains("\"exit_code\""), "--result must not also print on stderr: {}", r.stderr);
+    assert!(
+        !r.stderr.contains("\"exit_code\""),
+        "--result must not also print on stderr: {}",
+        r.stderr
+    );
     check_result_doc(&doc, 143);
     assert_eq!(doc["signal"], libc::SIGTERM);
     assert_eq!(doc["limits_hit"], serde_json::json!([]));
@@ -424,7 +630,14 @@ fn json_result_on_stderr_and_in_file() {
     let (r, doc) = run_json(ws.path(), &["--timeout", "1s"], "sleep 30");
     assert_eq!(r.code, 124);
     check_result_doc(&doc, 124);
-    assert!(doc["limits_hit"].as_array().unwrap().iter().any(|h| h == "timeout"), "{doc}");
+    assert!(
+        doc["limits_hit"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h == "timeout"),
+        "{doc}"
+    );
 }
 
 #[test]
@@ -433,24 +646,44 @@ fn receipt_and_check() {
     let r = airlock(ws.path(), &["receipt"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     for layer in ALL_LAYERS {
-        assert!(r.stdout.lines().any(|l| l.starts_with(layer)), "receipt lacks {layer}:\n{}", r.stdout);
+        assert!(
+            r.stdout.lines().any(|l| l.starts_with(layer)),
+            "receipt lacks {layer}:\n{}",
+            r.stdout
+        );
     }
-    let r = airlock(ws.path(), &["receipt", "--json", "--memory", "256M", "--", "echo", "hi"]);
+    let r = airlock(
+        ws.path(),
+        &["receipt", "--json", "--memory", "256M", "--", "echo", "hi"],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let doc: serde_json::Value = serde_json::from_str(&r.stdout).expect("receipt --json parses");
     let layers = doc["receipt"]["layers"].as_array().expect("layers");
     for want in ALL_LAYERS {
-        assert!(layers.iter().any(|l| l["layer"] == *want), "layer {want} missing");
+        assert!(
+            layers.iter().any(|l| l["layer"] == *want),
+            "layer {want} missing"
+        );
     }
     let mem = layers.iter().find(|l| l["layer"] == "memory").unwrap();
-    assert!(mem["detail"].as_str().unwrap().contains("256 MiB"), "memory detail: {mem}");
-    assert!(tree(ws.path()).is_empty(), "receipt must not touch the workspace");
+    assert!(
+        mem["detail"].as_str().unwrap().contains("256 MiB"),
+        "memory detail: {mem}"
+    );
+    assert!(
+        tree(ws.path()).is_empty(),
+        "receipt must not touch the workspace"
+    );
 
     let r = airlock(ws.path(), &["check"]);
     assert_eq!(r.code, 0, "check failed: {}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("ok"), "{}", r.stdout);
     for layer in ALL_LAYERS {
-        assert!(r.stdout.lines().any(|l| l.starts_with(layer)), "check lacks {layer}:\n{}", r.stdout);
+        assert!(
+            r.stdout.lines().any(|l| l.starts_with(layer)),
+            "check lacks {layer}:\n{}",
+            r.stdout
+        );
     }
     let r = airlock(ws.path(), &["check", "--json"]);
     assert_eq!(r.code, 0);
@@ -463,22 +696,41 @@ fn policy_file_sets_limits_and_flags_override() {
     let ws = TempDir::new("lc-policy");
     let cfg = TempDir::new("lc-policy-cfg");
     let pol = cfg.join("policy.toml");
-    std::fs::write(&pol, "[limits]\npids = 5\ntimeout = \"20s\"\n[env]\nset = { FROM_POLICY = \"yes\" }\n").unwrap();
+    std::fs::write(
+        &pol,
+        "[limits]\npids = 5\ntimeout = \"20s\"\n[env]\nset = { FROM_POLICY = \"yes\" }\n",
+    )
+    .unwrap();
     let pol = pol.to_string_lossy().into_owned();
     let fork20 = "n=0; for i in $(seq 20); do sleep 1 & n=$((n+1)); done; echo STARTED=$n; echo FROM_POLICY=$FROM_POLICY";
 
     // The file alone: 5 processes are not enough for 20 sleeps.
     let r = run_sh(ws.path(), &["--policy", &pol], fork20);
-    assert_ne!(r.code, 0, "pids = 5 from the policy file was not applied: {}", r.stdout);
+    assert_ne!(
+        r.code, 0,
+        "pids = 5 from the policy file was not applied: {}",
+        r.stdout
+    );
     assert!(!r.stdout.contains("STARTED=20"), "{}", r.stdout);
 
     // The flag wins over the file; the file's other settings still apply.
     let r = run_sh(ws.path(), &["--policy", &pol, "--pids", "100"], fork20);
-    assert_eq!(r.code, 0, "--pids 100 did not override the file: {}", r.stderr);
+    assert_eq!(
+        r.code, 0,
+        "--pids 100 did not override the file: {}",
+        r.stderr
+    );
     assert!(r.stdout.contains("STARTED=20"), "{}", r.stdout);
-    assert!(r.stdout.contains("FROM_POLICY=yes"), "env from the policy file lost: {}", r.stdout);
+    assert!(
+        r.stdout.contains("FROM_POLICY=yes"),
+        "env from the policy file lost: {}",
+        r.stdout
+    );
 
-    let r = airlock(ws.path(), &["receipt", "--json", "--policy", &pol, "--pids", "100"]);
+    let r = airlock(
+        ws.path(),
+        &["receipt", "--json", "--policy", &pol, "--pids", "100"],
+    );
     let doc: serde_json::Value = serde_json::from_str(&r.stdout).expect("receipt JSON");
     let layers = doc["receipt"]["layers"].as_array().unwrap();
     let pids = layers.iter().find(|l| l["layer"] == "pids").unwrap();
@@ -504,7 +756,10 @@ fn workspace_mapping_and_extra_grants() {
     std::fs::create_dir(ws.join("public")).unwrap();
     std::fs::write(ws.join("public/readme"), "visible\n").unwrap();
     let mapping = format!("{}:/workspace", ws.path().display());
-    let (ro_s, rw_s) = (ro.path().to_string_lossy().into_owned(), rw.path().to_string_lossy().into_owned());
+    let (ro_s, rw_s) = (
+        ro.path().to_string_lossy().into_owned(),
+        rw.path().to_string_lossy().into_owned(),
+    );
     let deny = ws.join("secret").to_string_lossy().into_owned();
     let script = format!(
         "pwd; echo inside > made.txt; cat public/readme; cat {ro_s}/input.txt; \
@@ -513,22 +768,76 @@ fn workspace_mapping_and_extra_grants() {
          ls {ws} 2>/dev/null | grep -q public && echo HOST-PATH-VISIBLE; echo end",
         ws = ws.path().display()
     );
-    let r = run_sh(cwd.path(), &["--workspace", &mapping, "--read", &ro_s, "--write", &rw_s, "--deny", &deny], &script);
+    let r = run_sh(
+        cwd.path(),
+        &[
+            "--workspace",
+            &mapping,
+            "--read",
+            &ro_s,
+            "--write",
+            &rw_s,
+            "--deny",
+            &deny,
+        ],
+        &script,
+    );
     assert_eq!(r.code, 0, "stderr: {}", r.stderr);
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(lines.first(), Some(&"/workspace"), "pwd inside: {}", r.stdout);
-    assert!(r.stdout.contains("visible\n"), "sibling of the denied dir not visible: {}", r.stdout);
-    assert!(r.stdout.contains("read me\n"), "--read path not readable: {}", r.stdout);
-    for bad in ["RO-WRITABLE", "SECRET-READ", "SECRET-LISTED", "HOST-PATH-VISIBLE"] {
+    assert_eq!(
+        lines.first(),
+        Some(&"/workspace"),
+        "pwd inside: {}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("visible\n"),
+        "sibling of the denied dir not visible: {}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("read me\n"),
+        "--read path not readable: {}",
+        r.stdout
+    );
+    for bad in [
+        "RO-WRITABLE",
+        "SECRET-READ",
+        "SECRET-LISTED",
+        "HOST-PATH-VISIBLE",
+    ] {
         assert!(!r.stdout.contains(bad), "{bad}: {}", r.stdout);
     }
     assert_eq!(lines.last(), Some(&"end"));
-    assert_eq!(std::fs::read_to_string(ws.join("made.txt")).unwrap(), "inside\n");
-    assert_eq!(std::fs::read_to_string(rw.join("out.txt")).unwrap(), "out\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("made.txt")).unwrap(),
+        "inside\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(rw.join("out.txt")).unwrap(),
+        "out\n"
+    );
     assert!(!ro.join("w").exists());
-    assert_eq!(std::fs::read_to_string(ws.join("secret/key.pem")).unwrap(), "PRIVATE\n", "denied file changed");
-    assert!(tree(cwd.path()).is_empty(), "the current directory is not the workspace here: {:?}", tree(cwd.path()));
-    assert_eq!(tree(ws.path()), set(&["made.txt", "public", "public/readme", "secret", "secret/key.pem"]));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("secret/key.pem")).unwrap(),
+        "PRIVATE\n",
+        "denied file changed"
+    );
+    assert!(
+        tree(cwd.path()).is_empty(),
+        "the current directory is not the workspace here: {:?}",
+        tree(cwd.path())
+    );
+    assert_eq!(
+        tree(ws.path()),
+        set(&[
+            "made.txt",
+            "public",
+            "public/readme",
+            "secret",
+            "secret/key.pem"
+        ])
+    );
 }
 
 #[test]
@@ -537,14 +846,37 @@ fn stdin_passed_through_and_no_stdin_gives_eof() {
     let mut child = spawn_airlock(ws.path(), &["run", "--", "cat"], Stdio::piped());
     child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
     let r = to_run(child.wait_with_output().unwrap());
-    assert_eq!((r.code, r.stdout.as_str()), (0, "hello\n"), "stderr: {}", r.stderr);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "hello\n"),
+        "stderr: {}",
+        r.stderr
+    );
 
     // --no-stdin: EOF at once although airlock's own stdin stays open.
-    let mut child = spawn_airlock(ws.path(), &["run", "--no-stdin", "--timeout", "10s", "--", "sh", "-c", "cat; echo EOF"], Stdio::piped());
+    let mut child = spawn_airlock(
+        ws.path(),
+        &[
+            "run",
+            "--no-stdin",
+            "--timeout",
+            "10s",
+            "--",
+            "sh",
+            "-c",
+            "cat; echo EOF",
+        ],
+        Stdio::piped(),
+    );
     let keep = child.stdin.take();
     let r = to_run(child.wait_with_output().unwrap());
     drop(keep);
-    assert_eq!((r.code, r.stdout.as_str()), (0, "EOF\n"), "stderr: {}", r.stderr);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "EOF\n"),
+        "stderr: {}",
+        r.stderr
+    );
 }
 
 /// Runs `airlock <args>` under a new pseudo-terminal (driven by python's `pty.fork`) and returns
@@ -584,7 +916,11 @@ sys.stdout.write("\nRC=%d\n" % os.waitstatus_to_exitcode(st))
         .stdin(Stdio::null())
         .output()
         .expect("run python3 on the host for the pty driver");
-    assert!(out.status.success(), "pty driver failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "pty driver failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -609,13 +945,28 @@ fn tty_box_gets_its_own_terminal_and_cannot_inject() {
          python3 -c '{TIOCSTI_PY}'; exit 9"
     );
     let out = run_in_pty(ws.path(), &["run", "--", "sh", "-c", &script]);
-    assert!(out.contains("\nRC=9"), "exit code not propagated under a tty: {out}");
-    assert!(out.lines().any(|l| l == "ISATTY"), "stdin is not a terminal in the box: {out}");
-    assert!(out.lines().any(|l| l == "OUT-ISATTY"), "stdout is not a terminal in the box: {out}");
+    assert!(
+        out.contains("\nRC=9"),
+        "exit code not propagated under a tty: {out}"
+    );
+    assert!(
+        out.lines().any(|l| l == "ISATTY"),
+        "stdin is not a terminal in the box: {out}"
+    );
+    assert!(
+        out.lines().any(|l| l == "OUT-ISATTY"),
+        "stdout is not a terminal in the box: {out}"
+    );
     let caller = line_value(&out, "CALLER-TTY=").expect("driver printed its terminal");
     let inside = line_value(&out, "BOX-TTY=").expect("box printed its terminal");
-    assert_ne!(caller, inside, "the box was handed the caller's own terminal: {out}");
-    assert!(out.contains("TIOCSTI-EPERM"), "TIOCSTI was not refused with EPERM: {out}");
+    assert_ne!(
+        caller, inside,
+        "the box was handed the caller's own terminal: {out}"
+    );
+    assert!(
+        out.contains("TIOCSTI-EPERM"),
+        "TIOCSTI was not refused with EPERM: {out}"
+    );
     assert!(!out.contains("INJECTED"), "{out}");
 }
 
@@ -629,10 +980,21 @@ fn tty_name_inside_box_names_its_terminal() {
         [ \"$(stat -Lc %t:%T \"$t\")\" = \"$(stat -Lc %t:%T /proc/self/fd/0)\" ] && echo SAME-DEVICE; \
         python3 -c 'import os; print(\"PY-TTYNAME=\" + os.ttyname(0))'";
     let out = run_in_pty(ws.path(), &["run", "--", "sh", "-c", script]);
-    let name = line_value(&out, "TTY=").unwrap_or_else(|| panic!("`tty` fails inside the box: {out}"));
-    assert!(name.starts_with("/dev/pts/") || name == "/dev/console", "unexpected terminal name {name:?}: {out}");
-    assert!(out.lines().any(|l| l == "SAME-DEVICE"), "{name} is not the box's stdin device: {out}");
-    assert_eq!(line_value(&out, "PY-TTYNAME="), Some(name), "os.ttyname(0) disagrees: {out}");
+    let name =
+        line_value(&out, "TTY=").unwrap_or_else(|| panic!("`tty` fails inside the box: {out}"));
+    assert!(
+        name.starts_with("/dev/pts/") || name == "/dev/console",
+        "unexpected terminal name {name:?}: {out}"
+    );
+    assert!(
+        out.lines().any(|l| l == "SAME-DEVICE"),
+        "{name} is not the box's stdin device: {out}"
+    );
+    assert_eq!(
+        line_value(&out, "PY-TTYNAME="),
+        Some(name),
+        "os.ttyname(0) disagrees: {out}"
+    );
     assert!(out.contains("\nRC=0"), "{out}");
 }
 
@@ -644,8 +1006,14 @@ fn signal_is_forwarded(sig: libc::c_int, name: &str, code: i32) {
     let ws = TempDir::new("lc-fwd");
     let m = marker();
     let snap = HostSnapshot::take();
-    let script = format!("trap 'echo GOT-{name}; exit {code}' {name}; echo ready; while :; do sleep 0.1{m}; done");
-    let mut child = spawn_airlock(ws.path(), &["run", "--", "sh", "-c", &script], Stdio::null());
+    let script = format!(
+        "trap 'echo GOT-{name}; exit {code}' {name}; echo ready; while :; do sleep 0.1{m}; done"
+    );
+    let mut child = spawn_airlock(
+        ws.path(),
+        &["run", "--", "sh", "-c", &script],
+        Stdio::null(),
+    );
     let pid = child.id();
     let mut lines = LineReader::new(&mut child);
     lines.wait_for("ready", Duration::from_secs(10));
@@ -653,10 +1021,17 @@ fn signal_is_forwarded(sig: libc::c_int, name: &str, code: i32) {
     let got = wait_code(&mut child);
     let stderr = read_stderr(&mut child);
     let out = lines.rest();
-    assert!(out.iter().any(|l| l == &format!("GOT-{name}")), "the box did not see {name}: stdout {out:?}, stderr {stderr}");
+    assert!(
+        out.iter().any(|l| l == &format!("GOT-{name}")),
+        "the box did not see {name}: stdout {out:?}, stderr {stderr}"
+    );
     assert_eq!(got, code, "exit code after {name}: stderr {stderr}");
     snap.assert_clean(pid, &[&m]);
-    assert!(tree(ws.path()).is_empty(), "workspace: {:?}", tree(ws.path()));
+    assert!(
+        tree(ws.path()).is_empty(),
+        "workspace: {:?}",
+        tree(ws.path())
+    );
 }
 
 #[test]
@@ -675,10 +1050,17 @@ fn airlock_sigkilled_mid_run_leaves_nothing_behind() {
     let (m1, m2) = (marker(), marker());
     let snap = HostSnapshot::take();
     let script = format!("setsid sleep 1000.{m1} & sleep 1000.{m2}");
-    let mut child = spawn_airlock(ws.path(), &["run", "--", "sh", "-c", &script], Stdio::null());
+    let mut child = spawn_airlock(
+        ws.path(),
+        &["run", "--", "sh", "-c", &script],
+        Stdio::null(),
+    );
     let pid = child.id();
     // The sleeps themselves (their argv is `sleep\01000.<m>`; airlock's own argv has a space).
-    let (s1, s2) = (format!("sleep\u{0}1000.{m1}"), format!("sleep\u{0}1000.{m2}"));
+    let (s1, s2) = (
+        format!("sleep\u{0}1000.{m1}"),
+        format!("sleep\u{0}1000.{m2}"),
+    );
     eventually(Duration::from_secs(10), || {
         if pids_with_marker(&s1).is_empty() || pids_with_marker(&s2).is_empty() {
             Err("the box's sleeps did not start".into())
@@ -686,11 +1068,23 @@ fn airlock_sigkilled_mid_run_leaves_nothing_behind() {
             Ok(())
         }
     });
-    assert!(ws.join(".bashrc").exists(), "expected placeholders during the run (test premise)");
+    assert!(
+        ws.join(".bashrc").exists(),
+        "expected placeholders during the run (test premise)"
+    );
     if is_root() {
         let prefix = format!("airlock-{pid}-");
-        let cgs = leftover_cgroups().into_iter().filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix))).count();
-        assert!(cgs > 0, "expected the box's cgroups during the run (test premise)");
+        let cgs = leftover_cgroups()
+            .into_iter()
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
+            .count();
+        assert!(
+            cgs > 0,
+            "expected the box's cgroups during the run (test premise)"
+        );
     }
     send_signal(pid, libc::SIGKILL);
     assert_eq!(wait_code(&mut child), 137);
@@ -700,14 +1094,22 @@ fn airlock_sigkilled_mid_run_leaves_nothing_behind() {
         if left.is_empty() {
             Ok(())
         } else {
-            Err(format!("placeholders left in the workspace after airlock was SIGKILLed: {left:?}"))
+            Err(format!(
+                "placeholders left in the workspace after airlock was SIGKILLed: {left:?}"
+            ))
         }
     });
 }
 
 /// Runs a box that leaves a background `sleep 1000.<marker>` behind, then checks that the host
 /// is clean and the workspace holds exactly `want_files`.
-fn exit_path_is_clean(tag: &str, flags: &[&str], body: &str, want_code: i32, want_files: &[&str]) -> serde_json::Value {
+fn exit_path_is_clean(
+    tag: &str,
+    flags: &[&str],
+    body: &str,
+    want_code: i32,
+    want_files: &[&str],
+) -> serde_json::Value {
     let ws = TempDir::new(tag);
     let res = TempDir::new("lc-result");
     let m = marker();
@@ -719,35 +1121,76 @@ fn exit_path_is_clean(tag: &str, flags: &[&str], body: &str, want_code: i32, wan
     let (r, pid) = run_tracked(ws.path(), &all, &script);
     assert_eq!(r.code, want_code, "stdout {} stderr {}", r.stdout, r.stderr);
     snap.assert_clean(pid, &[&m]);
-    assert_eq!(tree(ws.path()), set(want_files), "the workspace holds more or less than what the box wrote");
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&result_file).expect("result file")).expect("JSON");
+    assert_eq!(
+        tree(ws.path()),
+        set(want_files),
+        "the workspace holds more or less than what the box wrote"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&result_file).expect("result file"))
+            .expect("JSON");
     assert_eq!(doc["exit_code"], want_code);
     doc
 }
 
 #[test]
 fn clean_after_normal_exit() {
-    exit_path_is_clean("lc-clean-ok", &[], "echo a > a.txt; mkdir d; echo b > d/b; exit 0", 0, &["a.txt", "d", "d/b"]);
+    exit_path_is_clean(
+        "lc-clean-ok",
+        &[],
+        "echo a > a.txt; mkdir d; echo b > d/b; exit 0",
+        0,
+        &["a.txt", "d", "d/b"],
+    );
 }
 
 #[test]
 fn clean_after_signal_exit() {
-    let doc = exit_path_is_clean("lc-clean-sig", &[], "echo a > a.txt; kill -TERM $$", 143, &["a.txt"]);
+    let doc = exit_path_is_clean(
+        "lc-clean-sig",
+        &[],
+        "echo a > a.txt; kill -TERM $$",
+        143,
+        &["a.txt"],
+    );
     assert_eq!(doc["signal"], libc::SIGTERM);
 }
 
 #[test]
 fn clean_after_timeout() {
-    let doc = exit_path_is_clean("lc-clean-timeout", &["--timeout", "1s"], "echo a > a.txt; sleep 60", 124, &["a.txt"]);
-    assert!(doc["limits_hit"].as_array().unwrap().iter().any(|h| h == "timeout"), "{doc}");
+    let doc = exit_path_is_clean(
+        "lc-clean-timeout",
+        &["--timeout", "1s"],
+        "echo a > a.txt; sleep 60",
+        124,
+        &["a.txt"],
+    );
+    assert!(
+        doc["limits_hit"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h == "timeout"),
+        "{doc}"
+    );
 }
 
 #[test]
 fn clean_after_oom() {
     let body = "echo a > a.txt; exec python3 -c 'b = b\"x\" * (256 << 20); print(\"ALLOC-OK\")'";
     let ws_doc = exit_path_is_clean("lc-clean-oom", &["--memory", "32M"], body, 137, &["a.txt"]);
-    assert!(ws_doc["limits_hit"].as_array().unwrap().iter().any(|h| h == "memory"), "OOM not reported: {ws_doc}");
-    assert!(ws_doc["peak_memory_bytes"].as_u64().unwrap() <= 32 << 20, "{ws_doc}");
+    assert!(
+        ws_doc["limits_hit"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h == "memory"),
+        "OOM not reported: {ws_doc}"
+    );
+    assert!(
+        ws_doc["peak_memory_bytes"].as_u64().unwrap() <= 32 << 20,
+        "{ws_doc}"
+    );
 }
 
 #[test]
@@ -759,7 +1202,11 @@ fn clean_after_command_not_found() {
     let (r, pid) = run_args_tracked(ws.path(), &["run", "--", &cmd]);
     assert_eq!(r.code, 127, "{}", r.stderr);
     snap.assert_clean(pid, &[&m]);
-    assert!(tree(ws.path()).is_empty(), "workspace: {:?}", tree(ws.path()));
+    assert!(
+        tree(ws.path()).is_empty(),
+        "workspace: {:?}",
+        tree(ws.path())
+    );
 }
 
 #[test]
@@ -768,11 +1215,29 @@ fn clean_after_airlock_error() {
     let m = marker();
     let snap = HostSnapshot::take();
     let missing = format!("/nonexistent-lifecycle-{m}");
-    let (r, pid) = run_args_tracked(ws.path(), &["run", "--read", &missing, "--", "sleep", &format!("1000.{m}")]);
+    let (r, pid) = run_args_tracked(
+        ws.path(),
+        &[
+            "run",
+            "--read",
+            &missing,
+            "--",
+            "sleep",
+            &format!("1000.{m}"),
+        ],
+    );
     assert_eq!(r.code, 125, "{}", r.stderr);
-    assert!(r.stderr.contains(&missing), "error does not name the path: {}", r.stderr);
+    assert!(
+        r.stderr.contains(&missing),
+        "error does not name the path: {}",
+        r.stderr
+    );
     snap.assert_clean(pid, &[&m]);
-    assert!(tree(ws.path()).is_empty(), "workspace: {:?}", tree(ws.path()));
+    assert!(
+        tree(ws.path()).is_empty(),
+        "workspace: {:?}",
+        tree(ws.path())
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -787,7 +1252,14 @@ struct AsUser<'a> {
 impl AsUser<'_> {
     fn run(&self, cwd: &Path, args: &[&str]) -> Run {
         let out = Command::new("setpriv")
-            .args(["--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--"])
+            .args([
+                "--reuid",
+                TEST_USER,
+                "--regid",
+                TEST_USER,
+                "--init-groups",
+                "--",
+            ])
             .arg(self.bin)
             .args(args)
             .current_dir(cwd)
@@ -818,7 +1290,8 @@ impl Drop for RemoveOnDrop {
 fn unprivileged_user_runs_airlock() {
     let (uid, gid, home) = ensure_test_user();
     let chown = |p: &Path| std::os::unix::fs::chown(p, Some(uid), Some(gid)).unwrap();
-    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    let mode =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
 
     let (_bin_dir, bin) = binary_for_test_user("lc-unpriv-bin");
     let ws = TempDir::new("lc-unpriv-ws");
@@ -827,42 +1300,110 @@ fn unprivileged_user_runs_airlock() {
     let outside = TempDir::new("lc-unpriv-outside");
     chown(outside.path());
     mode(outside.path(), 0o755);
-    let user = AsUser { bin: &bin, home: &home };
+    let user = AsUser {
+        bin: &bin,
+        home: &home,
+    };
 
     // Switching works at all (else this test is meaningless).
     let who = Command::new("setpriv")
-        .args(["--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--", "id", "-u"])
+        .args([
+            "--reuid",
+            TEST_USER,
+            "--regid",
+            TEST_USER,
+            "--init-groups",
+            "--",
+            "id",
+            "-u",
+        ])
         .output()
         .expect("run setpriv");
-    assert_eq!(String::from_utf8_lossy(&who.stdout).trim(), uid.to_string(), "cannot switch to {TEST_USER}");
+    assert_eq!(
+        String::from_utf8_lossy(&who.stdout).trim(),
+        uid.to_string(),
+        "cannot switch to {TEST_USER}"
+    );
 
     // check: runs, and says memory and pids use the rlimit fallbacks.
     let r = user.run(ws.path(), &["check"]);
-    assert_eq!(r.code, 0, "check as {TEST_USER}: {}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.code, 0,
+        "check as {TEST_USER}: {}\n{}",
+        r.stdout, r.stderr
+    );
     assert!(r.stdout.contains("ok"), "{}", r.stdout);
-    let line = |name: &str| r.stdout.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} line: {}", r.stdout)).to_string();
-    assert!(line("memory").contains("fallback") && line("memory").contains("RLIMIT_AS"), "{}", line("memory"));
-    assert!(line("pids").contains("fallback") && line("pids").contains("RLIMIT_NPROC"), "{}", line("pids"));
+    let line = |name: &str| {
+        r.stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} line: {}", r.stdout))
+            .to_string()
+    };
+    assert!(
+        line("memory").contains("fallback") && line("memory").contains("RLIMIT_AS"),
+        "{}",
+        line("memory")
+    );
+    assert!(
+        line("pids").contains("fallback") && line("pids").contains("RLIMIT_NPROC"),
+        "{}",
+        line("pids")
+    );
 
     // A write lands in the workspace, owned by the user.
     let r = user.sh(ws.path(), &[], "id -u; echo hi > f");
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.trim(), "1000");
     let md = std::fs::metadata(ws.join("f")).expect("f on the host");
-    assert_eq!((md.uid(), md.gid()), (uid, gid), "f is not owned by {TEST_USER}");
+    assert_eq!(
+        (md.uid(), md.gid()),
+        (uid, gid),
+        "f is not owned by {TEST_USER}"
+    );
     assert_eq!(std::fs::read_to_string(ws.join("f")).unwrap(), "hi\n");
 
     // Memory bomb under --memory 64M fails.
-    let r = user.run(ws.path(), &["run", "--memory", "64M", "--", "python3", "-c", "b = b'x' * (256 << 20); print('ALLOC-OK')"]);
-    assert!(!r.stdout.contains("ALLOC-OK"), "256 MiB allocated under --memory 64M");
+    let r = user.run(
+        ws.path(),
+        &[
+            "run",
+            "--memory",
+            "64M",
+            "--",
+            "python3",
+            "-c",
+            "b = b'x' * (256 << 20); print('ALLOC-OK')",
+        ],
+    );
+    assert!(
+        !r.stdout.contains("ALLOC-OK"),
+        "256 MiB allocated under --memory 64M"
+    );
     assert_ne!(r.code, 0);
-    assert!(r.stderr.contains("MemoryError") || r.code == 137, "code {} stderr {}", r.code, r.stderr);
+    assert!(
+        r.stderr.contains("MemoryError") || r.code == 137,
+        "code {} stderr {}",
+        r.code,
+        r.stderr
+    );
 
     // Bounded fork bomb under --pids 20 hits the limit.
     let m = marker();
-    let r = user.sh(ws.path(), &["--pids", "20"], &format!("for i in $(seq 100); do sleep 5.{m} & done; echo SPAWNED-ALL"));
-    assert!(!r.stdout.contains("SPAWNED-ALL"), "100 processes started under --pids 20");
-    assert!(r.stderr.contains("Cannot fork") || r.stderr.contains("Resource temporarily unavailable"), "stderr: {}", r.stderr);
+    let r = user.sh(
+        ws.path(),
+        &["--pids", "20"],
+        &format!("for i in $(seq 100); do sleep 5.{m} & done; echo SPAWNED-ALL"),
+    );
+    assert!(
+        !r.stdout.contains("SPAWNED-ALL"),
+        "100 processes started under --pids 20"
+    );
+    assert!(
+        r.stderr.contains("Cannot fork") || r.stderr.contains("Resource temporarily unavailable"),
+        "stderr: {}",
+        r.stderr
+    );
 
     // Planted key in the user's home, 0600: not readable from the box.
     let secret = format!("planted-secret-{m}");
@@ -871,8 +1412,16 @@ fn unprivileged_user_runs_airlock() {
     std::fs::write(&key, &secret).unwrap();
     chown(&key);
     mode(&key, 0o600);
-    let r = user.sh(ws.path(), &[], &format!("cat {} 2>&1; echo END", key.display()));
-    assert!(!r.stdout.contains(&secret), "the box read the planted key: {}", r.stdout);
+    let r = user.sh(
+        ws.path(),
+        &[],
+        &format!("cat {} 2>&1; echo END", key.display()),
+    );
+    assert!(
+        !r.stdout.contains(&secret),
+        "the box read the planted key: {}",
+        r.stdout
+    );
 
     // No write outside the workspace reaches the host, even where the user could write.
     let escape_home = Path::new(&home).join(format!("escape-{m}"));
@@ -885,10 +1434,22 @@ fn unprivileged_user_runs_airlock() {
     );
     let r = user.sh(ws.path(), &[], &script);
     assert!(r.stdout.contains("done"), "{}", r.stderr);
-    assert!(tree(outside.path()).is_empty(), "the box wrote outside its workspace: {:?}", tree(outside.path()));
+    assert!(
+        tree(outside.path()).is_empty(),
+        "the box wrote outside its workspace: {:?}",
+        tree(outside.path())
+    );
     assert!(!escape_home.exists(), "the box wrote into the user's home");
-    assert!(!Path::new(&format!("/tmp/escape-{m}")).exists(), "the box wrote into the host's /tmp");
-    assert!(!ws.path().parent().unwrap().join(format!("escape-{m}")).exists());
+    assert!(
+        !Path::new(&format!("/tmp/escape-{m}")).exists(),
+        "the box wrote into the host's /tmp"
+    );
+    assert!(!ws
+        .path()
+        .parent()
+        .unwrap()
+        .join(format!("escape-{m}"))
+        .exists());
 
     // A result file the box swaps for a symlink to a file of the user's is not written through,
     // in this run or the next.
@@ -896,12 +1457,27 @@ fn unprivileged_user_runs_airlock() {
     std::fs::write(&victim, "precious\n").unwrap();
     chown(&victim);
     let swap = format!("rm -f result.json; ln -s {} result.json", victim.display());
-    let r = user.run(ws.path(), &["run", "--result", "result.json", "--", "sh", "-c", &swap]);
+    let r = user.run(
+        ws.path(),
+        &["run", "--result", "result.json", "--", "sh", "-c", &swap],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("was replaced during the run"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("was replaced during the run"),
+        "{}",
+        r.stderr
+    );
     let r = user.run(ws.path(), &["run", "--result", "result.json", "--", "true"]);
-    assert_eq!(r.code, 125, "a planted result symlink was followed: {}", r.stderr);
-    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n", "the result went through the symlink");
+    assert_eq!(
+        r.code, 125,
+        "a planted result symlink was followed: {}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "precious\n",
+        "the result went through the symlink"
+    );
     std::fs::remove_file(&victim).unwrap();
     std::fs::remove_file(ws.join("result.json")).unwrap();
 
@@ -915,10 +1491,17 @@ fn unprivileged_user_runs_airlock() {
         if left.is_empty() {
             Ok(())
         } else {
-            Err(format!("processes remain: {:?}", left.iter().map(|p| cmdline(*p)).collect::<Vec<_>>()))
+            Err(format!(
+                "processes remain: {:?}",
+                left.iter().map(|p| cmdline(*p)).collect::<Vec<_>>()
+            ))
         }
     });
-    assert_eq!(tree(ws.path()), set(&["f"]), "placeholders or stray files left in the user's workspace");
+    assert_eq!(
+        tree(ws.path()),
+        set(&["f"]),
+        "placeholders or stray files left in the user's workspace"
+    );
 }
 
 #[test]
@@ -933,12 +1516,33 @@ fn a_path_granted_twice_or_as_the_workspace_is_one_mount() {
     std::fs::write(data.join("in.txt"), "in\n").unwrap();
     let alias = t.join("alias");
     std::os::unix::fs::symlink(&data, &alias).unwrap();
-    let (d, a, w) = (data.to_str().unwrap(), alias.to_str().unwrap(), ws.to_str().unwrap());
-    let script = format!("cat {d}/in.txt && echo out > {d}/out.txt && echo ws > ws.txt && echo done");
-    let r = run_sh(&ws, &["--read", d, "--read", a, "--write", d, "--read", w], &script);
+    let (d, a, w) = (
+        data.to_str().unwrap(),
+        alias.to_str().unwrap(),
+        ws.to_str().unwrap(),
+    );
+    let script =
+        format!("cat {d}/in.txt && echo out > {d}/out.txt && echo ws > ws.txt && echo done");
+    let r = run_sh(
+        &ws,
+        &["--read", d, "--read", a, "--write", d, "--read", w],
+        &script,
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.stdout, "in\ndone\n", "{}", r.stderr);
-    assert!(r.stderr.contains("leads through a symlink"), "the alias is not explained: {}", r.stderr);
-    assert_eq!(std::fs::read_to_string(data.join("out.txt")).unwrap(), "out\n", "--write wins over --read");
-    assert_eq!(std::fs::read_to_string(ws.join("ws.txt")).unwrap(), "ws\n", "the workspace stays writable");
+    assert!(
+        r.stderr.contains("leads through a symlink"),
+        "the alias is not explained: {}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(data.join("out.txt")).unwrap(),
+        "out\n",
+        "--write wins over --read"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("ws.txt")).unwrap(),
+        "ws\n",
+        "the workspace stays writable"
+    );
 }

@@ -24,12 +24,33 @@ fn stdio_lists_tools_per_profile_and_filter() {
     let ws = TempDir::new("mcp-list");
     let steps = json!([{"list": true}]);
     let all = mcp(ws.path(), &[], steps.clone());
-    assert_eq!(names(&all[0]), ["run_code", "run_command", "read_file", "write_file", "list_files", "sandbox_info"]);
+    assert_eq!(
+        names(&all[0]),
+        [
+            "run_code",
+            "run_command",
+            "read_file",
+            "write_file",
+            "list_files",
+            "sandbox_info"
+        ]
+    );
     let desc = all[0]["descriptions"]["run_code"].as_str().unwrap();
-    assert!(desc.contains(&ws.path().display().to_string()) && desc.contains("no network"), "{desc}");
+    assert!(
+        desc.contains(&ws.path().display().to_string()) && desc.contains("no network"),
+        "{desc}"
+    );
     let ro = mcp(ws.path(), &["--profile", "read-only"], steps.clone());
-    assert_eq!(names(&ro[0]), ["read_file", "list_files", "sandbox_info"], "read-only lists no tool that writes or runs");
-    let narrowed = mcp(ws.path(), &["--tools", "run_code,*_file", "--deny-tools", "write_*"], steps);
+    assert_eq!(
+        names(&ro[0]),
+        ["read_file", "list_files", "sandbox_info"],
+        "read-only lists no tool that writes or runs"
+    );
+    let narrowed = mcp(
+        ws.path(),
+        &["--tools", "run_code,*_file", "--deny-tools", "write_*"],
+        steps,
+    );
     assert_eq!(names(&narrowed[0]), ["run_code", "read_file"]);
 }
 
@@ -62,14 +83,28 @@ fn stdio_runs_python_with_state_files_and_a_png() {
     assert_eq!(images[0]["png"], true);
     assert_eq!(text(&r[3]), "from the host\n");
     assert!(!is_error(&r[4]), "{:?}", r[4]);
-    assert_eq!(std::fs::read_to_string(ws.join("out/result.txt")).unwrap(), "written by the model", "the workspace is the host directory");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("out/result.txt")).unwrap(),
+        "written by the model",
+        "the workspace is the host directory"
+    );
     let t = text(&r[5]);
-    assert!(t.contains("written by the model") && t.contains("user") && t.contains("[exit code 0]"), "{t}");
+    assert!(
+        t.contains("written by the model") && t.contains("user") && t.contains("[exit code 0]"),
+        "{t}"
+    );
     assert!(text(&r[6]).contains("input.txt"), "{:?}", r[6]);
-    assert!(is_error(&r[7]) && text(&r[7]).contains("ZeroDivisionError"), "{:?}", r[7]);
+    assert!(
+        is_error(&r[7]) && text(&r[7]).contains("ZeroDivisionError"),
+        "{:?}",
+        r[7]
+    );
     assert!(text(&r[8]).contains("42"), "{:?}", r[8]);
     let info = text(&r[9]);
-    assert!(info.contains("seccomp") && info.contains("network none"), "{info}");
+    assert!(
+        info.contains("seccomp") && info.contains("network none"),
+        "{info}"
+    );
 }
 
 #[test]
@@ -85,7 +120,12 @@ fn stdio_refuses_unlisted_tools_and_paths_outside_the_grants() {
     let host_secret = other.join("secret.txt").display().to_string();
     let r = mcp(
         &src,
-        &["--workspace", &ws_flag, "--tools", "read_file,write_file,run_code"],
+        &[
+            "--workspace",
+            &ws_flag,
+            "--tools",
+            "read_file,write_file,run_code",
+        ],
         json!([
             {"call": "run_command", "args": {"command": "touch /tmp/x"}},
             {"call": "read_file", "args": {"path": "/workspace/src-other/secret.txt"}},
@@ -98,10 +138,16 @@ fn stdio_refuses_unlisted_tools_and_paths_outside_the_grants() {
         ]),
     );
     let t = text(&r[0]);
-    assert!(is_error(&r[0]) && t.contains("run_command") && t.contains("--tools"), "a call to an unlisted tool is refused at dispatch: {t}");
+    assert!(
+        is_error(&r[0]) && t.contains("run_command") && t.contains("--tools"),
+        "a call to an unlisted tool is refused at dispatch: {t}"
+    );
     for step in &r[1..6] {
         let t = text(step);
-        assert!(is_error(step) && t.contains("outside every directory") && t.contains("To allow it"), "{t}");
+        assert!(
+            is_error(step) && t.contains("outside every directory") && t.contains("To allow it"),
+            "{t}"
+        );
         assert!(!t.contains("host secret"), "{t}");
     }
     // The box enforces it too: the host path (here under /tmp, which is the box's own tmpfs)
@@ -112,9 +158,16 @@ fn stdio_refuses_unlisted_tools_and_paths_outside_the_grants() {
     }
     assert!(!other.join("planted.txt").exists(), "the host is untouched");
 
-    let ro = mcp(&src, &["--workspace", &ws_flag, "--profile", "read-only"], json!([{"call": "write_file", "args": {"path": "a.txt", "content": "x"}}]));
+    let ro = mcp(
+        &src,
+        &["--workspace", &ws_flag, "--profile", "read-only"],
+        json!([{"call": "write_file", "args": {"path": "a.txt", "content": "x"}}]),
+    );
     let t = text(&ro[0]);
-    assert!(is_error(&ro[0]) && t.contains("read-only") && t.contains("--profile workspace-write"), "{t}");
+    assert!(
+        is_error(&ro[0]) && t.contains("read-only") && t.contains("--profile workspace-write"),
+        "{t}"
+    );
     assert!(!src.join("a.txt").exists());
 }
 
@@ -128,16 +181,37 @@ fn stdio_explains_a_denied_network_call() {
     );
     let r = mcp(
         ws.path(),
-        &["--net", "proxy", "--map-host", "svc.test=127.0.0.1", "--map-host", "other.test=127.0.0.1", "--allow-domain", "svc.test", "--allow-ip", "127.0.0.1"],
+        &[
+            "--net",
+            "proxy",
+            "--map-host",
+            "svc.test=127.0.0.1",
+            "--map-host",
+            "other.test=127.0.0.1",
+            "--allow-domain",
+            "svc.test",
+            "--allow-ip",
+            "127.0.0.1",
+        ],
         json!([{"list": true}, {"call": "run_code", "args": {"code": code}}]),
     );
     let desc = r[0]["descriptions"]["run_code"].as_str().unwrap();
-    assert!(desc.contains("svc.test"), "the description names what the box may reach: {desc}");
+    assert!(
+        desc.contains("svc.test"),
+        "the description names what the box may reach: {desc}"
+    );
     let t = text(&r[1]);
     assert!(t.contains("allowed page"), "{t}");
     assert!(t.contains("failed: HTTP Error 403"), "{t}");
-    assert!(t.contains("airlock refused a network connection to other.test"), "the refusal is explained: {t}");
-    assert_eq!(origin.hits(), 1, "only the allowed request reached the origin");
+    assert!(
+        t.contains("airlock refused a network connection to other.test"),
+        "the refusal is explained: {t}"
+    );
+    assert_eq!(
+        origin.hits(),
+        1,
+        "only the allowed request reached the origin"
+    );
 }
 
 #[test]
@@ -154,7 +228,11 @@ fn stdio_box_is_replaced_after_the_idle_timeout() {
         ]),
     );
     assert_eq!(text(&r[1]), "1\n");
-    assert!(is_error(&r[3]) && text(&r[3]).contains("NameError"), "a fresh box after the idle timeout: {:?}", r[3]);
+    assert!(
+        is_error(&r[3]) && text(&r[3]).contains("NameError"),
+        "a fresh box after the idle timeout: {:?}",
+        r[3]
+    );
 }
 
 #[test]
@@ -163,7 +241,10 @@ fn bad_mcp_flags_are_refused_clearly() {
     let r = airlock(ws.path(), &["mcp", "--tools", "a b"]);
     assert_eq!(r.code, 125);
     assert!(r.stderr.contains("--tools"), "{}", r.stderr);
-    let r = airlock(ws.path(), &["mcp", "--profile", "read-only", "--tools", "run_code"]);
+    let r = airlock(
+        ws.path(),
+        &["mcp", "--profile", "read-only", "--tools", "run_code"],
+    );
     assert_eq!(r.code, 125);
     assert!(r.stderr.contains("no tool"), "{}", r.stderr);
 }
@@ -178,7 +259,9 @@ fn http_mcp_needs_the_key_and_serves_tools_per_profile() {
     let url = format!("{}/mcp", serve.base);
     // No key, a wrong key: refused before any MCP processing.
     let status = |auth: Option<&str>| {
-        let mut req = ureq::post(&url).set("Content-Type", "application/json").set("Accept", "application/json, text/event-stream");
+        let mut req = ureq::post(&url)
+            .set("Content-Type", "application/json")
+            .set("Accept", "application/json, text/event-stream");
         if let Some(a) = auth {
             req = req.set("Authorization", a);
         }
@@ -191,10 +274,23 @@ fn http_mcp_needs_the_key_and_serves_tools_per_profile() {
     assert_eq!(status(None), 401);
     assert_eq!(status(Some("Bearer al_wrong")), 401);
 
-    let http = |query: &str, steps: Value| run_client(data.path(), &steps, &["http".into(), format!("{url}{query}"), key.clone()]);
-    let ro = http("?profile=read-only", json!([{"list": true}, {"call": "run_code", "args": {"code": "1"}}]));
+    let http = |query: &str, steps: Value| {
+        run_client(
+            data.path(),
+            &steps,
+            &["http".into(), format!("{url}{query}"), key.clone()],
+        )
+    };
+    let ro = http(
+        "?profile=read-only",
+        json!([{"list": true}, {"call": "run_code", "args": {"code": "1"}}]),
+    );
     assert_eq!(names(&ro[0]), ["read_file", "list_files", "sandbox_info"]);
-    assert!(is_error(&ro[1]) && text(&ro[1]).contains("read-only"), "{:?}", ro[1]);
+    assert!(
+        is_error(&ro[1]) && text(&ro[1]).contains("read-only"),
+        "{:?}",
+        ro[1]
+    );
 
     let plot = "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()";
     let r = http(
@@ -211,18 +307,36 @@ fn http_mcp_needs_the_key_and_serves_tools_per_profile() {
             {"call": "run_code", "args": {"code": "import urllib.request\nurllib.request.urlopen('http://example.test/', timeout=5)"}},
         ]),
     );
-    assert_eq!(names(&r[0]), ["run_code", "read_file", "write_file", "sandbox_info"]);
-    assert_eq!(text(&r[2]), "42\n", "state persists across calls of one session");
+    assert_eq!(
+        names(&r[0]),
+        ["run_code", "read_file", "write_file", "sandbox_info"]
+    );
+    assert_eq!(
+        text(&r[2]),
+        "42\n",
+        "state persists across calls of one session"
+    );
     assert_eq!(r[3]["images"][0]["png"], true, "{:?}", r[3]);
     assert_eq!(text(&r[5]), "turn one");
-    assert!(is_error(&r[6]) && text(&r[6]).contains("--tools"), "filtered tool refused: {:?}", r[6]);
-    assert!(is_error(&r[7]) && text(&r[7]).contains("outside every directory"), "{:?}", r[7]);
+    assert!(
+        is_error(&r[6]) && text(&r[6]).contains("--tools"),
+        "filtered tool refused: {:?}",
+        r[6]
+    );
+    assert!(
+        is_error(&r[7]) && text(&r[7]).contains("outside every directory"),
+        "{:?}",
+        r[7]
+    );
     assert!(is_error(&r[8]), "server boxes have no network: {:?}", r[8]);
 
     // Each session's box ends with the session (the client deletes it on exit).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     while !children_with(serve.pid(), "sandbox-host").is_empty() {
-        assert!(std::time::Instant::now() < deadline, "a session's box outlived its session");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a session's box outlived its session"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
@@ -238,14 +352,34 @@ fn http_mcp_boxes_share_the_servers_max_running_slots() {
         .set("Authorization", &format!("Bearer {key}"))
         .send_string("{}")
         .unwrap();
-    let id = serde_json::from_str::<Value>(&created.into_string().unwrap()).unwrap()["id"].as_str().unwrap().to_string();
-    let http = |steps: Value| run_client(data.path(), &steps, &["http".into(), url.clone(), key.clone()]);
+    let id = serde_json::from_str::<Value>(&created.into_string().unwrap()).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let http = |steps: Value| {
+        run_client(
+            data.path(),
+            &steps,
+            &["http".into(), url.clone(), key.clone()],
+        )
+    };
     // ...so an MCP session's first box is refused, readably, and no box is started for it.
     let r = http(json!([{"call": "run_code", "args": {"code": "1 + 1"}}]));
-    assert!(is_error(&r[0]) && text(&r[0]).contains("--max-running"), "{:?}", r[0]);
-    assert_eq!(children_with(serve.pid(), "sandbox-host").len(), 1, "only the REST sandbox's box runs");
+    assert!(
+        is_error(&r[0]) && text(&r[0]).contains("--max-running"),
+        "{:?}",
+        r[0]
+    );
+    assert_eq!(
+        children_with(serve.pid(), "sandbox-host").len(),
+        1,
+        "only the REST sandbox's box runs"
+    );
     // Once the slot is free, the session gets its box.
-    let gone = ureq::delete(&format!("{}/v1/sandboxes/{id}", serve.base)).set("Authorization", &format!("Bearer {key}")).call().unwrap();
+    let gone = ureq::delete(&format!("{}/v1/sandboxes/{id}", serve.base))
+        .set("Authorization", &format!("Bearer {key}"))
+        .call()
+        .unwrap();
     assert!(gone.status() < 300);
     let r = http(json!([{"call": "run_code", "args": {"code": "1 + 1"}}]));
     assert_eq!(text(&r[0]), "2\n", "{:?}", r[0]);
@@ -262,7 +396,13 @@ fn wrap(cwd: &Path, flags: &[&str], server: &[&str], steps: Value) -> Vec<Value>
 }
 
 fn audit_lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("audit line is not JSON ({e}): {l}"))).collect()
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("audit line is not JSON ({e}): {l}"))
+        })
+        .collect()
 }
 
 #[test]
@@ -274,12 +414,24 @@ fn wrap_filters_the_filesystem_server_and_confines_its_writes() {
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(ws.join("hello.txt"), "hello from the host\n").unwrap();
     let audit = base.join("audit.jsonl");
-    let (npm, server) = (npm_dir().display().to_string(), filesystem_server().display().to_string());
+    let (npm, server) = (
+        npm_dir().display().to_string(),
+        filesystem_server().display().to_string(),
+    );
     let p = |p: &Path| p.display().to_string();
     // The server itself is told it may use the whole filesystem: only the box confines it.
     let r = wrap(
         &ws,
-        &["--read", &npm, "--tools", "read_*,write_file,list_*,move_file", "--deny-tools", "move_*,read_media_file", "--audit", &p(&audit)],
+        &[
+            "--read",
+            &npm,
+            "--tools",
+            "read_*,write_file,list_*,move_file",
+            "--deny-tools",
+            "move_*,read_media_file",
+            "--audit",
+            &p(&audit),
+        ],
         &["node", &server, "/"],
         json!([
             {"list": true},
@@ -292,46 +444,111 @@ fn wrap_filters_the_filesystem_server_and_confines_its_writes() {
         ]),
     );
     let listed = names(&r[0]);
-    assert!(listed.contains(&"read_text_file".to_string()) && listed.contains(&"write_file".to_string()), "{listed:?}");
-    for hidden in ["move_file", "read_media_file", "create_directory", "edit_file"] {
-        assert!(!listed.contains(&hidden.to_string()), "{hidden} must be filtered out: {listed:?}");
+    assert!(
+        listed.contains(&"read_text_file".to_string())
+            && listed.contains(&"write_file".to_string()),
+        "{listed:?}"
+    );
+    for hidden in [
+        "move_file",
+        "read_media_file",
+        "create_directory",
+        "edit_file",
+    ] {
+        assert!(
+            !listed.contains(&hidden.to_string()),
+            "{hidden} must be filtered out: {listed:?}"
+        );
     }
     assert_eq!(text(&r[1]), "hello from the host\n");
     assert!(!is_error(&r[2]), "{:?}", r[2]);
-    assert_eq!(std::fs::read_to_string(ws.join("made.txt")).unwrap(), "inside");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("made.txt")).unwrap(),
+        "inside"
+    );
     // The attacks: writes outside the granted directory fail, and the host is untouched.
     assert!(is_error(&r[3]) && is_error(&r[4]), "{:?} {:?}", r[3], r[4]);
-    assert!(!outside.join("escaped.txt").exists() && !Path::new("/usr/escaped.txt").exists(), "the host is untouched");
+    assert!(
+        !outside.join("escaped.txt").exists() && !Path::new("/usr/escaped.txt").exists(),
+        "the host is untouched"
+    );
     // Filtered tools are refused by airlock, without reaching the server.
     for step in [&r[5], &r[6]] {
         let t = text(step);
         assert!(is_error(step) && t.starts_with("airlock refused"), "{t}");
     }
-    assert!(ws.join("hello.txt").exists() && !outside.join("moved.txt").exists() && !ws.join("newdir").exists());
-    let calls: Vec<Value> = audit_lines(&audit).into_iter().filter(|l| l["kind"] == "tool_call").collect();
-    let summary: Vec<(String, String)> = calls.iter().map(|c| (c["tool"].as_str().unwrap().to_string(), c["status"].as_str().unwrap().to_string())).collect();
-    let expected = [("read_text_file", "ok"), ("write_file", "ok"), ("write_file", "error"), ("write_file", "error"), ("move_file", "refused"), ("create_directory", "refused")];
-    assert_eq!(summary, expected.map(|(a, b)| (a.to_string(), b.to_string())), "{calls:#?}");
-    assert!(calls.iter().all(|c| c["arguments_sha256"].as_str().unwrap().len() == 64 && c["duration_ms"].is_number()));
+    assert!(
+        ws.join("hello.txt").exists()
+            && !outside.join("moved.txt").exists()
+            && !ws.join("newdir").exists()
+    );
+    let calls: Vec<Value> = audit_lines(&audit)
+        .into_iter()
+        .filter(|l| l["kind"] == "tool_call")
+        .collect();
+    let summary: Vec<(String, String)> = calls
+        .iter()
+        .map(|c| {
+            (
+                c["tool"].as_str().unwrap().to_string(),
+                c["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("read_text_file", "ok"),
+        ("write_file", "ok"),
+        ("write_file", "error"),
+        ("write_file", "error"),
+        ("move_file", "refused"),
+        ("create_directory", "refused"),
+    ];
+    assert_eq!(
+        summary,
+        expected.map(|(a, b)| (a.to_string(), b.to_string())),
+        "{calls:#?}"
+    );
+    assert!(calls.iter().all(
+        |c| c["arguments_sha256"].as_str().unwrap().len() == 64 && c["duration_ms"].is_number()
+    ));
 }
 
 #[test]
 fn wrap_limits_the_fetch_servers_network_to_the_allowlist() {
     let ws = TempDir::new("wrap-fetch");
     let audit = ws.join("audit.jsonl");
-    let origin = Origin::serve("<html><head><title>t</title></head><body><p>the allowed page says hello</p></body></html>");
+    let origin = Origin::serve(
+        "<html><head><title>t</title></head><body><p>the allowed page says hello</p></body></html>",
+    );
     let port = origin.port;
     let venv = fetch_venv().display().to_string();
     let server = fetch_server().display().to_string();
     let r = wrap(
         ws.path(),
         &[
-            "--read", &venv, "--net", "proxy", "--map-host", "svc.test=127.0.0.1", "--map-host", "other.test=127.0.0.1", "--allow-domain", "svc.test", "--allow-ip", "127.0.0.1",
-            "--audit", &audit.display().to_string(),
+            "--read",
+            &venv,
+            "--net",
+            "proxy",
+            "--map-host",
+            "svc.test=127.0.0.1",
+            "--map-host",
+            "other.test=127.0.0.1",
+            "--allow-domain",
+            "svc.test",
+            "--allow-ip",
+            "127.0.0.1",
+            "--audit",
+            &audit.display().to_string(),
         ],
         // httpx does not take the box's ALL_PROXY (socks5h://), so the server is pointed at the
         // proxy's HTTP side explicitly.
-        &[&server, "--ignore-robots-txt", "--proxy-url", "http://127.0.0.1:3128"],
+        &[
+            &server,
+            "--ignore-robots-txt",
+            "--proxy-url",
+            "http://127.0.0.1:3128",
+        ],
         json!([
             {"list": true},
             {"call": "fetch", "args": {"url": format!("http://svc.test:{port}/page"), "raw": true}},
@@ -339,15 +556,38 @@ fn wrap_limits_the_fetch_servers_network_to_the_allowlist() {
         ]),
     );
     assert_eq!(names(&r[0]), ["fetch"]);
-    assert!(!is_error(&r[1]) && text(&r[1]).contains("the allowed page says hello"), "{:?}", r[1]);
+    assert!(
+        !is_error(&r[1]) && text(&r[1]).contains("the allowed page says hello"),
+        "{:?}",
+        r[1]
+    );
     let t = text(&r[2]);
     assert!(is_error(&r[2]) && t.contains("403"), "{t}");
-    assert_eq!(origin.hits(), 1, "only the allowed fetch reached the origin");
+    assert_eq!(
+        origin.hits(),
+        1,
+        "only the allowed fetch reached the origin"
+    );
     let lines = audit_lines(&audit);
     let denied: Vec<&Value> = lines.iter().filter(|l| l["decision"] == "deny").collect();
-    assert!(denied.iter().any(|l| l["host"] == "other.test"), "the refusal is in the audit log: {lines:#?}");
-    assert!(lines.iter().any(|l| l["decision"] == "allow" && l["host"] == "svc.test"), "{lines:#?}");
-    assert_eq!(lines.iter().filter(|l| l["kind"] == "tool_call" && l["tool"] == "fetch").count(), 2, "{lines:#?}");
+    assert!(
+        denied.iter().any(|l| l["host"] == "other.test"),
+        "the refusal is in the audit log: {lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["decision"] == "allow" && l["host"] == "svc.test"),
+        "{lines:#?}"
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l["kind"] == "tool_call" && l["tool"] == "fetch")
+            .count(),
+        2,
+        "{lines:#?}"
+    );
 }
 
 #[test]
@@ -356,7 +596,10 @@ fn wrap_reports_a_crash_of_the_wrapped_server() {
     let marker = base.join("granted");
     std::fs::create_dir_all(&marker).unwrap();
     let audit = base.join("audit.jsonl");
-    let (npm, server) = (npm_dir().display().to_string(), filesystem_server().display().to_string());
+    let (npm, server) = (
+        npm_dir().display().to_string(),
+        filesystem_server().display().to_string(),
+    );
     let ws = marker.display().to_string();
     let r = wrap(
         &marker,
@@ -371,14 +614,34 @@ fn wrap_reports_a_crash_of_the_wrapped_server() {
         ]),
     );
     assert!(!is_error(&r[0]), "{:?}", r[0]);
-    assert_eq!(r[1]["killed"].as_array().map(Vec::len), Some(1), "{:?}", r[1]);
+    assert_eq!(
+        r[1]["killed"].as_array().map(Vec::len),
+        Some(1),
+        "{:?}",
+        r[1]
+    );
     for step in [&r[3], &r[4]] {
-        let e = step["error"].as_str().unwrap_or_else(|| panic!("the crash must be reported: {step}"));
-        assert!(e.contains("the wrapped MCP server is gone") && e.contains("signal 9"), "{e}");
+        let e = step["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("the crash must be reported: {step}"));
+        assert!(
+            e.contains("the wrapped MCP server is gone") && e.contains("signal 9"),
+            "{e}"
+        );
     }
-    let calls: Vec<Value> = audit_lines(&audit).into_iter().filter(|l| l["kind"] == "tool_call").collect();
-    assert_eq!(calls.last().unwrap()["status"], "server_ended", "{calls:#?}");
-    assert!(pids_with_marker(&ws).is_empty(), "the wrapped server's processes are gone once the client left");
+    let calls: Vec<Value> = audit_lines(&audit)
+        .into_iter()
+        .filter(|l| l["kind"] == "tool_call")
+        .collect();
+    assert_eq!(
+        calls.last().unwrap()["status"],
+        "server_ended",
+        "{calls:#?}"
+    );
+    assert!(
+        pids_with_marker(&ws).is_empty(),
+        "the wrapped server's processes are gone once the client left"
+    );
 }
 
 // ----- without root -----
@@ -386,13 +649,25 @@ fn wrap_reports_a_crash_of_the_wrapped_server() {
 #[test]
 fn an_unprivileged_user_gets_the_same_mcp_and_wrap() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    assert!(is_root(), "this test must run as root (it switches to {TEST_USER})");
+    assert!(
+        is_root(),
+        "this test must run as root (it switches to {TEST_USER})"
+    );
     let (uid, gid, _home) = ensure_test_user();
     let (_bin_dir, bin) = binary_for_test_user("mcp-unpriv-bin");
     let ws = TempDir::new("mcp-unpriv-ws");
     std::os::unix::fs::chown(ws.path(), Some(uid), Some(gid)).unwrap();
     let as_user = |args: &[&str]| {
-        let mut v = vec!["stdio".to_string(), "setpriv".into(), "--reuid".into(), TEST_USER.into(), "--regid".into(), TEST_USER.into(), "--init-groups".into(), "--".into()];
+        let mut v = vec![
+            "stdio".to_string(),
+            "setpriv".into(),
+            "--reuid".into(),
+            TEST_USER.into(),
+            "--regid".into(),
+            TEST_USER.into(),
+            "--init-groups".into(),
+            "--".into(),
+        ];
         v.push(bin.display().to_string());
         v.extend(args.iter().map(|a| a.to_string()));
         v
@@ -409,16 +684,28 @@ fn an_unprivileged_user_gets_the_same_mcp_and_wrap() {
     );
     assert_eq!(text(&r[1]), "42\n");
     assert!(!is_error(&r[2]), "{:?}", r[2]);
-    assert_eq!(std::fs::metadata(ws.join("by-model.txt")).unwrap().uid(), uid, "files the box writes belong to the caller");
+    assert_eq!(
+        std::fs::metadata(ws.join("by-model.txt")).unwrap().uid(),
+        uid,
+        "files the box writes belong to the caller"
+    );
     assert!(is_error(&r[3]), "{:?}", r[3]);
 
     // The test user may not be able to traverse the checkout: give it its own copy of the server.
     let npm_copy = TempDir::new("mcp-unpriv-npm");
     std::fs::set_permissions(npm_copy.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let copied = std::process::Command::new("cp").arg("-a").arg(npm_dir().join("node_modules")).arg(npm_copy.path()).status().unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(npm_dir().join("node_modules"))
+        .arg(npm_copy.path())
+        .status()
+        .unwrap();
     assert!(copied.success(), "copy the filesystem server");
     let npm = npm_copy.path().display().to_string();
-    let server = npm_copy.join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js").display().to_string();
+    let server = npm_copy
+        .join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+        .display()
+        .to_string();
     let outside = TempDir::new("mcp-unpriv-outside");
     std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let r = run_client(
@@ -428,12 +715,33 @@ fn an_unprivileged_user_gets_the_same_mcp_and_wrap() {
             {"call": "write_file", "args": {"path": outside.join("escaped.txt").display().to_string(), "content": "no"}},
             {"call": "move_file", "args": {"source": "a", "destination": "b"}},
         ]),
-        &as_user(&["wrap", "--read", &npm, "--deny-tools", "move_file", "--", "node", &server, "/"]),
+        &as_user(&[
+            "wrap",
+            "--read",
+            &npm,
+            "--deny-tools",
+            "move_file",
+            "--",
+            "node",
+            &server,
+            "/",
+        ]),
     );
     assert!(!is_error(&r[0]), "{:?}", r[0]);
-    assert_eq!(std::fs::read_to_string(ws.join("wrapped.txt")).unwrap(), "ok");
-    assert!(is_error(&r[1]) && !outside.join("escaped.txt").exists(), "the host is untouched: {:?}", r[1]);
-    assert!(is_error(&r[2]) && text(&r[2]).contains("--deny-tools"), "{:?}", r[2]);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("wrapped.txt")).unwrap(),
+        "ok"
+    );
+    assert!(
+        is_error(&r[1]) && !outside.join("escaped.txt").exists(),
+        "the host is untouched: {:?}",
+        r[1]
+    );
+    assert!(
+        is_error(&r[2]) && text(&r[2]).contains("--deny-tools"),
+        "{:?}",
+        r[2]
+    );
 }
 
 #[test]
@@ -453,10 +761,21 @@ fn nothing_outlives_the_client() {
 
     // airlock wrap: the wrapped server and its box.
     let ws2 = TempDir::new("wrap-left");
-    let (npm, server) = (npm_dir().display().to_string(), filesystem_server().display().to_string());
+    let (npm, server) = (
+        npm_dir().display().to_string(),
+        filesystem_server().display().to_string(),
+    );
     let dir = ws2.path().display().to_string();
-    let r = wrap(ws2.path(), &["--read", &npm], &["node", &server, &dir], json!([{"call": "list_allowed_directories", "args": {}}]));
+    let r = wrap(
+        ws2.path(),
+        &["--read", &npm],
+        &["node", &server, &dir],
+        json!([{"call": "list_allowed_directories", "args": {}}]),
+    );
     assert!(!is_error(&r[0]), "{:?}", r[0]);
     assert_nothing_left_in(ws2.path(), "airlock wrap after its client left");
-    assert!(pids_with_marker(&dir).is_empty(), "the wrapped server is gone");
+    assert!(
+        pids_with_marker(&dir).is_empty(),
+        "the wrapped server is gone"
+    );
 }

@@ -11,7 +11,9 @@
 
 mod common;
 
-use common::{airlock, airlock_bin, binary_for_test_user, ensure_test_user, is_root, Run, TempDir, TEST_USER};
+use common::{
+    airlock, airlock_bin, binary_for_test_user, ensure_test_user, is_root, Run, TempDir, TEST_USER,
+};
 use serde_json::Value;
 use std::io::{BufRead, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -43,7 +45,12 @@ impl Origin {
         let connections = Arc::new(AtomicUsize::new(0));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (count, log, stopping, root) = (connections.clone(), requests.clone(), stop.clone(), root.to_path_buf());
+        let (count, log, stopping, root) = (
+            connections.clone(),
+            requests.clone(),
+            stop.clone(),
+            root.to_path_buf(),
+        );
         let acceptor = std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stopping.load(Ordering::SeqCst) {
@@ -55,7 +62,13 @@ impl Origin {
                 std::thread::spawn(move || answer(stream, &root, &log));
             }
         });
-        Origin { port, connections, requests, stop, acceptor: Some(acceptor) }
+        Origin {
+            port,
+            connections,
+            requests,
+            stop,
+            acceptor: Some(acceptor),
+        }
     }
 
     fn connections(&self) -> usize {
@@ -68,7 +81,13 @@ impl Origin {
 
     /// Asserts that exactly `n` connections reached the server (the test's positive controls).
     fn assert_reached(&self, n: usize, context: &str) {
-        assert_eq!(self.connections(), n, "{context}: the server saw {} connection(s), expected {n}: {:?}", self.connections(), self.requests());
+        assert_eq!(
+            self.connections(),
+            n,
+            "{context}: the server saw {} connection(s), expected {n}: {:?}",
+            self.connections(),
+            self.requests()
+        );
     }
 }
 
@@ -142,7 +161,16 @@ fn lookup(root: &Path, path: &str) -> Option<(&'static str, Vec<u8>)> {
 // ----- running boxes -----
 
 /// `svc.test` mapped to the origin's address and allowed: the grant most tests start from.
-const SVC: &[&str] = &["--net", "proxy", "--map-host", "svc.test=127.0.0.1", "--allow-domain", "svc.test", "--allow-ip", "127.0.0.1"];
+const SVC: &[&str] = &[
+    "--net",
+    "proxy",
+    "--map-host",
+    "svc.test=127.0.0.1",
+    "--allow-domain",
+    "svc.test",
+    "--allow-ip",
+    "127.0.0.1",
+];
 
 /// `airlock run --timeout 60s --result FILE <flags> -- sh -c <script>` in the workspace `ws`,
 /// with the result document.
@@ -154,26 +182,41 @@ fn boxed(ws: &Path, flags: &[&str], script: &str) -> (Run, Value) {
     args.extend_from_slice(flags);
     args.extend_from_slice(&["--", "sh", "-c", script]);
     let run = airlock(ws, &args);
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("no result file: {e}; stderr: {}", run.stderr));
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("no result file: {e}; stderr: {}", run.stderr));
     (run, serde_json::from_str(&text).expect("result is JSON"))
 }
 
 fn net_events(result: &Value) -> Vec<Value> {
-    result["network_events"].as_array().cloned().unwrap_or_default()
+    result["network_events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The events of one protocol for one host.
 fn events_for<'a>(events: &'a [Value], protocol: &str, host: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["protocol"] == protocol && e["host"] == host).collect()
+    events
+        .iter()
+        .filter(|e| e["protocol"] == protocol && e["host"] == host)
+        .collect()
 }
 
 /// Asserts that exactly one event refused `host` over `protocol`, for `reason`.
 fn assert_denied_event(events: &[Value], protocol: &str, host: &str, reason: &str) {
     let found = events_for(events, protocol, host);
-    assert_eq!(found.len(), 1, "expected one {protocol} event for {host}: {events:#?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "expected one {protocol} event for {host}: {events:#?}"
+    );
     assert_eq!(found[0]["decision"], "deny", "{:#?}", found[0]);
     assert_eq!(found[0]["reason"], reason, "{:#?}", found[0]);
-    assert!(found[0]["addr"].is_null(), "a denied request has an address: {:#?}", found[0]);
+    assert!(
+        found[0]["addr"].is_null(),
+        "a denied request has an address: {:#?}",
+        found[0]
+    );
 }
 
 fn write(path: &Path, content: &[u8]) {
@@ -185,8 +228,16 @@ fn write(path: &Path, content: &[u8]) {
 
 /// Runs a host-side helper command (never in a box) and returns its stdout; panics on failure.
 fn host(cmd: &mut Command) -> String {
-    let out = cmd.stdin(Stdio::null()).output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -243,7 +294,12 @@ struct Probe {
 
 impl Probe {
     fn new(name: &str, bytes: impl Into<Vec<u8>>) -> Probe {
-        Probe { name: name.to_string(), bytes: bytes.into(), shut: false, timeout_s: 10.0 }
+        Probe {
+            name: name.to_string(),
+            bytes: bytes.into(),
+            shut: false,
+            timeout_s: 10.0,
+        }
     }
 }
 
@@ -255,7 +311,12 @@ fn probe_command(ws: &Path, probes: &[Probe]) -> String {
         .map(|p| serde_json::json!({"name": p.name, "hex": hex(&p.bytes), "shut": p.shut, "timeout": p.timeout_s}))
         .collect();
     write(&ws.join("probe.py"), PROBE_PY.as_bytes());
-    write(&ws.join("probes.json"), serde_json::to_string(&list).expect("probes to JSON").as_bytes());
+    write(
+        &ws.join("probes.json"),
+        serde_json::to_string(&list)
+            .expect("probes to JSON")
+            .as_bytes(),
+    );
     "python3 probe.py probes.json".to_string()
 }
 
@@ -269,17 +330,34 @@ fn probe_answers(stdout: &str) -> std::collections::BTreeMap<String, Value> {
         .collect()
 }
 
-fn answer_of<'a>(answers: &'a std::collections::BTreeMap<String, Value>, name: &str, run: &Run) -> &'a Value {
-    answers.get(name).unwrap_or_else(|| panic!("no answer for probe {name}: stdout {} stderr {}", run.stdout, run.stderr))
+fn answer_of<'a>(
+    answers: &'a std::collections::BTreeMap<String, Value>,
+    name: &str,
+    run: &Run,
+) -> &'a Value {
+    answers.get(name).unwrap_or_else(|| {
+        panic!(
+            "no answer for probe {name}: stdout {} stderr {}",
+            run.stdout, run.stderr
+        )
+    })
 }
 
 /// Asserts the proxy refused a probe with 403 and `X-Airlock-Denied: reason`.
-fn assert_403(answers: &std::collections::BTreeMap<String, Value>, name: &str, reason: &str, run: &Run) {
+fn assert_403(
+    answers: &std::collections::BTreeMap<String, Value>,
+    name: &str,
+    reason: &str,
+    run: &Run,
+) {
     let a = answer_of(answers, name, run);
     assert_eq!(a["status"], 403, "{name}: {a:#}");
     assert_eq!(a["denied"], reason, "{name}: {a:#}");
     let body = a["body"].as_str().unwrap_or("");
-    assert!(body.ends_with('\n') && body.trim_end().lines().count() == 1, "{name}: the body is not one line: {body:?}");
+    assert!(
+        body.ends_with('\n') && body.trim_end().lines().count() == 1,
+        "{name}: the body is not one line: {body:?}"
+    );
 }
 
 fn get(host: &str, port: u16, path: &str) -> Vec<u8> {
@@ -317,7 +395,13 @@ fn allowed_requests_reach_the_server_over_http_connect_socks5_and_urllib() {
     let (run, result) = boxed(ws.path(), SVC, &script);
     assert_eq!(run.code, 0, "stdout {} stderr {}", run.stdout, run.stderr);
     for client in ["http", "connect", "socks5", "all_proxy", "urllib"] {
-        assert!(run.stdout.contains(&format!("{client}: hello-from-origin\n")), "{client} did not get the body: {}\n{}", run.stdout, run.stderr);
+        assert!(
+            run.stdout
+                .contains(&format!("{client}: hello-from-origin\n")),
+            "{client} did not get the body: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
     }
 
     let events = net_events(&result);
@@ -330,13 +414,27 @@ fn allowed_requests_reach_the_server_over_http_connect_socks5_and_urllib() {
             assert!(e["reason"].is_null(), "{e:#}");
             assert_eq!(e["port"], origin.port, "{e:#}");
             assert_eq!(e["addr"], addr.as_str(), "{e:#}");
-            assert_eq!(e["rule"], "--allow-domain svc.test, --allow-ip 127.0.0.1", "{e:#}");
-            assert!(e["bytes_up"].as_u64().unwrap_or(0) > 0 && e["bytes_down"].as_u64().unwrap_or(0) > 0, "no byte counts: {e:#}");
+            assert_eq!(
+                e["rule"], "--allow-domain svc.test, --allow-ip 127.0.0.1",
+                "{e:#}"
+            );
+            assert!(
+                e["bytes_up"].as_u64().unwrap_or(0) > 0
+                    && e["bytes_down"].as_u64().unwrap_or(0) > 0,
+                "no byte counts: {e:#}"
+            );
         }
     }
     assert_eq!(events.len(), 5, "unexpected extra events: {events:#?}");
     origin.assert_reached(5, "five allowed requests");
-    assert!(origin.requests().iter().all(|r| r == "GET /hello.txt HTTP/1.1"), "{:?}", origin.requests());
+    assert!(
+        origin
+            .requests()
+            .iter()
+            .all(|r| r == "GET /hello.txt HTTP/1.1"),
+        "{:?}",
+        origin.requests()
+    );
 }
 
 // ----- 2. git -----
@@ -346,14 +444,50 @@ fn git_clones_over_dumb_http_through_the_proxy() {
     let root = TempDir::new("net-git-root");
     let scratch = TempDir::new("net-git-scratch");
     let git = |dir: &Path, args: &[&str]| {
-        host(Command::new("git").args(args).current_dir(dir).env("GIT_CONFIG_NOSYSTEM", "1").env("GIT_CONFIG_GLOBAL", "/dev/null"))
+        host(
+            Command::new("git")
+                .args(args)
+                .current_dir(dir)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null"),
+        )
     };
-    git(root.path(), &["init", "-q", "--bare", "--initial-branch", "main", "repo.git"]);
-    git(scratch.path(), &["clone", "-q", &root.join("repo.git").to_string_lossy(), "work"]);
+    git(
+        root.path(),
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "--initial-branch",
+            "main",
+            "repo.git",
+        ],
+    );
+    git(
+        scratch.path(),
+        &[
+            "clone",
+            "-q",
+            &root.join("repo.git").to_string_lossy(),
+            "work",
+        ],
+    );
     let work = scratch.join("work");
     write(&work.join("README"), b"cloned-through-airlock\n");
     git(&work, &["add", "README"]);
-    git(&work, &["-c", "user.name=airlock test", "-c", "user.email=test@airlock.test", "commit", "-q", "-m", "first"]);
+    git(
+        &work,
+        &[
+            "-c",
+            "user.name=airlock test",
+            "-c",
+            "user.email=test@airlock.test",
+            "commit",
+            "-q",
+            "-m",
+            "first",
+        ],
+    );
     git(&work, &["push", "-q", "origin", "HEAD:main"]);
     git(&root.join("repo.git"), &["update-server-info"]);
     let commit = git(&work, &["rev-parse", "HEAD"]).trim().to_string();
@@ -366,12 +500,36 @@ fn git_clones_over_dumb_http_through_the_proxy() {
     );
     let (run, result) = boxed(ws.path(), SVC, &script);
     assert_eq!(run.code, 0, "stdout {} stderr {}", run.stdout, run.stderr);
-    assert!(run.stdout.contains(&format!("HEAD {commit}")), "the clone lacks commit {commit}: {}", run.stdout);
-    assert!(run.stdout.contains("cloned-through-airlock"), "{}", run.stdout);
-    assert_eq!(std::fs::read_to_string(ws.join("clone/README")).expect("the clone is in the workspace"), "cloned-through-airlock\n");
-    assert!(origin.requests().iter().any(|r| r.starts_with("GET /repo.git/info/refs")), "{:?}", origin.requests());
+    assert!(
+        run.stdout.contains(&format!("HEAD {commit}")),
+        "the clone lacks commit {commit}: {}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("cloned-through-airlock"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("clone/README")).expect("the clone is in the workspace"),
+        "cloned-through-airlock\n"
+    );
+    assert!(
+        origin
+            .requests()
+            .iter()
+            .any(|r| r.starts_with("GET /repo.git/info/refs")),
+        "{:?}",
+        origin.requests()
+    );
     let events = net_events(&result);
-    assert!(!events.is_empty() && events.iter().all(|e| e["decision"] == "allow" && e["host"] == "svc.test"), "{events:#?}");
+    assert!(
+        !events.is_empty()
+            && events
+                .iter()
+                .all(|e| e["decision"] == "allow" && e["host"] == "svc.test"),
+        "{events:#?}"
+    );
 }
 
 // ----- 3. pip -----
@@ -407,7 +565,11 @@ fn pip_installs_a_wheel_from_a_local_index_through_the_proxy() {
     let root = TempDir::new("net-pip-root");
     let build = TempDir::new("net-pip-build");
     write(&build.join("build.py"), BUILD_WHEEL_PY.as_bytes());
-    host(Command::new("python3").arg(build.join("build.py")).arg(root.path()));
+    host(
+        Command::new("python3")
+            .arg(build.join("build.py"))
+            .arg(root.path()),
+    );
     let origin = Origin::serve(root.path());
     let ws = TempDir::new("net-pip-ws");
     // pip ignores a plain-http index unless told to trust it (--trusted-host); the version
@@ -422,10 +584,23 @@ fn pip_installs_a_wheel_from_a_local_index_through_the_proxy() {
     assert_eq!(run.code, 0, "stdout {} stderr {}", run.stdout, run.stderr);
     assert!(run.stdout.contains("airlock-demo-pip-ok"), "{}", run.stdout);
     let reqs = origin.requests();
-    assert!(reqs.iter().any(|r| r.starts_with("GET /simple/airlock-demo/")), "{reqs:?}");
-    assert!(reqs.iter().any(|r| r.starts_with("GET /packages/airlock_demo-1.0-py3-none-any.whl")), "{reqs:?}");
+    assert!(
+        reqs.iter()
+            .any(|r| r.starts_with("GET /simple/airlock-demo/")),
+        "{reqs:?}"
+    );
+    assert!(
+        reqs.iter()
+            .any(|r| r.starts_with("GET /packages/airlock_demo-1.0-py3-none-any.whl")),
+        "{reqs:?}"
+    );
     let events = net_events(&result);
-    assert!(events.iter().all(|e| e["decision"] == "allow" && e["host"] == "svc.test"), "{events:#?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["decision"] == "allow" && e["host"] == "svc.test"),
+        "{events:#?}"
+    );
 }
 
 // ----- 4. npm -----
@@ -466,7 +641,12 @@ fn npm_installs_a_package_from_a_local_registry_through_the_proxy() {
     let origin = Origin::serve(root.path());
     let build = TempDir::new("net-npm-build");
     write(&build.join("build.py"), BUILD_NPM_PY.as_bytes());
-    host(Command::new("python3").arg(build.join("build.py")).arg(root.path()).arg(origin.port.to_string()));
+    host(
+        Command::new("python3")
+            .arg(build.join("build.py"))
+            .arg(root.path())
+            .arg(origin.port.to_string()),
+    );
     let ws = TempDir::new("net-npm-ws");
     let script = format!(
         "npm install --no-audit --no-fund --no-update-notifier --registry http://svc.test:{}/ airlock-demo \
@@ -476,12 +656,27 @@ fn npm_installs_a_package_from_a_local_registry_through_the_proxy() {
     let (run, result) = boxed(ws.path(), SVC, &script);
     assert_eq!(run.code, 0, "stdout {} stderr {}", run.stdout, run.stderr);
     assert!(run.stdout.contains("airlock-demo-npm-ok"), "{}", run.stdout);
-    assert!(ws.join("node_modules/airlock-demo/index.js").is_file(), "not installed into the workspace");
+    assert!(
+        ws.join("node_modules/airlock-demo/index.js").is_file(),
+        "not installed into the workspace"
+    );
     let reqs = origin.requests();
-    assert!(reqs.iter().any(|r| r.starts_with("GET /airlock-demo ")), "{reqs:?}");
-    assert!(reqs.iter().any(|r| r.starts_with("GET /airlock-demo-1.0.0.tgz")), "{reqs:?}");
+    assert!(
+        reqs.iter().any(|r| r.starts_with("GET /airlock-demo ")),
+        "{reqs:?}"
+    );
+    assert!(
+        reqs.iter()
+            .any(|r| r.starts_with("GET /airlock-demo-1.0.0.tgz")),
+        "{reqs:?}"
+    );
     let events = net_events(&result);
-    assert!(events.iter().all(|e| e["decision"] == "allow" && e["host"] == "svc.test"), "{events:#?}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["decision"] == "allow" && e["host"] == "svc.test"),
+        "{events:#?}"
+    );
 }
 
 // ----- 5. refusals -----
@@ -499,24 +694,61 @@ fn deny_rules_the_allowlist_and_address_checks_refuse_names() {
     let probes = [
         Probe::new("denied-get", get("bad.corp.test", port, "/ok.txt")),
         Probe::new("denied-connect", connect(&format!("bad.corp.test:{port}"))),
-        Probe::new("denied-case-and-dot", get("BAD.Corp.Test.", port, "/ok.txt")),
+        Probe::new(
+            "denied-case-and-dot",
+            get("BAD.Corp.Test.", port, "/ok.txt"),
+        ),
     ];
-    let script = format!("{}; curl -sS http://svc.corp.test:{port}/ok.txt", probe_command(ws.path(), &probes));
-    let flags = ["--net", "proxy", "--allow-domain", "*.corp.test", "--deny-domain", "bad.corp.test", "--map-host", "bad.corp.test=127.0.0.1", "--map-host", "svc.corp.test=127.0.0.1", "--allow-ip", "127.0.0.1"];
+    let script = format!(
+        "{}; curl -sS http://svc.corp.test:{port}/ok.txt",
+        probe_command(ws.path(), &probes)
+    );
+    let flags = [
+        "--net",
+        "proxy",
+        "--allow-domain",
+        "*.corp.test",
+        "--deny-domain",
+        "bad.corp.test",
+        "--map-host",
+        "bad.corp.test=127.0.0.1",
+        "--map-host",
+        "svc.corp.test=127.0.0.1",
+        "--allow-ip",
+        "127.0.0.1",
+    ];
     let (run, result) = boxed(ws.path(), &flags, &script);
     let answers = probe_answers(&run.stdout);
     for name in ["denied-get", "denied-connect", "denied-case-and-dot"] {
         assert_403(&answers, name, "denied-domain", &run);
     }
-    assert!(answer_of(&answers, "denied-get", &run)["body"].as_str().unwrap_or("").contains("--deny-domain bad.corp.test"));
+    assert!(answer_of(&answers, "denied-get", &run)["body"]
+        .as_str()
+        .unwrap_or("")
+        .contains("--deny-domain bad.corp.test"));
     let events = net_events(&result);
     assert_denied_event(&events, "connect", "bad.corp.test", "denied-domain");
-    let http_denied: Vec<_> = events.iter().filter(|e| e["protocol"] == "http" && e["decision"] == "deny").collect();
+    let http_denied: Vec<_> = events
+        .iter()
+        .filter(|e| e["protocol"] == "http" && e["decision"] == "deny")
+        .collect();
     assert_eq!(http_denied.len(), 2, "{events:#?}");
     for e in &http_denied {
-        assert_eq!((&e["reason"], &e["rule"]), (&Value::from("denied-domain"), &Value::from("--deny-domain bad.corp.test")), "{e:#}");
+        assert_eq!(
+            (&e["reason"], &e["rule"]),
+            (
+                &Value::from("denied-domain"),
+                &Value::from("--deny-domain bad.corp.test")
+            ),
+            "{e:#}"
+        );
     }
-    assert!(run.stdout.contains("control-ok"), "the allowed control failed: {} {}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("control-ok"),
+        "the allowed control failed: {} {}",
+        run.stdout,
+        run.stderr
+    );
     origin.assert_reached(1, "deny rule (only the control may arrive)");
 
     // A name no rule allows, and an allowed name mapped to loopback without `--allow-ip`.
@@ -525,25 +757,55 @@ fn deny_rules_the_allowlist_and_address_checks_refuse_names() {
         Probe::new("loopback-get", get("loop.test", port, "/ok.txt")),
         Probe::new("loopback-connect", connect(&format!("loop.test:{port}"))),
     ];
-    let grants = ["--net", "proxy", "--allow-domain", "loop.test", "--map-host", "loop.test=127.0.0.1", "--map-host", "other.test=127.0.0.1"];
+    let grants = [
+        "--net",
+        "proxy",
+        "--allow-domain",
+        "loop.test",
+        "--map-host",
+        "loop.test=127.0.0.1",
+        "--map-host",
+        "other.test=127.0.0.1",
+    ];
     let (run, result) = boxed(ws.path(), &grants, &probe_command(ws.path(), &probes));
     let answers = probe_answers(&run.stdout);
     assert_403(&answers, "unlisted", "not-allowed", &run);
     assert_403(&answers, "loopback-get", "forbidden-address", &run);
     assert_403(&answers, "loopback-connect", "forbidden-address", &run);
-    assert!(answer_of(&answers, "loopback-get", &run)["body"].as_str().unwrap_or("").contains("--allow-ip"), "the message does not name the flag");
+    assert!(
+        answer_of(&answers, "loopback-get", &run)["body"]
+            .as_str()
+            .unwrap_or("")
+            .contains("--allow-ip"),
+        "the message does not name the flag"
+    );
     let events = net_events(&result);
     assert_denied_event(&events, "http", "other.test", "not-allowed");
     let loop_events = events_for(&events, "http", "loop.test");
     assert_eq!(loop_events.len(), 1, "{events:#?}");
-    assert_eq!((&loop_events[0]["decision"], &loop_events[0]["reason"]), (&Value::from("deny"), &Value::from("forbidden-address")));
+    assert_eq!(
+        (&loop_events[0]["decision"], &loop_events[0]["reason"]),
+        (&Value::from("deny"), &Value::from("forbidden-address"))
+    );
     origin.assert_reached(1, "unlisted and loopback-mapped names");
 
     // Control: the same loopback request with the grant reaches the server.
     let granted = [&grants[..], &["--allow-ip", "127.0.0.1"]].concat();
-    let (run, _) = boxed(ws.path(), &granted, &probe_command(ws.path(), &[Probe::new("granted", get("loop.test", port, "/ok.txt"))]));
+    let (run, _) = boxed(
+        ws.path(),
+        &granted,
+        &probe_command(
+            ws.path(),
+            &[Probe::new("granted", get("loop.test", port, "/ok.txt"))],
+        ),
+    );
     let answers = probe_answers(&run.stdout);
-    assert_eq!(answer_of(&answers, "granted", &run)["status"], 200, "{}", run.stdout);
+    assert_eq!(
+        answer_of(&answers, "granted", &run)["status"],
+        200,
+        "{}",
+        run.stdout
+    );
     origin.assert_reached(2, "the granted control");
 }
 
@@ -561,16 +823,35 @@ fn ip_literals_in_every_notation_need_an_allow_ip_grant() {
         ("hex", get("0x7f000001", port, "/ok.txt"), "127.0.0.1"),
         ("short", get("127.1", port, "/ok.txt"), "127.0.0.1"),
         ("v6-loopback", get("[::1]", port, "/ok.txt"), "::1"),
-        ("v4-mapped", get("[::ffff:127.0.0.1]", port, "/ok.txt"), "127.0.0.1"),
-        ("connect-decimal", connect(&format!("2130706433:{port}")), "127.0.0.1"),
-        ("connect-v4-mapped", connect(&format!("[::ffff:127.0.0.1]:{port}")), "127.0.0.1"),
+        (
+            "v4-mapped",
+            get("[::ffff:127.0.0.1]", port, "/ok.txt"),
+            "127.0.0.1",
+        ),
+        (
+            "connect-decimal",
+            connect(&format!("2130706433:{port}")),
+            "127.0.0.1",
+        ),
+        (
+            "connect-v4-mapped",
+            connect(&format!("[::ffff:127.0.0.1]:{port}")),
+            "127.0.0.1",
+        ),
     ];
-    let probes: Vec<Probe> = literals.iter().map(|(name, req, _)| Probe::new(name, req.clone())).collect();
+    let probes: Vec<Probe> = literals
+        .iter()
+        .map(|(name, req, _)| Probe::new(name, req.clone()))
+        .collect();
     let script = format!(
         "{}; curl -sS -o /dev/null -w 'curl-literal %{{http_code}}\\n' --path-as-is http://127.0.0.1:{port}/ok.txt",
         probe_command(ws.path(), &probes)
     );
-    let (run, result) = boxed(ws.path(), &["--net", "proxy", "--allow-domain", "svc.test"], &script);
+    let (run, result) = boxed(
+        ws.path(),
+        &["--net", "proxy", "--allow-domain", "svc.test"],
+        &script,
+    );
     let answers = probe_answers(&run.stdout);
     for (name, _, _) in &literals {
         assert_403(&answers, name, "ip-literal-not-granted", &run);
@@ -579,32 +860,66 @@ fn ip_literals_in_every_notation_need_an_allow_ip_grant() {
     let events = net_events(&result);
     assert_eq!(events.len(), literals.len() + 1, "{events:#?}");
     for e in &events {
-        assert_eq!((&e["decision"], &e["reason"]), (&Value::from("deny"), &Value::from("ip-literal-not-granted")), "{e:#}");
+        assert_eq!(
+            (&e["decision"], &e["reason"]),
+            (&Value::from("deny"), &Value::from("ip-literal-not-granted")),
+            "{e:#}"
+        );
     }
     // The refusal names the address as the proxy understood it (the event keeps the request's
     // own spelling, which shows the attempt).
     for (name, _, canonical) in &literals {
-        let dest = if canonical.contains(':') { format!("[{canonical}]:{port}") } else { format!("{canonical}:{port}") };
-        let body = answer_of(&answers, name, &run)["body"].as_str().unwrap_or("").to_string();
-        assert!(body.contains(&format!("{dest} is an IP address")) && body.contains(&format!("--allow-ip {dest}")), "{name}: {body}");
+        let dest = if canonical.contains(':') {
+            format!("[{canonical}]:{port}")
+        } else {
+            format!("{canonical}:{port}")
+        };
+        let body = answer_of(&answers, name, &run)["body"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        assert!(
+            body.contains(&format!("{dest} is an IP address"))
+                && body.contains(&format!("--allow-ip {dest}")),
+            "{name}: {body}"
+        );
     }
     origin.assert_reached(0, "IP literals without a grant");
 
     // Control: with the grant, the same unusual notations reach the server (so the refusals
     // above were the missing grant, not a broken request).
-    let tunnelled = [connect(&format!("[::ffff:127.0.0.1]:{port}")), b"GET /ok.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec()].concat();
-    let probes = [Probe::new("decimal", get("2130706433", port, "/ok.txt")), Probe::new("v4-mapped", tunnelled)];
-    let (run, result) = boxed(ws.path(), &["--net", "proxy", "--allow-ip", "127.0.0.1"], &probe_command(ws.path(), &probes));
+    let tunnelled = [
+        connect(&format!("[::ffff:127.0.0.1]:{port}")),
+        b"GET /ok.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".to_vec(),
+    ]
+    .concat();
+    let probes = [
+        Probe::new("decimal", get("2130706433", port, "/ok.txt")),
+        Probe::new("v4-mapped", tunnelled),
+    ];
+    let (run, result) = boxed(
+        ws.path(),
+        &["--net", "proxy", "--allow-ip", "127.0.0.1"],
+        &probe_command(ws.path(), &probes),
+    );
     let answers = probe_answers(&run.stdout);
     for name in ["decimal", "v4-mapped"] {
         let a = answer_of(&answers, name, &run);
         assert_eq!(a["status"], 200, "{a:#}");
-        assert!(a["body"].as_str().unwrap_or("").contains("control-ok"), "{a:#}");
+        assert!(
+            a["body"].as_str().unwrap_or("").contains("control-ok"),
+            "{a:#}"
+        );
     }
     let events = net_events(&result);
     assert_eq!(events.len(), 2, "{events:#?}");
     let addr = format!("127.0.0.1:{port}");
-    assert!(events.iter().all(|e| e["decision"] == "allow" && e["addr"] == addr.as_str() && e["rule"] == "--allow-ip 127.0.0.1"), "{events:#?}");
+    assert!(
+        events.iter().all(|e| e["decision"] == "allow"
+            && e["addr"] == addr.as_str()
+            && e["rule"] == "--allow-ip 127.0.0.1"),
+        "{events:#?}"
+    );
     origin.assert_reached(2, "the granted literals");
 }
 
@@ -627,18 +942,38 @@ fn userinfo_in_the_url_never_reaches_the_server() {
     let flags = [SVC, &["--map-host", "other.test=127.0.0.1"]].concat();
     let (run, result) = boxed(ws.path(), &flags, &script);
     // curl itself takes `svc.test` as the user name and asks for other.test, which is refused.
-    assert!(run.stdout.contains("X-Airlock-Denied: not-allowed"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("X-Airlock-Denied: not-allowed"),
+        "{}",
+        run.stdout
+    );
     let answers = probe_answers(&run.stdout);
     for name in ["raw-userinfo", "raw-userinfo-reversed", "connect-userinfo"] {
         let a = answer_of(&answers, name, &run);
         assert!(a["status"] == 400 || a["status"] == 403, "{name}: {a:#}");
     }
-    assert!(run.stdout.contains("control-ok"), "{} {}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("control-ok"),
+        "{} {}",
+        run.stdout,
+        run.stderr
+    );
     let events = net_events(&result);
     assert_denied_event(&events, "http", "other.test", "not-allowed");
-    assert_eq!(events.iter().filter(|e| e["decision"] == "allow").count(), 1, "only the control is allowed: {events:#?}");
+    assert_eq!(
+        events.iter().filter(|e| e["decision"] == "allow").count(),
+        1,
+        "only the control is allowed: {events:#?}"
+    );
     origin.assert_reached(1, "userinfo tricks (only the control may arrive)");
-    assert!(origin.requests().iter().all(|r| r == "GET /ok.txt HTTP/1.1"), "{:?}", origin.requests());
+    assert!(
+        origin
+            .requests()
+            .iter()
+            .all(|r| r == "GET /ok.txt HTTP/1.1"),
+        "{:?}",
+        origin.requests()
+    );
 }
 
 #[test]
@@ -653,7 +988,16 @@ fn a_grant_for_another_port_does_not_open_this_one() {
         Probe::new("name-connect", connect(&format!("svc.test:{port}"))),
         Probe::new("literal-get", get("127.0.0.1", port, "/ok.txt")),
     ];
-    let flags = ["--net", "proxy", "--map-host", "svc.test=127.0.0.1", "--allow-domain", "svc.test:1", "--allow-ip", "127.0.0.1:1"];
+    let flags = [
+        "--net",
+        "proxy",
+        "--map-host",
+        "svc.test=127.0.0.1",
+        "--allow-domain",
+        "svc.test:1",
+        "--allow-ip",
+        "127.0.0.1:1",
+    ];
     let (run, result) = boxed(ws.path(), &flags, &probe_command(ws.path(), &probes));
     let answers = probe_answers(&run.stdout);
     for name in ["name-get", "name-connect", "literal-get"] {
@@ -663,12 +1007,36 @@ fn a_grant_for_another_port_does_not_open_this_one() {
     assert_denied_event(&events, "http", "svc.test", "port-not-allowed");
     assert_denied_event(&events, "connect", "svc.test", "port-not-allowed");
     assert_denied_event(&events, "http", "127.0.0.1", "port-not-allowed");
-    assert_eq!(events_for(&events, "http", "svc.test")[0]["rule"], "--allow-domain svc.test:1");
+    assert_eq!(
+        events_for(&events, "http", "svc.test")[0]["rule"],
+        "--allow-domain svc.test:1"
+    );
     origin.assert_reached(0, "a grant for port 1");
 
-    let flags = ["--net", "proxy", "--map-host", "svc.test=127.0.0.1", "--allow-domain", &format!("svc.test:{port}"), "--allow-ip", &format!("127.0.0.1:{port}")];
-    let (run, _) = boxed(ws.path(), &flags, &probe_command(ws.path(), &[Probe::new("right-port", get("svc.test", port, "/ok.txt"))]));
-    assert_eq!(answer_of(&probe_answers(&run.stdout), "right-port", &run)["status"], 200, "{}", run.stdout);
+    let flags = [
+        "--net",
+        "proxy",
+        "--map-host",
+        "svc.test=127.0.0.1",
+        "--allow-domain",
+        &format!("svc.test:{port}"),
+        "--allow-ip",
+        &format!("127.0.0.1:{port}"),
+    ];
+    let (run, _) = boxed(
+        ws.path(),
+        &flags,
+        &probe_command(
+            ws.path(),
+            &[Probe::new("right-port", get("svc.test", port, "/ok.txt"))],
+        ),
+    );
+    assert_eq!(
+        answer_of(&probe_answers(&run.stdout), "right-port", &run)["status"],
+        200,
+        "{}",
+        run.stdout
+    );
     origin.assert_reached(1, "the control on the granted port");
 }
 
@@ -690,16 +1058,29 @@ fn socks5_to_a_refused_name_fails_with_not_allowed_by_ruleset() {
     let flags = [SVC, &["--map-host", "other.test=127.0.0.1"]].concat();
     let (run, result) = boxed(ws.path(), &flags, &script);
     // curl: 97 = CURLE_PROXY, the SOCKS5 reply code in parentheses (2 = not allowed by ruleset).
-    assert!(run.stdout.contains("explicit-exit 97") && run.stdout.contains("all-proxy-exit 97"), "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("explicit-exit 97") && run.stdout.contains("all-proxy-exit 97"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
     assert!(run.stderr.contains("(2)"), "{}", run.stderr);
     // Raw: method reply 05 00, then the CONNECT reply 05 02 (not allowed by ruleset).
     let raw = answer_of(&probe_answers(&run.stdout), "raw-socks5", &run).clone();
-    assert!(raw["hex"].as_str().unwrap_or("").starts_with("05000502"), "{raw:#}");
+    assert!(
+        raw["hex"].as_str().unwrap_or("").starts_with("05000502"),
+        "{raw:#}"
+    );
     assert!(run.stdout.contains("control-ok"), "{}", run.stdout);
     let events = net_events(&result);
     let denied = events_for(&events, "socks5", "other.test");
     assert_eq!(denied.len(), 3, "{events:#?}");
-    assert!(denied.iter().all(|e| e["decision"] == "deny" && e["reason"] == "not-allowed"), "{denied:#?}");
+    assert!(
+        denied
+            .iter()
+            .all(|e| e["decision"] == "deny" && e["reason"] == "not-allowed"),
+        "{denied:#?}"
+    );
     origin.assert_reached(1, "SOCKS5 refusals (only the control may arrive)");
 }
 
@@ -763,22 +1144,58 @@ fn the_box_cannot_go_around_the_proxy() {
     );
     let (run, result) = boxed(ws.path(), SVC, &script);
     let line = |key: &str| {
-        run.stdout.lines().find(|l| l.starts_with(&format!("{key} "))).unwrap_or_else(|| panic!("no {key} line: {}\n{}", run.stdout, run.stderr)).to_string()
+        run.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no {key} line: {}\n{}", run.stdout, run.stderr))
+            .to_string()
     };
     // The box's 127.0.0.1 is its own loopback; Landlock refuses the connect before that matters.
-    assert!(["DIRECT EACCES", "DIRECT ECONNREFUSED"].contains(&line("DIRECT").as_str()), "{}", line("DIRECT"));
-    assert!(!line("DIRECT6").contains("connected"), "{}", line("DIRECT6"));
-    assert_eq!(line("LISTENING"), "LISTENING True", "the box's own server did not start");
-    assert_eq!(line("INBOX"), "INBOX EACCES", "TCP connect to a non-proxy port inside the box");
-    assert_eq!(line("PROXY"), "PROXY connected", "the proxy port must stay reachable");
+    assert!(
+        ["DIRECT EACCES", "DIRECT ECONNREFUSED"].contains(&line("DIRECT").as_str()),
+        "{}",
+        line("DIRECT")
+    );
+    assert!(
+        !line("DIRECT6").contains("connected"),
+        "{}",
+        line("DIRECT6")
+    );
+    assert_eq!(
+        line("LISTENING"),
+        "LISTENING True",
+        "the box's own server did not start"
+    );
+    assert_eq!(
+        line("INBOX"),
+        "INBOX EACCES",
+        "TCP connect to a non-proxy port inside the box"
+    );
+    assert_eq!(
+        line("PROXY"),
+        "PROXY connected",
+        "the proxy port must stay reachable"
+    );
     assert!(!line("UDP").contains("answered"), "{}", line("UDP"));
     assert_eq!(line("GAI"), "GAI failed");
     assert!(!line("GETENT").ends_with(" 0"), "{}", line("GETENT"));
-    assert!(!run.stdout.contains("127.0.0.1  ") && !run.stdout.contains("127.0.0.1 svc.test"), "getent resolved: {}", run.stdout);
-    assert_eq!(line("RESOLV"), "RESOLV 1", "/etc/resolv.conf exists in the box");
+    assert!(
+        !run.stdout.contains("127.0.0.1  ") && !run.stdout.contains("127.0.0.1 svc.test"),
+        "getent resolved: {}",
+        run.stdout
+    );
+    assert_eq!(
+        line("RESOLV"),
+        "RESOLV 1",
+        "/etc/resolv.conf exists in the box"
+    );
     origin.assert_reached(0, "direct connections from the box");
     // The proxy-port control connected and closed without a request: nothing else was decided.
-    assert!(net_events(&result).iter().all(|e| e["decision"] != "allow"), "{:#?}", net_events(&result));
+    assert!(
+        net_events(&result).iter().all(|e| e["decision"] != "allow"),
+        "{:#?}",
+        net_events(&result)
+    );
 }
 
 // ----- 7. garbage -----
@@ -807,7 +1224,10 @@ fn garbage_is_refused_and_the_proxy_keeps_serving() {
     random.shut = true;
     let mut huge = get("svc.test", port, "/ok.txt");
     let end = huge.len() - 2;
-    huge.splice(end..end, format!("X-Big: {}\r\n", "a".repeat(20 * 1024)).into_bytes());
+    huge.splice(
+        end..end,
+        format!("X-Big: {}\r\n", "a".repeat(20 * 1024)).into_bytes(),
+    );
     let mut socks4 = vec![4, 1];
     socks4.extend_from_slice(&port.to_be_bytes());
     socks4.extend_from_slice(&[127, 0, 0, 1, b'u', 0]);
@@ -824,14 +1244,29 @@ fn garbage_is_refused_and_the_proxy_keeps_serving() {
         socks4,
         Probe::new("socks5-bind", [&[5u8, 1, 0, 5, 2, 0, 1, 127, 0, 0, 1][..], &port.to_be_bytes()].concat()),
     ];
-    let script = format!("{}; echo \"after: $(curl -sS http://svc.test:{port}/ok.txt)\"", probe_command(ws.path(), &probes));
+    let script = format!(
+        "{}; echo \"after: $(curl -sS http://svc.test:{port}/ok.txt)\"",
+        probe_command(ws.path(), &probes)
+    );
     let (run, result) = boxed(ws.path(), SVC, &script);
     let answers = probe_answers(&run.stdout);
     for a in answers.values() {
-        assert_ne!(a["outcome"], "timeout", "the proxy left a garbage connection hanging: {a:#}");
-        assert!(a["status"].is_null() || a["status"].as_u64().is_some_and(|s| s >= 400), "garbage was answered with success: {a:#}");
+        assert_ne!(
+            a["outcome"], "timeout",
+            "the proxy left a garbage connection hanging: {a:#}"
+        );
+        assert!(
+            a["status"].is_null() || a["status"].as_u64().is_some_and(|s| s >= 400),
+            "garbage was answered with success: {a:#}"
+        );
     }
-    for name in ["bad-request-line", "origin-form", "bare-cr", "bad-port", "smuggling"] {
+    for name in [
+        "bad-request-line",
+        "origin-form",
+        "bare-cr",
+        "bad-port",
+        "smuggling",
+    ] {
         assert_eq!(answer_of(&answers, name, &run)["status"], 400, "{name}");
     }
     // The proxy stops reading at 16 KiB and answers 431 (then the unread rest resets the
@@ -839,21 +1274,56 @@ fn garbage_is_refused_and_the_proxy_keeps_serving() {
     let huge = answer_of(&answers, "oversized-header", &run);
     assert_eq!(huge["status"], 431, "{huge:#}");
     // SOCKS4 is refused in its own protocol (VN 0, CD 91), not left waiting.
-    assert_eq!(answer_of(&answers, "socks4", &run)["hex"], "005b000000000000", "{:#}", answer_of(&answers, "socks4", &run));
+    assert_eq!(
+        answer_of(&answers, "socks4", &run)["hex"],
+        "005b000000000000",
+        "{:#}",
+        answer_of(&answers, "socks4", &run)
+    );
     // SOCKS5 BIND: no-auth accepted, then "command not supported" (7).
-    assert!(answer_of(&answers, "socks5-bind", &run)["hex"].as_str().unwrap_or("").starts_with("05000507"), "{:#}", answer_of(&answers, "socks5-bind", &run));
+    assert!(
+        answer_of(&answers, "socks5-bind", &run)["hex"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("05000507"),
+        "{:#}",
+        answer_of(&answers, "socks5-bind", &run)
+    );
 
-    assert!(run.stdout.contains("after: control-ok"), "the proxy stopped serving: {}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("after: control-ok"),
+        "the proxy stopped serving: {}\n{}",
+        run.stdout,
+        run.stderr
+    );
     origin.assert_reached(1, "garbage (only the control may arrive)");
     let events = net_events(&result);
     let allowed: Vec<_> = events.iter().filter(|e| e["decision"] == "allow").collect();
     assert_eq!(allowed.len(), 1, "{events:#?}");
-    assert!(events.iter().filter(|e| e["reason"] == "bad-request").count() >= 6, "refused heads are recorded: {events:#?}");
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["reason"] == "bad-request")
+            .count()
+            >= 6,
+        "refused heads are recorded: {events:#?}"
+    );
 }
 
 // ----- 8. audit and limits -----
 
-const AUDIT_FIELDS: &[&str] = &["time_ms", "protocol", "host", "port", "decision", "reason", "rule", "bytes_up", "bytes_down", "duration_ms"];
+const AUDIT_FIELDS: &[&str] = &[
+    "time_ms",
+    "protocol",
+    "host",
+    "port",
+    "decision",
+    "reason",
+    "rule",
+    "bytes_up",
+    "bytes_down",
+    "duration_ms",
+];
 
 #[test]
 fn the_audit_file_has_one_json_line_per_decision() {
@@ -865,7 +1335,11 @@ fn the_audit_file_has_one_json_line_per_decision() {
     let logs = TempDir::new("net-audit-log");
     let audit = logs.join("audit.jsonl");
     let audit_s = audit.to_string_lossy().into_owned();
-    let flags = [SVC, &["--map-host", "other.test=127.0.0.1", "--audit", &audit_s]].concat();
+    let flags = [
+        SVC,
+        &["--map-host", "other.test=127.0.0.1", "--audit", &audit_s],
+    ]
+    .concat();
     let script = format!(
         "curl -sS http://svc.test:{port}/ok.txt; curl -sS -p http://svc.test:{port}/ok.txt;
          curl -sS http://other.test:{port}/ok.txt; curl -sS --socks5-hostname 127.0.0.1:3128 http://other.test:{port}/ok.txt; true"
@@ -873,22 +1347,48 @@ fn the_audit_file_has_one_json_line_per_decision() {
     let (run, result) = boxed(ws.path(), &flags, &script);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let text = std::fs::read_to_string(&audit).expect("the audit file exists");
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("audit line is not JSON ({e}): {l}"))).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("audit line is not JSON ({e}): {l}"))
+        })
+        .collect();
     assert_eq!(lines.len(), 4, "{text}");
     for line in &lines {
         for field in AUDIT_FIELDS {
-            assert!(line.get(*field).is_some(), "audit line lacks {field}: {line}");
+            assert!(
+                line.get(*field).is_some(),
+                "audit line lacks {field}: {line}"
+            );
         }
-        assert!(line["time_ms"].as_u64().unwrap_or(0) > 1_600_000_000_000, "time_ms is not epoch milliseconds: {line}");
+        assert!(
+            line["time_ms"].as_u64().unwrap_or(0) > 1_600_000_000_000,
+            "time_ms is not epoch milliseconds: {line}"
+        );
     }
-    let summary = |v: &[Value]| v.iter().map(|e| format!("{} {} {} {}", e["protocol"], e["host"], e["decision"], e["reason"])).collect::<Vec<_>>();
+    let summary = |v: &[Value]| {
+        v.iter()
+            .map(|e| {
+                format!(
+                    "{} {} {} {}",
+                    e["protocol"], e["host"], e["decision"], e["reason"]
+                )
+            })
+            .collect::<Vec<_>>()
+    };
     let mut from_file = summary(&lines);
     let mut from_result = summary(&net_events(&result));
     from_file.sort();
     from_result.sort();
-    assert_eq!(from_file, from_result, "the audit file and the result disagree");
+    assert_eq!(
+        from_file, from_result,
+        "the audit file and the result disagree"
+    );
     let allowed = lines.iter().filter(|e| e["decision"] == "allow").count();
-    let denied = lines.iter().filter(|e| e["decision"] == "deny" && e["reason"] == "not-allowed").count();
+    let denied = lines
+        .iter()
+        .filter(|e| e["decision"] == "deny" && e["reason"] == "not-allowed")
+        .count();
     assert_eq!((allowed, denied), (2, 2), "{text}");
     origin.assert_reached(2, "two allowed requests");
 }
@@ -905,7 +1405,11 @@ fn the_byte_budget_stops_a_download_early() {
         "curl -sS -o big.out {url}; echo \"first $?\"; curl -sS -o big2.out {url}; echo \"second $?\"; true"
     );
     let (run, result) = boxed(ws.path(), &flags, &script);
-    assert!(run.stdout.contains("first ") && !run.stdout.contains("first 0"), "the 64 KiB download succeeded under a 1 KiB budget: {}", run.stdout);
+    assert!(
+        run.stdout.contains("first ") && !run.stdout.contains("first 0"),
+        "the 64 KiB download succeeded under a 1 KiB budget: {}",
+        run.stdout
+    );
     assert!(!run.stdout.contains("second 0"), "{}", run.stdout);
     for f in ["big.out", "big2.out"] {
         let got = std::fs::metadata(ws.join(f)).map(|m| m.len()).unwrap_or(0);
@@ -914,11 +1418,24 @@ fn the_byte_budget_stops_a_download_early() {
     let events = net_events(&result);
     assert!(!events.is_empty(), "no events");
     for e in &events {
-        assert_eq!((&e["decision"], &e["reason"]), (&Value::from("allow"), &Value::from("byte-budget-exhausted")), "{e:#}");
-        assert!(e["bytes_down"].as_u64().unwrap_or(u64::MAX) <= 1024, "{e:#}");
+        assert_eq!(
+            (&e["decision"], &e["reason"]),
+            (&Value::from("allow"), &Value::from("byte-budget-exhausted")),
+            "{e:#}"
+        );
+        assert!(
+            e["bytes_down"].as_u64().unwrap_or(u64::MAX) <= 1024,
+            "{e:#}"
+        );
     }
-    let hits: Vec<&str> = result["limits_hit"].as_array().map(|a| a.iter().filter_map(|v| v.as_str()).collect()).unwrap_or_default();
-    assert!(hits.contains(&"byte-budget"), "the result names the exhausted budget: {hits:?}");
+    let hits: Vec<&str> = result["limits_hit"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    assert!(
+        hits.contains(&"byte-budget"),
+        "the result names the exhausted budget: {hits:?}"
+    );
 }
 
 /// Opens four CONNECT tunnels one after another and holds them all, then reports how many were
@@ -953,19 +1470,40 @@ fn max_connections_refuses_connections_beyond_the_limit() {
     let ws = TempDir::new("net-maxconn-ws");
     write(&ws.join("hold.py"), HOLD_PY.as_bytes());
     let flags = [SVC, &["--max-connections", "2"]].concat();
-    let (run, result) = boxed(ws.path(), &flags, &format!("python3 hold.py {}", origin.port));
+    let (run, result) = boxed(
+        ws.path(),
+        &flags,
+        &format!("python3 hold.py {}", origin.port),
+    );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("TUNNELS ok=2 refused=2"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("TUNNELS ok=2 refused=2"),
+        "{}",
+        run.stdout
+    );
     let events = net_events(&result);
-    let refused: Vec<_> = events.iter().filter(|e| e["reason"] == "too-many-connections").collect();
+    let refused: Vec<_> = events
+        .iter()
+        .filter(|e| e["reason"] == "too-many-connections")
+        .collect();
     assert_eq!(refused.len(), 2, "{events:#?}");
     for e in &refused {
         assert_eq!(e["decision"], "deny", "{e:#}");
         let message = e["message"].as_str().unwrap_or("");
-        assert!(message.contains("more than 2 concurrent connections"), "the message does not name the limit: {message:?}");
+        assert!(
+            message.contains("more than 2 concurrent connections"),
+            "the message does not name the limit: {message:?}"
+        );
     }
     // The two tunnels that were established are recorded too.
-    assert_eq!(events_for(&events, "connect", "svc.test").iter().filter(|e| e["decision"] == "allow").count(), 2, "{events:#?}");
+    assert_eq!(
+        events_for(&events, "connect", "svc.test")
+            .iter()
+            .filter(|e| e["decision"] == "allow")
+            .count(),
+        2,
+        "{events:#?}"
+    );
 }
 
 #[test]
@@ -978,18 +1516,43 @@ fn a_request_in_flight_when_the_box_ends_is_recorded() {
     let audit_s = audit.to_string_lossy().into_owned();
     let flags = [SVC, &["--audit", audit_s.as_str()][..]].concat();
     // curl gives up after a second; the server is still working on the answer when the box ends.
-    let script = format!("curl -sS -m 1 http://svc.test:{}/slow; echo \"curl $?\"", origin.port);
+    let script = format!(
+        "curl -sS -m 1 http://svc.test:{}/slow; echo \"curl $?\"",
+        origin.port
+    );
     let (run, result) = boxed(ws.path(), &flags, &script);
-    assert!(run.stdout.contains("curl 28"), "curl did not time out waiting: {}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("curl 28"),
+        "curl did not time out waiting: {}\n{}",
+        run.stdout,
+        run.stderr
+    );
     origin.assert_reached(1, "the request in flight");
     let events = net_events(&result);
     let seen = events_for(&events, "http", "svc.test");
-    assert_eq!(seen.len(), 1, "the server got a request that network_events does not show: {events:#?}");
+    assert_eq!(
+        seen.len(),
+        1,
+        "the server got a request that network_events does not show: {events:#?}"
+    );
     assert_eq!(seen[0]["decision"], "allow", "{:#}", seen[0]);
-    assert_eq!(seen[0]["addr"], format!("127.0.0.1:{}", origin.port).as_str(), "{:#}", seen[0]);
-    assert!(seen[0]["bytes_up"].as_u64().unwrap_or(0) > 0, "the request bytes are not counted: {:#}", seen[0]);
+    assert_eq!(
+        seen[0]["addr"],
+        format!("127.0.0.1:{}", origin.port).as_str(),
+        "{:#}",
+        seen[0]
+    );
+    assert!(
+        seen[0]["bytes_up"].as_u64().unwrap_or(0) > 0,
+        "the request bytes are not counted: {:#}",
+        seen[0]
+    );
     let text = std::fs::read_to_string(&audit).unwrap_or_default();
-    assert_eq!(text.lines().count(), 1, "the server got a request that the audit file does not show: {text:?}");
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "the server got a request that the audit file does not show: {text:?}"
+    );
 }
 
 // ----- 9. receipt and flag errors -----
@@ -997,19 +1560,43 @@ fn a_request_in_flight_when_the_box_ends_is_recorded() {
 #[test]
 fn the_receipt_shows_the_proxy_and_bad_flags_are_refused() {
     let ws = TempDir::new("net-flags-ws");
-    let r = airlock(ws.path(), &["receipt", "--net", "proxy", "--allow-domain", "x.test"]);
+    let r = airlock(
+        ws.path(),
+        &["receipt", "--net", "proxy", "--allow-domain", "x.test"],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     let line = |layer: &str| {
         let mut lines = r.stdout.lines().skip_while(|l| !l.starts_with(layer));
-        format!("{} {}", lines.next().unwrap_or_else(|| panic!("no {layer} layer: {}", r.stdout)), lines.next().unwrap_or(""))
+        format!(
+            "{} {}",
+            lines
+                .next()
+                .unwrap_or_else(|| panic!("no {layer} layer: {}", r.stdout)),
+            lines.next().unwrap_or("")
+        )
     };
     let network = line("network");
-    assert!(network.contains("enforced") && network.contains("egress proxy") && network.contains("127.0.0.1:3128"), "{network}");
+    assert!(
+        network.contains("enforced")
+            && network.contains("egress proxy")
+            && network.contains("127.0.0.1:3128"),
+        "{network}"
+    );
     assert!(network.contains("allow x.test"), "{network}");
     let landlock = line("landlock");
-    assert!(landlock.contains("TCP connect only to the proxy port 3128"), "{landlock}");
+    assert!(
+        landlock.contains("TCP connect only to the proxy port 3128"),
+        "{landlock}"
+    );
 
-    for flag in [["--allow-domain", "x.test"], ["--deny-domain", "x.test"], ["--allow-ip", "127.0.0.1"], ["--map-host", "x.test=127.0.0.1"], ["--byte-budget", "1K"], ["--max-connections", "2"]] {
+    for flag in [
+        ["--allow-domain", "x.test"],
+        ["--deny-domain", "x.test"],
+        ["--allow-ip", "127.0.0.1"],
+        ["--map-host", "x.test=127.0.0.1"],
+        ["--byte-budget", "1K"],
+        ["--max-connections", "2"],
+    ] {
         for net in [None, Some("host")] {
             let mut args = vec!["run"];
             if let Some(mode) = net {
@@ -1018,20 +1605,56 @@ fn the_receipt_shows_the_proxy_and_bad_flags_are_refused() {
             args.extend_from_slice(&flag);
             args.extend_from_slice(&["--", "true"]);
             let r = airlock(ws.path(), &args);
-            assert_eq!(r.code, 125, "{args:?} was accepted without --net proxy: {}", r.stderr);
-            assert!(r.stderr.contains(flag[0]) && r.stderr.contains("add --net proxy"), "{args:?}: {}", r.stderr);
+            assert_eq!(
+                r.code, 125,
+                "{args:?} was accepted without --net proxy: {}",
+                r.stderr
+            );
+            assert!(
+                r.stderr.contains(flag[0]) && r.stderr.contains("add --net proxy"),
+                "{args:?}: {}",
+                r.stderr
+            );
         }
     }
     // --audit records proxy decisions: without the proxy it would stay silently empty.
     let audit = ws.join("audit.jsonl");
-    let r = airlock(ws.path(), &["run", "--audit", audit.to_str().unwrap(), "--", "true"]);
-    assert_eq!(r.code, 125, "--audit without --net proxy was accepted: {}", r.stderr);
-    assert!(r.stderr.contains("--audit") && r.stderr.contains("--net proxy"), "{}", r.stderr);
-    assert!(!audit.exists(), "no audit file is created for a refused run");
-    for (flag, value) in [("--allow-domain", "*"), ("--allow-domain", "*.test"), ("--deny-domain", "*"), ("--allow-ip", "bogus"), ("--map-host", "x.test=notanip"), ("--allow-domain", "x.test:0")] {
-        let r = airlock(ws.path(), &["run", "--net", "proxy", flag, value, "--", "true"]);
+    let r = airlock(
+        ws.path(),
+        &["run", "--audit", audit.to_str().unwrap(), "--", "true"],
+    );
+    assert_eq!(
+        r.code, 125,
+        "--audit without --net proxy was accepted: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("--audit") && r.stderr.contains("--net proxy"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !audit.exists(),
+        "no audit file is created for a refused run"
+    );
+    for (flag, value) in [
+        ("--allow-domain", "*"),
+        ("--allow-domain", "*.test"),
+        ("--deny-domain", "*"),
+        ("--allow-ip", "bogus"),
+        ("--map-host", "x.test=notanip"),
+        ("--allow-domain", "x.test:0"),
+    ] {
+        let r = airlock(
+            ws.path(),
+            &["run", "--net", "proxy", flag, value, "--", "true"],
+        );
         assert_eq!(r.code, 125, "{flag} {value} was accepted: {}", r.stderr);
-        assert!(r.stderr.contains(flag), "{flag} {value}: the error does not name the flag: {}", r.stderr);
+        assert!(
+            r.stderr.contains(flag),
+            "{flag} {value}: the error does not name the flag: {}",
+            r.stderr
+        );
     }
 }
 
@@ -1039,7 +1662,10 @@ fn the_receipt_shows_the_proxy_and_bad_flags_are_refused() {
 
 #[test]
 fn an_unprivileged_user_gets_the_same_proxy() {
-    assert!(is_root(), "this test must run as root (it switches to {TEST_USER})");
+    assert!(
+        is_root(),
+        "this test must run as root (it switches to {TEST_USER})"
+    );
     let (uid, gid, home) = ensure_test_user();
     let (_bin_dir, bin) = binary_for_test_user("net-unpriv-bin");
     let ws = TempDir::new("net-unpriv-ws");
@@ -1052,23 +1678,49 @@ fn an_unprivileged_user_gets_the_same_proxy() {
     let result_file = ws.join("result.json");
     let script = format!("curl -sS http://svc.test:{port}/ok.txt; curl -sS -D - -o /dev/null http://other.test:{port}/ok.txt");
     let out = Command::new("setpriv")
-        .args(["--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--"])
+        .args([
+            "--reuid",
+            TEST_USER,
+            "--regid",
+            TEST_USER,
+            "--init-groups",
+            "--",
+        ])
         .arg(&bin)
         .args(["run", "--timeout", "60s", "--result"])
         .arg(&result_file)
         .args(SVC)
-        .args(["--map-host", "other.test=127.0.0.1", "--", "sh", "-c", &script])
+        .args([
+            "--map-host",
+            "other.test=127.0.0.1",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
         .current_dir(ws.path())
         .env("HOME", &home)
         .env("USER", TEST_USER)
         .stdin(Stdio::null())
         .output()
         .expect("run setpriv");
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert_eq!(out.status.code(), Some(0), "stdout {stdout} stderr {stderr}");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout {stdout} stderr {stderr}"
+    );
     assert!(stdout.contains("unprivileged-ok"), "{stdout}\n{stderr}");
-    assert!(stdout.contains("403 Forbidden") && stdout.contains("X-Airlock-Denied: not-allowed"), "{stdout}");
-    let result: Value = serde_json::from_str(&std::fs::read_to_string(&result_file).expect("result file")).expect("result is JSON");
+    assert!(
+        stdout.contains("403 Forbidden") && stdout.contains("X-Airlock-Denied: not-allowed"),
+        "{stdout}"
+    );
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(&result_file).expect("result file"))
+            .expect("result is JSON");
     let events = net_events(&result);
     assert_denied_event(&events, "http", "other.test", "not-allowed");
     let allowed = events_for(&events, "http", "svc.test");
@@ -1099,10 +1751,13 @@ print("AFTER", body.decode().strip(), flush=True)
 /// CPU seconds (user + system) the process `pid` has used so far.
 fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { return 0.0 };
+    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+        return 0.0;
+    };
     let f: Vec<&str> = rest.split(' ').collect();
     // utime and stime are fields 14 and 15; `rest` starts at field 3.
-    let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0) + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let ticks: u64 = f.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + f.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
     // SAFETY: sysconf with a constant argument.
     ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
 }
@@ -1122,15 +1777,29 @@ fn a_proxy_out_of_descriptors_waits_instead_of_spinning_and_recovers() {
     let logs = TempDir::new("net-emfile-log");
     let audit = logs.join("audit.jsonl");
     let port = origin.port.to_string();
-    let mut args = vec!["run", "--no-stdin", "--timeout", "60s", "--audit", audit.to_str().unwrap()];
+    let mut args = vec![
+        "run",
+        "--no-stdin",
+        "--timeout",
+        "60s",
+        "--audit",
+        audit.to_str().unwrap(),
+    ];
     args.extend_from_slice(SVC);
     args.extend_from_slice(&["--", "python3", "flood.py", &port]);
     let mut cmd = Command::new(airlock_bin());
-    cmd.args(&args).current_dir(ws.path()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.args(&args)
+        .current_dir(ws.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     // SAFETY: setrlimit is async-signal-safe; the closure touches no memory of the parent.
     unsafe {
         cmd.pre_exec(|| {
-            let lim = libc::rlimit { rlim_cur: 128, rlim_max: 128 };
+            let lim = libc::rlimit {
+                rlim_cur: 128,
+                rlim_max: 128,
+            };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
@@ -1142,8 +1811,15 @@ fn a_proxy_out_of_descriptors_waits_instead_of_spinning_and_recovers() {
     let stdout = child.stdout.take().unwrap();
     let mut lines = std::io::BufReader::new(stdout).lines();
     let holding = lines.next().and_then(Result::ok).unwrap_or_default();
-    let holding = if holding.starts_with("box-side") { lines.next().and_then(Result::ok).unwrap_or_default() } else { holding };
-    assert!(holding.starts_with("HOLDING"), "the box did not get to hold its connections: {holding:?}");
+    let holding = if holding.starts_with("box-side") {
+        lines.next().and_then(Result::ok).unwrap_or_default()
+    } else {
+        holding
+    };
+    assert!(
+        holding.starts_with("HOLDING"),
+        "the box did not get to hold its connections: {holding:?}"
+    );
     // While the box holds them (2 s), measure airlock's CPU over 1.5 s.
     let before = cpu_seconds(pid);
     std::thread::sleep(Duration::from_millis(1500));
@@ -1151,11 +1827,26 @@ fn a_proxy_out_of_descriptors_waits_instead_of_spinning_and_recovers() {
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let out = child.wait_with_output().expect("wait for airlock");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(used < 0.5, "airlock used {used:.2} CPU-s in 1.5 s while out of descriptors (spinning)");
-    assert!(rest.iter().any(|l| l == "AFTER hello"), "the proxy did not serve again: {rest:?}\n{stderr}");
+    assert!(
+        used < 0.5,
+        "airlock used {used:.2} CPU-s in 1.5 s while out of descriptors (spinning)"
+    );
+    assert!(
+        rest.iter().any(|l| l == "AFTER hello"),
+        "the proxy did not serve again: {rest:?}\n{stderr}"
+    );
     assert_eq!(out.status.code(), Some(0), "{rest:?}\n{stderr}");
     let text = std::fs::read_to_string(&audit).unwrap();
-    let noted = text.lines().filter(|l| l.contains("proxy-out-of-resources")).count();
-    assert!((1..=10).contains(&noted), "expected a few rate-limited out-of-resources events, got {noted}:\n{text}");
-    assert!(text.contains("ulimit -n"), "the event does not say what to do:\n{text}");
+    let noted = text
+        .lines()
+        .filter(|l| l.contains("proxy-out-of-resources"))
+        .count();
+    assert!(
+        (1..=10).contains(&noted),
+        "expected a few rate-limited out-of-resources events, got {noted}:\n{text}"
+    );
+    assert!(
+        text.contains("ulimit -n"),
+        "the event does not say what to do:\n{text}"
+    );
 }

@@ -13,17 +13,41 @@ fn full_access_shows_the_host_but_keeps_limits_and_warns() {
     let outside = TempDir::new("full-outside");
     std::fs::write(outside.join("host.txt"), "visible from the host\n").unwrap();
     let path = outside.join("host.txt");
-    let r = run_sh(ws.path(), &["--profile", "full-access"], &format!("cat {}; id -u", path.display()));
+    let r = run_sh(
+        ws.path(),
+        &["--profile", "full-access"],
+        &format!("cat {}; id -u", path.display()),
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("visible from the host"), "full-access sees host files: {}", r.stdout);
-    assert!(r.stderr.contains("warning") && r.stderr.contains("full-access"), "a warning on stderr: {}", r.stderr);
+    assert!(
+        r.stdout.contains("visible from the host"),
+        "full-access sees host files: {}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("warning") && r.stderr.contains("full-access"),
+        "a warning on stderr: {}",
+        r.stderr
+    );
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
-    assert_eq!(r.stdout.lines().last(), Some(uid.to_string().as_str()), "the caller's own uid");
+    assert_eq!(
+        r.stdout.lines().last(),
+        Some(uid.to_string().as_str()),
+        "the caller's own uid"
+    );
     // Limits and the timeout still apply.
-    let (r, res) = run_json(ws.path(), &["--profile", "full-access", "--timeout", "1s"], "sleep 30");
+    let (r, res) = run_json(
+        ws.path(),
+        &["--profile", "full-access", "--timeout", "1s"],
+        "sleep 30",
+    );
     assert_eq!(r.code, 124, "{}", r.stderr);
-    assert!(res["limits_hit"].as_array().unwrap().iter().any(|v| v == "timeout"));
+    assert!(res["limits_hit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v == "timeout"));
     // Control: the same read in the default profile fails.
     let r = run_sh(ws.path(), &[], &format!("cat {}", path.display()));
     assert_ne!(r.code, 0);
@@ -40,7 +64,9 @@ fn net_host_reaches_a_host_listener_and_none_does_not() {
     let r = run_sh(ws.path(), &["--net", "host"], &script);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("connected"));
-    let (mut conn, _) = listener.accept().expect("the box connected with --net host");
+    let (mut conn, _) = listener
+        .accept()
+        .expect("the box connected with --net host");
     let mut buf = [0u8; 2];
     conn.set_nonblocking(false).unwrap();
     conn.read_exact(&mut buf).unwrap();
@@ -48,7 +74,10 @@ fn net_host_reaches_a_host_listener_and_none_does_not() {
     // The default (none) cannot.
     let r = run_sh(ws.path(), &[], &script);
     assert_ne!(r.code, 0);
-    assert!(listener.accept().is_err(), "no connection without --net host");
+    assert!(
+        listener.accept().is_err(),
+        "no connection without --net host"
+    );
 }
 
 #[test]
@@ -61,7 +90,13 @@ fn cpus_caps_cpu_time() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let cpu = res["cpu_user_ms"].as_f64().unwrap() + res["cpu_system_ms"].as_f64().unwrap();
     assert!(cpu < 1000.0, "a 0.25-CPU box used {cpu} ms of CPU in 2 s");
-    let layer = res["receipt"]["layers"].as_array().unwrap().iter().find(|l| l["layer"] == "cpu").unwrap().clone();
+    let layer = res["receipt"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layer"] == "cpu")
+        .unwrap()
+        .clone();
     assert_eq!(layer["status"], "enforced", "{layer}");
     // Control: uncapped, the same loop uses well over 1 s of CPU.
     let (_, res) = run_json(ws.path(), &[], spin);
@@ -72,13 +107,28 @@ fn cpus_caps_cpu_time() {
 #[test]
 fn rlimits_core_open_files_and_file_size() {
     let ws = TempDir::new("rlimits");
-    let r = run_sh(ws.path(), &["--disk", "8M"], "echo core=$(ulimit -c) nofile=$(ulimit -n) fsize=$(ulimit -f)");
+    let r = run_sh(
+        ws.path(),
+        &["--disk", "8M"],
+        "echo core=$(ulimit -c) nofile=$(ulimit -n) fsize=$(ulimit -f)",
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     // ulimit -f is in 512-byte blocks: 8 MiB = 16384.
-    assert_eq!(r.stdout.trim(), "core=0 nofile=4096 fsize=16384", "{}", r.stdout);
+    assert_eq!(
+        r.stdout.trim(),
+        "core=0 nofile=4096 fsize=16384",
+        "{}",
+        r.stdout
+    );
     // A file larger than the cap cannot be written even in the workspace (host disk).
-    let r = run_sh(ws.path(), &["--disk", "8M"], "head -c 9000000 /dev/zero > big.bin; echo rc=$?");
+    let r = run_sh(
+        ws.path(),
+        &["--disk", "8M"],
+        "head -c 9000000 /dev/zero > big.bin; echo rc=$?",
+    );
     assert!(!r.stdout.contains("rc=0"), "{}", r.stdout);
-    let len = std::fs::metadata(ws.join("big.bin")).map(|m| m.len()).unwrap_or(0);
+    let len = std::fs::metadata(ws.join("big.bin"))
+        .map(|m| m.len())
+        .unwrap_or(0);
     assert!(len <= 8 << 20, "the file grew to {len} bytes");
 }

@@ -21,8 +21,17 @@ impl Server {
     fn start(data: &TempDir, extra: &[&str], key: Option<&str>) -> Server {
         let serve = ServeProcess::start(data.path(), extra);
         let printed_key = serve.printed_key.is_some();
-        let key = serve.printed_key.clone().or(key.map(str::to_string)).expect("an API key");
-        Server { base: serve.base.clone(), serve, key, printed_key }
+        let key = serve
+            .printed_key
+            .clone()
+            .or(key.map(str::to_string))
+            .expect("an API key");
+        Server {
+            base: serve.base.clone(),
+            serve,
+            key,
+            printed_key,
+        }
     }
 
     fn pid(&self) -> i32 {
@@ -34,7 +43,13 @@ impl Server {
     }
 
     /// Sends a request with `auth` (None: no Authorization header); returns status and JSON.
-    fn call_as(&self, auth: Option<&str>, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+    fn call_as(
+        &self,
+        auth: Option<&str>,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> (u16, Value) {
         let mut req = ureq::request(method, &self.url(path));
         if let Some(a) = auth {
             req = req.set("Authorization", &format!("Bearer {a}"));
@@ -50,7 +65,10 @@ impl Server {
         };
         let status = resp.status();
         let text = resp.into_string().unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
@@ -64,19 +82,32 @@ impl Server {
     }
 
     /// Runs a command; returns every line of the stream, each with the time it arrived.
-    fn exec_as(&self, auth: &str, id: &str, body: Value) -> Result<Vec<(Instant, Value)>, (u16, Value)> {
+    fn exec_as(
+        &self,
+        auth: &str,
+        id: &str,
+        body: Value,
+    ) -> Result<Vec<(Instant, Value)>, (u16, Value)> {
         let res = ureq::post(&self.url(&format!("/v1/sandboxes/{id}/exec")))
             .set("Authorization", &format!("Bearer {auth}"))
             .send_string(&body.to_string());
         let resp = match res {
             Ok(r) => r,
-            Err(ureq::Error::Status(code, r)) => return Err((code, serde_json::from_str(&r.into_string().unwrap()).unwrap())),
+            Err(ureq::Error::Status(code, r)) => {
+                return Err((
+                    code,
+                    serde_json::from_str(&r.into_string().unwrap()).unwrap(),
+                ))
+            }
             Err(e) => panic!("exec: {e}"),
         };
         assert_eq!(resp.content_type(), "application/x-ndjson");
         let mut lines = Vec::new();
         for line in BufReader::new(resp.into_reader()).lines() {
-            lines.push((Instant::now(), serde_json::from_str(&line.unwrap()).unwrap()));
+            lines.push((
+                Instant::now(),
+                serde_json::from_str(&line.unwrap()).unwrap(),
+            ));
         }
         Ok(lines)
     }
@@ -91,12 +122,19 @@ impl Server {
         let end = &lines.last().unwrap().1;
         assert_eq!(end["type"], "end");
         assert_eq!(end["exit_code"], 0, "{script}: {lines:?}");
-        lines.iter().filter(|(_, l)| l["type"] == "stdout").map(|(_, l)| l["data"].as_str().unwrap()).collect()
+        lines
+            .iter()
+            .filter(|(_, l)| l["type"] == "stdout")
+            .map(|(_, l)| l["data"].as_str().unwrap())
+            .collect()
     }
 
     /// Children of the server that are sandbox hosts.
     fn sandbox_hosts(&self) -> Vec<i32> {
-        children(self.pid()).into_iter().filter(|p| cmdline(*p).contains("sandbox-host")).collect()
+        children(self.pid())
+            .into_iter()
+            .filter(|p| cmdline(*p).contains("sandbox-host"))
+            .collect()
     }
 
     fn vm_hwm_kib(&self) -> u64 {
@@ -112,16 +150,22 @@ impl Server {
 }
 
 fn cmdline(pid: i32) -> String {
-    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default()).replace('\0', " ")
+    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
+        .replace('\0', " ")
 }
 
 fn children(parent: i32) -> Vec<i32> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
         // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
-        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse::<i32>().ok());
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
         if ppid == Some(parent) {
             found.push(pid);
         }
@@ -131,7 +175,10 @@ fn children(parent: i32) -> Vec<i32> {
 
 fn alive(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    !stat.is_empty() && !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    !stat.is_empty()
+        && !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
 }
 
 fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {
@@ -214,23 +261,43 @@ fn the_api_key_is_printed_once_and_required() {
     let data = TempDir::new("srv-key");
     let mut s = Server::start(&data, &[], None);
     assert!(s.printed_key);
-    assert!(s.key.starts_with("al_") && s.key.len() == 67 && s.key[3..].chars().all(|c| c.is_ascii_hexdigit()), "{}", s.key);
+    assert!(
+        s.key.starts_with("al_")
+            && s.key.len() == 67
+            && s.key[3..].chars().all(|c| c.is_ascii_hexdigit()),
+        "{}",
+        s.key
+    );
     let (status, v) = s.call_as(None, "GET", "/v1/sandboxes", None);
-    assert_eq!((status, v["error"]["code"].as_str()), (401, Some("unauthorized")), "{v}");
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (401, Some("unauthorized")),
+        "{v}"
+    );
     let wrong = format!("al_{}", "0".repeat(64));
     assert_eq!(s.call_as(Some(&wrong), "GET", "/v1/sandboxes", None).0, 401);
-    assert_eq!(s.call_as(Some(&wrong), "POST", "/v1/sandboxes", Some("{}")).0, 401);
+    assert_eq!(
+        s.call_as(Some(&wrong), "POST", "/v1/sandboxes", Some("{}"))
+            .0,
+        401
+    );
     assert_eq!(s.call("GET", "/v1/sandboxes", None), (200, json!([])));
     // The OpenAPI document needs no key and lists every route.
     let (status, doc) = s.call_as(None, "GET", "/openapi.json", None);
     assert_eq!(status, 200);
     for (method, path) in airlock_server_routes() {
-        assert!(doc["paths"][path][method].is_object(), "{method} {path} missing");
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} missing"
+        );
     }
     s.stop();
     let key = s.key.clone();
     let s2 = Server::start(&data, &[], Some(&key));
-    assert!(!s2.printed_key, "the API key must be printed on the first start only");
+    assert!(
+        !s2.printed_key,
+        "the API key must be printed on the first start only"
+    );
     assert_eq!(s2.call("GET", "/v1/sandboxes", None).0, 200);
 }
 
@@ -266,56 +333,112 @@ fn exec_streams_output_as_it_happens_and_state_persists() {
     let id = id_of(&created);
 
     let lines = s.exec(&id, json!({"cmd": ["echo", "hi"]}));
-    let kinds: Vec<&str> = lines.iter().map(|(_, l)| l["type"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = lines
+        .iter()
+        .map(|(_, l)| l["type"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["start", "stdout", "end"], "{lines:?}");
     assert!(lines[0].1["pid"].as_i64().unwrap() > 0);
     assert_eq!(lines[1].1["data"], "hi\n");
-    assert_eq!(lines[2].1, json!({"type": "end", "exit_code": 0, "signal": null, "timed_out": false}));
+    assert_eq!(
+        lines[2].1,
+        json!({"type": "end", "exit_code": 0, "signal": null, "timed_out": false})
+    );
 
     // Output arrives as it is written, not when the command ends.
-    let lines = s.exec(&id, json!({"cmd": ["sh", "-c", "echo early; sleep 1.5; echo late >&2; exit 3"]}));
-    let early = lines.iter().find(|(_, l)| l["data"] == "early\n").unwrap().0;
+    let lines = s.exec(
+        &id,
+        json!({"cmd": ["sh", "-c", "echo early; sleep 1.5; echo late >&2; exit 3"]}),
+    );
+    let early = lines
+        .iter()
+        .find(|(_, l)| l["data"] == "early\n")
+        .unwrap()
+        .0;
     let end = lines.last().unwrap();
-    assert_eq!((end.1["type"].as_str(), end.1["exit_code"].as_i64()), (Some("end"), Some(3)));
-    assert!(end.0.duration_since(early) > Duration::from_millis(1000), "the first line came only at the end");
-    assert!(lines.iter().any(|(_, l)| l["type"] == "stderr" && l["data"] == "late\n"));
+    assert_eq!(
+        (end.1["type"].as_str(), end.1["exit_code"].as_i64()),
+        (Some("end"), Some(3))
+    );
+    assert!(
+        end.0.duration_since(early) > Duration::from_millis(1000),
+        "the first line came only at the end"
+    );
+    assert!(lines
+        .iter()
+        .any(|(_, l)| l["type"] == "stderr" && l["data"] == "late\n"));
 
     // stdin, env (the box's and the command's), cwd, binary output.
     let lines = s.exec(&id, json!({"cmd": ["sh", "-c", "tr a-z A-Z; echo $GREETING $X; pwd"], "stdin": "from stdin\n", "env": {"X": "x1"}}));
-    let out: String = lines.iter().filter(|(_, l)| l["type"] == "stdout").map(|(_, l)| l["data"].as_str().unwrap()).collect();
+    let out: String = lines
+        .iter()
+        .filter(|(_, l)| l["type"] == "stdout")
+        .map(|(_, l)| l["data"].as_str().unwrap())
+        .collect();
     assert_eq!(out, "FROM STDIN\nhello there x1\n/tmp\n");
     assert_eq!(s.sh(&id, "mkdir -p /tmp/w"), "");
-    assert_eq!(s.exec(&id, json!({"cmd": ["pwd"], "cwd": "/tmp/w"}))[1].1["data"], "/tmp/w\n");
+    assert_eq!(
+        s.exec(&id, json!({"cmd": ["pwd"], "cwd": "/tmp/w"}))[1].1["data"],
+        "/tmp/w\n"
+    );
     let lines = s.exec(&id, json!({"cmd": ["printf", "\\377\\000"]}));
     assert_eq!(lines[1].1["data_b64"], "/wA=", "{lines:?}");
     let lines = s.exec(&id, json!({"cmd": ["sleep", "5"], "timeout": 0.5}));
     assert_eq!(lines.last().unwrap().1["timed_out"], true, "{lines:?}");
 
     // State persists across calls.
-    s.sh(&id, "echo kept > /tmp/state.txt; cd /tmp && mkdir -p d/e && touch d/e/f");
+    s.sh(
+        &id,
+        "echo kept > /tmp/state.txt; cd /tmp && mkdir -p d/e && touch d/e/f",
+    );
     assert_eq!(s.sh(&id, "cat /tmp/state.txt"), "kept\n");
-    let (status, list) = s.call("GET", &format!("/v1/sandboxes/{id}/files/list?path=/tmp/d&depth=2"), None);
+    let (status, list) = s.call(
+        "GET",
+        &format!("/v1/sandboxes/{id}/files/list?path=/tmp/d&depth=2"),
+        None,
+    );
     assert_eq!(status, 200, "{list}");
     let text = list["entries"].to_string();
-    assert!(text.contains("\"e\"") || text.contains("/tmp/d/e"), "{list}");
+    assert!(
+        text.contains("\"e\"") || text.contains("/tmp/d/e"),
+        "{list}"
+    );
     assert!(text.contains("f"), "{list}");
 
     // The user template works in the writable home.
     let user = s.create(r#"{"template": "user"}"#);
-    assert_eq!(s.sh(&id_of(&user), "pwd; touch x && echo ok"), "/home/user\nok\n");
+    assert_eq!(
+        s.sh(&id_of(&user), "pwd; touch x && echo ok"),
+        "/home/user\nok\n"
+    );
 
     // Listing with filters.
     let (_, all) = s.call("GET", "/v1/sandboxes?state=running", None);
     assert_eq!(all.as_array().unwrap().len(), 2);
     let (_, team) = s.call("GET", "/v1/sandboxes?state=running&metadata.team=a", None);
-    assert_eq!(team.as_array().unwrap().iter().map(id_of).collect::<Vec<_>>(), vec![id.clone()]);
+    assert_eq!(
+        team.as_array()
+            .unwrap()
+            .iter()
+            .map(id_of)
+            .collect::<Vec<_>>(),
+        vec![id.clone()]
+    );
     let (_, none) = s.call("GET", "/v1/sandboxes?metadata.team=b", None);
     assert_eq!(none, json!([]));
 
     // Events: state changes, and one per exec.
     let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
-    let kinds: Vec<&str> = ev["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
-    assert!(kinds.contains(&"state") && kinds.iter().filter(|k| **k == "exec").count() >= 8, "{kinds:?}");
+    let kinds: Vec<&str> = ev["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"state") && kinds.iter().filter(|k| **k == "exec").count() >= 8,
+        "{kinds:?}"
+    );
 }
 
 #[test]
@@ -324,14 +447,40 @@ fn files_round_trip_64_mib() {
     let s = Server::start(&data, &[], None);
     let id = id_of(&s.create("{}"));
     round_trip(&s, &id, "/tmp/big.bin", 64 << 20);
-    assert_eq!(s.sh(&id, "stat -c %s /tmp/big.bin"), format!("{}\n", 64 << 20));
-    let (status, v) = s.call("GET", &format!("/v1/sandboxes/{id}/files?path=/tmp/missing"), None);
-    assert_eq!((status, v["error"]["code"].as_str()), (404, Some("not_found")), "{v}");
-    let (status, _) = s.call("GET", &format!("/v1/sandboxes/{id}/files?path=relative"), None);
+    assert_eq!(
+        s.sh(&id, "stat -c %s /tmp/big.bin"),
+        format!("{}\n", 64 << 20)
+    );
+    let (status, v) = s.call(
+        "GET",
+        &format!("/v1/sandboxes/{id}/files?path=/tmp/missing"),
+        None,
+    );
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (404, Some("not_found")),
+        "{v}"
+    );
+    let (status, _) = s.call(
+        "GET",
+        &format!("/v1/sandboxes/{id}/files?path=relative"),
+        None,
+    );
     assert_eq!(status, 400);
     let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
-    assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "file_write" && e["detail"]["size"] == 64 << 20), "{ev}");
-    assert!(s.vm_hwm_kib() < 256 * 1024, "server peak memory {} KiB", s.vm_hwm_kib());
+    assert!(
+        ev["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "file_write" && e["detail"]["size"] == 64 << 20),
+        "{ev}"
+    );
+    assert!(
+        s.vm_hwm_kib() < 256 * 1024,
+        "server peak memory {} KiB",
+        s.vm_hwm_kib()
+    );
 }
 
 #[test]
@@ -342,8 +491,14 @@ fn a_1_gib_file_streams_through_in_bounded_memory() {
     let t = Instant::now();
     round_trip(&s, &id, "/tmp/huge.bin", 1 << 30);
     let hwm = s.vm_hwm_kib();
-    assert!(hwm < 256 * 1024, "server peak memory {hwm} KiB after a 1 GiB round trip");
-    eprintln!("1 GiB up and down in {:?}; server VmHWM {hwm} KiB", t.elapsed());
+    assert!(
+        hwm < 256 * 1024,
+        "server peak memory {hwm} KiB after a 1 GiB round trip"
+    );
+    eprintln!(
+        "1 GiB up and down in {:?}; server VmHWM {hwm} KiB",
+        t.elapsed()
+    );
 }
 
 #[test]
@@ -356,15 +511,36 @@ fn a_box_expires_at_its_timeout() {
     let (_, v) = s.call("GET", &format!("/v1/sandboxes/{id}"), None);
     assert_eq!(v["state"], "expired", "{v}");
     assert!(v["reason"].as_str().is_some_and(|r| !r.is_empty()), "{v}");
-    let (status, v) = s.exec_as(&s.key, &id, json!({"cmd": ["true"]})).unwrap_err();
-    assert_eq!((status, v["error"]["code"].as_str()), (409, Some("not_running")), "{v}");
+    let (status, v) = s
+        .exec_as(&s.key, &id, json!({"cmd": ["true"]}))
+        .unwrap_err();
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (409, Some("not_running")),
+        "{v}"
+    );
     // Extending a live box works; an ended one cannot be extended.
     let other = id_of(&s.create(r#"{"timeout": 2}"#));
-    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{other}/timeout"), Some(r#"{"timeout": 60}"#));
+    let (status, v) = s.call(
+        "POST",
+        &format!("/v1/sandboxes/{other}/timeout"),
+        Some(r#"{"timeout": 60}"#),
+    );
     assert_eq!(status, 200, "{v}");
     std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(s.call("GET", &format!("/v1/sandboxes/{other}"), None).1["state"], "running");
-    assert_eq!(s.call("POST", &format!("/v1/sandboxes/{id}/timeout"), Some(r#"{"timeout": 60}"#)).0, 409);
+    assert_eq!(
+        s.call("GET", &format!("/v1/sandboxes/{other}"), None).1["state"],
+        "running"
+    );
+    assert_eq!(
+        s.call(
+            "POST",
+            &format!("/v1/sandboxes/{id}/timeout"),
+            Some(r#"{"timeout": 60}"#)
+        )
+        .0,
+        409
+    );
 }
 
 #[test]
@@ -380,14 +556,23 @@ fn kill_ends_the_box_and_its_processes() {
     s.sh(&id, "sleep 1000 > /dev/null 2>&1 &");
     let (status, v) = s.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
     assert_eq!((status, v["state"].as_str()), (200, Some("killed")), "{v}");
-    wait_until("the box's init is gone", Duration::from_secs(10), || !alive(init));
-    wait_until("the sandbox host is gone", Duration::from_secs(10), || s.sandbox_hosts().is_empty());
+    wait_until("the box's init is gone", Duration::from_secs(10), || {
+        !alive(init)
+    });
+    wait_until("the sandbox host is gone", Duration::from_secs(10), || {
+        s.sandbox_hosts().is_empty()
+    });
     let cg = format!("airlock-{}-", hosts[0]);
-    assert!(leftover_cgroups().iter().all(|p| !p.to_string_lossy().contains(&cg)));
+    assert!(leftover_cgroups()
+        .iter()
+        .all(|p| !p.to_string_lossy().contains(&cg)));
     let (status, v) = s.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
     assert_eq!(status, 409, "{v}");
     let (status, v) = s.call("GET", "/v1/sandboxes/sb_nope", None);
-    assert_eq!((status, v["error"]["code"].as_str()), (404, Some("not_found")));
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
 }
 
 #[test]
@@ -398,14 +583,19 @@ fn creates_past_max_running_queue_and_start_in_order() {
     let _b = id_of(&s.create("{}"));
     let t = Instant::now();
     let c = s.create("{}");
-    assert!(t.elapsed() < Duration::from_secs(2), "a queued create must not wait for a slot");
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "a queued create must not wait for a slot"
+    );
     assert_eq!(c["state"], "queued", "{c}");
     assert_eq!(c["queue_position"], 1);
     let c = id_of(&c);
     let (status, v) = s.exec_as(&s.key, &c, json!({"cmd": ["true"]})).unwrap_err();
     assert_eq!(status, 409, "{v}");
     s.call("DELETE", &format!("/v1/sandboxes/{a}"), None);
-    wait_until("the queued box runs", Duration::from_secs(15), || s.call("GET", &format!("/v1/sandboxes/{c}"), None).1["state"] == "running");
+    wait_until("the queued box runs", Duration::from_secs(15), || {
+        s.call("GET", &format!("/v1/sandboxes/{c}"), None).1["state"] == "running"
+    });
     assert_eq!(s.sh(&c, "echo ran"), "ran\n");
 }
 
@@ -429,10 +619,21 @@ fn fifty_boxes_at_once() {
     let (_, running) = s.call("GET", "/v1/sandboxes?state=running", None);
     assert_eq!(running.as_array().unwrap().len(), 50);
     for id in &ids {
-        assert_eq!(s.call("DELETE", &format!("/v1/sandboxes/{id}"), None).0, 200);
+        assert_eq!(
+            s.call("DELETE", &format!("/v1/sandboxes/{id}"), None).0,
+            200
+        );
     }
-    assert!(t.elapsed() < Duration::from_secs(60), "50 boxes took {:?}", t.elapsed());
-    wait_until("every sandbox host is gone", Duration::from_secs(20), || s.sandbox_hosts().is_empty());
+    assert!(
+        t.elapsed() < Duration::from_secs(60),
+        "50 boxes took {:?}",
+        t.elapsed()
+    );
+    wait_until(
+        "every sandbox host is gone",
+        Duration::from_secs(20),
+        || s.sandbox_hosts().is_empty(),
+    );
 }
 
 #[test]
@@ -441,19 +642,63 @@ fn a_sandbox_token_opens_its_own_box_only() {
     let s = Server::start(&data, &[], None);
     let a = s.create("{}");
     let b = s.create("{}");
-    let (ida, idb, ta) = (id_of(&a), id_of(&b), a["token"].as_str().unwrap().to_string());
-    assert!(s.call("GET", &format!("/v1/sandboxes/{ida}"), None).1.get("token").is_none(), "the token is shown at creation only");
-    assert_eq!(s.call_as(Some(&ta), "GET", &format!("/v1/sandboxes/{ida}"), None).0, 200);
-    let lines = s.exec_as(&ta, &ida, json!({"cmd": ["echo", "mine"]})).unwrap();
+    let (ida, idb, ta) = (
+        id_of(&a),
+        id_of(&b),
+        a["token"].as_str().unwrap().to_string(),
+    );
+    assert!(
+        s.call("GET", &format!("/v1/sandboxes/{ida}"), None)
+            .1
+            .get("token")
+            .is_none(),
+        "the token is shown at creation only"
+    );
+    assert_eq!(
+        s.call_as(Some(&ta), "GET", &format!("/v1/sandboxes/{ida}"), None)
+            .0,
+        200
+    );
+    let lines = s
+        .exec_as(&ta, &ida, json!({"cmd": ["echo", "mine"]}))
+        .unwrap();
     assert_eq!(lines[1].1["data"], "mine\n");
     let (status, v) = s.call_as(Some(&ta), "GET", &format!("/v1/sandboxes/{idb}"), None);
-    assert_eq!((status, v["error"]["code"].as_str()), (403, Some("forbidden")), "{v}");
-    assert_eq!(s.exec_as(&ta, &idb, json!({"cmd": ["true"]})).unwrap_err().0, 403);
-    assert_eq!(s.call_as(Some(&ta), "DELETE", &format!("/v1/sandboxes/{idb}"), None).0, 403);
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (403, Some("forbidden")),
+        "{v}"
+    );
+    assert_eq!(
+        s.exec_as(&ta, &idb, json!({"cmd": ["true"]}))
+            .unwrap_err()
+            .0,
+        403
+    );
+    assert_eq!(
+        s.call_as(Some(&ta), "DELETE", &format!("/v1/sandboxes/{idb}"), None)
+            .0,
+        403
+    );
     assert_eq!(s.call_as(Some(&ta), "GET", "/v1/sandboxes", None).0, 403);
-    assert_eq!(s.call_as(Some(&ta), "POST", "/v1/sandboxes", Some("{}")).0, 403);
-    assert_eq!(s.call_as(Some("sbt_forged"), "GET", &format!("/v1/sandboxes/{ida}"), None).0, 401);
-    assert_eq!(s.call("GET", &format!("/v1/sandboxes/{idb}"), None).1["state"], "running");
+    assert_eq!(
+        s.call_as(Some(&ta), "POST", "/v1/sandboxes", Some("{}")).0,
+        403
+    );
+    assert_eq!(
+        s.call_as(
+            Some("sbt_forged"),
+            "GET",
+            &format!("/v1/sandboxes/{ida}"),
+            None
+        )
+        .0,
+        401
+    );
+    assert_eq!(
+        s.call("GET", &format!("/v1/sandboxes/{idb}"), None).1["state"],
+        "running"
+    );
 }
 
 #[test]
@@ -461,16 +706,26 @@ fn a_restart_marks_the_old_boxes_ended_and_leaves_nothing_running() {
     let data = TempDir::new("srv-restart");
     let mut s = Server::start(&data, &[], None);
     let (a, b) = (s.create("{}"), s.create("{}"));
-    let inits = [a["init_pid"].as_i64().unwrap() as i32, b["init_pid"].as_i64().unwrap() as i32];
+    let inits = [
+        a["init_pid"].as_i64().unwrap() as i32,
+        b["init_pid"].as_i64().unwrap() as i32,
+    ];
     let hosts = s.sandbox_hosts();
     assert_eq!(hosts.len(), 2, "{hosts:?}");
     s.stop();
     for p in inits.iter().chain(&hosts) {
-        wait_until("the old boxes are gone", Duration::from_secs(10), || !alive(*p));
+        wait_until("the old boxes are gone", Duration::from_secs(10), || {
+            !alive(*p)
+        });
     }
     for h in &hosts {
         let cg = format!("airlock-{h}-");
-        assert!(leftover_cgroups().iter().all(|p| !p.to_string_lossy().contains(&cg)), "cgroup {cg} left behind");
+        assert!(
+            leftover_cgroups()
+                .iter()
+                .all(|p| !p.to_string_lossy().contains(&cg)),
+            "cgroup {cg} left behind"
+        );
     }
     let key = s.key.clone();
     let s = Server::start(&data, &[], Some(&key));
@@ -481,9 +736,14 @@ fn a_restart_marks_the_old_boxes_ended_and_leaves_nothing_running() {
         assert!(v["state"] == "killed" || v["state"] == "dead", "{v}");
         assert!(v["reason"].as_str().is_some_and(|r| !r.is_empty()), "{v}");
     }
-    assert_eq!(s.call("GET", "/v1/sandboxes?state=running", None).1, json!([]));
+    assert_eq!(
+        s.call("GET", "/v1/sandboxes?state=running", None).1,
+        json!([])
+    );
     assert!(s.sandbox_hosts().is_empty());
-    let (status, v) = s.exec_as(&key, &id_of(&a), json!({"cmd": ["true"]})).unwrap_err();
+    let (status, v) = s
+        .exec_as(&key, &id_of(&a), json!({"cmd": ["true"]}))
+        .unwrap_err();
     assert_eq!(status, 409, "{v}");
 }
 
@@ -492,8 +752,14 @@ fn bad_input_is_refused_with_400() {
     let data = TempDir::new("srv-bad");
     let s = Server::start(&data, &[], None);
     let invalid = |status: u16, v: &Value| {
-        assert_eq!((status, v["error"]["code"].as_str()), (400, Some("invalid")), "{v}");
-        assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+        assert_eq!(
+            (status, v["error"]["code"].as_str()),
+            (400, Some("invalid")),
+            "{v}"
+        );
+        assert!(v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()));
     };
     for body in [
         "{",
@@ -511,11 +777,26 @@ fn bad_input_is_refused_with_400() {
         invalid(status, &v);
     }
     let id = id_of(&s.create("{}"));
-    for body in [r#"{"cmd": []}"#, r#"{"cmd": "ls"}"#, r#"{"cmd": ["ls"], "bogus": 1}"#, "not json"] {
-        let (status, v) = s.exec_as(&s.key, &id, serde_json::from_str(body).unwrap_or(Value::String(body.into()))).unwrap_err();
+    for body in [
+        r#"{"cmd": []}"#,
+        r#"{"cmd": "ls"}"#,
+        r#"{"cmd": ["ls"], "bogus": 1}"#,
+        "not json",
+    ] {
+        let (status, v) = s
+            .exec_as(
+                &s.key,
+                &id,
+                serde_json::from_str(body).unwrap_or(Value::String(body.into())),
+            )
+            .unwrap_err();
         invalid(status, &v);
     }
-    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{id}/timeout"), Some(r#"{"seconds": 5}"#));
+    let (status, v) = s.call(
+        "POST",
+        &format!("/v1/sandboxes/{id}/timeout"),
+        Some(r#"{"seconds": 5}"#),
+    );
     invalid(status, &v);
     let (status, v) = s.call("GET", "/v1/sandboxes?state=sleepy", None);
     invalid(status, &v);
@@ -539,9 +820,20 @@ fn a_client_that_goes_away_kills_its_command() {
     std::thread::sleep(Duration::from_secs(1));
     let before = s.sh(&id, "wc -l < /tmp/ticks");
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(s.sh(&id, "wc -l < /tmp/ticks"), before, "the command kept running after its client left");
+    assert_eq!(
+        s.sh(&id, "wc -l < /tmp/ticks"),
+        before,
+        "the command kept running after its client left"
+    );
     let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
-    assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "exec" && e["detail"]["signal"] == 9), "{ev}");
+    assert!(
+        ev["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "exec" && e["detail"]["signal"] == 9),
+        "{ev}"
+    );
 }
 
 #[test]
@@ -554,7 +846,9 @@ fn network_decisions_of_a_proxied_box_reach_the_store() {
             use std::io::{Read, Write};
             let mut buf = [0u8; 1024];
             let _ = conn.read(&mut buf);
-            let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n");
+            let _ = conn.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n",
+            );
         }
     });
     let data = TempDir::new("srv-net");
@@ -567,18 +861,39 @@ fn network_decisions_of_a_proxied_box_reach_the_store() {
     assert!(out.contains("ok") && out.contains("403"), "{out}");
     site.join().unwrap();
     let mut found = Vec::new();
-    wait_until("the network decisions reach the store", Duration::from_secs(10), || {
-        let (status, v) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
-        assert_eq!(status, 200, "{v}");
-        found = v["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "network").cloned().collect();
-        found.len() >= 2
-    });
+    wait_until(
+        "the network decisions reach the store",
+        Duration::from_secs(10),
+        || {
+            let (status, v) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
+            assert_eq!(status, 200, "{v}");
+            found = v["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["kind"] == "network")
+                .cloned()
+                .collect();
+            found.len() >= 2
+        },
+    );
     let decisions: Vec<(String, String)> = found
         .iter()
-        .map(|e| (e["detail"]["host"].as_str().unwrap_or("").to_string(), e["detail"]["decision"].as_str().unwrap_or("").to_string()))
+        .map(|e| {
+            (
+                e["detail"]["host"].as_str().unwrap_or("").to_string(),
+                e["detail"]["decision"].as_str().unwrap_or("").to_string(),
+            )
+        })
         .collect();
-    assert!(decisions.contains(&("svc.test".into(), "allow".into())), "{decisions:?}");
-    assert!(decisions.contains(&("other.test".into(), "deny".into())), "{decisions:?}");
+    assert!(
+        decisions.contains(&("svc.test".into(), "allow".into())),
+        "{decisions:?}"
+    );
+    assert!(
+        decisions.contains(&("other.test".into(), "deny".into())),
+        "{decisions:?}"
+    );
 }
 
 /// Runs code; returns every line of the NDJSON stream.
@@ -588,12 +903,18 @@ fn code(s: &Server, id: &str, body: Value) -> Vec<Value> {
         .send_string(&body.to_string())
         .unwrap_or_else(|e| panic!("code {body}: {e}"));
     assert_eq!(resp.content_type(), "application/x-ndjson");
-    BufReader::new(resp.into_reader()).lines().map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect()
+    BufReader::new(resp.into_reader())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect()
 }
 
 /// The text/plain of the result line.
 fn result_text(lines: &[Value]) -> String {
-    let r = lines.iter().find(|l| l["type"] == "result").unwrap_or_else(|| panic!("no result: {lines:?}"));
+    let r = lines
+        .iter()
+        .find(|l| l["type"] == "result")
+        .unwrap_or_else(|| panic!("no result: {lines:?}"));
     r["data"]["text/plain"].as_str().unwrap().to_string()
 }
 
@@ -604,7 +925,11 @@ fn status_of(lines: &[Value]) -> String {
 }
 
 fn stdout_of(lines: &[Value]) -> String {
-    lines.iter().filter(|l| l["type"] == "stdout").map(|l| l["text"].as_str().unwrap()).collect()
+    lines
+        .iter()
+        .filter(|l| l["type"] == "stdout")
+        .map(|l| l["text"].as_str().unwrap())
+        .collect()
 }
 
 #[test]
@@ -621,15 +946,39 @@ fn code_keeps_state_streams_output_and_reports_errors() {
     let out = code(&s, &id, json!({"code": "for i in range(5):\n    print(i)"}));
     assert_eq!(stdout_of(&out), "0\n1\n2\n3\n4\n");
     // Each chunk carries the time the interpreter saw it, in order.
-    let times: Vec<f64> = out.iter().filter(|l| l["type"] == "stdout").map(|l| l["time"].as_f64().expect("a timestamp")).collect();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
-    assert!(times.windows(2).all(|w| w[0] <= w[1]) && times.iter().all(|t| (now - t).abs() < 60.0), "{times:?}");
+    let times: Vec<f64> = out
+        .iter()
+        .filter(|l| l["type"] == "stdout")
+        .map(|l| l["time"].as_f64().expect("a timestamp"))
+        .collect();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]) && times.iter().all(|t| (now - t).abs() < 60.0),
+        "{times:?}"
+    );
     // An exception names the user's line.
-    let err = code(&s, &id, json!({"code": "a = 1\nraise ValueError('bad thing')"}));
+    let err = code(
+        &s,
+        &id,
+        json!({"code": "a = 1\nraise ValueError('bad thing')"}),
+    );
     assert_eq!(status_of(&err), "error");
     let e = err.iter().find(|l| l["type"] == "error").unwrap();
-    assert_eq!((e["name"].as_str(), e["value"].as_str()), (Some("ValueError"), Some("bad thing")), "{e}");
-    assert!(e["traceback"].as_array().unwrap().iter().any(|l| l.as_str().unwrap().contains("raise ValueError('bad thing')")), "{e}");
+    assert_eq!(
+        (e["name"].as_str(), e["value"].as_str()),
+        (Some("ValueError"), Some("bad thing")),
+        "{e}"
+    );
+    assert!(
+        e["traceback"].as_array().unwrap().iter().any(|l| l
+            .as_str()
+            .unwrap()
+            .contains("raise ValueError('bad thing')")),
+        "{e}"
+    );
     // An endless loop is interrupted at its timeout; the state survives.
     let t0 = Instant::now();
     let looped = code(&s, &id, json!({"code": "while True: pass", "timeout": 1}));
@@ -638,11 +987,28 @@ fn code_keeps_state_streams_output_and_reports_errors() {
     assert_eq!(result_text(&code(&s, &id, json!({"code": "x"}))), "41");
     // The audit trail has the executions.
     let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
-    assert!(ev["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "code").count() >= 5, "{ev}");
+    assert!(
+        ev["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "code")
+            .count()
+            >= 5,
+        "{ev}"
+    );
     // An unknown context or language is refused.
-    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{id}/code"), Some(r#"{"code": "1", "context": "nope"}"#));
+    let (status, v) = s.call(
+        "POST",
+        &format!("/v1/sandboxes/{id}/code"),
+        Some(r#"{"code": "1", "context": "nope"}"#),
+    );
     assert_eq!(status, 404, "{v}");
-    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{id}/code"), Some(r#"{"code": "1", "language": "cobol"}"#));
+    let (status, v) = s.call(
+        "POST",
+        &format!("/v1/sandboxes/{id}/code"),
+        Some(r#"{"code": "1", "language": "cobol"}"#),
+    );
     assert_eq!(status, 400, "{v}");
 }
 
@@ -651,11 +1017,20 @@ fn code_shows_a_matplotlib_figure_as_png() {
     let data = TempDir::new("srv-plot");
     let s = Server::start(&data, &[], None);
     let id = id_of(&s.create("{}"));
-    let lines = code(&s, &id, json!({"code": "import matplotlib.pyplot as plt; plt.figure(figsize=(4,3), dpi=100); plt.plot([1,2])", "timeout": 120}));
+    let lines = code(
+        &s,
+        &id,
+        json!({"code": "import matplotlib.pyplot as plt; plt.figure(figsize=(4,3), dpi=100); plt.plot([1,2])", "timeout": 120}),
+    );
     assert_eq!(status_of(&lines), "ok", "{lines:?}");
-    let shown = lines.iter().find(|l| l["type"] == "display" && l["data"]["image/png"].is_string()).unwrap_or_else(|| panic!("no png: {lines:?}"));
+    let shown = lines
+        .iter()
+        .find(|l| l["type"] == "display" && l["data"]["image/png"].is_string())
+        .unwrap_or_else(|| panic!("no png: {lines:?}"));
     use base64::Engine;
-    let png = base64::engine::general_purpose::STANDARD.decode(shown["data"]["image/png"].as_str().unwrap()).unwrap();
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(shown["data"]["image/png"].as_str().unwrap())
+        .unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
     let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
@@ -670,15 +1045,34 @@ fn contexts_are_separate_restartable_and_per_language() {
     let path = format!("/v1/sandboxes/{id}/contexts");
     let (status, a) = s.call("POST", &path, Some(r#"{"language": "python"}"#));
     assert_eq!(status, 201, "{a}");
-    let (_, b) = s.call("POST", &path, Some(r#"{"language": "python", "cwd": "/tmp"}"#));
+    let (_, b) = s.call(
+        "POST",
+        &path,
+        Some(r#"{"language": "python", "cwd": "/tmp"}"#),
+    );
     let (a, b) = (id_of(&a), id_of(&b));
     assert_ne!(a, b);
     code(&s, &id, json!({"code": "v = 'in a'", "context": a}));
     let other = code(&s, &id, json!({"code": "v", "context": b}));
     assert_eq!(status_of(&other), "error", "{other:?}");
-    assert!(other.iter().any(|l| l["type"] == "error" && l["name"] == "NameError"), "{other:?}");
-    assert_eq!(result_text(&code(&s, &id, json!({"code": "v", "context": a}))), "'in a'");
-    assert_eq!(result_text(&code(&s, &id, json!({"code": "import os; os.getcwd()", "context": b}))), "'/tmp'");
+    assert!(
+        other
+            .iter()
+            .any(|l| l["type"] == "error" && l["name"] == "NameError"),
+        "{other:?}"
+    );
+    assert_eq!(
+        result_text(&code(&s, &id, json!({"code": "v", "context": a}))),
+        "'in a'"
+    );
+    assert_eq!(
+        result_text(&code(
+            &s,
+            &id,
+            json!({"code": "import os; os.getcwd()", "context": b})
+        )),
+        "'/tmp'"
+    );
     // Restart: same id, state gone.
     let (status, r) = s.call("POST", &format!("{path}/{a}/restart"), None);
     assert_eq!((status, r["id"].as_str()), (200, Some(a.as_str())), "{r}");
@@ -688,16 +1082,28 @@ fn contexts_are_separate_restartable_and_per_language() {
     code(&s, &id, json!({"code": "let y = 1", "language": "js"}));
     assert!(result_text(&code(&s, &id, json!({"code": "y + 1", "language": "js"}))).contains('2'));
     code(&s, &id, json!({"code": "cd /tmp", "language": "bash"}));
-    assert_eq!(stdout_of(&code(&s, &id, json!({"code": "pwd", "language": "bash"}))), "/tmp\n");
+    assert_eq!(
+        stdout_of(&code(&s, &id, json!({"code": "pwd", "language": "bash"}))),
+        "/tmp\n"
+    );
     let (_, listed) = s.call("GET", &path, None);
-    let mut ids: Vec<&str> = listed["contexts"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    let mut ids: Vec<&str> = listed["contexts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
     ids.sort();
     let mut want = vec![a.as_str(), b.as_str(), "bash", "js"];
     want.sort();
     assert_eq!(ids, want, "{listed}");
     assert_eq!(s.call("DELETE", &format!("{path}/{b}"), None).0, 204);
     assert_eq!(s.call("DELETE", &format!("{path}/{b}"), None).0, 404);
-    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{id}/code"), Some(&json!({"code": "1", "context": b}).to_string()));
+    let (status, v) = s.call(
+        "POST",
+        &format!("/v1/sandboxes/{id}/code"),
+        Some(&json!({"code": "1", "context": b}).to_string()),
+    );
     assert_eq!(status, 404, "{v}");
 }
 
@@ -719,13 +1125,33 @@ fn code_is_interrupted_when_its_client_leaves_and_a_dead_context_is_replaced() {
     assert_eq!(result_text(&code(&s, &id, json!({"code": "x"}))), "41");
     assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
     let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
-    assert!(ev["events"].as_array().unwrap().iter().any(|e| e["kind"] == "code" && e["detail"]["status"] == "interrupted"), "{ev}");
+    assert!(
+        ev["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "code" && e["detail"]["status"] == "interrupted"),
+        "{ev}"
+    );
     // A context whose process dies says so and is replaced on the next call.
-    let died = code(&s, &id, json!({"code": "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"}));
-    assert!(died.iter().any(|l| l["type"] == "error" && l["name"] == "ContextDied"), "{died:?}");
+    let died = code(
+        &s,
+        &id,
+        json!({"code": "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"}),
+    );
+    assert!(
+        died.iter()
+            .any(|l| l["type"] == "error" && l["name"] == "ContextDied"),
+        "{died:?}"
+    );
     assert_eq!(status_of(&died), "error");
     let fresh = code(&s, &id, json!({"code": "x"}));
-    assert!(fresh.iter().any(|l| l["type"] == "error" && l["name"] == "NameError"), "{fresh:?}");
+    assert!(
+        fresh
+            .iter()
+            .any(|l| l["type"] == "error" && l["name"] == "NameError"),
+        "{fresh:?}"
+    );
     assert_eq!(result_text(&code(&s, &id, json!({"code": "1 + 1"}))), "2");
 }
 
@@ -737,21 +1163,42 @@ fn one_box_serves_commands_and_files_at_the_same_time() {
     std::thread::scope(|scope| {
         // A command that runs for a while and reports when it ends...
         let long = scope.spawn(|| {
-            let lines = s.exec(&id, json!({"cmd": ["sh", "-c", "echo started; sleep 3; echo done"]}));
+            let lines = s.exec(
+                &id,
+                json!({"cmd": ["sh", "-c", "echo started; sleep 3; echo done"]}),
+            );
             (Instant::now(), lines)
         });
         wait_until("the long command to start", Duration::from_secs(10), || {
-            s.call("GET", &format!("/v1/sandboxes/{id}/files/list?path=/tmp"), None).0 == 200
+            s.call(
+                "GET",
+                &format!("/v1/sandboxes/{id}/files/list?path=/tmp"),
+                None,
+            )
+            .0 == 200
         });
         // ...while a second command, a file write and a read on the same box finish meanwhile.
         let t0 = Instant::now();
-        assert_eq!(s.sh(&id, "echo meanwhile > /tmp/m.txt; cat /tmp/m.txt"), "meanwhile\n");
+        assert_eq!(
+            s.sh(&id, "echo meanwhile > /tmp/m.txt; cat /tmp/m.txt"),
+            "meanwhile\n"
+        );
         round_trip(&s, &id, "/tmp/concurrent.bin", 1 << 20);
         let quick_done = Instant::now();
-        assert!(quick_done.duration_since(t0) < Duration::from_secs(2), "the box waited for the long command");
+        assert!(
+            quick_done.duration_since(t0) < Duration::from_secs(2),
+            "the box waited for the long command"
+        );
         let (long_done, lines) = long.join().unwrap();
-        assert!(long_done > quick_done, "the long command ended before the others started");
-        let out: String = lines.iter().filter(|(_, l)| l["type"] == "stdout").map(|(_, l)| l["data"].as_str().unwrap()).collect();
+        assert!(
+            long_done > quick_done,
+            "the long command ended before the others started"
+        );
+        let out: String = lines
+            .iter()
+            .filter(|(_, l)| l["type"] == "stdout")
+            .map(|(_, l)| l["data"].as_str().unwrap())
+            .collect();
         assert_eq!(out, "started\ndone\n");
     });
 }
@@ -763,18 +1210,27 @@ fn a_client_that_leaves_a_silent_execution_interrupts_it() {
     let id = id_of(&s.create("{}"));
     code(&s, &id, json!({"code": "kept = 'yes'"}));
     // The client gives up after 1 s on code that prints nothing for 30 s.
-    let agent = ureq::AgentBuilder::new().timeout_read(Duration::from_secs(1)).build();
+    let agent = ureq::AgentBuilder::new()
+        .timeout_read(Duration::from_secs(1))
+        .build();
     let resp = agent
         .post(&s.url(&format!("/v1/sandboxes/{id}/code")))
         .set("Authorization", &format!("Bearer {}", s.key))
         .send_string(&json!({"code": "import time\ntime.sleep(30)"}).to_string())
         .unwrap();
     let mut body = String::new();
-    assert!(resp.into_reader().read_to_string(&mut body).is_err(), "the read should time out: {body}");
+    assert!(
+        resp.into_reader().read_to_string(&mut body).is_err(),
+        "the read should time out: {body}"
+    );
     // The context was interrupted, not left sleeping: the next snippet runs at once, state kept.
     let t0 = Instant::now();
     let lines = code(&s, &id, json!({"code": "kept"}));
-    assert!(t0.elapsed() < Duration::from_secs(10), "the sleeping execution held the context for {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "the sleeping execution held the context for {:?}",
+        t0.elapsed()
+    );
     assert_eq!(result_text(&lines), "'yes'");
 }
 
@@ -789,7 +1245,9 @@ fn running_code_holds_up_neither_other_calls_nor_a_kill() {
         let spinning = scope.spawn(|| {
             let resp = ureq::post(&s.url(&format!("/v1/sandboxes/{id}/code")))
                 .set("Authorization", &format!("Bearer {}", s.key))
-                .send_string(&json!({"code": "import time\nwhile True: time.sleep(0.05)"}).to_string());
+                .send_string(
+                    &json!({"code": "import time\nwhile True: time.sleep(0.05)"}).to_string(),
+                );
             let mut body = String::new();
             if let Ok(r) = resp {
                 let _ = r.into_reader().read_to_string(&mut body);
@@ -800,15 +1258,34 @@ fn running_code_holds_up_neither_other_calls_nor_a_kill() {
         // ...while a command and a file listing on the same box answer at once,
         let t0 = Instant::now();
         assert_eq!(s.sh(&id, "echo alongside"), "alongside\n");
-        assert_eq!(s.call("GET", &format!("/v1/sandboxes/{id}/files/list?path=/tmp"), None).0, 200);
-        assert!(t0.elapsed() < Duration::from_secs(3), "the box waited for the running code: {:?}", t0.elapsed());
+        assert_eq!(
+            s.call(
+                "GET",
+                &format!("/v1/sandboxes/{id}/files/list?path=/tmp"),
+                None
+            )
+            .0,
+            200
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "the box waited for the running code: {:?}",
+            t0.elapsed()
+        );
         // and a kill really ends the box (its host process and everything in it) promptly.
         let hosts = s.sandbox_hosts();
         assert_eq!(hosts.len(), 1, "{hosts:?}");
         let (status, _) = s.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
         assert!(status < 300, "{status}");
-        wait_until("the killed box's host to exit", Duration::from_secs(10), || !alive(hosts[0]));
+        wait_until(
+            "the killed box's host to exit",
+            Duration::from_secs(10),
+            || !alive(hosts[0]),
+        );
         let body = spinning.join().unwrap();
-        assert!(!body.contains("\"type\":\"end\"") || body.contains("error"), "the execution did not end normally: {body}");
+        assert!(
+            !body.contains("\"type\":\"end\"") || body.contains("error"),
+            "the execution did not end normally: {body}"
+        );
     });
 }

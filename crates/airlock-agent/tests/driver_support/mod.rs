@@ -32,7 +32,10 @@ impl Driver {
         let write_fd = write_end.as_raw_fd();
         let mut command = Command::new(interpreter);
         command
-            .arg(format!("{}/drivers/{driver_file}", env!("CARGO_MANIFEST_DIR")))
+            .arg(format!(
+                "{}/drivers/{driver_file}",
+                env!("CARGO_MANIFEST_DIR")
+            ))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());
@@ -131,15 +134,19 @@ pub fn end_status(events: &[Value]) -> &str {
     end["status"].as_str().unwrap()
 }
 
-
 /// The `text/plain` of the first result, if any.
 pub fn result_plain(events: &[Value]) -> Option<String> {
-    of_type(events, "result").first().map(|r| r["data"]["text/plain"].as_str().unwrap().to_owned())
+    of_type(events, "result")
+        .first()
+        .map(|r| r["data"]["text/plain"].as_str().unwrap().to_owned())
 }
 
 /// Every `text` of the events of `kind`, joined.
 pub fn text(events: &[Value], kind: &str) -> String {
-    of_type(events, kind).iter().map(|e| e["text"].as_str().unwrap()).collect()
+    of_type(events, kind)
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect()
 }
 
 /// Every language's output cap: `huge` prints far more than the cap and is cut at 1 MiB with one
@@ -153,6 +160,10 @@ pub fn assert_output_is_capped_per_execution(d: &mut Driver, huge: &str, fresh: 
     let truncated = of_type(&events, "stderr");
     assert_eq!(truncated.len(), 1, "one truncation notice");
     assert_eq!(truncated[0]["text"], "[output truncated]");
-    assert_eq!(text(&d.run(fresh), "stdout"), "fresh\n", "the cap is per execution");
+    assert_eq!(
+        text(&d.run(fresh), "stdout"),
+        "fresh\n",
+        "the cap is per execution"
+    );
     stdout
 }

@@ -97,7 +97,14 @@ fn check_writable(parent: &std::path::Path) -> Result<(), String> {
     let c = std::ffi::CString::new(parent.as_os_str().as_bytes())
         .map_err(|_| format!("{} contains a NUL byte", parent.display()))?;
     // SAFETY: c is a valid C string; faccessat only reads it.
-    let r = unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK | libc::X_OK, libc::AT_EACCESS) };
+    let r = unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            libc::W_OK | libc::X_OK,
+            libc::AT_EACCESS,
+        )
+    };
     if r == 0 {
         return Ok(());
     }

@@ -11,21 +11,39 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 fn ctx<'a>(step: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> RootfsError + 'a {
-    move |source| RootfsError { step, path: path.to_path_buf(), source }
+    move |source| RootfsError {
+        step,
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 fn c(path: &Path) -> io::Result<CString> {
     cstring(path.as_os_str().as_bytes())
 }
 
-fn mount(src: Option<&Path>, target: &Path, fstype: Option<&str>, flags: libc::c_ulong, data: Option<&str>) -> io::Result<()> {
+fn mount(
+    src: Option<&Path>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> io::Result<()> {
     let src = src.map(c).transpose()?;
     let target = c(target)?;
     let fstype = fstype.map(cstring).transpose()?;
     let data = data.map(cstring).transpose()?;
     let ptr = |o: &Option<CString>| o.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
     // SAFETY: every pointer is either null or a valid NUL-terminated string living across the call.
-    cvt(unsafe { libc::mount(ptr(&src), target.as_ptr(), ptr(&fstype), flags, ptr(&data).cast()) })?;
+    cvt(unsafe {
+        libc::mount(
+            ptr(&src),
+            target.as_ptr(),
+            ptr(&fstype),
+            flags,
+            ptr(&data).cast(),
+        )
+    })?;
     Ok(())
 }
 
@@ -82,7 +100,12 @@ fn touch(path: &Path) -> io::Result<()> {
     let p = c(path)?;
     // Never opens what is already there: under a writable grant that may be a FIFO the box made
     // in an earlier run (opening it would block until a reader came, forever) or a device.
-    let flags = libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+    let flags = libc::O_CREAT
+        | libc::O_EXCL
+        | libc::O_WRONLY
+        | libc::O_NONBLOCK
+        | libc::O_CLOEXEC
+        | libc::O_NOFOLLOW;
     // SAFETY: p is a valid C string.
     let fd = unsafe { libc::open(p.as_ptr(), flags, 0o644) };
     if fd == -1 {
@@ -105,9 +128,14 @@ fn under(root: &Path, inside: &Path) -> PathBuf {
 /// owned by the caller's user namespace, in the box's init process. `console`, when given, is the
 /// box's terminal (a pty slave from the host): it appears as `/dev/console`, so `tty` and
 /// `ttyname()` inside find it.
-pub fn enter(plan: &RootfsPlan, console: Option<libc::c_int>, premade: &[(PathBuf, libc::c_int)]) -> Result<(), RootfsError> {
+pub fn enter(
+    plan: &RootfsPlan,
+    console: Option<libc::c_int>,
+    premade: &[(PathBuf, libc::c_int)],
+) -> Result<(), RootfsError> {
     let slash = Path::new("/");
-    mount(None, slash, None, libc::MS_REC | libc::MS_PRIVATE, None).map_err(ctx("make private", slash))?;
+    mount(None, slash, None, libc::MS_REC | libc::MS_PRIVATE, None)
+        .map_err(ctx("make private", slash))?;
 
     // Open every host source before anything is mounted over it.
     let mut sources: Vec<Option<libc::c_int>> = Vec::with_capacity(plan.ops.len());
@@ -115,7 +143,9 @@ pub fn enter(plan: &RootfsPlan, console: Option<libc::c_int>, premade: &[(PathBu
     for op in &plan.ops {
         let fd = match op {
             FsOp::Bind { target, .. } if premade_for(target).is_some() => None,
-            FsOp::Bind { source, optional, .. } => match open_path(source, false) {
+            FsOp::Bind {
+                source, optional, ..
+            } => match open_path(source, false) {
                 Ok(fd) => Some(fd),
                 Err(_) if *optional => None,
                 Err(e) => return Err(ctx("open source", source)(e)),
@@ -128,13 +158,25 @@ pub fn enter(plan: &RootfsPlan, console: Option<libc::c_int>, premade: &[(PathBu
     // The new root: a small tmpfs, later read-only. It is mounted on the host's /tmp in this
     // private namespace (sources were opened above, so nothing under /tmp is lost).
     let root = Path::new("/tmp");
-    mount(Some(Path::new("airlock-root")), root, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some("size=4m,nr_inodes=4096,mode=0755"))
-        .map_err(ctx("mount root tmpfs", root))?;
+    mount(
+        Some(Path::new("airlock-root")),
+        root,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some("size=4m,nr_inodes=4096,mode=0755"),
+    )
+    .map_err(ctx("mount root tmpfs", root))?;
     let scratch = under(root, Path::new("/.airlock/scratch"));
     mkdir_all(&scratch, 0o700).map_err(ctx("mkdir", &scratch))?;
     let scratch_opts = format!("size={},mode=0755", plan.scratch_size);
-    mount(Some(Path::new("airlock-scratch")), &scratch, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(&scratch_opts))
-        .map_err(ctx("mount scratch tmpfs", &scratch))?;
+    mount(
+        Some(Path::new("airlock-scratch")),
+        &scratch,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(&scratch_opts),
+    )
+    .map_err(ctx("mount scratch tmpfs", &scratch))?;
 
     for (op, src) in plan.ops.iter().zip(&sources) {
         match op {
@@ -164,22 +206,40 @@ pub fn enter(plan: &RootfsPlan, console: Option<libc::c_int>, premade: &[(PathBu
     // The scratch tmpfs stays alive through its views; its staging mount goes away.
     let sc = c(&scratch).map_err(ctx("umount scratch", &scratch))?;
     // SAFETY: sc is a valid C string.
-    cvt(unsafe { libc::umount2(sc.as_ptr(), libc::MNT_DETACH) }).map_err(ctx("umount scratch", &scratch))?;
+    cvt(unsafe { libc::umount2(sc.as_ptr(), libc::MNT_DETACH) })
+        .map_err(ctx("umount scratch", &scratch))?;
 
     pivot(root)?;
     after_pivot(plan)
 }
 
-fn run_op(op: &FsOp, src: Option<libc::c_int>, root: &Path, scratch: &Path) -> Result<(), RootfsError> {
+fn run_op(
+    op: &FsOp,
+    src: Option<libc::c_int>,
+    root: &Path,
+    scratch: &Path,
+) -> Result<(), RootfsError> {
     match op {
-        FsOp::Bind { target, writable, kind, .. } => {
+        FsOp::Bind {
+            target,
+            writable,
+            kind,
+            ..
+        } => {
             let Some(fd) = src else { return Ok(()) };
             let t = under(root, target);
             match kind {
                 NodeKind::Dir => mkdir_all(&t, 0o755).map_err(ctx("mkdir", &t))?,
                 NodeKind::File => touch(&t).map_err(ctx("create mount point", &t))?,
             }
-            mount(Some(&fd_path(fd)), &t, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("bind", target))?;
+            mount(
+                Some(&fd_path(fd)),
+                &t,
+                None,
+                libc::MS_BIND | libc::MS_REC,
+                None,
+            )
+            .map_err(ctx("bind", target))?;
             let mut attrs = MOUNT_ATTR_NOSUID;
             if !writable {
                 attrs |= MOUNT_ATTR_RDONLY;
@@ -208,7 +268,8 @@ fn run_op(op: &FsOp, src: Option<libc::c_int>, root: &Path, scratch: &Path) -> R
         FsOp::Dir { target, mode } => {
             let t = under(root, target);
             mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
-            std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(*mode)).map_err(ctx("chmod", target))?;
+            std::fs::set_permissions(&t, std::os::unix::fs::PermissionsExt::from_mode(*mode))
+                .map_err(ctx("chmod", target))?;
         }
         FsOp::File { target, contents } => {
             let t = under(root, target);
@@ -221,13 +282,21 @@ fn run_op(op: &FsOp, src: Option<libc::c_int>, root: &Path, scratch: &Path) -> R
             let t = under(root, target);
             mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
             let opts = format!("size={size},mode={mode:o}");
-            mount(Some(Path::new("tmpfs")), &t, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NOEXEC, Some(&opts)).map_err(ctx("mount tmpfs", target))?;
+            mount(
+                Some(Path::new("tmpfs")),
+                &t,
+                Some("tmpfs"),
+                libc::MS_NOSUID | libc::MS_NOEXEC,
+                Some(&opts),
+            )
+            .map_err(ctx("mount tmpfs", target))?;
         }
         FsOp::Scratch { sub, target } => {
             let s = scratch.join(sub);
             mkdir_all(&s, 0o755).map_err(ctx("mkdir", &s))?;
             let mode = if sub == "home" { 0o755 } else { 0o1777 };
-            std::fs::set_permissions(&s, std::os::unix::fs::PermissionsExt::from_mode(mode)).map_err(ctx("chmod", &s))?;
+            std::fs::set_permissions(&s, std::os::unix::fs::PermissionsExt::from_mode(mode))
+                .map_err(ctx("chmod", &s))?;
             let t = under(root, target);
             mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
             mount(Some(&s), &t, None, libc::MS_BIND, None).map_err(ctx("bind scratch", target))?;
@@ -235,12 +304,26 @@ fn run_op(op: &FsOp, src: Option<libc::c_int>, root: &Path, scratch: &Path) -> R
         FsOp::Proc { target } => {
             let t = under(root, target);
             mkdir_all(&t, 0o555).map_err(ctx("mkdir", target))?;
-            mount(Some(Path::new("proc")), &t, Some("proc"), libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, None).map_err(ctx("mount proc", target))?;
+            mount(
+                Some(Path::new("proc")),
+                &t,
+                Some("proc"),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                None,
+            )
+            .map_err(ctx("mount proc", target))?;
         }
         FsOp::Devpts { target } => {
             let t = under(root, target);
             mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
-            mount(Some(Path::new("devpts")), &t, Some("devpts"), libc::MS_NOSUID | libc::MS_NOEXEC, Some("newinstance,ptmxmode=0666,mode=620")).map_err(ctx("mount devpts", target))?;
+            mount(
+                Some(Path::new("devpts")),
+                &t,
+                Some("devpts"),
+                libc::MS_NOSUID | libc::MS_NOEXEC,
+                Some("newinstance,ptmxmode=0666,mode=620"),
+            )
+            .map_err(ctx("mount devpts", target))?;
         }
     }
     Ok(())
@@ -254,9 +337,11 @@ fn pivot(root: &Path) -> Result<(), RootfsError> {
     cvt(unsafe { libc::chdir(r.as_ptr()) }).map_err(ctx("chdir", root))?;
     // pivot_root(".", ".") stacks the old root under the new one; detaching "." then drops it.
     // SAFETY: dot is a valid C string.
-    cvt_long(unsafe { libc::syscall(libc::SYS_pivot_root, dot.as_ptr(), dot.as_ptr()) }).map_err(ctx("pivot_root", root))?;
+    cvt_long(unsafe { libc::syscall(libc::SYS_pivot_root, dot.as_ptr(), dot.as_ptr()) })
+        .map_err(ctx("pivot_root", root))?;
     // SAFETY: dot is a valid C string.
-    cvt(unsafe { libc::umount2(dot.as_ptr(), libc::MNT_DETACH) }).map_err(ctx("detach old root", root))?;
+    cvt(unsafe { libc::umount2(dot.as_ptr(), libc::MNT_DETACH) })
+        .map_err(ctx("detach old root", root))?;
     // SAFETY: slash is a valid C string.
     cvt(unsafe { libc::chdir(slash.as_ptr()) }).map_err(ctx("chdir", Path::new("/")))?;
     Ok(())
@@ -273,19 +358,36 @@ fn after_pivot(plan: &RootfsPlan) -> Result<(), RootfsError> {
     for name in PROC_MASKED {
         let p = Path::new("/proc").join(name);
         if p.exists() {
-            mount(Some(Path::new(EMPTY_FILE)), &p, None, libc::MS_BIND, None).map_err(ctx("mask", &p))?;
-            set_attr(&p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false).map_err(ctx("mask", &p))?;
+            mount(Some(Path::new(EMPTY_FILE)), &p, None, libc::MS_BIND, None)
+                .map_err(ctx("mask", &p))?;
+            set_attr(
+                &p,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                false,
+            )
+            .map_err(ctx("mask", &p))?;
         }
     }
     for name in PROC_READ_ONLY {
         let p = Path::new("/proc").join(name);
         if p.is_dir() {
-            mount(Some(&p), &p, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("bind", &p))?;
-            set_attr(&p, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true).map_err(ctx("read-only", &p))?;
+            mount(Some(&p), &p, None, libc::MS_BIND | libc::MS_REC, None)
+                .map_err(ctx("bind", &p))?;
+            set_attr(
+                &p,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                true,
+            )
+            .map_err(ctx("read-only", &p))?;
         }
     }
     let slash = Path::new("/");
-    set_attr(slash, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, false).map_err(ctx("read-only root", slash))?;
+    set_attr(
+        slash,
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        false,
+    )
+    .map_err(ctx("read-only root", slash))?;
     Ok(())
 }
 
@@ -295,20 +397,34 @@ fn after_pivot(plan: &RootfsPlan) -> Result<(), RootfsError> {
 fn pin_path(path: &Path) -> Result<(), RootfsError> {
     let fd = match open_path(path, true) {
         Ok(fd) => fd,
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => return Ok(()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {
+            return Ok(())
+        }
         Err(e) => return Err(ctx("open", path)(e)),
     };
     // SAFETY: st is plain old data for fstat to fill.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fd is a valid O_PATH descriptor and st a valid stat buffer.
-    let res = cvt(unsafe { libc::fstat(fd, &mut st) }).map_err(ctx("stat", path)).and_then(|_| {
-        if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-            let target = fd_path(fd);
-            mount(Some(&target), &target, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("pin", path))
-        } else {
-            cover_path(&Cover { path: path.to_path_buf(), keep_visible: true })
-        }
-    });
+    let res = cvt(unsafe { libc::fstat(fd, &mut st) })
+        .map_err(ctx("stat", path))
+        .and_then(|_| {
+            if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                let target = fd_path(fd);
+                mount(
+                    Some(&target),
+                    &target,
+                    None,
+                    libc::MS_BIND | libc::MS_REC,
+                    None,
+                )
+                .map_err(ctx("pin", path))
+            } else {
+                cover_path(&Cover {
+                    path: path.to_path_buf(),
+                    keep_visible: true,
+                })
+            }
+        });
     crate::sys::close(fd);
     res
 }
@@ -321,7 +437,9 @@ fn cover_path(cover: &Cover) -> Result<(), RootfsError> {
         Ok(fd) => fd,
         // Missing: nothing to protect or hide (the supervisor creates placeholders for protected
         // paths beforehand, so a protected path is only missing when its parent is not a dir).
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => return Ok(()),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {
+            return Ok(())
+        }
         Err(e) => return Err(ctx("open", path)(e)),
     };
     // SAFETY: st is plain old data for fstat to fill; fd is a valid O_PATH descriptor.
@@ -339,10 +457,21 @@ fn cover_path(cover: &Cover) -> Result<(), RootfsError> {
         } else {
             EMPTY_FILE.into()
         };
-        mount(Some(&source), &target, None, libc::MS_BIND | libc::MS_REC, None).map_err(ctx("cover", path))?;
-        set_attr(path, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true).map_err(ctx("cover read-only", path))
+        mount(
+            Some(&source),
+            &target,
+            None,
+            libc::MS_BIND | libc::MS_REC,
+            None,
+        )
+        .map_err(ctx("cover", path))?;
+        set_attr(
+            path,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            true,
+        )
+        .map_err(ctx("cover read-only", path))
     });
     crate::sys::close(fd);
     res
 }
-

@@ -6,20 +6,56 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// Host directories bound read-only at the same path (or replicated as symlinks).
-const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+];
 /// Host `/etc` entries bound read-only when present: what the dynamic loader, TLS, locales,
 /// time zones, shells and interpreters need. No credentials (no shadow, no gitconfig, no npmrc).
 const ETC_ENTRIES: &[&str] = &[
-    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
-    "ca-certificates.conf", "localtime", "timezone", "nsswitch.conf", "protocols", "services",
-    "mime.types", "magic", "magic.mime", "inputrc", "bash.bashrc", "profile", "terminfo",
-    "gai.conf", "host.conf", "os-release", "debian_version", "python3", "python3.11",
-    "python3.12", "python3.13", "perl", "manpath.config", "locale.alias", "matplotlibrc", "fonts",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "localtime",
+    "timezone",
+    "nsswitch.conf",
+    "protocols",
+    "services",
+    "mime.types",
+    "magic",
+    "magic.mime",
+    "inputrc",
+    "bash.bashrc",
+    "profile",
+    "terminfo",
+    "gai.conf",
+    "host.conf",
+    "os-release",
+    "debian_version",
+    "python3",
+    "python3.11",
+    "python3.12",
+    "python3.13",
+    "perl",
+    "manpath.config",
+    "locale.alias",
+    "matplotlibrc",
+    "fonts",
 ];
 /// Device nodes bound from the host's /dev.
 const DEV_NODES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 /// /proc entries covered with an empty file (information leaks or dangerous triggers).
-pub(super) const PROC_MASKED: &[&str] = &["kcore", "keys", "timer_list", "sched_debug", "sysrq-trigger", "kallsyms"];
+pub(super) const PROC_MASKED: &[&str] = &[
+    "kcore",
+    "keys",
+    "timer_list",
+    "sched_debug",
+    "sysrq-trigger",
+    "kallsyms",
+];
 /// /proc subtrees made read-only.
 pub(super) const PROC_READ_ONLY: &[&str] = &["sys", "irq", "bus", "fs"];
 /// Where the box keeps its empty placeholders (inside the read-only root).
@@ -38,18 +74,47 @@ pub enum NodeKind {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "kebab-case")]
 pub enum FsOp {
-    Bind { source: PathBuf, target: PathBuf, writable: bool, kind: NodeKind, optional: bool },
+    Bind {
+        source: PathBuf,
+        target: PathBuf,
+        writable: bool,
+        kind: NodeKind,
+        optional: bool,
+    },
     /// A small host file copied into the (read-only) root: cheaper than a mount, and a later
     /// change on the host does not show through. Skipped if the source is missing.
-    Copy { source: PathBuf, target: PathBuf },
-    Symlink { link: PathBuf, target: PathBuf },
-    Dir { target: PathBuf, mode: u32 },
-    File { target: PathBuf, contents: String },
-    Tmpfs { target: PathBuf, size: u64, mode: u32 },
+    Copy {
+        source: PathBuf,
+        target: PathBuf,
+    },
+    Symlink {
+        link: PathBuf,
+        target: PathBuf,
+    },
+    Dir {
+        target: PathBuf,
+        mode: u32,
+    },
+    File {
+        target: PathBuf,
+        contents: String,
+    },
+    Tmpfs {
+        target: PathBuf,
+        size: u64,
+        mode: u32,
+    },
     /// A view of the shared scratch tmpfs (one size cap for /tmp, home and /dev/shm).
-    Scratch { sub: String, target: PathBuf },
-    Proc { target: PathBuf },
-    Devpts { target: PathBuf },
+    Scratch {
+        sub: String,
+        target: PathBuf,
+    },
+    Proc {
+        target: PathBuf,
+    },
+    Devpts {
+        target: PathBuf,
+    },
 }
 
 /// A protected or denied path to cover after pivot_root.
@@ -95,9 +160,9 @@ impl HostFs for RealHostFs {
     fn node(&self, path: &Path) -> HostNode {
         match std::fs::symlink_metadata(path) {
             Err(_) => HostNode::Missing,
-            Ok(m) if m.file_type().is_symlink() => {
-                std::fs::read_link(path).map(HostNode::Symlink).unwrap_or(HostNode::Missing)
-            }
+            Ok(m) if m.file_type().is_symlink() => std::fs::read_link(path)
+                .map(HostNode::Symlink)
+                .unwrap_or(HostNode::Missing),
             Ok(m) if m.is_dir() => HostNode::Dir,
             Ok(_) => HostNode::File,
         }
@@ -107,49 +172,108 @@ impl HostFs for RealHostFs {
 impl RootfsPlan {
     /// Plans the root for an isolated policy; `None` for `FilesystemPolicy::Host`.
     pub fn from_policy(policy: &ResolvedPolicy, host: &dyn HostFs) -> Option<RootfsPlan> {
-        let FilesystemPolicy::Isolated { workspace, grants, deny } = &policy.filesystem else {
+        let FilesystemPolicy::Isolated {
+            workspace,
+            grants,
+            deny,
+        } = &policy.filesystem
+        else {
             return None;
         };
         let mut ops = Vec::new();
         for dir in SYSTEM_DIRS {
             match host.node(Path::new(dir)) {
                 HostNode::Dir => ops.push(bind(dir, dir, false, NodeKind::Dir, false)),
-                HostNode::Symlink(to) => ops.push(FsOp::Symlink { link: dir.into(), target: to }),
+                HostNode::Symlink(to) => ops.push(FsOp::Symlink {
+                    link: dir.into(),
+                    target: to,
+                }),
                 HostNode::File | HostNode::Missing => {}
             }
         }
-        ops.push(FsOp::Dir { target: "/etc".into(), mode: 0o755 });
+        ops.push(FsOp::Dir {
+            target: "/etc".into(),
+            mode: 0o755,
+        });
         for entry in ETC_ENTRIES {
             let path = Path::new("/etc").join(entry);
             match host.node(&path) {
                 HostNode::Dir => ops.push(bind(&path, &path, false, NodeKind::Dir, true)),
-                HostNode::File => ops.push(FsOp::Copy { source: path.clone(), target: path }),
+                HostNode::File => ops.push(FsOp::Copy {
+                    source: path.clone(),
+                    target: path,
+                }),
                 // The link's target is under /usr (or another visible dir): replicate the link.
-                HostNode::Symlink(to) => ops.push(FsOp::Symlink { link: path, target: to }),
+                HostNode::Symlink(to) => ops.push(FsOp::Symlink {
+                    link: path,
+                    target: to,
+                }),
                 HostNode::Missing => {}
             }
         }
         if policy.network == NetworkMode::Host {
-            ops.push(bind("/etc/resolv.conf", "/etc/resolv.conf", false, NodeKind::File, true));
+            ops.push(bind(
+                "/etc/resolv.conf",
+                "/etc/resolv.conf",
+                false,
+                NodeKind::File,
+                true,
+            ));
         }
-        ops.push(FsOp::File { target: "/etc/passwd".into(), contents: identity::passwd() });
-        ops.push(FsOp::File { target: "/etc/group".into(), contents: identity::group() });
-        ops.push(FsOp::File { target: "/etc/hosts".into(), contents: identity::hosts() });
-        ops.push(FsOp::File { target: "/etc/hostname".into(), contents: format!("{}\n", identity::HOSTNAME) });
-        ops.push(FsOp::Tmpfs { target: "/dev".into(), size: 64 << 10, mode: 0o755 });
+        ops.push(FsOp::File {
+            target: "/etc/passwd".into(),
+            contents: identity::passwd(),
+        });
+        ops.push(FsOp::File {
+            target: "/etc/group".into(),
+            contents: identity::group(),
+        });
+        ops.push(FsOp::File {
+            target: "/etc/hosts".into(),
+            contents: identity::hosts(),
+        });
+        ops.push(FsOp::File {
+            target: "/etc/hostname".into(),
+            contents: format!("{}\n", identity::HOSTNAME),
+        });
+        ops.push(FsOp::Tmpfs {
+            target: "/dev".into(),
+            size: 64 << 10,
+            mode: 0o755,
+        });
         for node in DEV_NODES {
             let p = Path::new("/dev").join(node);
             ops.push(bind(&p, &p, true, NodeKind::File, false));
         }
-        ops.push(FsOp::Devpts { target: "/dev/pts".into() });
-        ops.push(FsOp::Symlink { link: "/dev/ptmx".into(), target: "pts/ptmx".into() });
+        ops.push(FsOp::Devpts {
+            target: "/dev/pts".into(),
+        });
+        ops.push(FsOp::Symlink {
+            link: "/dev/ptmx".into(),
+            target: "pts/ptmx".into(),
+        });
         for (name, fd) in [("stdin", 0), ("stdout", 1), ("stderr", 2)] {
-            ops.push(FsOp::Symlink { link: Path::new("/dev").join(name), target: format!("/proc/self/fd/{fd}").into() });
+            ops.push(FsOp::Symlink {
+                link: Path::new("/dev").join(name),
+                target: format!("/proc/self/fd/{fd}").into(),
+            });
         }
-        ops.push(FsOp::Symlink { link: "/dev/fd".into(), target: "/proc/self/fd".into() });
-        ops.push(FsOp::Scratch { sub: "shm".into(), target: "/dev/shm".into() });
-        ops.push(FsOp::Scratch { sub: "tmp".into(), target: "/tmp".into() });
-        ops.push(FsOp::Scratch { sub: "home".into(), target: airlock_policy::INSIDE_HOME.into() });
+        ops.push(FsOp::Symlink {
+            link: "/dev/fd".into(),
+            target: "/proc/self/fd".into(),
+        });
+        ops.push(FsOp::Scratch {
+            sub: "shm".into(),
+            target: "/dev/shm".into(),
+        });
+        ops.push(FsOp::Scratch {
+            sub: "tmp".into(),
+            target: "/tmp".into(),
+        });
+        ops.push(FsOp::Scratch {
+            sub: "home".into(),
+            target: airlock_policy::INSIDE_HOME.into(),
+        });
         // Placeholders of protected files are untracked files to git: without this global ignore
         // file (in the box's own home, before any user mount), `git add -A` inside the box would
         // commit them into the workspace's repository.
@@ -157,9 +281,17 @@ impl RootfsPlan {
             target: Path::new(airlock_policy::INSIDE_HOME).join(".config/git/ignore"),
             contents: placeholder_git_ignore(),
         });
-        ops.push(FsOp::Proc { target: "/proc".into() });
-        ops.push(FsOp::Dir { target: EMPTY_DIR.into(), mode: 0o555 });
-        ops.push(FsOp::File { target: EMPTY_FILE.into(), contents: String::new() });
+        ops.push(FsOp::Proc {
+            target: "/proc".into(),
+        });
+        ops.push(FsOp::Dir {
+            target: EMPTY_DIR.into(),
+            mode: 0o555,
+        });
+        ops.push(FsOp::File {
+            target: EMPTY_FILE.into(),
+            contents: String::new(),
+        });
 
         // User mounts, parents before children so nested grants land on top.
         let mut mounts: Vec<_> = workspace.iter().chain(grants.iter()).collect();
@@ -167,24 +299,48 @@ impl RootfsPlan {
         let mut covers = Vec::new();
         let mut pins: Vec<PathBuf> = Vec::new();
         for m in &mounts {
-            let kind = if host.node(&m.host) == HostNode::Dir { NodeKind::Dir } else { NodeKind::File };
-            ops.push(bind(&m.host, &m.inside, m.access == Access::ReadWrite, kind, false));
+            let kind = if host.node(&m.host) == HostNode::Dir {
+                NodeKind::Dir
+            } else {
+                NodeKind::File
+            };
+            ops.push(bind(
+                &m.host,
+                &m.inside,
+                m.access == Access::ReadWrite,
+                kind,
+                false,
+            ));
             if m.protect && kind == NodeKind::Dir {
                 for p in PROTECTED_PATHS {
-                    if let Some(parent) = Path::new(p.relative).parent().filter(|d| !d.as_os_str().is_empty()) {
+                    if let Some(parent) = Path::new(p.relative)
+                        .parent()
+                        .filter(|d| !d.as_os_str().is_empty())
+                    {
                         let pin = m.inside.join(parent);
                         if !pins.contains(&pin) {
                             pins.push(pin);
                         }
                     }
-                    covers.push(Cover { path: m.inside.join(p.relative), keep_visible: true });
+                    covers.push(Cover {
+                        path: m.inside.join(p.relative),
+                        keep_visible: true,
+                    });
                 }
             }
         }
         for d in deny {
-            covers.push(Cover { path: d.clone(), keep_visible: false });
+            covers.push(Cover {
+                path: d.clone(),
+                keep_visible: false,
+            });
         }
-        Some(RootfsPlan { ops, covers, pins, scratch_size: policy.limits.disk })
+        Some(RootfsPlan {
+            ops,
+            covers,
+            pins,
+            scratch_size: policy.limits.disk,
+        })
     }
 }
 
@@ -198,7 +354,13 @@ fn placeholder_git_ignore() -> String {
         .collect()
 }
 
-fn bind(source: impl AsRef<Path>, target: impl AsRef<Path>, writable: bool, kind: NodeKind, optional: bool) -> FsOp {
+fn bind(
+    source: impl AsRef<Path>,
+    target: impl AsRef<Path>,
+    writable: bool,
+    kind: NodeKind,
+    optional: bool,
+) -> FsOp {
     FsOp::Bind {
         source: source.as_ref().to_path_buf(),
         target: target.as_ref().to_path_buf(),

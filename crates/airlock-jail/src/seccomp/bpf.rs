@@ -188,9 +188,21 @@ impl Assembler {
                     k,
                 }),
                 Insn::Always { to } => {
-                    let to = self.labels.get(to.0).copied().flatten().ok_or(SeccompError::UnboundLabel)?;
-                    let distance = to.checked_sub(at + 1).ok_or(SeccompError::BackwardJump { at })?;
-                    Ok(libc::sock_filter { code: JA, jt: 0, jf: 0, k: distance as u32 })
+                    let to = self
+                        .labels
+                        .get(to.0)
+                        .copied()
+                        .flatten()
+                        .ok_or(SeccompError::UnboundLabel)?;
+                    let distance = to
+                        .checked_sub(at + 1)
+                        .ok_or(SeccompError::BackwardJump { at })?;
+                    Ok(libc::sock_filter {
+                        code: JA,
+                        jt: 0,
+                        jf: 0,
+                        k: distance as u32,
+                    })
                 }
             })
             .collect()

@@ -122,7 +122,10 @@ fn ranges(mut rows: Vec<(u32, Rule)>) -> Vec<Range> {
     let mut out: Vec<Range> = Vec::new();
     let push = |out: &mut Vec<Range>, lo: u32, hi: u32, outcome: Outcome| {
         if let Some(last) = out.last_mut() {
-            if matches!(outcome, Outcome::Return(_)) && last.outcome == outcome && last.hi.checked_add(1) == Some(lo) {
+            if matches!(outcome, Outcome::Return(_))
+                && last.outcome == outcome
+                && last.hi.checked_add(1) == Some(lo)
+            {
                 last.hi = hi;
                 return;
             }

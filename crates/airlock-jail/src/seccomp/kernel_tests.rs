@@ -400,9 +400,15 @@ fn set_id_bits_cannot_be_set_by_chmod_or_at_creation() {
     let (f, n) = (file.as_ptr() as libc::c_long, new.as_ptr() as libc::c_long);
     let at_fdcwd = libc::AT_FDCWD as libc::c_long;
     // chmod family: refused with the bits, allowed without.
-    assert_refused(libc::EPERM, || raw_syscall(libc::SYS_fchmodat, [at_fdcwd, f, 0o4755, 0, 0]));
-    assert_refused(libc::EPERM, || raw_syscall(libc::SYS_fchmodat, [at_fdcwd, f, 0o2755, 0, 0]));
-    assert_refused(0, || raw_syscall(libc::SYS_fchmodat, [at_fdcwd, f, 0o755, 0, 0]));
+    assert_refused(libc::EPERM, || {
+        raw_syscall(libc::SYS_fchmodat, [at_fdcwd, f, 0o4755, 0, 0])
+    });
+    assert_refused(libc::EPERM, || {
+        raw_syscall(libc::SYS_fchmodat, [at_fdcwd, f, 0o2755, 0, 0])
+    });
+    assert_refused(0, || {
+        raw_syscall(libc::SYS_fchmodat, [at_fdcwd, f, 0o755, 0, 0])
+    });
     assert_refused(libc::EPERM, || {
         // SAFETY: opening a path we own; the descriptor is closed by the child's exit.
         let fd = unsafe { libc::open(file.as_ptr(), libc::O_RDONLY) };
@@ -413,12 +419,27 @@ fn set_id_bits_cannot_be_set_by_chmod_or_at_creation() {
     });
     // Creating with a set-ID mode: refused, and nothing is created.
     let o_creat = (libc::O_CREAT | libc::O_WRONLY) as libc::c_long;
-    assert_refused(libc::EPERM, || raw_syscall(libc::SYS_openat, [at_fdcwd, n, o_creat, 0o4755, 0]));
-    assert_refused(libc::EPERM, || raw_syscall(libc::SYS_mknodat, [at_fdcwd, n, (libc::S_IFREG | 0o4755) as libc::c_long, 0, 0]));
+    assert_refused(libc::EPERM, || {
+        raw_syscall(libc::SYS_openat, [at_fdcwd, n, o_creat, 0o4755, 0])
+    });
+    assert_refused(libc::EPERM, || {
+        raw_syscall(
+            libc::SYS_mknodat,
+            [at_fdcwd, n, (libc::S_IFREG | 0o4755) as libc::c_long, 0, 0],
+        )
+    });
     assert!(!dir.join("new").exists(), "a set-ID file was created");
     // openat2 answers ENOSYS (libc and runtimes fall back to openat).
-    assert_refused(libc::ENOSYS, || raw_syscall(libc::SYS_openat2, [at_fdcwd, n, 0, 0, 0]));
-    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(dir.join("f")).unwrap().permissions());
-    assert_eq!(mode & 0o7777, 0o755, "the file's mode after the refused calls");
+    assert_refused(libc::ENOSYS, || {
+        raw_syscall(libc::SYS_openat2, [at_fdcwd, n, 0, 0, 0])
+    });
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(dir.join("f")).unwrap().permissions(),
+    );
+    assert_eq!(
+        mode & 0o7777,
+        0o755,
+        "the file's mode after the refused calls"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -13,8 +13,16 @@ pub(crate) const X32_SYSCALL_BIT: Option<u32> = Some(0x4000_0000);
 
 /// Rows only x86_64 has.
 pub(crate) const ARCH: &[SyscallRule] = &[
-    sys!(SYS_open, Check(NoSetIdMode(2)), "legacy open; no set-ID create mode"),
-    sys!(SYS_creat, Check(NoSetIdMode(1)), "legacy create; no set-ID mode"),
+    sys!(
+        SYS_open,
+        Check(NoSetIdMode(2)),
+        "legacy open; no set-ID create mode"
+    ),
+    sys!(
+        SYS_creat,
+        Check(NoSetIdMode(1)),
+        "legacy create; no set-ID mode"
+    ),
     sys!(SYS_stat, Allow, "legacy stat"),
     sys!(SYS_lstat, Allow, "legacy lstat"),
     sys!(SYS_access, Allow, "legacy access check"),
@@ -42,7 +50,11 @@ pub(crate) const ARCH: &[SyscallRule] = &[
     sys!(SYS_unlink, Allow, "legacy unlink"),
     sys!(SYS_link, Allow, "legacy hard link"),
     sys!(SYS_symlink, Allow, "legacy symlink"),
-    sys!(SYS_chmod, Check(NoSetIdMode(1)), "legacy chmod; set-ID bits refused"),
+    sys!(
+        SYS_chmod,
+        Check(NoSetIdMode(1)),
+        "legacy chmod; set-ID bits refused"
+    ),
     sys!(SYS_chown, Allow, "legacy chown"),
     sys!(SYS_lchown, Allow, "legacy lchown"),
     sys!(

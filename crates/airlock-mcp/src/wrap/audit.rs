@@ -44,7 +44,10 @@ impl AuditSink {
         let file = match path {
             Some(p) => Some(Mutex::new(
                 airlock_runtime::open_output(p, airlock_runtime::OutputMode::Append, box_writable)
-                    .map_err(|e| AuditError { path: p.display().to_string(), source: e })?,
+                    .map_err(|e| AuditError {
+                        path: p.display().to_string(),
+                        source: e,
+                    })?,
             )),
             None => None,
         };

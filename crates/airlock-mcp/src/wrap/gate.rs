@@ -4,8 +4,8 @@
 //! the server; JSON-RPC batches are refused whole (fail closed: a batch could hide a call).
 
 use super::audit::CallRecord;
-use crate::denial::Denial;
 use crate::catalogue::Unlisted;
+use crate::denial::Denial;
 use crate::pattern::{ToolFilter, ToolVerdict};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -46,12 +46,18 @@ pub struct Gate {
 }
 
 fn now_ms() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0)
 }
 
 fn digest(v: Option<&Value>) -> String {
     let bytes = v.map(|v| v.to_string()).unwrap_or_default();
-    Sha256::digest(bytes.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn line(v: &Value) -> Vec<u8> {
@@ -67,14 +73,27 @@ fn error_line(id: &Value, code: i64, message: &str) -> Vec<u8> {
 impl Gate {
     /// A gate that lets through the tools `filter` allows.
     pub fn new(filter: ToolFilter) -> Gate {
-        Gate { filter, pending: HashMap::new(), ended: None }
+        Gate {
+            filter,
+            pending: HashMap::new(),
+            ended: None,
+        }
     }
 
     /// Decides about one line (without its newline) from the client.
     pub fn from_client(&mut self, raw: &[u8]) -> FromClient {
         let msg: Value = match serde_json::from_slice(raw) {
             Ok(v) => v,
-            Err(_) => return FromClient::Answer(error_line(&Value::Null, PARSE_ERROR, "airlock wrap: the line is not JSON"), None),
+            Err(_) => {
+                return FromClient::Answer(
+                    error_line(
+                        &Value::Null,
+                        PARSE_ERROR,
+                        "airlock wrap: the line is not JSON",
+                    ),
+                    None,
+                )
+            }
         };
         if let Value::Array(items) = &msg {
             let answers: Vec<Value> = items
@@ -82,50 +101,100 @@ impl Gate {
                 .filter_map(|m| m.get("id").filter(|_| m.get("method").is_some()))
                 .map(|id| json!({"jsonrpc": "2.0", "id": id, "error": {"code": INVALID_REQUEST, "message": "airlock wrap refuses JSON-RPC batches; send one message per line"}}))
                 .collect();
-            return if answers.is_empty() { FromClient::Drop } else { FromClient::Answer(line(&Value::Array(answers)), None) };
+            return if answers.is_empty() {
+                FromClient::Drop
+            } else {
+                FromClient::Answer(line(&Value::Array(answers)), None)
+            };
         }
         let method = msg.get("method").and_then(Value::as_str);
         let id = msg.get("id").filter(|id| !id.is_null());
         let (Some(method), Some(id)) = (method, id) else {
             // A notification or a response to the server's own request.
-            return if self.ended.is_some() { FromClient::Drop } else { FromClient::Forward };
+            return if self.ended.is_some() {
+                FromClient::Drop
+            } else {
+                FromClient::Forward
+            };
         };
         let mut tool = None;
         if method == "tools/call" {
             let params = msg.get("params");
-            let name = params.and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or("").to_string();
+            let name = params
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             let args = digest(params.and_then(|p| p.get("arguments")));
             match self.filter.verdict(&name) {
                 ToolVerdict::Allowed => tool = Some((name, args)),
                 verdict => {
                     let text = Denial::tool(&name, &Unlisted::Filter(verdict)).text();
-                    let answer = line(&json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}], "isError": true}}));
-                    let record = CallRecord { kind: "tool_call", time_ms: now_ms(), tool: name, arguments_sha256: args, duration_ms: 0.0, status: "refused" };
+                    let answer = line(
+                        &json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}], "isError": true}}),
+                    );
+                    let record = CallRecord {
+                        kind: "tool_call",
+                        time_ms: now_ms(),
+                        tool: name,
+                        arguments_sha256: args,
+                        duration_ms: 0.0,
+                        status: "refused",
+                    };
                     return FromClient::Answer(answer, Some(record));
                 }
             }
         }
         if let Some(why) = &self.ended {
-            let record = tool.map(|(tool, arguments_sha256)| CallRecord { kind: "tool_call", time_ms: now_ms(), tool, arguments_sha256, duration_ms: 0.0, status: "server_ended" });
+            let record = tool.map(|(tool, arguments_sha256)| CallRecord {
+                kind: "tool_call",
+                time_ms: now_ms(),
+                tool,
+                arguments_sha256,
+                duration_ms: 0.0,
+                status: "server_ended",
+            });
             return FromClient::Answer(error_line(id, SERVER_ENDED, why), record);
         }
-        self.pending.insert(id.to_string(), Pending { method: method.to_string(), tool, since: Instant::now(), time_ms: now_ms() });
+        self.pending.insert(
+            id.to_string(),
+            Pending {
+                method: method.to_string(),
+                tool,
+                since: Instant::now(),
+                time_ms: now_ms(),
+            },
+        );
         FromClient::Forward
     }
 
     /// Rewrites one line from the server if needed (a `tools/list` answer loses filtered tools),
     /// and returns the audit record of a call it answers.
     pub fn from_server(&mut self, raw: Vec<u8>) -> (Vec<u8>, Option<CallRecord>) {
-        let Ok(mut msg) = serde_json::from_slice::<Value>(&raw) else { return (raw, None) };
+        let Ok(mut msg) = serde_json::from_slice::<Value>(&raw) else {
+            return (raw, None);
+        };
         if msg.get("method").is_some() {
             return (raw, None);
         }
-        let Some(pending) = msg.get("id").and_then(|id| self.pending.remove(&id.to_string())) else { return (raw, None) };
+        let Some(pending) = msg
+            .get("id")
+            .and_then(|id| self.pending.remove(&id.to_string()))
+        else {
+            return (raw, None);
+        };
         match (pending.method.as_str(), pending.tool) {
             ("tools/list", _) => {
-                if let Some(tools) = msg.pointer_mut("/result/tools").and_then(Value::as_array_mut) {
+                if let Some(tools) = msg
+                    .pointer_mut("/result/tools")
+                    .and_then(Value::as_array_mut)
+                {
                     let filter = &self.filter;
-                    tools.retain(|t| t.get("name").and_then(Value::as_str).is_some_and(|n| filter.verdict(n) == ToolVerdict::Allowed));
+                    tools.retain(|t| {
+                        t.get("name")
+                            .and_then(Value::as_str)
+                            .is_some_and(|n| filter.verdict(n) == ToolVerdict::Allowed)
+                    });
                     let mut out = msg.to_string().into_bytes();
                     out.push(b'\n');
                     return (out, None);
@@ -141,7 +210,17 @@ impl Gate {
                     "ok"
                 };
                 let duration_ms = pending.since.elapsed().as_secs_f64() * 1000.0;
-                (raw, Some(CallRecord { kind: "tool_call", time_ms: pending.time_ms, tool, arguments_sha256, duration_ms, status }))
+                (
+                    raw,
+                    Some(CallRecord {
+                        kind: "tool_call",
+                        time_ms: pending.time_ms,
+                        tool,
+                        arguments_sha256,
+                        duration_ms,
+                        status,
+                    }),
+                )
             }
             _ => (raw, None),
         }

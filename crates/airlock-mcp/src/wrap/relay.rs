@@ -28,7 +28,10 @@ const MAX_LINE: usize = 64 << 20;
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
     #[error("cannot start the wrapped server's box ({program}): {source}")]
-    Spawn { program: String, source: std::io::Error },
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
     #[error("cannot set up the relay: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -55,8 +58,15 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 
 fn spawn(server: &WrappedServer) -> Result<(Child, Option<OwnedFd>), RelayError> {
     let mut cmd = Command::new(&server.program);
-    cmd.args(&server.args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
-    let audit = if server.net_audit_fd3 { Some(pipe()?) } else { None };
+    cmd.args(&server.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let audit = if server.net_audit_fd3 {
+        Some(pipe()?)
+    } else {
+        None
+    };
     let fd3 = audit.as_ref().map_or(-1, |(_, w)| w.as_raw_fd());
     // SAFETY: runs in the forked child before exec and only makes async-signal-safe calls
     // (prctl, dup2, fcntl). The parent thread that forks lives until the relay returns, so the
@@ -77,7 +87,10 @@ fn spawn(server: &WrappedServer) -> Result<(Child, Option<OwnedFd>), RelayError>
             Ok(())
         });
     }
-    let child = cmd.spawn().map_err(|source| RelayError::Spawn { program: server.program.display().to_string(), source })?;
+    let child = cmd.spawn().map_err(|source| RelayError::Spawn {
+        program: server.program.display().to_string(),
+        source,
+    })?;
     Ok((child, audit.map(|(r, _)| r)))
 }
 
@@ -117,70 +130,90 @@ fn describe(status: ExitStatus) -> String {
 /// exit status as airlock reports it (0 when it exited cleanly after the client left).
 pub fn relay(server: &WrappedServer, gate: Gate, audit: Arc<AuditSink>) -> Result<i32, RelayError> {
     let (mut child, net_audit) = spawn(server)?;
-    let child_in = child.stdin.take().ok_or_else(|| std::io::Error::other("the server has no stdin pipe"))?;
-    let child_out = child.stdout.take().ok_or_else(|| std::io::Error::other("the server has no stdout pipe"))?;
+    let child_in = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("the server has no stdin pipe"))?;
+    let child_out = child
+        .stdout
+        .take()
+        .ok_or_else(|| std::io::Error::other("the server has no stdout pipe"))?;
     let gate = Arc::new(Mutex::new(gate));
     let (client_gone_tx, client_gone) = channel::<()>();
 
     let upstream = {
         let (gate, audit) = (Arc::clone(&gate), Arc::clone(&audit));
-        std::thread::Builder::new().name("wrap-client".into()).spawn(move || {
-            let mut child_in = Some(child_in);
-            let mut input = BufReader::new(std::io::stdin().lock());
-            let mut buf = Vec::new();
-            while read_line(&mut input, &mut buf).is_some() {
-                if buf.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                let decision = gate.lock().unwrap_or_else(PoisonError::into_inner).from_client(&buf);
-                match decision {
-                    FromClient::Forward => {
-                        buf.push(b'\n');
-                        if let Some(w) = child_in.as_mut() {
-                            if w.write_all(&buf).and_then(|()| w.flush()).is_err() {
-                                child_in = None;
+        std::thread::Builder::new()
+            .name("wrap-client".into())
+            .spawn(move || {
+                let mut child_in = Some(child_in);
+                let mut input = BufReader::new(std::io::stdin().lock());
+                let mut buf = Vec::new();
+                while read_line(&mut input, &mut buf).is_some() {
+                    if buf.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    let decision = gate
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .from_client(&buf);
+                    match decision {
+                        FromClient::Forward => {
+                            buf.push(b'\n');
+                            if let Some(w) = child_in.as_mut() {
+                                if w.write_all(&buf).and_then(|()| w.flush()).is_err() {
+                                    child_in = None;
+                                }
                             }
                         }
-                    }
-                    FromClient::Answer(line, record) => {
-                        to_client(&line);
-                        if let Some(r) = record {
-                            audit.call(&r);
+                        FromClient::Answer(line, record) => {
+                            to_client(&line);
+                            if let Some(r) = record {
+                                audit.call(&r);
+                            }
                         }
+                        FromClient::Drop => {}
                     }
-                    FromClient::Drop => {}
                 }
-            }
-            drop(child_in);
-            let _ = client_gone_tx.send(());
-        })?
+                drop(child_in);
+                let _ = client_gone_tx.send(());
+            })?
     };
     let downstream = {
         let (gate, audit) = (Arc::clone(&gate), Arc::clone(&audit));
-        std::thread::Builder::new().name("wrap-server".into()).spawn(move || {
-            let mut output = BufReader::new(child_out);
-            let mut buf = Vec::new();
-            while read_line(&mut output, &mut buf).is_some() {
-                let mut raw = std::mem::take(&mut buf);
-                raw.push(b'\n');
-                let (line, record) = gate.lock().unwrap_or_else(PoisonError::into_inner).from_server(raw);
-                to_client(&line);
-                if let Some(r) = record {
-                    audit.call(&r);
+        std::thread::Builder::new()
+            .name("wrap-server".into())
+            .spawn(move || {
+                let mut output = BufReader::new(child_out);
+                let mut buf = Vec::new();
+                while read_line(&mut output, &mut buf).is_some() {
+                    let mut raw = std::mem::take(&mut buf);
+                    raw.push(b'\n');
+                    let (line, record) = gate
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .from_server(raw);
+                    to_client(&line);
+                    if let Some(r) = record {
+                        audit.call(&r);
+                    }
                 }
-            }
-        })?
+            })?
     };
     let net = match net_audit {
         Some(r) => {
             let audit = Arc::clone(&audit);
-            Some(std::thread::Builder::new().name("wrap-net-audit".into()).spawn(move || {
-                let mut input = BufReader::new(std::fs::File::from(r));
-                let mut buf = Vec::new();
-                while read_line(&mut input, &mut buf).is_some() {
-                    audit.line(&buf);
-                }
-            })?)
+            Some(
+                std::thread::Builder::new()
+                    .name("wrap-net-audit".into())
+                    .spawn(move || {
+                        let mut input = BufReader::new(std::fs::File::from(r));
+                        let mut buf = Vec::new();
+                        while read_line(&mut input, &mut buf).is_some() {
+                            audit.line(&buf);
+                        }
+                    })?,
+            )
         }
         None => None,
     };
@@ -212,7 +245,10 @@ pub fn relay(server: &WrappedServer, gate: Gate, audit: Arc<AuditSink>) -> Resul
         }
     };
     let _ = downstream.join();
-    let answers = gate.lock().unwrap_or_else(PoisonError::into_inner).server_ended(describe(status));
+    let answers = gate
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .server_ended(describe(status));
     for (line, record) in answers {
         to_client(&line);
         if let Some(r) = record {
@@ -224,5 +260,9 @@ pub fn relay(server: &WrappedServer, gate: Gate, audit: Arc<AuditSink>) -> Resul
     drop(net);
     // Later requests are answered with the same error until the client leaves.
     let _ = upstream.join();
-    Ok(if client_left.is_some() && status.success() { 0 } else { status.code().unwrap_or(1) })
+    Ok(if client_left.is_some() && status.success() {
+        0
+    } else {
+        status.code().unwrap_or(1)
+    })
 }

@@ -621,13 +621,31 @@ fn public_internet_allows_public_names_only() {
         EgressDecision::Allow { rule, .. } => assert_eq!(rule, PUBLIC_INTERNET_RULE),
         other => panic!("{other:?}"),
     }
-    assert!(!decide(&r.clone().with_public_internet(false), "public.example", 443, &resolver, &[]).is_allowed());
-    for refused in ["internal.example", "loop.example", "metadata.example", "blocked.example"] {
-        assert!(!decide(&r, refused, 443, &resolver, &[]).is_allowed(), "{refused}");
+    assert!(!decide(
+        &r.clone().with_public_internet(false),
+        "public.example",
+        443,
+        &resolver,
+        &[]
+    )
+    .is_allowed());
+    for refused in [
+        "internal.example",
+        "loop.example",
+        "metadata.example",
+        "blocked.example",
+    ] {
+        assert!(
+            !decide(&r, refused, 443, &resolver, &[]).is_allowed(),
+            "{refused}"
+        );
     }
     // Only the public address of a mixed answer is used.
     match decide(&r, "mixed.example", 80, &resolver, &[]) {
-        EgressDecision::Allow { addrs, .. } => assert_eq!(addrs, vec!["93.184.216.36:80".parse::<SocketAddr>().unwrap()]),
+        EgressDecision::Allow { addrs, .. } => assert_eq!(
+            addrs,
+            vec!["93.184.216.36:80".parse::<SocketAddr>().unwrap()]
+        ),
         other => panic!("{other:?}"),
     }
     // IP literals still need a grant; the host's own addresses stay refused.

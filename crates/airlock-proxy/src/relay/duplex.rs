@@ -6,7 +6,12 @@ use tokio::net::TcpStream;
 /// Relays both ways until both sides have sent end of file (each EOF is passed on as a
 /// half-close, the other direction continues) or one direction fails, which ends both.
 /// Returns why it ended early, if it did.
-pub(crate) async fn relay(client: &TcpStream, upstream: &TcpStream, up: Meter<'_>, down: Meter<'_>) -> Result<(), RelayError> {
+pub(crate) async fn relay(
+    client: &TcpStream,
+    upstream: &TcpStream,
+    up: Meter<'_>,
+    down: Meter<'_>,
+) -> Result<(), RelayError> {
     let up = pump(client, upstream, &up);
     let down = pump(upstream, client, &down);
     tokio::pin!(up, down);

@@ -15,19 +15,31 @@ pub(crate) struct Meter<'a> {
 }
 
 impl<'a> Meter<'a> {
-    pub(crate) fn new(total: &'a AtomicU64, budget: Option<u64>, forwarded: &'a AtomicU64) -> Meter<'a> {
-        Meter { total, budget, forwarded }
+    pub(crate) fn new(
+        total: &'a AtomicU64,
+        budget: Option<u64>,
+        forwarded: &'a AtomicU64,
+    ) -> Meter<'a> {
+        Meter {
+            total,
+            budget,
+            forwarded,
+        }
     }
 
     /// Reserves up to `want` bytes of the budget; `0` when it is exhausted. Every reservation
     /// must be followed by [`Meter::settle`] before the next await.
     pub(crate) fn reserve(&self, want: usize) -> usize {
-        let Some(budget) = self.budget else { return want };
+        let Some(budget) = self.budget else {
+            return want;
+        };
         let mut granted = 0;
-        let _ = self.total.fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-            granted = budget.saturating_sub(used).min(want as u64);
-            Some(used + granted)
-        });
+        let _ = self
+            .total
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                granted = budget.saturating_sub(used).min(want as u64);
+                Some(used + granted)
+            });
         // `granted <= want`, so it fits.
         granted as usize
     }

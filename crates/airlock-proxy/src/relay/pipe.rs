@@ -31,7 +31,10 @@ pub(super) struct PipePool {
 
 impl PipePool {
     pub(super) const fn new(max: usize) -> PipePool {
-        PipePool { in_use: AtomicUsize::new(0), max }
+        PipePool {
+            in_use: AtomicUsize::new(0),
+            max,
+        }
     }
 
     /// A new pipe of (up to) `bytes` capacity, or `None` if the pool is at its maximum, the
@@ -41,11 +44,21 @@ impl PipePool {
         if sys::sigpipe_is_fatal() {
             return None;
         }
-        self.in_use.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < self.max).then_some(n + 1)).ok()?;
+        self.in_use
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()?;
         let lease = Lease(self);
         let (read, write) = sys::pipe().ok()?;
         let capacity = grow(write.as_fd(), bytes).ok()?;
-        (capacity >= MIN_PIPE_BYTES).then_some(Pipe { read, write, capacity, len: 0, _lease: lease })
+        (capacity >= MIN_PIPE_BYTES).then_some(Pipe {
+            read,
+            write,
+            capacity,
+            len: 0,
+            _lease: lease,
+        })
     }
 
     /// Pipes currently in use.

@@ -8,7 +8,10 @@ fn a_pool_never_hands_out_more_than_its_maximum_and_counts_returns() {
     let pool = PipePool::new(2);
     let a = pool.take(PIPE_BYTES).expect("first pipe");
     let b = pool.take(PIPE_BYTES).expect("second pipe");
-    assert!(pool.take(PIPE_BYTES).is_none(), "a third pipe beyond the maximum");
+    assert!(
+        pool.take(PIPE_BYTES).is_none(),
+        "a third pipe beyond the maximum"
+    );
     assert_eq!(pool.in_use(), 2);
     drop(a);
     assert_eq!(pool.in_use(), 1);
@@ -21,7 +24,11 @@ fn a_pool_never_hands_out_more_than_its_maximum_and_counts_returns() {
 fn the_pipe_gets_a_useful_capacity() {
     let pool = PipePool::new(1);
     let pipe = pool.take(PIPE_BYTES).expect("pipe");
-    assert!(pipe.capacity() >= MIN_PIPE_BYTES && pipe.capacity() <= PIPE_BYTES, "{}", pipe.capacity());
+    assert!(
+        pipe.capacity() >= MIN_PIPE_BYTES && pipe.capacity() <= PIPE_BYTES,
+        "{}",
+        pipe.capacity()
+    );
 }
 
 #[test]
@@ -36,7 +43,9 @@ fn bytes_pass_through_the_pipe_unchanged_and_counted() {
     a.write_all(&data).expect("write");
     let mut moved = 0;
     while moved < data.len() {
-        let n = pipe.fill_from(b.as_fd(), data.len() - moved).expect("splice in");
+        let n = pipe
+            .fill_from(b.as_fd(), data.len() - moved)
+            .expect("splice in");
         assert_eq!(pipe.len(), n);
         while pipe.len() > 0 {
             pipe.drain_to(c.as_fd()).expect("splice out");
@@ -50,7 +59,11 @@ fn bytes_pass_through_the_pipe_unchanged_and_counted() {
     let e = pipe.fill_from(b.as_fd(), 10).expect_err("no data");
     assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
     drop(a);
-    assert_eq!(pipe.fill_from(b.as_fd(), 10).expect("eof"), 0, "end of file");
+    assert_eq!(
+        pipe.fill_from(b.as_fd(), 10).expect("eof"),
+        0,
+        "end of file"
+    );
 }
 
 #[test]

@@ -33,7 +33,11 @@ enum Got {
 }
 
 /// Relays `from` → `to` until end of file on `from`, then half-closes `to`.
-pub(super) async fn pump(from: &TcpStream, to: &TcpStream, meter: &Meter<'_>) -> Result<(), RelayError> {
+pub(super) async fn pump(
+    from: &TcpStream,
+    to: &TcpStream,
+    meter: &Meter<'_>,
+) -> Result<(), RelayError> {
     let mut buf = vec![0u8; BUF];
     let mut pipe: Option<Pipe<'static>> = None;
     let mut can_splice = true;
@@ -78,9 +82,17 @@ enum Round {
 
 /// Reads once from `from` into `buf` and writes it all to `to`; returns the count, `0` at end
 /// of file.
-async fn copy_round(from: &TcpStream, to: &TcpStream, buf: &mut [u8], meter: &Meter<'_>) -> Result<usize, RelayError> {
+async fn copy_round(
+    from: &TcpStream,
+    to: &TcpStream,
+    buf: &mut [u8],
+    meter: &Meter<'_>,
+) -> Result<usize, RelayError> {
     let want = buf.len();
-    let got = read_some(from, meter, want, None, |len| sys::read(from.as_fd(), &mut buf[..len])).await?;
+    let got = read_some(from, meter, want, None, |len| {
+        sys::read(from.as_fd(), &mut buf[..len])
+    })
+    .await?;
     let n = match got {
         Got::Data(n) => n,
         Got::Eof | Got::Idle => return Ok(0),
@@ -92,9 +104,19 @@ async fn copy_round(from: &TcpStream, to: &TcpStream, buf: &mut [u8], meter: &Me
 }
 
 /// Fills the empty pipe from `from`, then empties it into `to`.
-async fn splice_round(from: &TcpStream, to: &TcpStream, pipe: &mut Pipe<'_>, buf: &mut [u8], meter: &Meter<'_>) -> Result<Round, RelayError> {
+async fn splice_round(
+    from: &TcpStream,
+    to: &TcpStream,
+    pipe: &mut Pipe<'_>,
+    buf: &mut [u8],
+    meter: &Meter<'_>,
+) -> Result<Round, RelayError> {
     let want = pipe.capacity();
-    match read_some(from, meter, want, Some(PIPE_IDLE), |len| pipe.fill_from(from.as_fd(), len)).await? {
+    match read_some(from, meter, want, Some(PIPE_IDLE), |len| {
+        pipe.fill_from(from.as_fd(), len)
+    })
+    .await?
+    {
         Got::Data(_) => {}
         Got::Eof => return Ok(Round::Eof),
         Got::Idle => return Ok(Round::Idle),
@@ -181,5 +203,8 @@ async fn write_all(to: &TcpStream, mut data: &[u8]) -> Result<(), RelayError> {
 
 /// Whether the kernel refuses splice for these descriptors (as opposed to a failing socket).
 fn refused(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP))
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
+    )
 }

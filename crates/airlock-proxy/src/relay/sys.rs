@@ -14,7 +14,10 @@ fn check(ret: libc::ssize_t) -> io::Result<usize> {
 pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [-1 as libc::c_int; 2];
     // SAFETY: `fds` is a valid, writable array of two ints, as pipe2 requires.
-    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } as libc::ssize_t)?;
+    check(
+        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) }
+            as libc::ssize_t,
+    )?;
     // SAFETY: pipe2 succeeded, so both are fresh descriptors that nothing else owns.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
@@ -22,7 +25,8 @@ pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// Asks for a pipe of `bytes` capacity; returns the capacity the kernel granted (it rounds
 /// up to a power of two pages).
 pub(super) fn set_pipe_size(fd: BorrowedFd<'_>, bytes: usize) -> io::Result<usize> {
-    let bytes = libc::c_int::try_from(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let bytes =
+        libc::c_int::try_from(bytes).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: F_SETPIPE_SZ takes an int and touches no memory of ours; `fd` is open (borrowed).
     check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, bytes) } as libc::ssize_t)
 }
@@ -41,7 +45,14 @@ pub(super) fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io
     // SAFETY: null offsets mean "the descriptors' own positions" (required for pipes and
     // sockets); splice touches no memory of ours; both descriptors are open (borrowed).
     check(unsafe {
-        libc::splice(from.as_raw_fd(), std::ptr::null_mut(), to.as_raw_fd(), std::ptr::null_mut(), len, flags)
+        libc::splice(
+            from.as_raw_fd(),
+            std::ptr::null_mut(),
+            to.as_raw_fd(),
+            std::ptr::null_mut(),
+            len,
+            flags,
+        )
     })
 }
 
@@ -60,10 +71,19 @@ pub(super) fn shutdown_write(fd: BorrowedFd<'_>) -> io::Result<()> {
 
 /// Sets the socket's TCP congestion control algorithm (`TCP_CONGESTION`) by name.
 pub(super) fn set_congestion_control(fd: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
-    let len = libc::socklen_t::try_from(name.len()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let len = libc::socklen_t::try_from(name.len())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: `name` is valid for reads of `len` bytes for the duration of the call (the
     // kernel copies it); `fd` is open (borrowed).
-    let ret = unsafe { libc::setsockopt(fd.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr().cast(), len) };
+    let ret = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            len,
+        )
+    };
     check(ret as libc::ssize_t).map(drop)
 }
 

@@ -14,7 +14,10 @@ pub enum ManagerError {
     #[error(
         "all {max_running} slots are busy and the queue is full ({max_queued} sessions wait); retry later or kill a session"
     )]
-    QueueFull { max_running: usize, max_queued: usize },
+    QueueFull {
+        max_running: usize,
+        max_queued: usize,
+    },
     #[error("a timeout of {requested_ms} ms is out of range; give between 1 and {max_ms} ms")]
     InvalidTimeout { requested_ms: i64, max_ms: i64 },
     #[error("the server is shutting down and starts no new sessions")]

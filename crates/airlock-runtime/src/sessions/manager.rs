@@ -7,7 +7,10 @@
 //! the lock, the slow work runs unlocked, and the outcome is published under the lock again.
 
 use super::table::{Admission, LendRefusal, StartJob, Table};
-use super::{BoxFactory, Clock, ManagerConfig, ManagerError, SessionInfo, SessionObserver, SessionSpec, SessionState};
+use super::{
+    BoxFactory, Clock, ManagerConfig, ManagerError, SessionInfo, SessionObserver, SessionSpec,
+    SessionState,
+};
 use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -76,12 +79,20 @@ impl<F: BoxFactory> SessionManager<F> {
         let give_up = Instant::now() + timeout;
         let mut table = self.lock();
         loop {
-            let info = table.get(id).ok_or_else(|| ManagerError::NotFound(id.to_string()))?;
+            let info = table
+                .get(id)
+                .ok_or_else(|| ManagerError::NotFound(id.to_string()))?;
             let left = give_up.saturating_duration_since(Instant::now());
-            if !matches!(info.state, SessionState::Queued | SessionState::Starting) || left.is_zero() {
+            if !matches!(info.state, SessionState::Queued | SessionState::Starting)
+                || left.is_zero()
+            {
                 return Ok(info);
             }
-            table = self.changed.wait_timeout(table, left).unwrap_or_else(PoisonError::into_inner).0;
+            table = self
+                .changed
+                .wait_timeout(table, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
     }
 
@@ -92,7 +103,11 @@ impl<F: BoxFactory> SessionManager<F> {
 
     /// Sessions in any of `states` (every state when empty) whose metadata contains every pair of
     /// `metadata`, oldest first.
-    pub fn list(&self, states: &[SessionState], metadata: &BTreeMap<String, String>) -> Vec<SessionInfo> {
+    pub fn list(
+        &self,
+        states: &[SessionState],
+        metadata: &BTreeMap<String, String>,
+    ) -> Vec<SessionInfo> {
         self.lock().list(states, metadata)
     }
 
@@ -118,8 +133,14 @@ impl<F: BoxFactory> SessionManager<F> {
         let (key, handle, info) = {
             let mut table = self.lock();
             let key = table.key(id)?;
-            let queued = table.get(id).is_some_and(|i| i.state == SessionState::Queued);
-            let reason = if queued { "removed from the queue" } else { "killed by request" };
+            let queued = table
+                .get(id)
+                .is_some_and(|i| i.state == SessionState::Queued);
+            let reason = if queued {
+                "removed from the queue"
+            } else {
+                "killed by request"
+            };
             let handle = table.end(key, SessionState::Killed, reason, self.clock.now_ms())?;
             self.changed.notify_all();
             (key, handle, table.info(key))
@@ -137,7 +158,11 @@ impl<F: BoxFactory> SessionManager<F> {
     /// other sessions are not affected (so `f` must not call `with_handle` for its own session).
     /// A panic in `f` leaves the session running and carries on. Errors: an unknown or not
     /// running session.
-    pub fn with_handle<R>(&self, id: &str, f: impl FnOnce(&mut F::Handle) -> R) -> Result<R, ManagerError> {
+    pub fn with_handle<R>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut F::Handle) -> R,
+    ) -> Result<R, ManagerError> {
         let (key, mut handle) = {
             let mut table = self.lock();
             loop {
@@ -145,7 +170,10 @@ impl<F: BoxFactory> SessionManager<F> {
                     Ok(lent) => break lent,
                     Err(LendRefusal::Refused(e)) => return Err(e),
                     Err(LendRefusal::Busy) => {
-                        table = self.changed.wait(table).unwrap_or_else(PoisonError::into_inner);
+                        table = self
+                            .changed
+                            .wait(table)
+                            .unwrap_or_else(PoisonError::into_inner);
                     }
                 }
             }
@@ -212,7 +240,9 @@ impl<F: BoxFactory> SessionManager<F> {
             let now = self.clock.now_ms();
             let mut to_stop = Vec::new();
             for key in table.live() {
-                if let Ok(Some(h)) = table.end(key, SessionState::Killed, "the server shut down", now) {
+                if let Ok(Some(h)) =
+                    table.end(key, SessionState::Killed, "the server shut down", now)
+                {
                     to_stop.push((key, h));
                 }
             }
@@ -222,7 +252,10 @@ impl<F: BoxFactory> SessionManager<F> {
         self.stop_all(to_stop);
         let mut table = self.lock();
         while table.occupied() > 0 {
-            table = self.changed.wait(table).unwrap_or_else(PoisonError::into_inner);
+            table = self
+                .changed
+                .wait(table)
+                .unwrap_or_else(PoisonError::into_inner);
         }
         drop(table);
         self.tell();

@@ -66,9 +66,15 @@ impl BoxFactory for FakeFactory {
         let live = self.0.live.fetch_add(1, Ordering::SeqCst) + 1;
         self.0.max_live.fetch_max(live, Ordering::SeqCst);
         let cap = self.0.cap.load(Ordering::SeqCst);
-        assert!(cap == 0 || live <= cap, "{live} boxes alive at once, more than the cap of {cap}");
+        assert!(
+            cap == 0 || live <= cap,
+            "{live} boxes alive at once, more than the cap of {cap}"
+        );
         self.0.started.lock().unwrap().push(id.to_string());
-        Ok(FakeBox { id: id.to_string(), uses: 0 })
+        Ok(FakeBox {
+            id: id.to_string(),
+            uses: 0,
+        })
     }
 
     fn stop(&self, handle: FakeBox) {
@@ -94,7 +100,13 @@ impl SessionObserver for Recorder {
 
 impl Recorder {
     fn states_of(&self, id: &str) -> Vec<SessionState> {
-        self.0.lock().unwrap().iter().filter(|(i, _)| i == id).map(|(_, s)| *s).collect()
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(i, _)| i == id)
+            .map(|(_, s)| *s)
+            .collect()
     }
 }
 
@@ -121,8 +133,19 @@ fn rig_with(config: ManagerConfig) -> Rig {
     fake.cap.store(config.max_running, Ordering::SeqCst);
     let clock = Arc::new(ManualClock::default());
     let seen = Arc::new(Recorder::default());
-    let mgr = SessionManager::new(FakeFactory(fake.clone()), config, clock.clone(), seen.clone()).unwrap();
-    Rig { mgr: Arc::new(mgr), fake, clock, seen }
+    let mgr = SessionManager::new(
+        FakeFactory(fake.clone()),
+        config,
+        clock.clone(),
+        seen.clone(),
+    )
+    .unwrap();
+    Rig {
+        mgr: Arc::new(mgr),
+        fake,
+        clock,
+        seen,
+    }
 }
 
 fn rig(max_running: usize) -> Rig {
@@ -130,12 +153,20 @@ fn rig(max_running: usize) -> Rig {
 }
 
 fn spec() -> SessionSpec {
-    SessionSpec { template: "base".into(), metadata: BTreeMap::new(), timeout_ms: None, payload: serde_json::Value::Null }
+    SessionSpec {
+        template: "base".into(),
+        metadata: BTreeMap::new(),
+        timeout_ms: None,
+        payload: serde_json::Value::Null,
+    }
 }
 
 fn labelled(pairs: &[(&str, &str)]) -> SessionSpec {
     let mut s = spec();
-    s.metadata = pairs.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+    s.metadata = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+        .collect();
     s
 }
 
@@ -166,7 +197,10 @@ fn sessions_beyond_the_cap_queue_in_order_with_visible_positions() {
         let info = r.mgr.get(id).unwrap();
         assert_eq!(info.state, SessionState::Queued);
         assert_eq!(info.queue_position, Some(pos), "{id}");
-        assert_eq!(info.deadline_ms, 60_000, "a queued session's deadline is its queue deadline");
+        assert_eq!(
+            info.deadline_ms, 60_000,
+            "a queued session's deadline is its queue deadline"
+        );
         assert_eq!(info.started_ms, None);
     }
     assert_eq!(r.mgr.get("a").unwrap().queue_position, None);
@@ -183,7 +217,10 @@ fn sessions_beyond_the_cap_queue_in_order_with_visible_positions() {
 
     r.mgr.kill("b").unwrap();
     assert_eq!(state(&r, "d"), SessionState::Running);
-    assert_eq!(r.fake.started.lock().unwrap().as_slice(), ["a", "b", "c", "d"]);
+    assert_eq!(
+        r.fake.started.lock().unwrap().as_slice(),
+        ["a", "b", "c", "d"]
+    );
     assert_eq!(r.fake.max_live.load(Ordering::SeqCst), 2);
 }
 
@@ -207,8 +244,16 @@ fn a_queued_session_fails_at_its_queue_deadline() {
     assert!(reason.contains("waited 60 s in the queue"), "{reason}");
     assert_eq!(b.ended_ms, Some(70_000));
     assert_eq!(b.queue_position, None);
-    assert_eq!(state(&r, "a"), SessionState::Running, "the running box is not affected");
-    assert_eq!(r.fake.starts.load(Ordering::SeqCst), 1, "a session that failed in the queue never starts");
+    assert_eq!(
+        state(&r, "a"),
+        SessionState::Running,
+        "the running box is not affected"
+    );
+    assert_eq!(
+        r.fake.starts.load(Ordering::SeqCst),
+        1,
+        "a session that failed in the queue never starts"
+    );
 }
 
 #[test]
@@ -219,7 +264,16 @@ fn a_full_queue_refuses_new_sessions() {
     r.mgr.create("a".into(), spec()).unwrap();
     r.mgr.create("b".into(), spec()).unwrap();
     let err = r.mgr.create("c".into(), spec()).unwrap_err();
-    assert!(matches!(err, ManagerError::QueueFull { max_running: 1, max_queued: 1 }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            ManagerError::QueueFull {
+                max_running: 1,
+                max_queued: 1
+            }
+        ),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("retry later"), "{err}");
     assert!(r.mgr.get("c").is_none());
 }
@@ -236,9 +290,19 @@ fn a_queued_session_can_be_killed() {
     assert_eq!(r.mgr.get("c").unwrap().queue_position, Some(1));
     r.mgr.kill("a").unwrap();
     assert_eq!(state(&r, "c"), SessionState::Running);
-    assert_eq!(state(&r, "b"), SessionState::Killed, "a removed session never starts");
+    assert_eq!(
+        state(&r, "b"),
+        SessionState::Killed,
+        "a removed session never starts"
+    );
     assert_eq!(r.fake.started.lock().unwrap().as_slice(), ["a", "c"]);
-    assert!(matches!(r.mgr.kill("b"), Err(ManagerError::NotRunning { state: SessionState::Killed, .. })));
+    assert!(matches!(
+        r.mgr.kill("b"),
+        Err(ManagerError::NotRunning {
+            state: SessionState::Killed,
+            ..
+        })
+    ));
     assert!(matches!(r.mgr.kill("zz"), Err(ManagerError::NotFound(_))));
 }
 
@@ -264,7 +328,13 @@ fn boxes_expire_after_300_s_by_default_and_are_stopped_once() {
     assert_eq!(a.reason.as_deref(), Some("timeout of 300 s reached"));
     assert_eq!(a.ended_ms, Some(300_000));
     assert_eq!(r.fake.stops.load(Ordering::SeqCst), 1);
-    assert!(matches!(r.mgr.with_handle("a", |_| ()), Err(ManagerError::NotRunning { state: SessionState::Expired, .. })));
+    assert!(matches!(
+        r.mgr.with_handle("a", |_| ()),
+        Err(ManagerError::NotRunning {
+            state: SessionState::Expired,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -280,16 +350,35 @@ fn set_timeout_extends_a_box_within_the_maximum() {
     assert_eq!(state(&r, "a"), SessionState::Running);
 
     let err = r.mgr.set_timeout("a", 3_600_001).unwrap_err();
-    assert!(matches!(err, ManagerError::InvalidTimeout { requested_ms: 3_600_001, max_ms: 3_600_000 }), "{err:?}");
-    assert!(matches!(r.mgr.set_timeout("a", 0), Err(ManagerError::InvalidTimeout { .. })));
-    assert_eq!(r.mgr.get("a").unwrap().deadline_ms, 800_000, "a refused timeout changes nothing");
+    assert!(
+        matches!(
+            err,
+            ManagerError::InvalidTimeout {
+                requested_ms: 3_600_001,
+                max_ms: 3_600_000
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(matches!(
+        r.mgr.set_timeout("a", 0),
+        Err(ManagerError::InvalidTimeout { .. })
+    ));
+    assert_eq!(
+        r.mgr.get("a").unwrap().deadline_ms,
+        800_000,
+        "a refused timeout changes nothing"
+    );
 
     r.clock.advance(100_000);
     r.mgr.tick();
     let a = r.mgr.get("a").unwrap();
     assert_eq!(a.state, SessionState::Expired);
     assert_eq!(a.reason.as_deref(), Some("timeout of 600 s reached"));
-    assert!(matches!(r.mgr.set_timeout("a", 1000), Err(ManagerError::NotRunning { .. })));
+    assert!(matches!(
+        r.mgr.set_timeout("a", 1000),
+        Err(ManagerError::NotRunning { .. })
+    ));
 }
 
 #[test]
@@ -297,7 +386,10 @@ fn a_spec_timeout_is_checked_and_applies_from_the_start_of_a_queued_box() {
     let r = rig(1);
     let mut long = spec();
     long.timeout_ms = Some(3_600_001);
-    assert!(matches!(r.mgr.create("x".into(), long), Err(ManagerError::InvalidTimeout { .. })));
+    assert!(matches!(
+        r.mgr.create("x".into(), long),
+        Err(ManagerError::InvalidTimeout { .. })
+    ));
 
     r.mgr.create("a".into(), spec()).unwrap();
     let mut short = spec();
@@ -306,10 +398,16 @@ fn a_spec_timeout_is_checked_and_applies_from_the_start_of_a_queued_box() {
     r.clock.advance(10_000);
     r.mgr.kill("a").unwrap();
     let b = r.mgr.get("b").unwrap();
-    assert_eq!((b.state, b.started_ms, b.deadline_ms), (SessionState::Running, Some(10_000), 11_500));
+    assert_eq!(
+        (b.state, b.started_ms, b.deadline_ms),
+        (SessionState::Running, Some(10_000), 11_500)
+    );
     r.clock.advance(1_500);
     r.mgr.tick();
-    assert_eq!(r.mgr.get("b").unwrap().reason.as_deref(), Some("timeout of 1.5 s reached"));
+    assert_eq!(
+        r.mgr.get("b").unwrap().reason.as_deref(),
+        Some("timeout of 1.5 s reached")
+    );
 }
 
 // ---- failures ----
@@ -317,13 +415,28 @@ fn a_spec_timeout_is_checked_and_applies_from_the_start_of_a_queued_box() {
 #[test]
 fn a_start_failure_fails_the_session_with_the_factorys_message_and_frees_the_slot() {
     let r = rig(1);
-    r.fake.fail.lock().unwrap().insert("a".into(), "the template `nope` does not exist".into());
+    r.fake
+        .fail
+        .lock()
+        .unwrap()
+        .insert("a".into(), "the template `nope` does not exist".into());
     let a = r.mgr.create("a".into(), spec()).unwrap();
     assert_eq!(a.state, SessionState::Failed);
-    assert_eq!(a.reason.as_deref(), Some("the template `nope` does not exist"));
+    assert_eq!(
+        a.reason.as_deref(),
+        Some("the template `nope` does not exist")
+    );
     assert!(a.ended_ms.is_some());
-    assert_eq!(r.mgr.create("b".into(), spec()).unwrap().state, SessionState::Running, "the slot is free again");
-    assert_eq!(r.fake.stops.load(Ordering::SeqCst), 0, "a box that never started is not stopped");
+    assert_eq!(
+        r.mgr.create("b".into(), spec()).unwrap().state,
+        SessionState::Running,
+        "the slot is free again"
+    );
+    assert_eq!(
+        r.fake.stops.load(Ordering::SeqCst),
+        0,
+        "a box that never started is not stopped"
+    );
 }
 
 #[test]
@@ -337,8 +450,16 @@ fn a_box_that_died_on_its_own_is_dead_on_the_next_tick() {
     let a = r.mgr.get("a").unwrap();
     assert_eq!(a.state, SessionState::Dead);
     assert_eq!(a.reason.as_deref(), Some("the box ended on its own"));
-    assert_eq!(r.fake.stopped.lock().unwrap().as_slice(), ["a"], "a dead box is still cleaned up");
-    assert_eq!(state(&r, "b"), SessionState::Running, "its slot went to the queue");
+    assert_eq!(
+        r.fake.stopped.lock().unwrap().as_slice(),
+        ["a"],
+        "a dead box is still cleaned up"
+    );
+    assert_eq!(
+        state(&r, "b"),
+        SessionState::Running,
+        "its slot went to the queue"
+    );
 }
 
 // ---- listing ----
@@ -346,22 +467,60 @@ fn a_box_that_died_on_its_own_is_dead_on_the_next_tick() {
 #[test]
 fn list_filters_by_state_and_all_metadata_pairs() {
     let r = rig(2);
-    r.mgr.create("a".into(), labelled(&[("user", "ann"), ("env", "dev")])).unwrap();
-    r.mgr.create("b".into(), labelled(&[("user", "bob"), ("env", "dev")])).unwrap();
-    r.mgr.create("c".into(), labelled(&[("user", "ann"), ("env", "prod")])).unwrap();
-    r.mgr.create("d".into(), labelled(&[("user", "ann")])).unwrap();
+    r.mgr
+        .create("a".into(), labelled(&[("user", "ann"), ("env", "dev")]))
+        .unwrap();
+    r.mgr
+        .create("b".into(), labelled(&[("user", "bob"), ("env", "dev")]))
+        .unwrap();
+    r.mgr
+        .create("c".into(), labelled(&[("user", "ann"), ("env", "prod")]))
+        .unwrap();
+    r.mgr
+        .create("d".into(), labelled(&[("user", "ann")]))
+        .unwrap();
     r.mgr.kill("b").unwrap();
     let ids = |v: Vec<SessionInfo>| v.into_iter().map(|i| i.id).collect::<Vec<_>>();
     let meta = |pairs: &[(&str, &str)]| labelled(pairs).metadata;
 
-    assert_eq!(ids(r.mgr.list(&[], &BTreeMap::new())), ["a", "b", "c", "d"], "creation order");
-    assert_eq!(ids(r.mgr.list(&[], &meta(&[("user", "ann")]))), ["a", "c", "d"]);
-    assert_eq!(ids(r.mgr.list(&[], &meta(&[("user", "ann"), ("env", "dev")]))), ["a"]);
-    assert_eq!(ids(r.mgr.list(&[], &meta(&[("user", "ann"), ("env", "qa")]))), Vec::<String>::new());
-    assert_eq!(ids(r.mgr.list(&[SessionState::Running], &BTreeMap::new())), ["a", "c"]);
-    assert_eq!(ids(r.mgr.list(&[SessionState::Queued, SessionState::Killed], &BTreeMap::new())), ["b", "d"]);
-    assert_eq!(ids(r.mgr.list(&[SessionState::Running], &meta(&[("env", "prod")]))), ["c"]);
-    let d = r.mgr.list(&[SessionState::Queued], &BTreeMap::new()).remove(0);
+    assert_eq!(
+        ids(r.mgr.list(&[], &BTreeMap::new())),
+        ["a", "b", "c", "d"],
+        "creation order"
+    );
+    assert_eq!(
+        ids(r.mgr.list(&[], &meta(&[("user", "ann")]))),
+        ["a", "c", "d"]
+    );
+    assert_eq!(
+        ids(r.mgr.list(&[], &meta(&[("user", "ann"), ("env", "dev")]))),
+        ["a"]
+    );
+    assert_eq!(
+        ids(r.mgr.list(&[], &meta(&[("user", "ann"), ("env", "qa")]))),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        ids(r.mgr.list(&[SessionState::Running], &BTreeMap::new())),
+        ["a", "c"]
+    );
+    assert_eq!(
+        ids(r.mgr.list(
+            &[SessionState::Queued, SessionState::Killed],
+            &BTreeMap::new()
+        )),
+        ["b", "d"]
+    );
+    assert_eq!(
+        ids(r
+            .mgr
+            .list(&[SessionState::Running], &meta(&[("env", "prod")]))),
+        ["c"]
+    );
+    let d = r
+        .mgr
+        .list(&[SessionState::Queued], &BTreeMap::new())
+        .remove(0);
     assert_eq!(d.queue_position, Some(1));
     assert_eq!(d.template, "base");
 }
@@ -370,7 +529,10 @@ fn list_filters_by_state_and_all_metadata_pairs() {
 fn ids_are_unique_and_infos_serialize_in_snake_case() {
     let r = rig(1);
     r.mgr.create("a".into(), spec()).unwrap();
-    assert!(matches!(r.mgr.create("a".into(), spec()), Err(ManagerError::AlreadyExists(_))));
+    assert!(matches!(
+        r.mgr.create("a".into(), spec()),
+        Err(ManagerError::AlreadyExists(_))
+    ));
     let json = serde_json::to_value(r.mgr.get("a").unwrap()).unwrap();
     assert_eq!(json["state"], "running");
     assert_eq!(json["deadline_ms"], 300_000);
@@ -403,7 +565,12 @@ fn ended_sessions_beyond_the_memory_limit_are_forgotten_oldest_first() {
     }
     r.mgr.create("d".into(), spec()).unwrap();
     assert!(r.mgr.get("a").is_none());
-    let ids: Vec<_> = r.mgr.list(&[], &BTreeMap::new()).into_iter().map(|i| i.id).collect();
+    let ids: Vec<_> = r
+        .mgr
+        .list(&[], &BTreeMap::new())
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
     assert_eq!(ids, ["b", "c", "d"]);
 }
 
@@ -411,7 +578,9 @@ fn ended_sessions_beyond_the_memory_limit_are_forgotten_oldest_first() {
 fn a_configuration_that_cannot_run_boxes_is_refused() {
     let fake = Arc::new(FakeState::default());
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::default());
-    let err = SessionManager::new(FakeFactory(fake), config(0), clock, Arc::new(NoopObserver)).err().unwrap();
+    let err = SessionManager::new(FakeFactory(fake), config(0), clock, Arc::new(NoopObserver))
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("at least 1"), "{err}");
 }
 
@@ -431,14 +600,24 @@ fn concurrent_creates_never_exceed_the_cap_and_all_run_eventually() {
     }
     let running = r.mgr.list(&[SessionState::Running], &BTreeMap::new());
     assert_eq!(running.len(), 3);
-    assert_eq!(r.mgr.list(&[SessionState::Queued], &BTreeMap::new()).len(), 5);
+    assert_eq!(
+        r.mgr.list(&[SessionState::Queued], &BTreeMap::new()).len(),
+        5
+    );
 
     // Kill running sessions from several threads until every session has had its turn.
     let killers: Vec<_> = (0..4)
         .map(|_| {
             let mgr = r.mgr.clone();
             std::thread::spawn(move || loop {
-                let live = mgr.list(&[SessionState::Queued, SessionState::Starting, SessionState::Running], &BTreeMap::new());
+                let live = mgr.list(
+                    &[
+                        SessionState::Queued,
+                        SessionState::Starting,
+                        SessionState::Running,
+                    ],
+                    &BTreeMap::new(),
+                );
                 if live.is_empty() {
                     return;
                 }
@@ -455,7 +634,10 @@ fn concurrent_creates_never_exceed_the_cap_and_all_run_eventually() {
     assert_eq!(r.fake.starts.load(Ordering::SeqCst), 8);
     assert_eq!(r.fake.stops.load(Ordering::SeqCst), 8);
     assert_eq!(r.fake.max_live.load(Ordering::SeqCst), 3);
-    assert_eq!(r.mgr.list(&[SessionState::Killed], &BTreeMap::new()).len(), 8);
+    assert_eq!(
+        r.mgr.list(&[SessionState::Killed], &BTreeMap::new()).len(),
+        8
+    );
 }
 
 #[test]
@@ -466,9 +648,18 @@ fn a_slow_start_does_not_block_other_sessions() {
     r.mgr.create("other".into(), spec()).unwrap();
     let mgr = r.mgr.clone();
     let creator = std::thread::spawn(move || mgr.create("slow".into(), spec()).unwrap());
-    eventually("slow is starting", || r.mgr.get("slow").is_some_and(|i| i.state == SessionState::Starting));
+    eventually("slow is starting", || {
+        r.mgr
+            .get("slow")
+            .is_some_and(|i| i.state == SessionState::Starting)
+    });
 
-    assert_eq!(r.mgr.list(&[SessionState::Starting], &BTreeMap::new()).len(), 1);
+    assert_eq!(
+        r.mgr
+            .list(&[SessionState::Starting], &BTreeMap::new())
+            .len(),
+        1
+    );
     r.mgr.create("third".into(), spec()).unwrap();
     r.mgr.kill("other").unwrap();
     r.mgr.tick();
@@ -487,7 +678,11 @@ fn a_session_killed_while_starting_is_stopped_when_its_start_returns() {
     eventually("a is starting", || r.mgr.get("a").is_some());
     r.mgr.create("b".into(), spec()).unwrap();
     assert_eq!(r.mgr.kill("a").unwrap().state, SessionState::Killed);
-    assert_eq!(state(&r, "b"), SessionState::Queued, "a's slot is held until its box is stopped");
+    assert_eq!(
+        state(&r, "b"),
+        SessionState::Queued,
+        "a's slot is held until its box is stopped"
+    );
 
     open.send(()).unwrap();
     assert_eq!(creator.join().unwrap().state, SessionState::Killed);
@@ -515,7 +710,10 @@ fn with_handle_does_not_block_other_sessions_and_defers_a_kill() {
 
     // Other sessions go on while the slow operation runs.
     assert_eq!(r.mgr.kill("other").unwrap().state, SessionState::Killed);
-    assert_eq!(r.mgr.create("new".into(), spec()).unwrap().state, SessionState::Running);
+    assert_eq!(
+        r.mgr.create("new".into(), spec()).unwrap().state,
+        SessionState::Running
+    );
     assert_eq!(r.mgr.with_handle("new", |h| h.id.clone()).unwrap(), "new");
     r.mgr.tick();
     assert_eq!(r.mgr.list(&[], &BTreeMap::new()).len(), 3);
@@ -550,9 +748,16 @@ fn with_handle_calls_on_one_session_take_turns_and_keep_the_handle() {
 
     // A panicking operation hands the handle back.
     let mgr = r.mgr.clone();
-    assert!(std::thread::spawn(move || mgr.with_handle("a", |_| panic!("boom"))).join().is_err());
+    assert!(
+        std::thread::spawn(move || mgr.with_handle("a", |_| panic!("boom")))
+            .join()
+            .is_err()
+    );
     assert_eq!(r.mgr.with_handle("a", |h| h.uses).unwrap(), 100);
-    assert!(matches!(r.mgr.with_handle("zz", |_| ()), Err(ManagerError::NotFound(_))));
+    assert!(matches!(
+        r.mgr.with_handle("zz", |_| ()),
+        Err(ManagerError::NotFound(_))
+    ));
 }
 
 #[test]
@@ -561,19 +766,29 @@ fn wait_started_wakes_when_the_session_starts() {
     r.mgr.create("a".into(), spec()).unwrap();
     r.mgr.create("b".into(), spec()).unwrap();
     let still = r.mgr.wait_started("b", Duration::from_millis(20)).unwrap();
-    assert_eq!(still.state, SessionState::Queued, "a timed-out wait returns the current record");
+    assert_eq!(
+        still.state,
+        SessionState::Queued,
+        "a timed-out wait returns the current record"
+    );
 
     let mgr = r.mgr.clone();
     let waiter = std::thread::spawn(move || {
         let t = Instant::now();
-        (mgr.wait_started("b", Duration::from_secs(30)).unwrap(), t.elapsed())
+        (
+            mgr.wait_started("b", Duration::from_secs(30)).unwrap(),
+            t.elapsed(),
+        )
     });
     std::thread::sleep(Duration::from_millis(50));
     r.mgr.kill("a").unwrap();
     let (info, waited) = waiter.join().unwrap();
     assert_eq!(info.state, SessionState::Running);
     assert!(waited < Duration::from_secs(10), "{waited:?}");
-    assert!(matches!(r.mgr.wait_started("zz", Duration::ZERO), Err(ManagerError::NotFound(_))));
+    assert!(matches!(
+        r.mgr.wait_started("zz", Duration::ZERO),
+        Err(ManagerError::NotFound(_))
+    ));
 }
 
 #[test]
@@ -592,7 +807,11 @@ fn shutdown_stops_every_box_and_refuses_new_sessions() {
     });
     entered.recv().unwrap();
     r.mgr.shutdown();
-    assert_eq!(r.fake.stops.load(Ordering::SeqCst), 2, "shutdown waits for the box in use");
+    assert_eq!(
+        r.fake.stops.load(Ordering::SeqCst),
+        2,
+        "shutdown waits for the box in use"
+    );
     assert_eq!(r.fake.live.load(Ordering::SeqCst), 0);
     user.join().unwrap().unwrap();
     for id in ["a", "b", "c"] {
@@ -600,6 +819,13 @@ fn shutdown_stops_every_box_and_refuses_new_sessions() {
         assert_eq!(info.state, SessionState::Killed, "{id}");
         assert_eq!(info.reason.as_deref(), Some("the server shut down"));
     }
-    assert_eq!(r.fake.starts.load(Ordering::SeqCst), 2, "the queued session never started");
-    assert!(matches!(r.mgr.create("d".into(), spec()), Err(ManagerError::ShuttingDown)));
+    assert_eq!(
+        r.fake.starts.load(Ordering::SeqCst),
+        2,
+        "the queued session never started"
+    );
+    assert!(matches!(
+        r.mgr.create("d".into(), spec()),
+        Err(ManagerError::ShuttingDown)
+    ));
 }

@@ -28,7 +28,13 @@ pub enum SessionState {
 impl SessionState {
     /// Whether the session has ended for good.
     pub fn is_terminal(self) -> bool {
-        matches!(self, SessionState::Killed | SessionState::Expired | SessionState::Failed | SessionState::Dead)
+        matches!(
+            self,
+            SessionState::Killed
+                | SessionState::Expired
+                | SessionState::Failed
+                | SessionState::Dead
+        )
     }
 
     /// The state's name as it appears in JSON.

@@ -86,7 +86,10 @@ impl<H> Table<H> {
     }
 
     pub(super) fn key(&self, id: &str) -> Result<u64, ManagerError> {
-        self.by_id.get(id).copied().ok_or_else(|| ManagerError::NotFound(id.to_string()))
+        self.by_id
+            .get(id)
+            .copied()
+            .ok_or_else(|| ManagerError::NotFound(id.to_string()))
     }
 
     /// Boxes holding a slot.
@@ -105,18 +108,36 @@ impl<H> Table<H> {
 
     /// Sessions in any of `states` (all when empty) whose metadata has every pair of `metadata`,
     /// in creation order.
-    pub(super) fn list(&self, states: &[SessionState], metadata: &BTreeMap<String, String>) -> Vec<SessionInfo> {
-        let positions: HashMap<u64, usize> = self.queue.iter().enumerate().map(|(i, k)| (*k, i + 1)).collect();
+    pub(super) fn list(
+        &self,
+        states: &[SessionState],
+        metadata: &BTreeMap<String, String>,
+    ) -> Vec<SessionInfo> {
+        let positions: HashMap<u64, usize> = self
+            .queue
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (*k, i + 1))
+            .collect();
         self.records
             .iter()
             .filter(|(_, r)| states.is_empty() || states.contains(&r.state))
-            .filter(|(_, r)| metadata.iter().all(|(k, v)| r.spec.metadata.get(k) == Some(v)))
+            .filter(|(_, r)| {
+                metadata
+                    .iter()
+                    .all(|(k, v)| r.spec.metadata.get(k) == Some(v))
+            })
             .map(|(k, r)| public(r, positions.get(k).copied()))
             .collect()
     }
 
     /// Registers a session: it takes a free slot if nobody waits before it, else joins the queue.
-    pub(super) fn admit(&mut self, id: String, spec: SessionSpec, now: i64) -> Result<Admission, ManagerError> {
+    pub(super) fn admit(
+        &mut self,
+        id: String,
+        spec: SessionSpec,
+        now: i64,
+    ) -> Result<Admission, ManagerError> {
         if self.shutting_down {
             return Err(ManagerError::ShuttingDown);
         }
@@ -129,7 +150,10 @@ impl<H> Table<H> {
         };
         let start_now = self.queue.is_empty() && self.occupied < self.config.max_running;
         if !start_now && self.queue.len() >= self.config.max_queued {
-            return Err(ManagerError::QueueFull { max_running: self.config.max_running, max_queued: self.config.max_queued });
+            return Err(ManagerError::QueueFull {
+                max_running: self.config.max_running,
+                max_queued: self.config.max_queued,
+            });
         }
         let key = self.next_key;
         self.next_key += 1;
@@ -214,10 +238,22 @@ impl<H> Table<H> {
 
     /// Ends a live session with `state` and `reason`. Returns its handle when the caller must stop
     /// it (then [`Table::release`]); a box being started or used is stopped by that thread instead.
-    pub(super) fn end(&mut self, key: u64, state: SessionState, reason: &str, now: i64) -> Result<Option<H>, ManagerError> {
-        let r = self.records.get_mut(&key).ok_or_else(|| ManagerError::NotFound(key.to_string()))?;
+    pub(super) fn end(
+        &mut self,
+        key: u64,
+        state: SessionState,
+        reason: &str,
+        now: i64,
+    ) -> Result<Option<H>, ManagerError> {
+        let r = self
+            .records
+            .get_mut(&key)
+            .ok_or_else(|| ManagerError::NotFound(key.to_string()))?;
         if r.state.is_terminal() {
-            return Err(ManagerError::NotRunning { id: r.id.clone(), state: r.state });
+            return Err(ManagerError::NotRunning {
+                id: r.id.clone(),
+                state: r.state,
+            });
         }
         finish(r, state, reason.to_string(), now);
         let handle = match std::mem::replace(&mut r.slot, BoxSlot::Empty) {
@@ -239,9 +275,15 @@ impl<H> Table<H> {
     /// Lends the handle of a running session.
     pub(super) fn lend(&mut self, id: &str) -> Result<(u64, H), LendRefusal> {
         let key = self.key(id).map_err(LendRefusal::Refused)?;
-        let r = self.records.get_mut(&key).ok_or_else(|| LendRefusal::Refused(ManagerError::NotFound(id.to_string())))?;
+        let r = self
+            .records
+            .get_mut(&key)
+            .ok_or_else(|| LendRefusal::Refused(ManagerError::NotFound(id.to_string())))?;
         if r.state != SessionState::Running {
-            return Err(LendRefusal::Refused(ManagerError::NotRunning { id: id.to_string(), state: r.state }));
+            return Err(LendRefusal::Refused(ManagerError::NotRunning {
+                id: id.to_string(),
+                state: r.state,
+            }));
         }
         match std::mem::replace(&mut r.slot, BoxSlot::Lent) {
             BoxSlot::Ready(h) => Ok((key, h)),
@@ -282,17 +324,30 @@ impl<H> Table<H> {
     }
 
     /// Sets a live session's box life to `timeout_ms` from now (from its start, if queued).
-    pub(super) fn set_timeout(&mut self, id: &str, timeout_ms: i64, now: i64) -> Result<u64, ManagerError> {
+    pub(super) fn set_timeout(
+        &mut self,
+        id: &str,
+        timeout_ms: i64,
+        now: i64,
+    ) -> Result<u64, ManagerError> {
         let key = self.key(id)?;
         let timeout_ms = self.check_timeout(timeout_ms)?;
-        let r = self.records.get_mut(&key).ok_or_else(|| ManagerError::NotFound(id.to_string()))?;
+        let r = self
+            .records
+            .get_mut(&key)
+            .ok_or_else(|| ManagerError::NotFound(id.to_string()))?;
         match r.state {
             SessionState::Queued => r.life_ms = timeout_ms,
             SessionState::Starting | SessionState::Running => {
                 r.life_ms = timeout_ms;
                 r.deadline_ms = now.saturating_add(timeout_ms);
             }
-            state => return Err(ManagerError::NotRunning { id: id.to_string(), state }),
+            state => {
+                return Err(ManagerError::NotRunning {
+                    id: id.to_string(),
+                    state,
+                })
+            }
         }
         self.changed(key);
         Ok(key)
@@ -307,7 +362,11 @@ impl<H> Table<H> {
             }
             match r.state {
                 SessionState::Running => {
-                    out.push((*key, SessionState::Expired, format!("timeout of {} reached", seconds(r.life_ms))));
+                    out.push((
+                        *key,
+                        SessionState::Expired,
+                        format!("timeout of {} reached", seconds(r.life_ms)),
+                    ));
                 }
                 SessionState::Queued => out.push((
                     *key,
@@ -331,7 +390,11 @@ impl<H> Table<H> {
 
     /// Every live session's key.
     pub(super) fn live(&self) -> Vec<u64> {
-        self.records.iter().filter(|(_, r)| !r.state.is_terminal()).map(|(k, _)| *k).collect()
+        self.records
+            .iter()
+            .filter(|(_, r)| !r.state.is_terminal())
+            .map(|(k, _)| *k)
+            .collect()
     }
 
     /// The changes not yet told to the observer, oldest first.
@@ -341,7 +404,10 @@ impl<H> Table<H> {
 
     fn check_timeout(&self, timeout_ms: i64) -> Result<i64, ManagerError> {
         if timeout_ms <= 0 || timeout_ms > self.config.max_timeout_ms {
-            return Err(ManagerError::InvalidTimeout { requested_ms: timeout_ms, max_ms: self.config.max_timeout_ms });
+            return Err(ManagerError::InvalidTimeout {
+                requested_ms: timeout_ms,
+                max_ms: self.config.max_timeout_ms,
+            });
         }
         Ok(timeout_ms)
     }
@@ -354,14 +420,18 @@ impl<H> Table<H> {
 
     /// Files `key` among the ended once it is terminal and boxless.
     fn retire(&mut self, key: u64) {
-        let Some(r) = self.records.get_mut(&key) else { return };
+        let Some(r) = self.records.get_mut(&key) else {
+            return;
+        };
         if r.retired || !r.state.is_terminal() || !matches!(r.slot, BoxSlot::Empty) {
             return;
         }
         r.retired = true;
         self.ended.push_back(key);
         while self.ended.len() > self.config.keep_ended {
-            let Some(old) = self.ended.pop_front() else { break };
+            let Some(old) = self.ended.pop_front() else {
+                break;
+            };
             if let Some(gone) = self.records.remove(&old) {
                 self.by_id.remove(&gone.id);
             }

@@ -2,21 +2,38 @@
 use super::*;
 
 fn spec() -> SessionSpec {
-    SessionSpec { template: "workspace".into(), metadata: BTreeMap::new(), timeout_ms: None, payload: serde_json::Value::Null }
+    SessionSpec {
+        template: "workspace".into(),
+        metadata: BTreeMap::new(),
+        timeout_ms: None,
+        payload: serde_json::Value::Null,
+    }
 }
 
 fn table(max_running: usize) -> Table<&'static str> {
-    Table::new(ManagerConfig { max_running, ..ManagerConfig::default() })
+    Table::new(ManagerConfig {
+        max_running,
+        ..ManagerConfig::default()
+    })
 }
 
 #[test]
 fn a_slot_is_held_until_the_stopped_box_is_released() {
     let mut t = table(1);
-    let Ok(Admission::Start((a, _, _))) = t.admit("a".into(), spec(), 0) else { panic!() };
+    let Ok(Admission::Start((a, _, _))) = t.admit("a".into(), spec(), 0) else {
+        panic!()
+    };
     assert_eq!(t.started(a, Ok("box-a"), 5), None);
-    assert!(matches!(t.admit("b".into(), spec(), 6), Ok(Admission::Queued(_))));
+    assert!(matches!(
+        t.admit("b".into(), spec(), 6),
+        Ok(Admission::Queued(_))
+    ));
 
-    assert_eq!(t.end(a, SessionState::Killed, "killed by request", 7).unwrap(), Some("box-a"));
+    assert_eq!(
+        t.end(a, SessionState::Killed, "killed by request", 7)
+            .unwrap(),
+        Some("box-a")
+    );
     assert!(t.next_start(8).is_none(), "the box is not stopped yet");
     t.release(a);
     let (_, id, s) = t.next_start(9).unwrap();
@@ -27,23 +44,37 @@ fn a_slot_is_held_until_the_stopped_box_is_released() {
 #[test]
 fn a_failed_start_frees_its_slot_and_keeps_the_kill_reason_if_killed_first() {
     let mut t = table(1);
-    let Ok(Admission::Start((a, _, _))) = t.admit("a".into(), spec(), 0) else { panic!() };
-    assert_eq!(t.end(a, SessionState::Killed, "killed by request", 1).unwrap(), None);
+    let Ok(Admission::Start((a, _, _))) = t.admit("a".into(), spec(), 0) else {
+        panic!()
+    };
+    assert_eq!(
+        t.end(a, SessionState::Killed, "killed by request", 1)
+            .unwrap(),
+        None
+    );
     assert_eq!(t.started(a, Err("no".into()), 2), None);
     assert_eq!(t.occupied(), 0);
     let a = t.get("a").unwrap();
-    assert_eq!((a.state, a.reason.as_deref()), (SessionState::Killed, Some("killed by request")));
+    assert_eq!(
+        (a.state, a.reason.as_deref()),
+        (SessionState::Killed, Some("killed by request"))
+    );
 }
 
 #[test]
 fn a_lent_handle_of_an_ended_session_comes_back_to_be_stopped() {
     let mut t = table(2);
-    let Ok(Admission::Start((a, _, _))) = t.admit("a".into(), spec(), 0) else { panic!() };
+    let Ok(Admission::Start((a, _, _))) = t.admit("a".into(), spec(), 0) else {
+        panic!()
+    };
     t.started(a, Ok("box-a"), 0);
     let (key, h) = t.lend("a").ok().unwrap();
     assert!(matches!(t.lend("a"), Err(LendRefusal::Busy)));
     assert!(t.lend_idle().is_empty());
-    assert_eq!(t.end(key, SessionState::Expired, "timeout", 1).unwrap(), None);
+    assert_eq!(
+        t.end(key, SessionState::Expired, "timeout", 1).unwrap(),
+        None
+    );
     assert_eq!(t.give_back(key, h), Some("box-a"));
     assert_eq!(t.occupied(), 1);
     t.release(key);

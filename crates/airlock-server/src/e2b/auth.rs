@@ -32,7 +32,12 @@ pub fn new_key() -> std::io::Result<String> {
 
 /// Whether `key` has the E2B key format (`e2b_` and 40 lowercase hex digits).
 pub fn is_key_format(key: &str) -> bool {
-    key.strip_prefix("e2b_").is_some_and(|hex| hex.len() == 40 && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+    key.strip_prefix("e2b_").is_some_and(|hex| {
+        hex.len() == 40
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// Requires the E2B API key in `X-API-KEY`.
@@ -46,19 +51,29 @@ pub fn require_api_key(e2b: &E2bState, headers: &HeaderMap) -> Result<(), E2bErr
         return Err(E2bError::Unauthenticated("the API key is not in E2B's format (e2b_ and 40 hex digits); use the e2b_ key `airlock serve` printed".into()));
     }
     if !same_hash(&hash(key), &e2b.key_hash) {
-        return Err(E2bError::Unauthenticated("the API key is wrong; use the e2b_ key `airlock serve` printed on its first start".into()));
+        return Err(E2bError::Unauthenticated(
+            "the API key is wrong; use the e2b_ key `airlock serve` printed on its first start"
+                .into(),
+        ));
     }
     Ok(())
 }
 
 /// The access token a request carries in `X-Access-Token`, if any.
 pub fn access_token(headers: &HeaderMap) -> Option<&str> {
-    headers.get("x-access-token").and_then(|v| v.to_str().ok()).map(str::trim)
+    headers
+        .get("x-access-token")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
 }
 
 /// Requires sandbox `id`'s own access token in `X-Access-Token`.
 pub fn require_token(e2b: &E2bState, headers: &HeaderMap, id: &str) -> Result<(), E2bError> {
-    let given = access_token(headers).ok_or_else(|| E2bError::Unauthenticated("no access token: send X-Access-Token with the sandbox's envdAccessToken".into()))?;
+    let given = access_token(headers).ok_or_else(|| {
+        E2bError::Unauthenticated(
+            "no access token: send X-Access-Token with the sandbox's envdAccessToken".into(),
+        )
+    })?;
     check_token(e2b, id, given)
 }
 
@@ -66,23 +81,36 @@ pub fn require_token(e2b: &E2bState, headers: &HeaderMap, id: &str) -> Result<()
 pub fn check_token(e2b: &E2bState, id: &str, given: &str) -> Result<(), E2bError> {
     match e2b.token_of(id) {
         Some(own) if same_hash(&hash(&own), &hash(given)) => Ok(()),
-        Some(_) => Err(E2bError::Unauthenticated(format!("the access token is not sandbox {id}'s; use its envdAccessToken"))),
-        None => Err(E2bError::SandboxGone(format!("sandbox {id} was not found: it ended, was killed or never existed"))),
+        Some(_) => Err(E2bError::Unauthenticated(format!(
+            "the access token is not sandbox {id}'s; use its envdAccessToken"
+        ))),
+        None => Err(E2bError::SandboxGone(format!(
+            "sandbox {id} was not found: it ended, was killed or never existed"
+        ))),
     }
 }
 
 /// The box user a request asks for: `user` or `root` (which maps to `user`), from the Basic
 /// authorization header; `user` when absent.
 pub fn user_from_headers(headers: &HeaderMap) -> Result<&'static str, E2bError> {
-    let Some(value) = headers.get(axum::http::header::AUTHORIZATION) else { return Ok(BOX_USER) };
-    let text = value.to_str().map_err(|_| E2bError::Unauthenticated("the Authorization header is not text".into()))?;
+    let Some(value) = headers.get(axum::http::header::AUTHORIZATION) else {
+        return Ok(BOX_USER);
+    };
+    let text = value
+        .to_str()
+        .map_err(|_| E2bError::Unauthenticated("the Authorization header is not text".into()))?;
     let Some(encoded) = text.strip_prefix("Basic ") else {
-        return Err(E2bError::Unauthenticated("the Authorization header must be `Basic base64(<user>:)`".into()));
+        return Err(E2bError::Unauthenticated(
+            "the Authorization header must be `Basic base64(<user>:)`".into(),
+        ));
     };
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
-        .map_err(|_| E2bError::Unauthenticated("the Basic authorization is not valid base64".into()))?;
-    let decoded = String::from_utf8(decoded).map_err(|_| E2bError::Unauthenticated("the Basic authorization is not UTF-8".into()))?;
+        .map_err(|_| {
+            E2bError::Unauthenticated("the Basic authorization is not valid base64".into())
+        })?;
+    let decoded = String::from_utf8(decoded)
+        .map_err(|_| E2bError::Unauthenticated("the Basic authorization is not UTF-8".into()))?;
     let name = decoded.split(':').next().unwrap_or("");
     user_named(Some(name))
 }
@@ -100,12 +128,17 @@ pub fn user_named(name: Option<&str>) -> Result<&'static str, E2bError> {
 /// Resolves a path as envd does: relative paths (and `~`) are taken from the user's home.
 pub fn resolve_path(path: &str) -> Result<String, E2bError> {
     if path.contains('\0') {
-        return Err(E2bError::InvalidArgument("the path contains a NUL byte".into()));
+        return Err(E2bError::InvalidArgument(
+            "the path contains a NUL byte".into(),
+        ));
     }
     if path.starts_with('/') {
         return Ok(path.to_string());
     }
-    let rest = path.strip_prefix("~/").or(if path == "~" { Some("") } else { None }).unwrap_or(path);
+    let rest = path
+        .strip_prefix("~/")
+        .or(if path == "~" { Some("") } else { None })
+        .unwrap_or(path);
     if rest.is_empty() {
         return Ok(BOX_HOME.to_string());
     }
@@ -114,13 +147,22 @@ pub fn resolve_path(path: &str) -> Result<String, E2bError> {
 
 /// A file URL signature as the SDKs make it:
 /// `"v1_" + base64_nopad(sha256("<path>:<operation>:<user>:<token>[:<expiration>]"))`.
-pub fn signature(path: &str, operation: &str, user: &str, token: &str, expiration: Option<i64>) -> String {
+pub fn signature(
+    path: &str,
+    operation: &str,
+    user: &str,
+    token: &str,
+    expiration: Option<i64>,
+) -> String {
     let raw = match expiration {
         None => format!("{path}:{operation}:{user}:{token}"),
         Some(exp) => format!("{path}:{operation}:{user}:{token}:{exp}"),
     };
     let digest = Sha256::digest(raw.as_bytes());
-    format!("v1_{}", base64::engine::general_purpose::STANDARD_NO_PAD.encode(digest))
+    format!(
+        "v1_{}",
+        base64::engine::general_purpose::STANDARD_NO_PAD.encode(digest)
+    )
 }
 
 /// What a signed URL claims.
@@ -138,7 +180,12 @@ pub struct SignedRequest<'a> {
 
 /// Finds the sandbox whose token made `req`'s signature: only `candidate` when the request
 /// names one, else every running sandbox. Refuses an unknown signature and an expired one.
-pub fn check_signature(e2b: &E2bState, req: &SignedRequest<'_>, candidate: Option<&str>, now_s: i64) -> Result<String, E2bError> {
+pub fn check_signature(
+    e2b: &E2bState,
+    req: &SignedRequest<'_>,
+    candidate: Option<&str>,
+    now_s: i64,
+) -> Result<String, E2bError> {
     let tokens = e2b.tokens_snapshot();
     let found = tokens
         .iter()
@@ -156,7 +203,9 @@ pub fn check_signature(e2b: &E2bState, req: &SignedRequest<'_>, candidate: Optio
     };
     if let Some(exp) = req.expiration {
         if exp < now_s {
-            return Err(E2bError::Unauthenticated("the signed URL has expired; ask the SDK for a new one".into()));
+            return Err(E2bError::Unauthenticated(
+                "the signed URL has expired; ask the SDK for a new one".into(),
+            ));
         }
     }
     Ok(id)

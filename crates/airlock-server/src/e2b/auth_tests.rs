@@ -15,7 +15,14 @@ fn keys_have_e2b_format() {
     let k = new_key().unwrap();
     assert!(is_key_format(&k), "{k}");
     assert_eq!(k.len(), 44);
-    for bad in ["", "e2b_", "e2b_0123", "al_0123456789abcdef0123456789abcdef01234567", "e2b_0123456789ABCDEF0123456789abcdef01234567", "e2b_0123456789abcdef0123456789abcdef0123456z"] {
+    for bad in [
+        "",
+        "e2b_",
+        "e2b_0123",
+        "al_0123456789abcdef0123456789abcdef01234567",
+        "e2b_0123456789ABCDEF0123456789abcdef01234567",
+        "e2b_0123456789abcdef0123456789abcdef0123456z",
+    ] {
         assert!(!is_key_format(bad), "{bad}");
     }
 }
@@ -24,10 +31,22 @@ fn keys_have_e2b_format() {
 fn the_api_key_is_checked() {
     let s = state_with("a", "t");
     let mut h = HeaderMap::new();
-    assert_eq!(require_api_key(&s, &h).unwrap_err().http_status().as_u16(), 401);
-    h.insert("x-api-key", HeaderValue::from_static("e2b_0123456789abcdef0123456789abcdef01234560"));
-    assert!(matches!(require_api_key(&s, &h), Err(E2bError::Unauthenticated(_))));
-    h.insert("x-api-key", HeaderValue::from_static("e2b_0123456789abcdef0123456789abcdef01234567"));
+    assert_eq!(
+        require_api_key(&s, &h).unwrap_err().http_status().as_u16(),
+        401
+    );
+    h.insert(
+        "x-api-key",
+        HeaderValue::from_static("e2b_0123456789abcdef0123456789abcdef01234560"),
+    );
+    assert!(matches!(
+        require_api_key(&s, &h),
+        Err(E2bError::Unauthenticated(_))
+    ));
+    h.insert(
+        "x-api-key",
+        HeaderValue::from_static("e2b_0123456789abcdef0123456789abcdef01234567"),
+    );
     require_api_key(&s, &h).unwrap();
 }
 
@@ -36,8 +55,14 @@ fn tokens_act_on_their_own_sandbox_only() {
     let s = state_with("a", "token-a");
     s.remember_token("b", "token-b");
     check_token(&s, "a", "token-a").unwrap();
-    assert!(matches!(check_token(&s, "a", "token-b"), Err(E2bError::Unauthenticated(_))));
-    assert!(matches!(check_token(&s, "gone", "token-a"), Err(E2bError::SandboxGone(_))));
+    assert!(matches!(
+        check_token(&s, "a", "token-b"),
+        Err(E2bError::Unauthenticated(_))
+    ));
+    assert!(matches!(
+        check_token(&s, "gone", "token-a"),
+        Err(E2bError::SandboxGone(_))
+    ));
 }
 
 #[test]
@@ -49,7 +74,10 @@ fn users_map_to_the_one_box_user() {
     h.insert("authorization", HeaderValue::from_static("Basic dXNlcjo=")); // user:
     assert_eq!(user_from_headers(&h).unwrap(), "user");
     h.insert("authorization", HeaderValue::from_static("Basic YWRtaW46")); // admin:
-    assert!(matches!(user_from_headers(&h), Err(E2bError::Unauthenticated(_))));
+    assert!(matches!(
+        user_from_headers(&h),
+        Err(E2bError::Unauthenticated(_))
+    ));
     h.insert("authorization", HeaderValue::from_static("Basic !!!"));
     assert!(user_from_headers(&h).is_err());
     assert!(user_named(Some("nobody")).is_err());
@@ -70,7 +98,12 @@ fn signatures_match_the_sdks() {
     let sig = signature("/tmp/a.txt", "read", "", "tok", None);
     let expected = {
         let d = Sha256::digest(b"/tmp/a.txt:read::tok");
-        format!("v1_{}", base64::engine::general_purpose::STANDARD.encode(d).trim_end_matches('='))
+        format!(
+            "v1_{}",
+            base64::engine::general_purpose::STANDARD
+                .encode(d)
+                .trim_end_matches('=')
+        )
     };
     assert_eq!(sig, expected);
     assert_ne!(signature("/tmp/a.txt", "read", "", "tok", Some(5)), sig);
@@ -82,21 +115,56 @@ fn signed_urls_find_their_sandbox_and_nothing_else() {
     s.remember_token("b", "token-b");
     let now = 1_000;
     let sig = signature("/tmp/f", "read", "", "token-b", Some(now + 60));
-    let req = SignedRequest { path: "/tmp/f", operation: "read", user: "", signature: &sig, expiration: Some(now + 60) };
+    let req = SignedRequest {
+        path: "/tmp/f",
+        operation: "read",
+        user: "",
+        signature: &sig,
+        expiration: Some(now + 60),
+    };
     assert_eq!(check_signature(&s, &req, None, now).unwrap(), "b");
     assert_eq!(check_signature(&s, &req, Some("b"), now).unwrap(), "b");
     // Named for another sandbox: refused.
     assert!(check_signature(&s, &req, Some("a"), now).is_err());
     // Another path, operation, user or expiration: refused.
-    for (path, op, user, exp) in [("/tmp/g", "read", "", now + 60), ("/tmp/f", "write", "", now + 60), ("/tmp/f", "read", "user", now + 60), ("/tmp/f", "read", "", now + 61)] {
-        let r = SignedRequest { path, operation: op, user, signature: &sig, expiration: Some(exp) };
-        assert!(check_signature(&s, &r, None, now).is_err(), "{path} {op} {user} {exp}");
+    for (path, op, user, exp) in [
+        ("/tmp/g", "read", "", now + 60),
+        ("/tmp/f", "write", "", now + 60),
+        ("/tmp/f", "read", "user", now + 60),
+        ("/tmp/f", "read", "", now + 61),
+    ] {
+        let r = SignedRequest {
+            path,
+            operation: op,
+            user,
+            signature: &sig,
+            expiration: Some(exp),
+        };
+        assert!(
+            check_signature(&s, &r, None, now).is_err(),
+            "{path} {op} {user} {exp}"
+        );
     }
     // Expired: refused.
     let old = signature("/tmp/f", "read", "", "token-a", Some(now - 1));
-    let r = SignedRequest { path: "/tmp/f", operation: "read", user: "", signature: &old, expiration: Some(now - 1) };
-    assert!(check_signature(&s, &r, None, now).unwrap_err().to_string().contains("expired"));
+    let r = SignedRequest {
+        path: "/tmp/f",
+        operation: "read",
+        user: "",
+        signature: &old,
+        expiration: Some(now - 1),
+    };
+    assert!(check_signature(&s, &r, None, now)
+        .unwrap_err()
+        .to_string()
+        .contains("expired"));
     // Garbage: refused.
-    let r = SignedRequest { path: "/tmp/f", operation: "read", user: "", signature: "v1_nope", expiration: None };
+    let r = SignedRequest {
+        path: "/tmp/f",
+        operation: "read",
+        user: "",
+        signature: "v1_nope",
+        expiration: None,
+    };
     assert!(check_signature(&s, &r, None, now).is_err());
 }

@@ -24,7 +24,11 @@ pub async fn with_session<R: Send + 'static>(
         f(&mut session)
     })
     .await
-    .map_err(|_| E2bError::Internal("the request's worker failed; retry, and report it if it persists".into()))?
+    .map_err(|_| {
+        E2bError::Internal(
+            "the request's worker failed; retry, and report it if it persists".into(),
+        )
+    })?
 }
 
 /// Runs `f` on sandbox `id`'s whole handle (the box and its interpreter contexts), off the
@@ -37,10 +41,21 @@ pub async fn with_box<R: Send + 'static>(
     let (state, id) = (state.clone(), id.to_string());
     tokio::task::spawn_blocking(move || with_box_blocking(&state, &id, f))
         .await
-        .map_err(|_| E2bError::Internal("the request's worker failed; retry, and report it if it persists".into()))?
+        .map_err(|_| {
+            E2bError::Internal(
+                "the request's worker failed; retry, and report it if it persists".into(),
+            )
+        })?
 }
 
 /// [`with_box`] for code already on a blocking thread.
-pub fn with_box_blocking<R>(state: &AppState, id: &str, f: impl FnOnce(&mut BoxHandle) -> Result<R, E2bError>) -> Result<R, E2bError> {
-    state.manager.with_handle(id, f).map_err(|e| E2bError::from_manager(id, e))?
+pub fn with_box_blocking<R>(
+    state: &AppState,
+    id: &str,
+    f: impl FnOnce(&mut BoxHandle) -> Result<R, E2bError>,
+) -> Result<R, E2bError> {
+    state
+        .manager
+        .with_handle(id, f)
+        .map_err(|e| E2bError::from_manager(id, e))?
 }

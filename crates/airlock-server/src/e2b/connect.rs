@@ -42,21 +42,42 @@ fn invalid(msg: impl Into<String>) -> E2bError {
 
 /// The media type of a request, lowercased and without parameters (`""` if absent).
 fn media_type(headers: &HeaderMap) -> String {
-    let raw = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    raw.split(';').next().unwrap_or("").trim().to_ascii_lowercase()
+    let raw = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    raw.split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
 }
 
 /// The call's deadline from `Connect-Timeout-Ms`, if given and valid.
 pub fn timeout(headers: &HeaderMap) -> Option<Duration> {
-    let ms = headers.get("connect-timeout-ms")?.to_str().ok()?.trim().parse::<u64>().ok()?;
+    let ms = headers
+        .get("connect-timeout-ms")?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()?;
     Some(Duration::from_millis(ms))
 }
 
 /// Decodes one JSON message (proto3 JSON: unknown fields are ignored by the target types; an
 /// empty message counts as `{}`).
 pub fn decode<T: DeserializeOwned>(message: &[u8]) -> Result<T, E2bError> {
-    let message = if message.iter().all(u8::is_ascii_whitespace) { &b"{}"[..] } else { message };
-    serde_json::from_slice(message).map_err(|e| invalid(format!("the request message is not valid JSON for this method: {e}")))
+    let message = if message.iter().all(u8::is_ascii_whitespace) {
+        &b"{}"[..]
+    } else {
+        message
+    };
+    serde_json::from_slice(message).map_err(|e| {
+        invalid(format!(
+            "the request message is not valid JSON for this method: {e}"
+        ))
+    })
 }
 
 /// Parses a unary request body: `application/json` (or no content type), at most
@@ -64,10 +85,14 @@ pub fn decode<T: DeserializeOwned>(message: &[u8]) -> Result<T, E2bError> {
 pub fn parse_unary<T: DeserializeOwned>(headers: &HeaderMap, body: &[u8]) -> Result<T, E2bError> {
     let media = media_type(headers);
     if !media.is_empty() && media != UNARY_CONTENT_TYPE {
-        return Err(invalid(format!("content type {media:?} is not supported; send the JSON codec ({UNARY_CONTENT_TYPE})")));
+        return Err(invalid(format!(
+            "content type {media:?} is not supported; send the JSON codec ({UNARY_CONTENT_TYPE})"
+        )));
     }
     if body.len() > MAX_MESSAGE {
-        return Err(invalid(format!("the request message is larger than {MAX_MESSAGE} bytes")));
+        return Err(invalid(format!(
+            "the request message is larger than {MAX_MESSAGE} bytes"
+        )));
     }
     decode(body)
 }
@@ -79,7 +104,9 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, E2bError> {
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk.map_err(|e| invalid(format!("the request body broke off: {e}")))?;
         if all.len() + chunk.len() > limit {
-            return Err(invalid(format!("the request body is larger than {limit} bytes")));
+            return Err(invalid(format!(
+                "the request body is larger than {limit} bytes"
+            )));
         }
         all.extend_from_slice(&chunk);
     }
@@ -114,7 +141,9 @@ pub fn envelope(flags: u8, message: &[u8]) -> Bytes {
 pub fn end_frame(error: Option<&E2bError>) -> Bytes {
     let body = match error {
         None => serde_json::json!({}),
-        Some(e) => serde_json::json!({ "error": { "code": e.connect_code(), "message": e.to_string() } }),
+        Some(e) => {
+            serde_json::json!({ "error": { "code": e.connect_code(), "message": e.to_string() } })
+        }
     };
     envelope(FLAG_END_STREAM, body.to_string().as_bytes())
 }
@@ -145,10 +174,14 @@ impl EnvelopeDecoder {
         let flags = self.buf[0];
         let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]) as usize;
         if len > MAX_MESSAGE {
-            return Err(invalid(format!("an envelope announces {len} bytes; the most accepted is {MAX_MESSAGE}")));
+            return Err(invalid(format!(
+                "an envelope announces {len} bytes; the most accepted is {MAX_MESSAGE}"
+            )));
         }
         if flags & FLAG_COMPRESSED != 0 {
-            return Err(invalid("compressed envelopes are not supported; disable compression in the client"));
+            return Err(invalid(
+                "compressed envelopes are not supported; disable compression in the client",
+            ));
         }
         if self.buf.len() < 5 + len {
             return Ok(None);
@@ -179,7 +212,11 @@ impl EnvelopeReader {
         if media != STREAM_CONTENT_TYPE {
             return Err(invalid(format!("content type {media:?} is not supported for a streaming call; send {STREAM_CONTENT_TYPE}")));
         }
-        Ok(EnvelopeReader { chunks: body.into_data_stream(), decoder: EnvelopeDecoder::default(), done: false })
+        Ok(EnvelopeReader {
+            chunks: body.into_data_stream(),
+            decoder: EnvelopeDecoder::default(),
+            done: false,
+        })
     }
 
     /// The next envelope, or `None` at the end of the body. A body that ends inside an envelope
@@ -190,7 +227,11 @@ impl EnvelopeReader {
                 return Ok(Some(env));
             }
             if self.done {
-                return if self.decoder.has_partial() { Err(invalid("the request stream ended inside an envelope")) } else { Ok(None) };
+                return if self.decoder.has_partial() {
+                    Err(invalid("the request stream ended inside an envelope"))
+                } else {
+                    Ok(None)
+                };
             }
             match self.chunks.next().await {
                 Some(Ok(chunk)) => self.decoder.push(&chunk),
@@ -211,9 +252,15 @@ impl EnvelopeReader {
 }
 
 /// Parses the request of a server-stream call: exactly one envelope.
-pub async fn parse_stream_request<T: DeserializeOwned>(headers: &HeaderMap, body: Body) -> Result<T, E2bError> {
+pub async fn parse_stream_request<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<T, E2bError> {
     let mut reader = EnvelopeReader::new(headers, body)?;
-    let first = reader.next_message::<T>().await?.ok_or_else(|| invalid("the streaming request carries no message"))?;
+    let first = reader
+        .next_message::<T>()
+        .await?
+        .ok_or_else(|| invalid("the streaming request carries no message"))?;
     Ok(first)
 }
 
@@ -224,7 +271,9 @@ pub fn stream_response(rx: mpsc::Receiver<Result<Value, E2bError>>) -> Response 
     let frames = futures_util::stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;
         match rx.recv().await {
-            Some(Ok(message)) => Some((Ok::<Bytes, std::io::Error>(data_frame(&message)), Some(rx))),
+            Some(Ok(message)) => {
+                Some((Ok::<Bytes, std::io::Error>(data_frame(&message)), Some(rx)))
+            }
             Some(Err(e)) => Some((Ok(end_frame(Some(&e))), None)),
             None => Some((Ok(end_frame(None)), None)),
         }
@@ -235,7 +284,10 @@ pub fn stream_response(rx: mpsc::Receiver<Result<Value, E2bError>>) -> Response 
 /// `response` with `Connection: close`: for answers given before the request's body was read to
 /// its end, so that an HTTP/1.1 client does not send its next request on this connection.
 pub fn closing(mut response: Response) -> Response {
-    response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
     response
 }
 
@@ -246,7 +298,15 @@ pub fn stream_error(error: &E2bError) -> Response {
 }
 
 fn stream_with(body: Body) -> Response {
-    (StatusCode::OK, [(header::CONTENT_TYPE, STREAM_CONTENT_TYPE), (header::CACHE_CONTROL, "no-store")], body).into_response()
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, STREAM_CONTENT_TYPE),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
 }
 
 #[cfg(test)]

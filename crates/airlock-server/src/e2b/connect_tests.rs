@@ -15,13 +15,26 @@ fn unary_requests_parse_json_and_refuse_other_codecs() {
     struct P {
         path: String,
     }
-    let p: P = parse_unary(&headers("application/json"), br#"{"path":"/a","unknown":1}"#).unwrap();
+    let p: P = parse_unary(
+        &headers("application/json"),
+        br#"{"path":"/a","unknown":1}"#,
+    )
+    .unwrap();
     assert_eq!(p.path, "/a");
-    let empty: serde_json::Value = parse_unary(&headers("application/json; charset=utf-8"), b"").unwrap();
+    let empty: serde_json::Value =
+        parse_unary(&headers("application/json; charset=utf-8"), b"").unwrap();
     assert_eq!(empty, serde_json::json!({}));
-    let e = parse_unary::<P>(&headers("application/proto"), b"\x0a\x02/a").err().unwrap();
+    let e = parse_unary::<P>(&headers("application/proto"), b"\x0a\x02/a")
+        .err()
+        .unwrap();
     assert_eq!(e.connect_code(), "invalid_argument");
-    assert_eq!(parse_unary::<P>(&headers("application/json"), b"{not json").err().unwrap().connect_code(), "invalid_argument");
+    assert_eq!(
+        parse_unary::<P>(&headers("application/json"), b"{not json")
+            .err()
+            .unwrap()
+            .connect_code(),
+        "invalid_argument"
+    );
 }
 
 #[test]
@@ -29,9 +42,21 @@ fn errors_use_connect_codes_and_statuses() {
     let cases = [
         (E2bError::NotFound("x".into()), "not_found", 404),
         (E2bError::AlreadyExists("x".into()), "already_exists", 409),
-        (E2bError::InvalidArgument("x".into()), "invalid_argument", 400),
-        (E2bError::Unauthenticated("x".into()), "unauthenticated", 401),
-        (E2bError::DeadlineExceeded("x".into()), "deadline_exceeded", 504),
+        (
+            E2bError::InvalidArgument("x".into()),
+            "invalid_argument",
+            400,
+        ),
+        (
+            E2bError::Unauthenticated("x".into()),
+            "unauthenticated",
+            401,
+        ),
+        (
+            E2bError::DeadlineExceeded("x".into()),
+            "deadline_exceeded",
+            504,
+        ),
         (E2bError::Unimplemented("x".into()), "unimplemented", 501),
         (E2bError::SandboxGone("x".into()), "unavailable", 502),
     ];
@@ -55,7 +80,13 @@ fn envelopes_round_trip_in_any_split() {
             }
         }
         assert_eq!(got.len(), 2, "split at {split}");
-        assert_eq!(got[0], Envelope { flags: 0, message: Bytes::from_static(br#"{"a":1}"#) });
+        assert_eq!(
+            got[0],
+            Envelope {
+                flags: 0,
+                message: Bytes::from_static(br#"{"a":1}"#)
+            }
+        );
         assert_eq!(got[1].flags, FLAG_END_STREAM);
         let end: serde_json::Value = serde_json::from_slice(&got[1].message).unwrap();
         assert_eq!(end["error"]["code"], "not_found");
@@ -77,16 +108,31 @@ fn oversized_and_compressed_envelopes_are_refused() {
 #[tokio::test]
 async fn stream_requests_accept_chunked_bodies_and_refuse_truncation() {
     let env = envelope(0, br#"{"path":"/x"}"#);
-    let chunks: Vec<Result<Bytes, std::io::Error>> = env.chunks(3).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+    let chunks: Vec<Result<Bytes, std::io::Error>> = env
+        .chunks(3)
+        .map(|c| Ok(Bytes::copy_from_slice(c)))
+        .collect();
     let body = Body::from_stream(futures_util::stream::iter(chunks));
-    let v: serde_json::Value = parse_stream_request(&headers(STREAM_CONTENT_TYPE), body).await.unwrap();
+    let v: serde_json::Value = parse_stream_request(&headers(STREAM_CONTENT_TYPE), body)
+        .await
+        .unwrap();
     assert_eq!(v["path"], "/x");
     let cut = Body::from(env.slice(..env.len() - 1));
-    let e = parse_stream_request::<serde_json::Value>(&headers(STREAM_CONTENT_TYPE), cut).await.unwrap_err();
+    let e = parse_stream_request::<serde_json::Value>(&headers(STREAM_CONTENT_TYPE), cut)
+        .await
+        .unwrap_err();
     assert_eq!(e.connect_code(), "invalid_argument");
-    let wrong = parse_stream_request::<serde_json::Value>(&headers("application/json"), Body::from(env.clone())).await.unwrap_err();
+    let wrong = parse_stream_request::<serde_json::Value>(
+        &headers("application/json"),
+        Body::from(env.clone()),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(wrong.connect_code(), "invalid_argument");
-    let none = parse_stream_request::<serde_json::Value>(&headers(STREAM_CONTENT_TYPE), Body::empty()).await.unwrap_err();
+    let none =
+        parse_stream_request::<serde_json::Value>(&headers(STREAM_CONTENT_TYPE), Body::empty())
+            .await
+            .unwrap_err();
     assert_eq!(none.connect_code(), "invalid_argument");
 }
 
@@ -107,7 +153,9 @@ async fn stream_responses_end_with_the_end_frame() {
     async fn collect(res: Response) -> (StatusCode, Vec<Envelope>) {
         let status = res.status();
         assert_eq!(res.headers()[header::CONTENT_TYPE], STREAM_CONTENT_TYPE);
-        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+        let bytes = axum::body::to_bytes(res.into_body(), usize::MAX)
+            .await
+            .unwrap();
         let mut d = EnvelopeDecoder::default();
         d.push(&bytes);
         let mut out = Vec::new();
@@ -117,7 +165,9 @@ async fn stream_responses_end_with_the_end_frame() {
         (status, out)
     }
     let (tx, rx) = mpsc::channel(4);
-    tx.send(Ok(serde_json::json!({"event": {"start": {"pid": 7}}}))).await.unwrap();
+    tx.send(Ok(serde_json::json!({"event": {"start": {"pid": 7}}})))
+        .await
+        .unwrap();
     drop(tx);
     let (status, frames) = collect(stream_response(rx)).await;
     assert_eq!(status, StatusCode::OK);
@@ -125,15 +175,21 @@ async fn stream_responses_end_with_the_end_frame() {
     assert_eq!(&frames[1].message[..], b"{}");
     let (tx, rx) = mpsc::channel(4);
     tx.send(Ok(serde_json::json!({}))).await.unwrap();
-    tx.send(Err(E2bError::NotFound("no such process".into()))).await.unwrap();
-    tx.send(Ok(serde_json::json!({"after": true}))).await.unwrap();
+    tx.send(Err(E2bError::NotFound("no such process".into())))
+        .await
+        .unwrap();
+    tx.send(Ok(serde_json::json!({"after": true})))
+        .await
+        .unwrap();
     let (status, frames) = collect(stream_response(rx)).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(frames.len(), 2, "nothing after the error");
     assert_eq!(frames[1].flags, FLAG_END_STREAM);
     let (_, frames) = collect(stream_error(&E2bError::Unimplemented("x".into()))).await;
     assert_eq!(frames.len(), 1);
-    assert!(std::str::from_utf8(&frames[0].message).unwrap().contains("unimplemented"));
+    assert!(std::str::from_utf8(&frames[0].message)
+        .unwrap()
+        .contains("unimplemented"));
 }
 
 #[test]

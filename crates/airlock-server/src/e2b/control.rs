@@ -76,56 +76,95 @@ pub fn template(name: Option<&str>) -> Result<(String, &'static str), E2bError> 
     if TEMPLATES.contains(&name) {
         return Ok((name.to_string(), INSIDE_HOME));
     }
-    Err(E2bError::NotFound(format!("template {name:?} not found; airlock offers {}", TEMPLATES.join(" and "))))
+    Err(E2bError::NotFound(format!(
+        "template {name:?} not found; airlock offers {}",
+        TEMPLATES.join(" and ")
+    )))
 }
 
 /// The native create request and session spec a `NewSandbox` amounts to (no side effect).
-pub fn plan(req: NewSandbox, default_network: super::DefaultNetwork) -> Result<SessionSpec, E2bError> {
+pub fn plan(
+    req: NewSandbox,
+    default_network: super::DefaultNetwork,
+) -> Result<SessionSpec, E2bError> {
     let (template, cwd) = template(req.template_id.as_deref())?;
     if req.auto_pause == Some(true) {
-        return Err(E2bError::InvalidArgument("autoPause is not supported: airlock cannot pause sandboxes yet; leave it off".into()));
+        return Err(E2bError::InvalidArgument(
+            "autoPause is not supported: airlock cannot pause sandboxes yet; leave it off".into(),
+        ));
     }
     if req.volume_mounts.as_ref().is_some_and(|v| !v.is_empty()) {
-        return Err(E2bError::InvalidArgument("volumeMounts are not supported by airlock; copy files in with sandbox.files.write".into()));
+        return Err(E2bError::InvalidArgument(
+            "volumeMounts are not supported by airlock; copy files in with sandbox.files.write"
+                .into(),
+        ));
     }
     if req.mcp.as_ref().is_some_and(|m| !m.is_null()) {
-        return Err(E2bError::InvalidArgument("mcp is not supported by airlock; leave it out".into()));
+        return Err(E2bError::InvalidArgument(
+            "mcp is not supported by airlock; leave it out".into(),
+        ));
     }
     let seconds = match req.timeout {
         None => DEFAULT_TIMEOUT_S,
         Some(t) if t > 0 => t as u64,
-        Some(t) => return Err(E2bError::InvalidArgument(format!("timeout {t} must be a positive number of seconds"))),
+        Some(t) => {
+            return Err(E2bError::InvalidArgument(format!(
+                "timeout {t} must be a positive number of seconds"
+            )))
+        }
     };
     let timeout_ms = timeout_ms(seconds).map_err(E2bError::from)?;
     let metadata = req.metadata.unwrap_or_default();
     check_metadata(&metadata).map_err(E2bError::from)?;
-    let section = network_section(req.allow_internet_access, req.network.as_ref(), default_network)?;
+    let section = network_section(
+        req.allow_internet_access,
+        req.network.as_ref(),
+        default_network,
+    )?;
     let mut native = CreateRequest {
         template: None,
         timeout: Some(seconds),
         metadata: BTreeMap::new(),
         env: req.env_vars.unwrap_or_default(),
-        policy: Some(RequestPolicy { network: Some(section), limits: None, filesystem: None }),
+        policy: Some(RequestPolicy {
+            network: Some(section),
+            limits: None,
+            filesystem: None,
+        }),
     };
     let policy = resolve_policy(&mut native, cwd).map_err(E2bError::from)?;
-    let payload = serde_json::to_value(&policy).map_err(|e| E2bError::Internal(format!("the policy cannot be encoded: {e}")))?;
-    Ok(SessionSpec { template, metadata, timeout_ms: Some(timeout_ms), payload })
+    let payload = serde_json::to_value(&policy)
+        .map_err(|e| E2bError::Internal(format!("the policy cannot be encoded: {e}")))?;
+    Ok(SessionSpec {
+        template,
+        metadata,
+        timeout_ms: Some(timeout_ms),
+        payload,
+    })
 }
 
 /// A new E2B-style sandbox id: 20 characters of `[0-9a-f]` (E2B requires `^[a-z0-9]+$`).
 fn new_id() -> Result<String, E2bError> {
-    random_hex(10).map_err(|e| E2bError::Internal(format!("no random bytes for the sandbox's id: {e}")))
+    random_hex(10)
+        .map_err(|e| E2bError::Internal(format!("no random bytes for the sandbox's id: {e}")))
 }
 
 fn respond(result: Result<Response, E2bError>) -> Response {
     result.unwrap_or_else(|e| e.rest_response())
 }
 
-async fn blocking<R: Send + 'static>(state: &AppState, f: impl FnOnce(AppState) -> Result<R, E2bError> + Send + 'static) -> Result<R, E2bError> {
+async fn blocking<R: Send + 'static>(
+    state: &AppState,
+    f: impl FnOnce(AppState) -> Result<R, E2bError> + Send + 'static,
+) -> Result<R, E2bError> {
     let state = state.clone();
     tokio::task::spawn_blocking(move || f(state))
         .await
-        .map_err(|_| E2bError::Internal("the request's worker failed; retry, and report it if it persists".into()))?
+        .map_err(|_| {
+            E2bError::Internal(
+                "the request's worker failed; retry, and report it if it persists".into(),
+            )
+        })?
 }
 
 /// Parses a create body and plans its session with the default network (for fuzzing).
@@ -137,18 +176,30 @@ fn parse_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
-    serde_json::from_slice(body).map_err(|e| E2bError::InvalidArgument(format!("the request body is not valid for this route: {e}")))
+    serde_json::from_slice(body).map_err(|e| {
+        E2bError::InvalidArgument(format!("the request body is not valid for this route: {e}"))
+    })
 }
 
 /// A live sandbox's record, or not_found (unknown, or ended: E2B forgets ended sandboxes).
 fn live_record(state: &AppState, id: &str) -> Result<SandboxRecord, E2bError> {
-    let not_found = || E2bError::NotFound(format!("sandbox {id} not found (it ended or never existed)"));
+    let not_found = || {
+        E2bError::NotFound(format!(
+            "sandbox {id} not found (it ended or never existed)"
+        ))
+    };
     // The manager knows first that a box ended (the store follows a moment later): ask it too,
     // so `connect` right after `is_running()` turned false is a 404, not a stale success.
-    if state.manager.get(id).is_some_and(|info| info.state.is_terminal()) {
+    if state
+        .manager
+        .get(id)
+        .is_some_and(|info| info.state.is_terminal())
+    {
         return Err(not_found());
     }
-    let rec = lock(&state.store).get_sandbox(id).map_err(|e| E2bError::Internal(e.to_string()))?;
+    let rec = lock(&state.store)
+        .get_sandbox(id)
+        .map_err(|e| E2bError::Internal(e.to_string()))?;
     match rec {
         Some(rec) if views::e2b_state(rec.state).is_some() => Ok(rec),
         _ => Err(not_found()),
@@ -163,12 +214,17 @@ async fn create(State(state): State<AppState>, headers: HeaderMap, body: Bytes) 
     respond(create_inner(state, headers, body).await)
 }
 
-async fn create_inner(state: AppState, headers: HeaderMap, body: Bytes) -> Result<Response, E2bError> {
+async fn create_inner(
+    state: AppState,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, E2bError> {
     require_api_key(&state.e2b, &headers)?;
     let req: NewSandbox = parse_body(&body)?;
     let spec = plan(req, state.e2b.default_network)?;
     let id = new_id()?;
-    let token = new_token().map_err(|e| E2bError::Internal(format!("no random bytes for the sandbox's token: {e}")))?;
+    let token = new_token()
+        .map_err(|e| E2bError::Internal(format!("no random bytes for the sandbox's token: {e}")))?;
     let shown = blocking(&state, move |state| {
         create_session(&state, &id, &token, spec, &Caller::E2bKey).map_err(E2bError::from)?;
         let info = state.manager.wait_started(&id, START_WAIT).map_err(|e| E2bError::from_manager(&id, e))?;
@@ -197,7 +253,12 @@ struct ConnectBody {
     timeout: Option<i64>,
 }
 
-async fn connect(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Response {
+async fn connect(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
@@ -218,11 +279,19 @@ async fn connect(State(state): State<AppState>, headers: HeaderMap, Path(id): Pa
 }
 
 /// Extends the sandbox's life to `seconds` from now if that is later than its deadline.
-fn extend_to(state: &AppState, id: &str, rec: &SandboxRecord, seconds: u64) -> Result<(), E2bError> {
+fn extend_to(
+    state: &AppState,
+    id: &str,
+    rec: &SandboxRecord,
+    seconds: u64,
+) -> Result<(), E2bError> {
     let ms = timeout_ms(seconds).map_err(E2bError::from)?;
     let now = now_ms();
     if now + ms > rec.deadline_ms {
-        state.manager.set_timeout(id, ms).map_err(|e| control_error(id, e))?;
+        state
+            .manager
+            .set_timeout(id, ms)
+            .map_err(|e| control_error(id, e))?;
     }
     Ok(())
 }
@@ -231,7 +300,9 @@ fn extend_to(state: &AppState, id: &str, rec: &SandboxRecord, seconds: u64) -> R
 /// now is a 404, as E2B answers for a sandbox that is gone.
 fn control_error(id: &str, e: airlock_runtime::sessions::ManagerError) -> E2bError {
     match E2bError::from_manager(id, e) {
-        E2bError::SandboxGone(_) => E2bError::NotFound(format!("sandbox {id} not found (it ended or never existed)")),
+        E2bError::SandboxGone(_) => E2bError::NotFound(format!(
+            "sandbox {id} not found (it ended or never existed)"
+        )),
         other => other,
     }
 }
@@ -241,14 +312,22 @@ fn now_ms() -> i64 {
     airlock_runtime::sessions::SystemClock.now_ms()
 }
 
-async fn get_one(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+async fn get_one(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
             let shown = blocking(&state, move |state| {
                 let rec = live_record(&state, &id)?;
                 let token = state.e2b.token_of(&id);
-                Ok(views::detail(&rec, started_ms(&state, &id), token.as_deref()))
+                Ok(views::detail(
+                    &rec,
+                    started_ms(&state, &id),
+                    token.as_deref(),
+                ))
             })
             .await?;
             Ok(Json(shown).into_response())
@@ -272,18 +351,25 @@ pub struct ListQuery {
 /// and `nextToken`; other parameters (`order`, `template`, …) are accepted and ignored.
 pub fn list_query(raw: &str) -> Result<ListQuery, E2bError> {
     let bad = |what: &str| E2bError::InvalidArgument(format!("the query's {what} is malformed"));
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(raw).map_err(|_| bad("encoding"))?;
-    let mut q = ListQuery { limit: MAX_LIST_LIMIT, ..ListQuery::default() };
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(raw).map_err(|_| bad("encoding"))?;
+    let mut q = ListQuery {
+        limit: MAX_LIST_LIMIT,
+        ..ListQuery::default()
+    };
     for (k, v) in pairs {
         match k.as_str() {
             "metadata" => {
-                let inner: Vec<(String, String)> = serde_urlencoded::from_str(&v).map_err(|_| bad("metadata"))?;
+                let inner: Vec<(String, String)> =
+                    serde_urlencoded::from_str(&v).map_err(|_| bad("metadata"))?;
                 q.metadata.extend(inner);
             }
             "state" => {
                 for s in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                     if s != "running" && s != "paused" {
-                        return Err(E2bError::InvalidArgument(format!("unknown state {s:?}; use running or paused")));
+                        return Err(E2bError::InvalidArgument(format!(
+                            "unknown state {s:?}; use running or paused"
+                        )));
                     }
                     q.states.push(s.to_string());
                 }
@@ -303,18 +389,35 @@ pub fn list_query(raw: &str) -> Result<ListQuery, E2bError> {
 }
 
 /// Live sandboxes matching `q`, newest first, and the token of the next page if any.
-fn list_matching(state: &AppState, q: &ListQuery, paginate: bool) -> Result<(Vec<Value>, Option<String>), E2bError> {
-    let mut filter = SandboxFilter { metadata: q.metadata.clone(), limit: MAX_PAGE, ..SandboxFilter::default() };
+fn list_matching(
+    state: &AppState,
+    q: &ListQuery,
+    paginate: bool,
+) -> Result<(Vec<Value>, Option<String>), E2bError> {
+    let mut filter = SandboxFilter {
+        metadata: q.metadata.clone(),
+        limit: MAX_PAGE,
+        ..SandboxFilter::default()
+    };
     let want_running = q.states.is_empty() || q.states.iter().any(|s| s == "running");
     let want_paused = q.states.is_empty() || q.states.iter().any(|s| s == "paused");
     if want_running {
-        filter.states.extend([SandboxState::Queued, SandboxState::Starting, SandboxState::Running]);
+        filter.states.extend([
+            SandboxState::Queued,
+            SandboxState::Starting,
+            SandboxState::Running,
+        ]);
     }
     if want_paused {
         filter.states.push(SandboxState::Paused);
     }
-    let recs = lock(&state.store).list_sandboxes(&filter).map_err(|e| E2bError::Internal(e.to_string()))?;
-    let all: Vec<Value> = recs.iter().map(|r| views::listed(r, started_ms(state, &r.id))).collect();
+    let recs = lock(&state.store)
+        .list_sandboxes(&filter)
+        .map_err(|e| E2bError::Internal(e.to_string()))?;
+    let all: Vec<Value> = recs
+        .iter()
+        .map(|r| views::listed(r, started_ms(state, &r.id)))
+        .collect();
     if !paginate {
         return Ok((all, None));
     }
@@ -323,12 +426,17 @@ fn list_matching(state: &AppState, q: &ListQuery, paginate: bool) -> Result<(Vec
     Ok((page, (next < all.len()).then(|| next.to_string())))
 }
 
-async fn list_v2(State(state): State<AppState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+async fn list_v2(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
             let q = list_query(raw.as_deref().unwrap_or(""))?;
-            let (page, next) = blocking(&state, move |state| list_matching(&state, &q, true)).await?;
+            let (page, next) =
+                blocking(&state, move |state| list_matching(&state, &q, true)).await?;
             let mut res = Json(page).into_response();
             if let Some(next) = next.and_then(|n| HeaderValue::from_str(&n).ok()) {
                 res.headers_mut().insert("x-next-token", next);
@@ -339,7 +447,11 @@ async fn list_v2(State(state): State<AppState>, headers: HeaderMap, RawQuery(raw
     )
 }
 
-async fn list_v1(State(state): State<AppState>, headers: HeaderMap, RawQuery(raw): RawQuery) -> Response {
+async fn list_v1(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
@@ -351,13 +463,21 @@ async fn list_v1(State(state): State<AppState>, headers: HeaderMap, RawQuery(raw
     )
 }
 
-async fn kill(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+async fn kill(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
             blocking(&state, move |state| {
                 live_record(&state, &id)?;
-                state.manager.kill(&id).map_err(|_| E2bError::NotFound(format!("sandbox {id} not found (it ended or never existed)")))?;
+                state.manager.kill(&id).map_err(|_| {
+                    E2bError::NotFound(format!(
+                        "sandbox {id} not found (it ended or never existed)"
+                    ))
+                })?;
                 state.e2b.forget_token(&id);
                 audit(&state, &id, "kill", &Caller::E2bKey, serde_json::json!({}));
                 Ok(())
@@ -374,19 +494,31 @@ struct TimeoutBody {
     timeout: Option<i64>,
 }
 
-async fn set_timeout(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Response {
+async fn set_timeout(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
             let req: TimeoutBody = parse_body(&body)?;
             let seconds = match req.timeout {
                 Some(t) if t > 0 => t as u64,
-                _ => return Err(E2bError::InvalidArgument("give {\"timeout\": seconds}, a positive number".into())),
+                _ => {
+                    return Err(E2bError::InvalidArgument(
+                        "give {\"timeout\": seconds}, a positive number".into(),
+                    ))
+                }
             };
             let ms = timeout_ms(seconds).map_err(E2bError::from)?;
             blocking(&state, move |state| {
                 live_record(&state, &id)?;
-                state.manager.set_timeout(&id, ms).map_err(|e| control_error(&id, e))?;
+                state
+                    .manager
+                    .set_timeout(&id, ms)
+                    .map_err(|e| control_error(&id, e))?;
                 Ok(())
             })
             .await?;
@@ -403,7 +535,11 @@ fn not_pausable(id: &str) -> E2bError {
 }
 
 /// Pause and resume: refused (501) for a live sandbox, 404 for an unknown one.
-async fn pause_or_resume(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+async fn pause_or_resume(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
@@ -417,14 +553,28 @@ async fn pause_or_resume(State(state): State<AppState>, headers: HeaderMap, Path
     )
 }
 
-async fn metrics(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+async fn metrics(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
             let sample = blocking(&state, move |state| {
                 let rec = live_record(&state, &id)?;
-                let pid = state.init_pids.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&id).copied();
-                Ok(super::metrics::sample(&rec, pid, started_ms(&state, &id), now_ms()))
+                let pid = state
+                    .init_pids
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .get(&id)
+                    .copied();
+                Ok(super::metrics::sample(
+                    &rec,
+                    pid,
+                    started_ms(&state, &id),
+                    now_ms(),
+                ))
             })
             .await?;
             Ok(Json(vec![sample]).into_response())

@@ -5,7 +5,10 @@ use super::*;
 #[test]
 fn templates_map_to_boxes_in_the_home() {
     assert_eq!(template(None).unwrap(), ("base".to_string(), INSIDE_HOME));
-    assert_eq!(template(Some("code-interpreter-v1")).unwrap().0, "code-interpreter-v1");
+    assert_eq!(
+        template(Some("code-interpreter-v1")).unwrap().0,
+        "code-interpreter-v1"
+    );
     let e = template(Some("nope")).unwrap_err();
     assert_eq!(e.http_status().as_u16(), 404);
     assert!(e.to_string().contains("base"));
@@ -21,20 +24,34 @@ fn create_requests_plan_a_session() {
     assert_eq!(spec.timeout_ms, Some(60_000));
     assert_eq!(spec.metadata.get("a").map(String::as_str), Some("b"));
     assert_eq!(spec.payload["network"], "none");
-    assert!(spec.payload["env"].as_array().unwrap().iter().any(|p| p == &serde_json::json!(["FOO", "bar"])));
+    assert!(spec.payload["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p == &serde_json::json!(["FOO", "bar"])));
     let default: NewSandbox = serde_json::from_str("{}").unwrap();
     let spec = plan(default, super::super::DefaultNetwork::Internet).unwrap();
     assert_eq!(spec.timeout_ms, Some(300_000));
     assert_eq!(spec.payload["network"], "proxy");
-    for bad in [r#"{"timeout":-1}"#, r#"{"timeout":999999999}"#, r#"{"autoPause":true}"#, r#"{"volumeMounts":[{"name":"v","path":"/v"}]}"#, r#"{"templateID":"gpu"}"#] {
+    for bad in [
+        r#"{"timeout":-1}"#,
+        r#"{"timeout":999999999}"#,
+        r#"{"autoPause":true}"#,
+        r#"{"volumeMounts":[{"name":"v","path":"/v"}]}"#,
+        r#"{"templateID":"gpu"}"#,
+    ] {
         let req: NewSandbox = serde_json::from_str(bad).unwrap();
-        assert!(plan(req, super::super::DefaultNetwork::Internet).is_err(), "{bad}");
+        assert!(
+            plan(req, super::super::DefaultNetwork::Internet).is_err(),
+            "{bad}"
+        );
     }
 }
 
 #[test]
 fn list_queries_parse() {
-    let q = list_query("metadata=team%3Da%26env%3Dprod&state=running,paused&limit=2&nextToken=4").unwrap();
+    let q = list_query("metadata=team%3Da%26env%3Dprod&state=running,paused&limit=2&nextToken=4")
+        .unwrap();
     assert_eq!(q.metadata.get("team").map(String::as_str), Some("a"));
     assert_eq!(q.metadata.get("env").map(String::as_str), Some("prod"));
     assert_eq!(q.states, vec!["running", "paused"]);

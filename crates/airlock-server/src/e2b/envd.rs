@@ -24,7 +24,12 @@ pub fn router(state: AppState) -> Router {
         .route_layer(from_fn_with_state(state.clone(), guard));
     Router::new()
         .route("/health", get(health))
-        .route("/files", get(files::download).post(files::upload).layer(DefaultBodyLimit::disable()))
+        .route(
+            "/files",
+            get(files::download)
+                .post(files::upload)
+                .layer(DefaultBodyLimit::disable()),
+        )
         .merge(guarded)
         .fallback(|| async { E2bError::NotFound("envd has no such route".into()).rest_response() })
         .with_state(state)
@@ -33,7 +38,8 @@ pub fn router(state: AppState) -> Router {
 /// Requires the sandbox's access token and a known user on every Connect call and `/envs`.
 async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let checked = (|| {
-        let id = super::sandbox_id(req.headers()).ok_or_else(|| E2bError::InvalidArgument("E2b-Sandbox-Id is missing".into()))?;
+        let id = super::sandbox_id(req.headers())
+            .ok_or_else(|| E2bError::InvalidArgument("E2b-Sandbox-Id is missing".into()))?;
         require_token(&state.e2b, req.headers(), id)?;
         user_from_headers(req.headers())?;
         Ok::<(), E2bError>(())
@@ -48,11 +54,16 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
 
 /// `GET /health`: 204 while the sandbox runs, 502 otherwise (the SDK's `is_running`).
 async fn health(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let running = super::sandbox_id(&headers).and_then(|id| state.manager.get(id)).is_some_and(|i| i.state == SessionState::Running);
+    let running = super::sandbox_id(&headers)
+        .and_then(|id| state.manager.get(id))
+        .is_some_and(|i| i.state == SessionState::Running);
     if running {
         StatusCode::NO_CONTENT.into_response()
     } else {
-        E2bError::SandboxGone("the sandbox was not found: it ended, was killed or never existed".into()).rest_response()
+        E2bError::SandboxGone(
+            "the sandbox was not found: it ended, was killed or never existed".into(),
+        )
+        .rest_response()
     }
 }
 

@@ -104,9 +104,9 @@ impl E2bError {
     /// The error for a sandbox the manager refused to lend: not running or not known.
     pub fn from_manager(id: &str, e: ManagerError) -> E2bError {
         match e {
-            ManagerError::NotFound(_) | ManagerError::NotRunning { .. } => {
-                E2bError::SandboxGone(format!("sandbox {id} was not found: it ended, was killed or never existed"))
-            }
+            ManagerError::NotFound(_) | ManagerError::NotRunning { .. } => E2bError::SandboxGone(
+                format!("sandbox {id} was not found: it ended, was killed or never existed"),
+            ),
             ManagerError::QueueFull { .. } => E2bError::ResourceExhausted(e.to_string()),
             ManagerError::InvalidTimeout { .. } => E2bError::InvalidArgument(e.to_string()),
             ManagerError::AlreadyExists(_) => E2bError::AlreadyExists(e.to_string()),
@@ -129,7 +129,9 @@ impl From<SandboxError> for E2bError {
                 "io" => E2bError::Internal(message),
                 _ => E2bError::InvalidArgument(message),
             },
-            SandboxError::Agent(AgentError::Closed) => E2bError::SandboxGone("the sandbox's agent connection closed: the sandbox ended".into()),
+            SandboxError::Agent(AgentError::Closed) => E2bError::SandboxGone(
+                "the sandbox's agent connection closed: the sandbox ended".into(),
+            ),
             other => E2bError::Internal(other.to_string()),
         }
     }

@@ -6,7 +6,9 @@
 //! with 400 (bad request, a directory), 401 (credentials, unknown user), 404, 502 (sandbox
 //! gone) or 507 (no space left).
 
-use super::auth::{check_signature, require_token, resolve_path, user_from_headers, user_named, SignedRequest};
+use super::auth::{
+    check_signature, require_token, resolve_path, user_from_headers, user_named, SignedRequest,
+};
 use super::boxio::with_box_blocking;
 use super::error::E2bError;
 use crate::state::AppState;
@@ -34,11 +36,19 @@ struct FilesQuery {
 }
 
 fn now_s() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 /// Who may do `operation` ("read" or "write"): the sandbox the request is for.
-fn authorise(state: &AppState, headers: &HeaderMap, q: &FilesQuery, operation: &str) -> Result<String, E2bError> {
+fn authorise(
+    state: &AppState,
+    headers: &HeaderMap,
+    q: &FilesQuery,
+    operation: &str,
+) -> Result<String, E2bError> {
     let named = super::sandbox_id(headers);
     if let Some(user) = q.username.as_deref() {
         user_named(Some(user))?;
@@ -46,24 +56,42 @@ fn authorise(state: &AppState, headers: &HeaderMap, q: &FilesQuery, operation: &
         user_from_headers(headers)?;
     }
     if let Some(signature) = q.signature.as_deref() {
-        let path = q.path.as_deref().ok_or_else(|| E2bError::InvalidArgument("a signed URL needs ?path=".into()))?;
-        let req = SignedRequest { path, operation, user: q.username.as_deref().unwrap_or(""), signature, expiration: q.signature_expiration };
+        let path = q
+            .path
+            .as_deref()
+            .ok_or_else(|| E2bError::InvalidArgument("a signed URL needs ?path=".into()))?;
+        let req = SignedRequest {
+            path,
+            operation,
+            user: q.username.as_deref().unwrap_or(""),
+            signature,
+            expiration: q.signature_expiration,
+        };
         return check_signature(&state.e2b, &req, named, now_s());
     }
-    let id = named.ok_or_else(|| E2bError::Unauthenticated("send E2b-Sandbox-Id and X-Access-Token, or use a signed URL".into()))?;
+    let id = named.ok_or_else(|| {
+        E2bError::Unauthenticated(
+            "send E2b-Sandbox-Id and X-Access-Token, or use a signed URL".into(),
+        )
+    })?;
     require_token(&state.e2b, headers, id)?;
     Ok(id.to_string())
 }
 
 fn query(raw: Option<&str>) -> Result<FilesQuery, E2bError> {
-    serde_urlencoded::from_str(raw.unwrap_or("")).map_err(|e| E2bError::InvalidArgument(format!("the query string is malformed: {e}")))
+    serde_urlencoded::from_str(raw.unwrap_or(""))
+        .map_err(|e| E2bError::InvalidArgument(format!("the query string is malformed: {e}")))
 }
 
 /// A write error as envd reports it: "no space left" is 507.
 fn files_error(e: &E2bError) -> Response {
     if e.to_string().to_ascii_lowercase().contains("no space left") {
         let body = json!({"code": 507, "message": e.to_string()});
-        return (axum::http::StatusCode::INSUFFICIENT_STORAGE, axum::Json(body)).into_response();
+        return (
+            axum::http::StatusCode::INSUFFICIENT_STORAGE,
+            axum::Json(body),
+        )
+            .into_response();
     }
     e.rest_response()
 }
@@ -76,15 +104,26 @@ pub async fn download(State(state): State<AppState>, headers: HeaderMap, req: Re
     }
 }
 
-async fn download_inner(state: AppState, headers: HeaderMap, raw: Option<&str>) -> Result<Response, E2bError> {
+async fn download_inner(
+    state: AppState,
+    headers: HeaderMap,
+    raw: Option<&str>,
+) -> Result<Response, E2bError> {
     let q = query(raw)?;
     let id = authorise(&state, &headers, &q, "read")?;
-    let path = resolve_path(q.path.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| E2bError::InvalidArgument("give ?path= the file to read".into()))?)?;
+    let path = resolve_path(
+        q.path
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| E2bError::InvalidArgument("give ?path= the file to read".into()))?,
+    )?;
     let body = crate::transfer::stream_out(
         move |out| {
             let mut session = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session()))?;
             if session.stat(&path)?.kind == EntryKind::Dir {
-                return Err(E2bError::InvalidArgument(format!("{path} is a directory; read a file, or list the directory")));
+                return Err(E2bError::InvalidArgument(format!(
+                    "{path} is a directory; read a file, or list the directory"
+                )));
             }
             Ok(session.read_file_to(&path, out)?)
         },
@@ -108,18 +147,24 @@ impl FileWriter {
         let (tx, rx) = mpsc::channel(CHUNKS_BUFFERED);
         let (state, id) = (state.clone(), id.to_string());
         let task = tokio::task::spawn_blocking(move || {
-            with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session())).and_then(|mut session| {
-                if let Some(parent) = std::path::Path::new(&path).parent().and_then(|p| p.to_str()).filter(|p| !p.is_empty() && *p != "/") {
-                    session.make_dir(parent, true)?;
-                }
-                let mut reader = crate::transfer::ChunkReader::new(rx);
-                let written = if gzip {
-                    session.write_file_from(&path, &mut flate2::read::GzDecoder::new(reader))
-                } else {
-                    session.write_file_from(&path, &mut reader)
-                };
-                Ok(written?)
-            })
+            with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session())).and_then(
+                |mut session| {
+                    if let Some(parent) = std::path::Path::new(&path)
+                        .parent()
+                        .and_then(|p| p.to_str())
+                        .filter(|p| !p.is_empty() && *p != "/")
+                    {
+                        session.make_dir(parent, true)?;
+                    }
+                    let mut reader = crate::transfer::ChunkReader::new(rx);
+                    let written = if gzip {
+                        session.write_file_from(&path, &mut flate2::read::GzDecoder::new(reader))
+                    } else {
+                        session.write_file_from(&path, &mut reader)
+                    };
+                    Ok(written?)
+                },
+            )
         });
         FileWriter { tx: Some(tx), task }
     }
@@ -134,7 +179,9 @@ impl FileWriter {
 
     async fn finish(mut self) -> Result<u64, E2bError> {
         self.tx.take();
-        self.task.await.map_err(|_| E2bError::Internal("the file's writer failed; retry".into()))?
+        self.task
+            .await
+            .map_err(|_| E2bError::Internal("the file's writer failed; retry".into()))?
     }
 }
 
@@ -152,26 +199,44 @@ pub async fn upload(State(state): State<AppState>, headers: HeaderMap, req: Requ
     }
 }
 
-async fn upload_inner(state: AppState, headers: HeaderMap, req: Request) -> Result<Response, E2bError> {
+async fn upload_inner(
+    state: AppState,
+    headers: HeaderMap,
+    req: Request,
+) -> Result<Response, E2bError> {
     let q = query(req.uri().query())?;
     let id = authorise(&state, &headers, &q, "write")?;
-    let media = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+    let media = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let mut done = Vec::new();
     if media.starts_with("multipart/form-data") {
-        let mut form = Multipart::from_request(req, &()).await.map_err(|e| E2bError::InvalidArgument(format!("the multipart body is malformed: {e}")))?;
+        let mut form = Multipart::from_request(req, &()).await.map_err(|e| {
+            E2bError::InvalidArgument(format!("the multipart body is malformed: {e}"))
+        })?;
         loop {
-            let field = form.next_field().await.map_err(|e| E2bError::InvalidArgument(format!("the multipart body is malformed: {e}")))?;
+            let field = form.next_field().await.map_err(|e| {
+                E2bError::InvalidArgument(format!("the multipart body is malformed: {e}"))
+            })?;
             let Some(mut field) = field else { break };
             if field.name() != Some("file") {
                 continue;
             }
             if done.len() >= MAX_FILES {
-                return Err(E2bError::InvalidArgument(format!("one upload may carry at most {MAX_FILES} files")));
+                return Err(E2bError::InvalidArgument(format!(
+                    "one upload may carry at most {MAX_FILES} files"
+                )));
             }
             let target = match (q.path.as_deref(), field.file_name()) {
                 (Some(p), _) if !p.is_empty() => p.to_string(),
                 (_, Some(f)) if !f.is_empty() => f.to_string(),
-                _ => return Err(E2bError::InvalidArgument("a file part needs a filename (the target path) or ?path=".into())),
+                _ => {
+                    return Err(E2bError::InvalidArgument(
+                        "a file part needs a filename (the target path) or ?path=".into(),
+                    ))
+                }
             };
             let path = resolve_path(&target)?;
             let mut writer = FileWriter::open(&state, &id, path.clone(), false);
@@ -180,7 +245,10 @@ async fn upload_inner(state: AppState, headers: HeaderMap, req: Request) -> Resu
                 let (chunk, end) = match chunk {
                     Ok(Some(b)) => (Ok(b), false),
                     Ok(None) => break,
-                    Err(e) => (Err(std::io::Error::other(format!("the upload broke off: {e}"))), true),
+                    Err(e) => (
+                        Err(std::io::Error::other(format!("the upload broke off: {e}"))),
+                        true,
+                    ),
                 };
                 if !writer.send(chunk).await || end {
                     break;
@@ -190,14 +258,22 @@ async fn upload_inner(state: AppState, headers: HeaderMap, req: Request) -> Resu
             done.push(written(&path));
         }
     } else {
-        let target = q.path.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| E2bError::InvalidArgument("give ?path= the file to write".into()))?;
+        let target = q
+            .path
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .ok_or_else(|| E2bError::InvalidArgument("give ?path= the file to write".into()))?;
         let path = resolve_path(target)?;
-        let gzip = headers.get(header::CONTENT_ENCODING).and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim().eq_ignore_ascii_case("gzip"));
+        let gzip = headers
+            .get(header::CONTENT_ENCODING)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("gzip"));
         let mut writer = FileWriter::open(&state, &id, path.clone(), gzip);
         let mut chunks = req.into_body().into_data_stream();
         while let Some(chunk) = chunks.next().await {
             let failed = chunk.is_err();
-            let chunk = chunk.map_err(|e| std::io::Error::other(format!("the upload broke off: {e}")));
+            let chunk =
+                chunk.map_err(|e| std::io::Error::other(format!("the upload broke off: {e}")));
             if !writer.send(chunk).await || failed {
                 break;
             }
@@ -206,7 +282,9 @@ async fn upload_inner(state: AppState, headers: HeaderMap, req: Request) -> Resu
         done.push(written(&path));
     }
     if done.is_empty() {
-        return Err(E2bError::InvalidArgument("the upload carries no part named `file`".into()));
+        return Err(E2bError::InvalidArgument(
+            "the upload carries no part named `file`".into(),
+        ));
     }
     Ok(axum::Json(done).into_response())
 }

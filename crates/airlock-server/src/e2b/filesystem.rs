@@ -43,9 +43,16 @@ struct ListDirRequest {
 }
 
 /// `POST /filesystem.Filesystem/{method}` for the unary methods.
-pub async fn call(State(state): State<AppState>, Path(method): Path<String>, headers: HeaderMap, body: Body) -> Response {
+pub async fn call(
+    State(state): State<AppState>,
+    Path(method): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let Some(id) = super::sandbox_id(&headers).map(str::to_string) else {
-        return unary_error(&E2bError::InvalidArgument("E2b-Sandbox-Id is missing".into()));
+        return unary_error(&E2bError::InvalidArgument(
+            "E2b-Sandbox-Id is missing".into(),
+        ));
     };
     let result = async {
         let body = read_body(body, MAX_MESSAGE).await?;
@@ -55,7 +62,9 @@ pub async fn call(State(state): State<AppState>, Path(method): Path<String>, hea
             "Move" => rename(&state, &id, parse_unary(&headers, &body)?).await,
             "ListDir" => list_dir(&state, &id, parse_unary(&headers, &body)?).await,
             "Remove" => remove(&state, &id, parse_unary(&headers, &body)?).await,
-            other => Err(E2bError::Unimplemented(format!("filesystem.Filesystem/{other} is not a method airlock serves"))),
+            other => Err(E2bError::Unimplemented(format!(
+                "filesystem.Filesystem/{other} is not a method airlock serves"
+            ))),
         }
     }
     .await;
@@ -67,7 +76,9 @@ pub async fn call(State(state): State<AppState>, Path(method): Path<String>, hea
 
 fn required(path: &str, what: &str) -> Result<String, E2bError> {
     if path.is_empty() {
-        return Err(E2bError::InvalidArgument(format!("{what} is empty; give a path")));
+        return Err(E2bError::InvalidArgument(format!(
+            "{what} is empty; give a path"
+        )));
     }
     resolve_path(path)
 }
@@ -110,12 +121,16 @@ async fn list_dir(state: &AppState, id: &str, req: ListDirRequest) -> Result<Val
     let path = required(&req.path, "path")?;
     let depth = req.depth.max(1);
     if depth > MAX_LIST_DEPTH {
-        return Err(E2bError::InvalidArgument(format!("depth {depth} is too deep; the most is {MAX_LIST_DEPTH}")));
+        return Err(E2bError::InvalidArgument(format!(
+            "depth {depth} is too deep; the most is {MAX_LIST_DEPTH}"
+        )));
     }
     let entries = with_session(state, id, move |s| {
         let top = s.stat(&path)?;
         if top.kind != EntryKind::Dir {
-            return Err(E2bError::InvalidArgument(format!("{path} is not a directory")));
+            return Err(E2bError::InvalidArgument(format!(
+                "{path} is not a directory"
+            )));
         }
         Ok(s.list_dir(&path, depth)?)
     })

@@ -3,7 +3,17 @@
 use super::*;
 
 fn entry(kind: EntryKind, mode: u32, size: u64) -> Entry {
-    Entry { path: "/home/user/x".into(), name: "x".into(), kind, size, mode, mtime: 0, uid: 1000, gid: 1000, target: None }
+    Entry {
+        path: "/home/user/x".into(),
+        name: "x".into(),
+        kind,
+        size,
+        mode,
+        mtime: 0,
+        uid: 1000,
+        gid: 1000,
+        target: None,
+    }
 }
 
 #[test]
@@ -22,11 +32,23 @@ fn entries_are_proto3_json() {
     let l = entry_info(&entry(EntryKind::Symlink, 0o777, 5));
     assert_eq!(l["type"], "FILE_TYPE_SYMLINK");
     assert_eq!(l["permissions"], "Lrwxrwxrwx");
-    assert!(entry_info(&entry(EntryKind::Other, 0, 0)).get("type").is_none());
-    assert_eq!((f["owner"].as_str(), f["group"].as_str()), (Some("user"), Some("user")));
+    assert!(entry_info(&entry(EntryKind::Other, 0, 0))
+        .get("type")
+        .is_none());
+    assert_eq!(
+        (f["owner"].as_str(), f["group"].as_str()),
+        (Some("user"), Some("user"))
+    );
     assert!(f.get("symlinkTarget").is_none());
     let mut other = entry(EntryKind::Symlink, 0o777, 1);
     (other.uid, other.gid, other.target) = (0, 4242, Some("../t".into()));
     let o = entry_info(&other);
-    assert_eq!((o["owner"].as_str(), o["group"].as_str(), o["symlinkTarget"].as_str()), (Some("root"), Some("4242"), Some("../t")));
+    assert_eq!(
+        (
+            o["owner"].as_str(),
+            o["group"].as_str(),
+            o["symlinkTarget"].as_str()
+        ),
+        (Some("root"), Some("4242"), Some("../t"))
+    );
 }

@@ -47,17 +47,25 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/health", get(|| async { Json("OK") }))
         .merge(guarded)
-        .fallback(|| async { E2bError::NotFound("the code interpreter has no such route".into()).text_response() })
+        .fallback(|| async {
+            E2bError::NotFound("the code interpreter has no such route".into()).text_response()
+        })
         .with_state(state)
 }
 
 async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let checked = (|| {
-        let id = super::sandbox_id(req.headers()).ok_or_else(|| E2bError::InvalidArgument("E2b-Sandbox-Id is missing".into()))?;
+        let id = super::sandbox_id(req.headers())
+            .ok_or_else(|| E2bError::InvalidArgument("E2b-Sandbox-Id is missing".into()))?;
         let token = ["x-access-token", "e2b-traffic-access-token"]
             .iter()
             .find_map(|h| req.headers().get(*h).and_then(|v| v.to_str().ok()))
-            .ok_or_else(|| E2bError::Unauthenticated("send the sandbox's access token in X-Access-Token or E2B-Traffic-Access-Token".into()))?;
+            .ok_or_else(|| {
+                E2bError::Unauthenticated(
+                    "send the sandbox's access token in X-Access-Token or E2B-Traffic-Access-Token"
+                        .into(),
+                )
+            })?;
         check_token(&state.e2b, id, token.trim())
     })();
     match checked {
@@ -67,13 +75,18 @@ async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Respo
 }
 
 fn id_of(headers: &HeaderMap) -> Result<String, E2bError> {
-    super::sandbox_id(headers).map(str::to_string).ok_or_else(|| E2bError::InvalidArgument("E2b-Sandbox-Id is missing".into()))
+    super::sandbox_id(headers)
+        .map(str::to_string)
+        .ok_or_else(|| E2bError::InvalidArgument("E2b-Sandbox-Id is missing".into()))
 }
 
 /// The language a request names, normalised as E2B does (lowercase, `js` → JavaScript,
 /// default Python). TypeScript and other languages are refused.
 pub fn language(name: Option<&str>) -> Result<Language, E2bError> {
-    let name = name.map(|n| n.trim().to_ascii_lowercase()).filter(|n| !n.is_empty()).unwrap_or_else(|| "python".into());
+    let name = name
+        .map(|n| n.trim().to_ascii_lowercase())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "python".into());
     match name.as_str() {
         "python" => Ok(Language::Python),
         "js" | "javascript" => Ok(Language::JavaScript),
@@ -102,7 +115,9 @@ fn parse<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, E2b
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(T::default());
     }
-    serde_json::from_slice(body).map_err(|e| E2bError::InvalidArgument(format!("the request body is not valid for this route: {e}")))
+    serde_json::from_slice(body).map_err(|e| {
+        E2bError::InvalidArgument(format!("the request body is not valid for this route: {e}"))
+    })
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -164,15 +179,28 @@ pub fn formats(data: &Value) -> Map<String, Value> {
 /// One execution event as an E2B line.
 pub fn event_line(e: &CodeEvent) -> Value {
     match e {
-        CodeEvent::Stdout { text, time } => json!({"type": "stdout", "text": text, "timestamp": nanos(*time)}),
-        CodeEvent::Stderr { text, time } => json!({"type": "stderr", "text": text, "timestamp": nanos(*time)}),
+        CodeEvent::Stdout { text, time } => {
+            json!({"type": "stdout", "text": text, "timestamp": nanos(*time)})
+        }
+        CodeEvent::Stderr { text, time } => {
+            json!({"type": "stderr", "text": text, "timestamp": nanos(*time)})
+        }
         CodeEvent::Result(data) | CodeEvent::Display(data) => {
             let mut v = formats(data);
             v.insert("type".into(), json!("result"));
-            v.insert("is_main_result".into(), json!(matches!(e, CodeEvent::Result(_))));
+            v.insert(
+                "is_main_result".into(),
+                json!(matches!(e, CodeEvent::Result(_))),
+            );
             Value::Object(v)
         }
-        CodeEvent::Error { name, value, traceback } => json!({"type": "error", "name": name, "value": value, "traceback": traceback.join("\n")}),
+        CodeEvent::Error {
+            name,
+            value,
+            traceback,
+        } => {
+            json!({"type": "error", "name": name, "value": value, "traceback": traceback.join("\n")})
+        }
     }
 }
 
@@ -183,11 +211,17 @@ async fn execute(State(state): State<AppState>, headers: HeaderMap, body: Body) 
     }
 }
 
-async fn execute_inner(state: AppState, headers: HeaderMap, body: Body) -> Result<Response, E2bError> {
+async fn execute_inner(
+    state: AppState,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, E2bError> {
     let id = id_of(&headers)?;
     let req: ExecuteRequest = parse(&read(body).await?)?;
     if req.context_id.is_some() && req.language.is_some() {
-        return Err(E2bError::InvalidArgument("give context_id or language, not both".into()));
+        return Err(E2bError::InvalidArgument(
+            "give context_id or language, not both".into(),
+        ));
     }
     let (ctx_id, lang) = match &req.context_id {
         Some(ctx) => (ctx.clone(), None),
@@ -223,7 +257,9 @@ async fn execute_inner(state: AppState, headers: HeaderMap, body: Body) -> Resul
                 let _ = tx.blocking_send(Out::Fail(e));
             }
             Ok(Ok(end)) => {
-                let _ = tx.blocking_send(Out::Line(json!({"type": "number_of_executions", "execution_count": end.execution_count})));
+                let _ = tx.blocking_send(Out::Line(
+                    json!({"type": "number_of_executions", "execution_count": end.execution_count}),
+                ));
                 let _ = tx.blocking_send(Out::Line(json!({"type": "end_of_execution"})));
             }
             Ok(Err(e)) => {
@@ -239,13 +275,22 @@ async fn execute_inner(state: AppState, headers: HeaderMap, body: Body) -> Resul
     match rx.recv().await {
         Some(Out::Started) => {}
         Some(Out::Fail(e)) => return Err(e),
-        Some(Out::Line(_)) | None => return Err(E2bError::Internal("the execution's worker ended without a word; retry".into())),
+        Some(Out::Line(_)) | None => {
+            return Err(E2bError::Internal(
+                "the execution's worker ended without a word; retry".into(),
+            ))
+        }
     }
     let lines = futures_util::stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;
         loop {
             match tokio::time::timeout(KEEPALIVE, rx.recv()).await {
-                Err(_) => return Some((Ok::<Bytes, std::io::Error>(line(&json!({"type": "keepalive"}))), Some(rx))),
+                Err(_) => {
+                    return Some((
+                        Ok::<Bytes, std::io::Error>(line(&json!({"type": "keepalive"}))),
+                        Some(rx),
+                    ))
+                }
                 Ok(Some(Out::Line(v))) => return Some((Ok(line(&v)), Some(rx))),
                 Ok(Some(Out::Fail(e))) => {
                     let v = json!({"type": "error", "name": "UnexpectedEndOfExecution", "value": e.to_string(), "traceback": ""});
@@ -258,7 +303,15 @@ async fn execute_inner(state: AppState, headers: HeaderMap, body: Body) -> Resul
             }
         }
     });
-    Ok((StatusCode::OK, [(header::CONTENT_TYPE, "application/x-ndjson"), (header::CACHE_CONTROL, "no-store")], Body::from_stream(lines)).into_response())
+    Ok((
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "application/x-ndjson"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        Body::from_stream(lines),
+    )
+        .into_response())
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -277,7 +330,10 @@ async fn create_context(State(state): State<AppState>, headers: HeaderMap, body:
         let req: ContextRequest = parse(&read(body).await?)?;
         let lang = language(req.language.as_deref())?;
         with_box(&state, &id, move |h| {
-            let cwd = req.cwd.clone().unwrap_or_else(|| h.sandbox().session().default_cwd().to_string());
+            let cwd = req
+                .cwd
+                .clone()
+                .unwrap_or_else(|| h.sandbox().session().default_cwd().to_string());
             let ctx_id = create_in(h, lang, Some(cwd.clone()))?;
             Ok(context_view(&ctx_id, lang, &cwd))
         })
@@ -298,7 +354,13 @@ async fn list_contexts(State(state): State<AppState>, headers: HeaderMap) -> Res
             let (_, contexts) = h.parts();
             let mut all: Vec<Value> = contexts
                 .iter()
-                .map(|(k, live)| context_view(k, live.language, live.cwd.as_deref().unwrap_or(&default_cwd)))
+                .map(|(k, live)| {
+                    context_view(
+                        k,
+                        live.language,
+                        live.cwd.as_deref().unwrap_or(&default_cwd),
+                    )
+                })
                 .collect();
             all.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
             Ok(all)
@@ -312,7 +374,11 @@ async fn list_contexts(State(state): State<AppState>, headers: HeaderMap) -> Res
     }
 }
 
-async fn restart_context(State(state): State<AppState>, headers: HeaderMap, Path(ctx): Path<String>) -> Response {
+async fn restart_context(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(ctx): Path<String>,
+) -> Response {
     let result = async {
         let id = id_of(&headers)?;
         with_box(&state, &id, move |h| Ok(restart_in(h, &ctx)?)).await
@@ -324,7 +390,11 @@ async fn restart_context(State(state): State<AppState>, headers: HeaderMap, Path
     }
 }
 
-async fn delete_context(State(state): State<AppState>, headers: HeaderMap, Path(ctx): Path<String>) -> Response {
+async fn delete_context(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(ctx): Path<String>,
+) -> Response {
     let result = async {
         let id = id_of(&headers)?;
         with_box(&state, &id, move |h| Ok(delete_in(h, &ctx)?)).await

@@ -10,16 +10,27 @@ fn languages_normalise_as_e2b_does() {
     assert_eq!(language(Some("js")).unwrap(), Language::JavaScript);
     assert_eq!(language(Some("JavaScript")).unwrap(), Language::JavaScript);
     assert_eq!(language(Some("bash")).unwrap(), Language::Bash);
-    assert!(language(Some("typescript")).unwrap_err().to_string().contains("typescript"));
+    assert!(language(Some("typescript"))
+        .unwrap_err()
+        .to_string()
+        .contains("typescript"));
     assert!(language(Some("ts")).is_err());
     assert!(language(Some("r")).is_err());
 }
 
 #[test]
 fn events_become_e2b_lines() {
-    let out = event_line(&CodeEvent::Stdout { text: "hi\n".into(), time: 1.5 });
-    assert_eq!(out, json!({"type": "stdout", "text": "hi\n", "timestamp": 1_500_000_000i64}));
-    let r = event_line(&CodeEvent::Result(json!({"text/plain": "2", "image/png": "AAAA", "application/x-custom": 1})));
+    let out = event_line(&CodeEvent::Stdout {
+        text: "hi\n".into(),
+        time: 1.5,
+    });
+    assert_eq!(
+        out,
+        json!({"type": "stdout", "text": "hi\n", "timestamp": 1_500_000_000i64})
+    );
+    let r = event_line(&CodeEvent::Result(
+        json!({"text/plain": "2", "image/png": "AAAA", "application/x-custom": 1}),
+    ));
     assert_eq!(r["type"], "result");
     assert_eq!(r["is_main_result"], true);
     assert_eq!(r["text"], "2");
@@ -28,6 +39,10 @@ fn events_become_e2b_lines() {
     let d = event_line(&CodeEvent::Display(json!({"text/html": "<b>"})));
     assert_eq!(d["is_main_result"], false);
     assert_eq!(d["html"], "<b>");
-    let e = event_line(&CodeEvent::Error { name: "E".into(), value: "v".into(), traceback: vec!["a".into(), "b".into()] });
+    let e = event_line(&CodeEvent::Error {
+        name: "E".into(),
+        value: "v".into(),
+        traceback: vec!["a".into(), "b".into()],
+    });
     assert_eq!(e["traceback"], "a\nb");
 }

@@ -23,18 +23,33 @@ fn read_u64(path: PathBuf) -> Option<u64> {
 
 fn cpu_usage_usec(dir: &std::path::Path) -> Option<u64> {
     let text = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
-    text.lines().find_map(|l| l.strip_prefix("usage_usec ")).and_then(|v| v.trim().parse().ok())
+    text.lines()
+        .find_map(|l| l.strip_prefix("usage_usec "))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// One metrics sample of sandbox `rec` whose init process is `pid`.
-pub fn sample(rec: &SandboxRecord, pid: Option<i32>, started_ms: Option<i64>, now_ms: i64) -> Value {
+pub fn sample(
+    rec: &SandboxRecord,
+    pid: Option<i32>,
+    started_ms: Option<i64>,
+    now_ms: i64,
+) -> Value {
     let limits = &rec.policy["limits"];
-    let host_cpus = std::thread::available_parallelism().map(|n| n.get() as u64).unwrap_or(1);
-    let cpus = limits["cpus"].as_f64().map(|c| c.ceil().max(1.0) as u64).unwrap_or(host_cpus);
+    let host_cpus = std::thread::available_parallelism()
+        .map(|n| n.get() as u64)
+        .unwrap_or(1);
+    let cpus = limits["cpus"]
+        .as_f64()
+        .map(|c| c.ceil().max(1.0) as u64)
+        .unwrap_or(host_cpus);
     let mem_total = limits["memory"].as_u64().unwrap_or(0);
     let disk_total = limits["disk"].as_u64().unwrap_or(0);
     let dir = pid.filter(|p| *p > 0).and_then(cgroup_dir);
-    let mem_used = dir.as_ref().and_then(|d| read_u64(d.join("memory.current"))).unwrap_or(0);
+    let mem_used = dir
+        .as_ref()
+        .and_then(|d| read_u64(d.join("memory.current")))
+        .unwrap_or(0);
     let elapsed_us = (now_ms - started_ms.unwrap_or(rec.created_ms)).max(1) as f64 * 1000.0;
     let cpu_pct = dir
         .as_ref()

@@ -73,50 +73,81 @@ pub struct E2bState {
 
 impl E2bState {
     pub fn new(key_hash: String, default_network: DefaultNetwork) -> E2bState {
-        E2bState { key_hash, tokens: Mutex::new(HashMap::new()), default_network }
+        E2bState {
+            key_hash,
+            tokens: Mutex::new(HashMap::new()),
+            default_network,
+        }
     }
 
     /// Remembers sandbox `id`'s raw access token (any sandbox, whichever API made it).
     pub fn remember_token(&self, id: &str, token: &str) {
-        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string(), token.to_string());
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.to_string(), token.to_string());
     }
 
     /// Forgets a sandbox's token (it ended).
     pub fn forget_token(&self, id: &str) {
-        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
     }
 
     /// Sandbox `id`'s token, if it is known.
     pub fn token_of(&self, id: &str) -> Option<String> {
-        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).get(id).cloned()
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
     }
 
     /// Every known (sandbox id, token) pair.
     pub fn tokens_snapshot(&self) -> Vec<(String, String)> {
-        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Drops the tokens of sandboxes for which `live` answers false.
     pub fn retain_live(&self, live: impl Fn(&str) -> bool) {
-        self.tokens.lock().unwrap_or_else(PoisonError::into_inner).retain(|id, _| live(id));
+        self.tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|id, _| live(id));
     }
 }
 
 /// The sandbox id a request names in `E2b-Sandbox-Id`, if any.
 pub fn sandbox_id(headers: &HeaderMap) -> Option<&str> {
-    headers.get("e2b-sandbox-id").and_then(|v| v.to_str().ok()).map(str::trim)
+    headers
+        .get("e2b-sandbox-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
 }
 
 /// The sandbox a request to envd names, or the error saying it names none.
 pub fn named_sandbox(headers: &HeaderMap) -> Result<String, E2bError> {
-    sandbox_id(headers)
-        .map(str::to_string)
-        .ok_or_else(|| E2bError::InvalidArgument("the request names no sandbox: send the E2b-Sandbox-Id header".into()))
+    sandbox_id(headers).map(str::to_string).ok_or_else(|| {
+        E2bError::InvalidArgument(
+            "the request names no sandbox: send the E2b-Sandbox-Id header".into(),
+        )
+    })
 }
 
 /// Whether `id` can be a sandbox id (E2B's `[a-z0-9]`, plus `_` for native `sb_…` ids).
 pub fn valid_sandbox_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
 /// The routers requests are dispatched to.
@@ -128,7 +159,10 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn new(state: &AppState) -> Gateway {
-        Gateway { envd: envd::router(state.clone()), interpreter: interpreter::router(state.clone()) }
+        Gateway {
+            envd: envd::router(state.clone()),
+            interpreter: interpreter::router(state.clone()),
+        }
     }
 }
 
@@ -136,21 +170,36 @@ impl Gateway {
 /// interpreter by the `E2b-Sandbox-*` headers; everything else goes on.
 pub async fn dispatch(State(gateway): State<Gateway>, req: Request, next: Next) -> Response {
     let Some(id) = sandbox_id(req.headers()) else {
-        if req.uri().path() == "/files" && req.uri().query().is_some_and(|q| q.contains("signature=")) {
+        if req.uri().path() == "/files"
+            && req.uri().query().is_some_and(|q| q.contains("signature="))
+        {
             return forward(gateway.envd, req).await;
         }
         return next.run(req).await;
     };
     if !valid_sandbox_id(id) {
-        return E2bError::InvalidArgument("E2b-Sandbox-Id must be a sandbox id (lowercase letters, digits, `_`)".into()).rest_response();
+        return E2bError::InvalidArgument(
+            "E2b-Sandbox-Id must be a sandbox id (lowercase letters, digits, `_`)".into(),
+        )
+        .rest_response();
     }
-    let port = req.headers().get("e2b-sandbox-port").and_then(|v| v.to_str().ok()).unwrap_or(ENVD_PORT).trim().to_string();
+    let port = req
+        .headers()
+        .get("e2b-sandbox-port")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or(ENVD_PORT)
+        .trim()
+        .to_string();
     match port.as_str() {
         ENVD_PORT => forward(gateway.envd, req).await,
         INTERPRETER_PORT => forward(gateway.interpreter, req).await,
         other => {
             let msg = format!("port {other} of the sandbox is not served: airlock serves envd on {ENVD_PORT} and the code interpreter on {INTERPRETER_PORT}");
-            (StatusCode::BAD_GATEWAY, axum::Json(serde_json::json!({"code": 502, "message": msg}))).into_response()
+            (
+                StatusCode::BAD_GATEWAY,
+                axum::Json(serde_json::json!({"code": 502, "message": msg})),
+            )
+                .into_response()
         }
     }
 }

@@ -40,16 +40,26 @@ fn is_ip_rule(rule: &str) -> bool {
 }
 
 /// The network section of a box made from E2B's options.
-pub fn network_section(allow_internet: Option<bool>, options: Option<&NetworkOptions>, default: DefaultNetwork) -> Result<NetworkSection, E2bError> {
+pub fn network_section(
+    allow_internet: Option<bool>,
+    options: Option<&NetworkOptions>,
+    default: DefaultNetwork,
+) -> Result<NetworkSection, E2bError> {
     let empty = Vec::new();
     let allow_out = options.and_then(|o| o.allow_out.as_ref()).unwrap_or(&empty);
     let deny_out = options.and_then(|o| o.deny_out.as_ref()).unwrap_or(&empty);
     if options.is_some_and(|o| o.mask_request_host.is_some()) {
-        return Err(E2bError::InvalidArgument("network.maskRequestHost is not supported by airlock; leave it out".into()));
+        return Err(E2bError::InvalidArgument(
+            "network.maskRequestHost is not supported by airlock; leave it out".into(),
+        ));
     }
     let only_listed = allow_internet == Some(false) || deny_out.iter().any(|r| is_everything(r));
     let mut section = NetworkSection::default();
-    if allow_out.is_empty() && deny_out.is_empty() && allow_internet.is_none() && default == DefaultNetwork::None {
+    if allow_out.is_empty()
+        && deny_out.is_empty()
+        && allow_internet.is_none()
+        && default == DefaultNetwork::None
+    {
         section.mode = Some(NetworkMode::None);
         return Ok(section);
     }

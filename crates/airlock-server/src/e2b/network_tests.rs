@@ -4,7 +4,11 @@ use super::*;
 
 fn opts(allow: &[&str], deny: &[&str]) -> NetworkOptions {
     let v = |l: &[&str]| Some(l.iter().map(|s| s.to_string()).collect());
-    NetworkOptions { allow_out: v(allow), deny_out: v(deny), mask_request_host: None }
+    NetworkOptions {
+        allow_out: v(allow),
+        deny_out: v(deny),
+        mask_request_host: None,
+    }
 }
 
 #[test]
@@ -12,7 +16,10 @@ fn no_option_takes_the_servers_default() {
     let s = network_section(None, None, DefaultNetwork::Internet).unwrap();
     assert_eq!(s.mode, Some(NetworkMode::Proxy));
     assert_eq!(s.public_internet, Some(true));
-    assert!(s.allow_domain.is_empty(), "no domain pattern stands for the internet");
+    assert!(
+        s.allow_domain.is_empty(),
+        "no domain pattern stands for the internet"
+    );
     let s = network_section(None, None, DefaultNetwork::None).unwrap();
     assert_eq!(s.mode, Some(NetworkMode::None));
 }
@@ -21,24 +28,47 @@ fn no_option_takes_the_servers_default() {
 fn no_internet_means_no_network() {
     let s = network_section(Some(false), None, DefaultNetwork::Internet).unwrap();
     assert_eq!(s.mode, Some(NetworkMode::None));
-    let s = network_section(None, Some(&opts(&[], &["0.0.0.0/0"])), DefaultNetwork::Internet).unwrap();
+    let s = network_section(
+        None,
+        Some(&opts(&[], &["0.0.0.0/0"])),
+        DefaultNetwork::Internet,
+    )
+    .unwrap();
     assert_eq!(s.mode, Some(NetworkMode::None));
 }
 
 #[test]
 fn deny_everything_plus_allow_is_only_those() {
-    let s = network_section(None, Some(&opts(&["example.com", "*.pypi.example", "1.2.3.4", "10.0.0.0/8"], &["0.0.0.0/0"])), DefaultNetwork::Internet).unwrap();
+    let s = network_section(
+        None,
+        Some(&opts(
+            &["example.com", "*.pypi.example", "1.2.3.4", "10.0.0.0/8"],
+            &["0.0.0.0/0"],
+        )),
+        DefaultNetwork::Internet,
+    )
+    .unwrap();
     assert_eq!(s.mode, Some(NetworkMode::Proxy));
     assert_eq!(s.allow_domain, vec!["example.com", "*.pypi.example"]);
     assert_eq!(s.allow_ip, vec!["1.2.3.4", "10.0.0.0/8"]);
     assert_eq!(s.public_internet, None, "only the listed destinations");
-    let s = network_section(Some(false), Some(&opts(&["example.com"], &[])), DefaultNetwork::Internet).unwrap();
+    let s = network_section(
+        Some(false),
+        Some(&opts(&["example.com"], &[])),
+        DefaultNetwork::Internet,
+    )
+    .unwrap();
     assert_eq!(s.allow_domain, vec!["example.com"]);
 }
 
 #[test]
 fn allow_and_deny_add_to_the_internet() {
-    let s = network_section(None, Some(&opts(&["1.2.3.4"], &["bad.example"])), DefaultNetwork::None).unwrap();
+    let s = network_section(
+        None,
+        Some(&opts(&["1.2.3.4"], &["bad.example"])),
+        DefaultNetwork::None,
+    )
+    .unwrap();
     assert_eq!(s.mode, Some(NetworkMode::Proxy));
     assert_eq!(s.public_internet, Some(true));
     assert_eq!(s.allow_ip, vec!["1.2.3.4"]);
@@ -47,22 +77,51 @@ fn allow_and_deny_add_to_the_internet() {
 
 #[test]
 fn what_the_proxy_cannot_enforce_is_refused() {
-    assert!(network_section(None, Some(&opts(&[], &["8.8.8.8"])), DefaultNetwork::Internet).is_err());
-    assert!(network_section(None, Some(&opts(&["0.0.0.0/0"], &["0.0.0.0/0"])), DefaultNetwork::Internet).is_err());
-    let masked = NetworkOptions { mask_request_host: Some("x".into()), ..NetworkOptions::default() };
+    assert!(network_section(
+        None,
+        Some(&opts(&[], &["8.8.8.8"])),
+        DefaultNetwork::Internet
+    )
+    .is_err());
+    assert!(network_section(
+        None,
+        Some(&opts(&["0.0.0.0/0"], &["0.0.0.0/0"])),
+        DefaultNetwork::Internet
+    )
+    .is_err());
+    let masked = NetworkOptions {
+        mask_request_host: Some("x".into()),
+        ..NetworkOptions::default()
+    };
     assert!(network_section(None, Some(&masked), DefaultNetwork::Internet).is_err());
 }
 
 #[test]
 fn mapped_rules_are_valid_proxy_rules() {
-    let s = network_section(None, Some(&opts(&["example.com", "1.2.3.4", "10.0.0.0/8"], &["bad.example"])), DefaultNetwork::Internet).unwrap();
+    let s = network_section(
+        None,
+        Some(&opts(
+            &["example.com", "1.2.3.4", "10.0.0.0/8"],
+            &["bad.example"],
+        )),
+        DefaultNetwork::Internet,
+    )
+    .unwrap();
     airlock_proxy_rules_parse(&s);
 }
 
 fn airlock_proxy_rules_parse(s: &airlock_policy::NetworkSection) {
     // The policy resolves (the proxy parses the same strings when the box starts).
-    let file = airlock_policy::PolicyFile { network: s.clone(), workspace: Some("none".into()), ..Default::default() };
+    let file = airlock_policy::PolicyFile {
+        network: s.clone(),
+        workspace: Some("none".into()),
+        ..Default::default()
+    };
     let env = std::collections::BTreeMap::new();
-    let ctx = airlock_policy::ResolveContext { cwd: "/".into(), env: &env, host: &airlock_runtime::RealHost };
+    let ctx = airlock_policy::ResolveContext {
+        cwd: "/".into(),
+        env: &env,
+        host: &airlock_runtime::RealHost,
+    };
     airlock_policy::resolve(&file, &ctx).unwrap();
 }

@@ -7,7 +7,10 @@
 
 use super::boxio::with_box;
 use super::boxstate::E2bBox;
-use super::connect::{self, closing, parse_stream_request, parse_unary, stream_error, stream_response, unary_error, unary_ok, EnvelopeReader};
+use super::connect::{
+    self, closing, parse_stream_request, parse_unary, stream_error, stream_response, unary_error,
+    unary_ok, EnvelopeReader,
+};
 use super::error::E2bError;
 use super::procs::{self, ProcEntry, ProcessConfig, Procs, Selector};
 use crate::state::AppState;
@@ -159,28 +162,47 @@ async fn open(state: &AppState, id: &str) -> Result<(AgentSession, Arc<E2bBox>),
 }
 
 fn selected(procs: &Procs, sel: Option<&Selector>) -> Result<i32, E2bError> {
-    let sel = sel.ok_or_else(|| E2bError::InvalidArgument("the request names no process: give process.pid or process.tag".into()))?;
+    let sel = sel.ok_or_else(|| {
+        E2bError::InvalidArgument(
+            "the request names no process: give process.pid or process.tag".into(),
+        )
+    })?;
     procs::resolve(procs, sel).map_err(E2bError::NotFound)
 }
 
 fn tty_size(pty: Option<&PtySpec>) -> Result<Option<TtySize>, E2bError> {
     let Some(pty) = pty else { return Ok(None) };
     let size = pty.size.as_ref().map_or((24, 80), |s| (s.rows, s.cols));
-    let fit = |n: u32, what: &str| u16::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| E2bError::InvalidArgument(format!("pty {what} {n} is out of range (1–65535)")));
-    Ok(Some(TtySize { rows: fit(size.0, "rows")?, cols: fit(size.1, "cols")? }))
+    let fit = |n: u32, what: &str| {
+        u16::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+            E2bError::InvalidArgument(format!("pty {what} {n} is out of range (1–65535)"))
+        })
+    };
+    Ok(Some(TtySize {
+        rows: fit(size.0, "rows")?,
+        cols: fit(size.1, "cols")?,
+    }))
 }
 
 fn decode_input(input: &ProcessInput) -> Result<Vec<u8>, E2bError> {
-    let text = input.stdin.as_deref().or(input.pty.as_deref()).unwrap_or("");
+    let text = input
+        .stdin
+        .as_deref()
+        .or(input.pty.as_deref())
+        .unwrap_or("");
     base64::engine::general_purpose::STANDARD
         .decode(text)
-        .map_err(|_| E2bError::InvalidArgument("the input is not valid base64 (proto3 JSON bytes)".into()))
+        .map_err(|_| {
+            E2bError::InvalidArgument("the input is not valid base64 (proto3 JSON bytes)".into())
+        })
 }
 
 /// A process that is no longer running answers `not_found`, as envd does.
 fn gone(e: E2bError, pid: i32) -> E2bError {
     match e {
-        E2bError::NotFound(_) | E2bError::InvalidArgument(_) => E2bError::NotFound(format!("process {pid} not found")),
+        E2bError::NotFound(_) | E2bError::InvalidArgument(_) => {
+            E2bError::NotFound(format!("process {pid} not found"))
+        }
         other => other,
     }
 }
@@ -196,17 +218,33 @@ async fn start(State(state): State<AppState>, headers: HeaderMap, body: Body) ->
     }
 }
 
-async fn start_inner(state: &AppState, headers: &HeaderMap, req: StartRequest) -> Result<Response, E2bError> {
+async fn start_inner(
+    state: &AppState,
+    headers: &HeaderMap,
+    req: StartRequest,
+) -> Result<Response, E2bError> {
     let id = super::named_sandbox(headers)?;
     if req.process.cmd.is_empty() {
-        return Err(E2bError::InvalidArgument("process.cmd is empty: give the program to run".into()));
+        return Err(E2bError::InvalidArgument(
+            "process.cmd is empty: give the program to run".into(),
+        ));
     }
     let tty = tty_size(req.pty.as_ref())?;
-    let timeout_ms = connect::timeout(headers).map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)).filter(|ms| *ms > 0);
+    let timeout_ms = connect::timeout(headers)
+        .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+        .filter(|ms| *ms > 0);
     let spec = ProcessSpec {
-        argv: std::iter::once(req.process.cmd.clone()).chain(req.process.args.iter().cloned()).collect(),
+        argv: std::iter::once(req.process.cmd.clone())
+            .chain(req.process.args.iter().cloned())
+            .collect(),
         env: req.process.envs.clone(),
-        cwd: req.process.cwd.clone().filter(|c| !c.is_empty()).map(|c| super::auth::resolve_path(&c)).transpose()?,
+        cwd: req
+            .process
+            .cwd
+            .clone()
+            .filter(|c| !c.is_empty())
+            .map(|c| super::auth::resolve_path(&c))
+            .transpose()?,
         tty,
         stdin: req.stdin.unwrap_or(true),
         timeout_ms,
@@ -214,20 +252,38 @@ async fn start_inner(state: &AppState, headers: &HeaderMap, req: StartRequest) -
     };
     let every = keepalive(headers);
     let (mut session, boxed) = open(state, &id).await?;
-    let (started, session) = tokio::task::spawn_blocking(move || session.start_process(&spec).map(|s| (s, session)))
-        .await
-        .map_err(|_| E2bError::Internal("the request's worker failed; retry".into()))?
-        .map_err(E2bError::from)?;
+    let (started, session) =
+        tokio::task::spawn_blocking(move || session.start_process(&spec).map(|s| (s, session)))
+            .await
+            .map_err(|_| E2bError::Internal("the request's worker failed; retry".into()))?
+            .map_err(E2bError::from)?;
     let pty = tty.is_some();
-    boxed.procs.insert(started.pid, ProcEntry { config: req.process, tag: req.tag, stdin: started.stdin, pty });
+    boxed.procs.insert(
+        started.pid,
+        ProcEntry {
+            config: req.process,
+            tag: req.tag,
+            stdin: started.stdin,
+            pty,
+        },
+    );
     Ok(relay_stream(session, started, pty, every, boxed))
 }
 
 /// Streams `started`'s events (a `start` event first) until it ends or the client leaves.
-fn relay_stream(mut session: AgentSession, started: airlock_runtime::ExecReply, pty: bool, every: Duration, boxed: Arc<E2bBox>) -> Response {
+fn relay_stream(
+    mut session: AgentSession,
+    started: airlock_runtime::ExecReply,
+    pty: bool,
+    every: Duration,
+    boxed: Arc<E2bBox>,
+) -> Response {
     let (tx, rx) = mpsc::channel(EVENTS_BUFFERED);
     tokio::task::spawn_blocking(move || {
-        if tx.blocking_send(Ok(procs::start_event(started.pid))).is_err() {
+        if tx
+            .blocking_send(Ok(procs::start_event(started.pid)))
+            .is_err()
+        {
             return;
         }
         if procs::relay(&mut session, &started, pty, every, &tx) {
@@ -248,20 +304,30 @@ async fn connect(State(state): State<AppState>, headers: HeaderMap, body: Body) 
     }
 }
 
-async fn connect_inner(state: &AppState, headers: &HeaderMap, req: SelectRequest) -> Result<Response, E2bError> {
+async fn connect_inner(
+    state: &AppState,
+    headers: &HeaderMap,
+    req: SelectRequest,
+) -> Result<Response, E2bError> {
     let id = super::named_sandbox(headers)?;
     let (mut session, boxed) = open(state, &id).await?;
     let pid = selected(&boxed.procs, req.process.as_ref())?;
     let pty = boxed.procs.get(pid).is_some_and(|e| e.pty);
     let every = keepalive(headers);
-    let (started, session) = tokio::task::spawn_blocking(move || session.attach_process(pid, false).map(|s| (s, session)))
-        .await
-        .map_err(|_| E2bError::Internal("the request's worker failed; retry".into()))?
-        .map_err(|e| gone(E2bError::from(e), pid))?;
+    let (started, session) = tokio::task::spawn_blocking(move || {
+        session.attach_process(pid, false).map(|s| (s, session))
+    })
+    .await
+    .map_err(|_| E2bError::Internal("the request's worker failed; retry".into()))?
+    .map_err(|e| gone(E2bError::from(e), pid))?;
     Ok(relay_stream(session, started, pty, every, boxed))
 }
 
-async fn list(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let run = async {
         let id = super::named_sandbox(&headers)?;
         let _: Value = parse_unary(&headers, &body)?;
@@ -279,7 +345,10 @@ async fn list(State(state): State<AppState>, headers: HeaderMap, body: axum::bod
                     None => {
                         let mut argv = p.argv.into_iter();
                         let cmd = argv.next().unwrap_or_default();
-                        (json!({"cmd": cmd, "args": argv.collect::<Vec<_>>(), "envs": {}}), p.tag)
+                        (
+                            json!({"cmd": cmd, "args": argv.collect::<Vec<_>>(), "envs": {}}),
+                            p.tag,
+                        )
                     }
                 };
                 let mut info = json!({"config": config, "pid": p.pid});
@@ -329,7 +398,11 @@ fn stdin_of(procs: &Procs, pid: i32) -> Result<u32, E2bError> {
     }
 }
 
-async fn send_input(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+async fn send_input(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let req: SendInputRequest = match parse_unary(&headers, &body) {
         Ok(r) => r,
         Err(e) => return unary_error(&e),
@@ -340,7 +413,9 @@ async fn send_input(State(state): State<AppState>, headers: HeaderMap, body: axu
     };
     on_process(&state, &headers, req.process, move |session, procs, pid| {
         let ch = stdin_of(procs, pid)?;
-        session.send_input(ch, &data).map_err(|e| gone(E2bError::from(e), pid))
+        session
+            .send_input(ch, &data)
+            .map_err(|e| gone(E2bError::from(e), pid))
     })
     .await
 }
@@ -358,7 +433,11 @@ async fn stream_input(State(state): State<AppState>, headers: HeaderMap, body: B
     }
 }
 
-async fn stream_input_inner(state: &AppState, headers: &HeaderMap, body: Body) -> Result<(), E2bError> {
+async fn stream_input_inner(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(), E2bError> {
     let id = super::named_sandbox(headers)?;
     let mut reader = EnvelopeReader::new(headers, body)?;
     let (session, boxed) = open(state, &id).await?;
@@ -370,9 +449,13 @@ async fn stream_input_inner(state: &AppState, headers: &HeaderMap, body: Body) -
             let pid = selected(procs, start.process.as_ref())?;
             target = Some((pid, stdin_of(procs, pid)?));
         } else if let Some(data) = msg.data {
-            let (pid, ch) = target.ok_or_else(|| E2bError::InvalidArgument("StreamInput sent data before its start message".into()))?;
+            let (pid, ch) = target.ok_or_else(|| {
+                E2bError::InvalidArgument("StreamInput sent data before its start message".into())
+            })?;
             let bytes = decode_input(&data.input)?;
-            let mut s = session.take().ok_or_else(|| E2bError::Internal("the input session was lost".into()))?;
+            let mut s = session
+                .take()
+                .ok_or_else(|| E2bError::Internal("the input session was lost".into()))?;
             let (result, s) = tokio::task::spawn_blocking(move || (s.send_input(ch, &bytes), s))
                 .await
                 .map_err(|_| E2bError::Internal("the request's worker failed; retry".into()))?;
@@ -383,7 +466,11 @@ async fn stream_input_inner(state: &AppState, headers: &HeaderMap, body: Body) -
     Ok(())
 }
 
-async fn send_signal(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+async fn send_signal(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let req: SignalRequest = match parse_unary(&headers, &body) {
         Ok(r) => r,
         Err(e) => return unary_error(&e),
@@ -393,12 +480,25 @@ async fn send_signal(State(state): State<AppState>, headers: HeaderMap, body: ax
         Value::String(s) if s == "SIGNAL_SIGTERM" => libc::SIGTERM,
         Value::Number(n) if n.as_i64() == Some(9) => libc::SIGKILL,
         Value::Number(n) if n.as_i64() == Some(15) => libc::SIGTERM,
-        other => return unary_error(&E2bError::InvalidArgument(format!("signal {other} is not supported: use SIGNAL_SIGTERM or SIGNAL_SIGKILL"))),
+        other => {
+            return unary_error(&E2bError::InvalidArgument(format!(
+                "signal {other} is not supported: use SIGNAL_SIGTERM or SIGNAL_SIGKILL"
+            )))
+        }
     };
-    on_process(&state, &headers, req.process, move |session, _, pid| session.signal_process(pid, signal).map_err(|e| gone(E2bError::from(e), pid))).await
+    on_process(&state, &headers, req.process, move |session, _, pid| {
+        session
+            .signal_process(pid, signal)
+            .map_err(|e| gone(E2bError::from(e), pid))
+    })
+    .await
 }
 
-async fn close_stdin(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+async fn close_stdin(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let req: SelectRequest = match parse_unary(&headers, &body) {
         Ok(r) => r,
         Err(e) => return unary_error(&e),
@@ -406,14 +506,20 @@ async fn close_stdin(State(state): State<AppState>, headers: HeaderMap, body: ax
     on_process(&state, &headers, req.process, move |session, procs, pid| {
         stdin_of(procs, pid)?;
         match procs.take_stdin(pid) {
-            Some(ch) => session.close_input(ch).map_err(|e| gone(E2bError::from(e), pid)),
+            Some(ch) => session
+                .close_input(ch)
+                .map_err(|e| gone(E2bError::from(e), pid)),
             None => Ok(()),
         }
     })
     .await
 }
 
-async fn update(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+async fn update(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let req: UpdateRequest = match parse_unary(&headers, &body) {
         Ok(r) => r,
         Err(e) => return unary_error(&e),
@@ -422,13 +528,22 @@ async fn update(State(state): State<AppState>, headers: HeaderMap, body: axum::b
         Ok(s) => s,
         Err(e) => return unary_error(&e),
     };
-    on_process(&state, &headers, req.process, move |session, _, pid| match size {
-        Some(size) => session.resize_process(pid, size).map_err(|e| gone(E2bError::from(e), pid)),
-        None => Ok(()),
-    })
+    on_process(
+        &state,
+        &headers,
+        req.process,
+        move |session, _, pid| match size {
+            Some(size) => session
+                .resize_process(pid, size)
+                .map_err(|e| gone(E2bError::from(e), pid)),
+            None => Ok(()),
+        },
+    )
     .await
 }
 
 async fn unknown(Path(method): Path<String>) -> Response {
-    unary_error(&E2bError::Unimplemented(format!("process.Process/{method} is not a method airlock serves")))
+    unary_error(&E2bError::Unimplemented(format!(
+        "process.Process/{method} is not a method airlock serves"
+    )))
 }

@@ -2,6 +2,7 @@
 //! process it started (its config, tag and stdin channel), and the translation of what a process
 //! does into envd's `ProcessEvent` JSON (proto3 JSON: lowerCamelCase, bytes as base64).
 
+use super::error::E2bError;
 use airlock_runtime::{AgentSession, ExecReply, ExitInfo, ProcessOutput, SandboxError};
 use base64::Engine;
 use serde::Deserialize;
@@ -9,7 +10,6 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
-use super::error::E2bError;
 use tokio::sync::mpsc;
 
 /// Processes remembered per box after they end (for `List` and late `Connect`s they are gone).
@@ -77,7 +77,11 @@ impl Procs {
 
     /// The pid of the newest process with `tag`.
     pub(crate) fn by_tag(&self, tag: &str) -> Option<i32> {
-        self.lock().iter().filter(|(_, e)| e.tag.as_deref() == Some(tag)).map(|(p, _)| *p).max()
+        self.lock()
+            .iter()
+            .filter(|(_, e)| e.tag.as_deref() == Some(tag))
+            .map(|(p, _)| *p)
+            .max()
     }
 
     /// Forgets a process's stdin channel (after CloseStdin) and returns what it was.
@@ -104,7 +108,9 @@ pub(crate) struct Selector {
 pub(crate) fn resolve(procs: &Procs, sel: &Selector) -> Result<i32, String> {
     match (sel.pid, &sel.tag) {
         (Some(pid), _) => i32::try_from(pid).map_err(|_| format!("process {pid} not found")),
-        (None, Some(tag)) => procs.by_tag(tag).ok_or_else(|| format!("no process with tag {tag:?}")),
+        (None, Some(tag)) => procs
+            .by_tag(tag)
+            .ok_or_else(|| format!("no process with tag {tag:?}")),
         (None, None) => Err("the process selector is empty: give \"pid\" or \"tag\"".into()),
     }
 }
@@ -142,7 +148,8 @@ pub(crate) fn keepalive_event() -> Value {
 pub(crate) fn end_event(exit: &ExitInfo) -> Value {
     match (exit.exit_code, exit.signal) {
         (Some(code), _) => {
-            let mut end = json!({"exitCode": code, "exited": true, "status": format!("exit status {code}")});
+            let mut end =
+                json!({"exitCode": code, "exited": true, "status": format!("exit status {code}")});
             if code != 0 {
                 end["error"] = json!(format!("exit status {code}"));
             }
@@ -150,7 +157,9 @@ pub(crate) fn end_event(exit: &ExitInfo) -> Value {
         }
         (None, sig) => {
             let status = format!("signal: {}", signal_name(sig.unwrap_or(0)));
-            event(json!({"end": {"exitCode": -1, "exited": false, "status": status, "error": status}}))
+            event(
+                json!({"end": {"exitCode": -1, "exited": false, "status": status, "error": status}}),
+            )
         }
     }
 }
@@ -159,7 +168,13 @@ pub(crate) fn end_event(exit: &ExitInfo) -> Value {
 /// process runs on, detached: `false`) or the box is lost. A process killed by its timeout (the
 /// agent enforces the call's `Connect-Timeout-Ms`, as envd does) ends the stream with
 /// `deadline_exceeded`. Keepalives every `keepalive` while quiet.
-pub(crate) fn relay(session: &mut AgentSession, started: &ExecReply, pty: bool, keepalive: Duration, tx: &mpsc::Sender<Result<Value, E2bError>>) -> bool {
+pub(crate) fn relay(
+    session: &mut AgentSession,
+    started: &ExecReply,
+    pty: bool,
+    keepalive: Duration,
+    tx: &mpsc::Sender<Result<Value, E2bError>>,
+) -> bool {
     let b64 = base64::engine::general_purpose::STANDARD;
     loop {
         if tx.is_closed() {
@@ -178,9 +193,13 @@ pub(crate) fn relay(session: &mut AgentSession, started: &ExecReply, pty: bool, 
                 let key = if pty { "pty" } else { "stdout" };
                 event(json!({"data": {key: b64.encode(data)}}))
             }
-            Some(ProcessOutput::Stderr(data)) => event(json!({"data": {"stderr": b64.encode(data)}})),
+            Some(ProcessOutput::Stderr(data)) => {
+                event(json!({"data": {"stderr": b64.encode(data)}}))
+            }
             Some(ProcessOutput::Exit(exit)) if exit.timed_out => {
-                let _ = tx.blocking_send(Err(E2bError::DeadlineExceeded("the command's timeout passed; it was killed".into())));
+                let _ = tx.blocking_send(Err(E2bError::DeadlineExceeded(
+                    "the command's timeout passed; it was killed".into(),
+                )));
                 return true;
             }
             Some(ProcessOutput::Exit(exit)) => {

@@ -21,8 +21,13 @@ pub fn e2b_state(state: SandboxState) -> Option<&'static str> {
 /// What a box is sized to, from its resolved policy: (cpus, memory MiB, disk MiB).
 fn sizes(policy: &Value) -> (u64, u64, u64) {
     let limits = &policy["limits"];
-    let host_cpus = std::thread::available_parallelism().map(|n| n.get() as u64).unwrap_or(1);
-    let cpus = limits["cpus"].as_f64().map(|c| c.ceil().max(1.0) as u64).unwrap_or(host_cpus);
+    let host_cpus = std::thread::available_parallelism()
+        .map(|n| n.get() as u64)
+        .unwrap_or(1);
+    let cpus = limits["cpus"]
+        .as_f64()
+        .map(|c| c.ceil().max(1.0) as u64)
+        .unwrap_or(host_cpus);
     let mib = |v: &Value| v.as_u64().map(|b| b >> 20).unwrap_or(0);
     (cpus, mib(&limits["memory"]), mib(&limits["disk"]))
 }
@@ -70,7 +75,10 @@ pub fn detail(rec: &SandboxRecord, started_ms: Option<i64>, token: Option<&str>)
         map.insert("domain".into(), Value::Null);
         let internet = rec.policy["network"].as_str() != Some("none");
         map.insert("allowInternetAccess".into(), json!(internet));
-        map.insert("lifecycle".into(), json!({"autoResume": false, "onTimeout": "kill"}));
+        map.insert(
+            "lifecycle".into(),
+            json!({"autoResume": false, "onTimeout": "kill"}),
+        );
         map.insert("volumeMounts".into(), Value::Array(Vec::new()));
         map.insert("network".into(), network_view(&rec.policy));
     }
@@ -100,14 +108,24 @@ pub fn rfc3339(ms: i64) -> String {
     let millis = ms.rem_euclid(1000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Seconds since the Unix epoch as RFC 3339 UTC without fractions.
 pub fn rfc3339_secs(secs: i64) -> String {
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar

@@ -27,11 +27,28 @@ fn sandboxes_show_the_required_fields() {
         boot_id: None,
     };
     let s = sandbox(&rec, Some("tok"));
-    for k in ["templateID", "sandboxID", "clientID", "envdVersion", "envdAccessToken"] {
+    for k in [
+        "templateID",
+        "sandboxID",
+        "clientID",
+        "envdVersion",
+        "envdAccessToken",
+    ] {
         assert!(!s[k].is_null(), "{k}");
     }
     let d = detail(&rec, Some(1000), Some("tok"));
-    for k in ["templateID", "sandboxID", "clientID", "startedAt", "endAt", "envdVersion", "cpuCount", "memoryMB", "diskSizeMB", "state"] {
+    for k in [
+        "templateID",
+        "sandboxID",
+        "clientID",
+        "startedAt",
+        "endAt",
+        "envdVersion",
+        "cpuCount",
+        "memoryMB",
+        "diskSizeMB",
+        "state",
+    ] {
         assert!(!d[k].is_null(), "{k}");
     }
     assert_eq!(d["cpuCount"], 2);
@@ -40,6 +57,9 @@ fn sandboxes_show_the_required_fields() {
     assert_eq!(d["state"], "running");
     assert_eq!(d["startedAt"], "1970-01-01T00:00:01.000Z");
     assert_eq!(d["allowInternetAccess"], true);
-    assert_eq!(d["network"]["allowOut"], serde_json::json!(["a.example", "1.2.3.4"]));
+    assert_eq!(
+        d["network"]["allowOut"],
+        serde_json::json!(["a.example", "1.2.3.4"])
+    );
     assert_eq!(e2b_state(SandboxState::Killed), None);
 }

@@ -6,7 +6,9 @@
 
 use super::boxio::with_box;
 use super::boxstate::E2bBox;
-use super::connect::{parse_stream_request, parse_unary, stream_error, stream_response, unary_error, unary_ok};
+use super::connect::{
+    parse_stream_request, parse_unary, stream_error, stream_response, unary_error, unary_ok,
+};
 use super::error::E2bError;
 use super::filesystem::entry_info;
 use crate::state::AppState;
@@ -39,7 +41,10 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/filesystem.Filesystem/WatchDir", post(watch_dir))
         .route("/filesystem.Filesystem/CreateWatcher", post(create_watcher))
-        .route("/filesystem.Filesystem/GetWatcherEvents", post(get_watcher_events))
+        .route(
+            "/filesystem.Filesystem/GetWatcherEvents",
+            post(get_watcher_events),
+        )
         .route("/filesystem.Filesystem/RemoveWatcher", post(remove_watcher))
 }
 
@@ -108,7 +113,12 @@ fn relative(root: &str, path: &str) -> String {
 }
 
 /// envd's `FilesystemEvent` for one change (`None` for what envd has no event type for).
-fn fs_event(session: &mut AgentSession, root: &str, change: &FsChange, include_entry: bool) -> Option<Value> {
+fn fs_event(
+    session: &mut AgentSession,
+    root: &str,
+    change: &FsChange,
+    include_entry: bool,
+) -> Option<Value> {
     let kind = kind_name(change.kind)?;
     let mut ev = json!({"name": relative(root, &change.path), "type": kind});
     if include_entry && !matches!(change.kind, FsEventKind::Remove) {
@@ -121,17 +131,26 @@ fn fs_event(session: &mut AgentSession, root: &str, change: &FsChange, include_e
 
 /// Starts a watch on a session of its own; answers the session, the watch id and the resolved
 /// path (a missing or non-directory path answers `not_found` / `invalid_argument`).
-async fn open_watch(state: &AppState, id: &str, req: &WatchRequest) -> Result<(AgentSession, Arc<E2bBox>, u32, String), E2bError> {
+async fn open_watch(
+    state: &AppState,
+    id: &str,
+    req: &WatchRequest,
+) -> Result<(AgentSession, Arc<E2bBox>, u32, String), E2bError> {
     if req.path.is_empty() {
-        return Err(E2bError::InvalidArgument("path is empty: give the directory to watch".into()));
+        return Err(E2bError::InvalidArgument(
+            "path is empty: give the directory to watch".into(),
+        ));
     }
     let path = super::auth::resolve_path(&req.path)?;
-    let (mut session, boxed) = with_box(state, id, |h| Ok((h.sandbox().new_session(), h.e2b()))).await?;
+    let (mut session, boxed) =
+        with_box(state, id, |h| Ok((h.sandbox().new_session(), h.e2b()))).await?;
     let recursive = req.recursive;
     let (watch, session, path) = tokio::task::spawn_blocking(move || {
         let entry = session.stat(&path).map_err(E2bError::from)?;
         if entry.kind != EntryKind::Dir {
-            return Err(E2bError::InvalidArgument(format!("{path} is not a directory; watch a directory")));
+            return Err(E2bError::InvalidArgument(format!(
+                "{path} is not a directory; watch a directory"
+            )));
         }
         let w = session.watch(&path, recursive).map_err(E2bError::from)?;
         Ok((w, session, path))
@@ -174,7 +193,9 @@ async fn watch_dir(State(state): State<AppState>, headers: HeaderMap, body: Body
                     }
                     Ok(None) => {}
                     Err(e) => {
-                        let _ = tx.blocking_send(Err(E2bError::SandboxGone(format!("lost the sandbox while watching: {e}"))));
+                        let _ = tx.blocking_send(Err(E2bError::SandboxGone(format!(
+                            "lost the sandbox while watching: {e}"
+                        ))));
                         return;
                     }
                 }
@@ -188,19 +209,32 @@ async fn watch_dir(State(state): State<AppState>, headers: HeaderMap, body: Body
     }
 }
 
-async fn create_watcher(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn create_watcher(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let run = async {
         let id = super::named_sandbox(&headers)?;
         let req: WatchRequest = parse_unary(&headers, &body)?;
         let include = req.include_entry;
         let (mut session, boxed, watch, root) = open_watch(&state, &id, &req).await?;
-        let polled = Arc::new(Polled { events: Mutex::new(VecDeque::new()), stop: AtomicBool::new(false) });
+        let polled = Arc::new(Polled {
+            events: Mutex::new(VecDeque::new()),
+            stop: AtomicBool::new(false),
+        });
         let watcher_id = {
             let mut map = boxed.watchers.lock();
             if map.len() >= MAX_WATCHERS {
-                return Err(E2bError::ResourceExhausted(format!("this sandbox already has {MAX_WATCHERS} watchers; remove some first")));
+                return Err(E2bError::ResourceExhausted(format!(
+                    "this sandbox already has {MAX_WATCHERS} watchers; remove some first"
+                )));
             }
-            let mut next = boxed.watchers.next.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut next = boxed
+                .watchers
+                .next
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             *next += 1;
             let wid = format!("w{}", *next);
             map.insert(wid.clone(), Arc::clone(&polled));
@@ -213,7 +247,8 @@ async fn create_watcher(State(state): State<AppState>, headers: HeaderMap, body:
                 match session.next_change(watch, Instant::now() + POLL) {
                     Ok(Some(change)) => {
                         if let Some(ev) = fs_event(&mut session, &root, &change, include) {
-                            let mut q = polled.events.lock().unwrap_or_else(PoisonError::into_inner);
+                            let mut q =
+                                polled.events.lock().unwrap_or_else(PoisonError::into_inner);
                             if q.len() >= MAX_PENDING {
                                 q.pop_front();
                             }
@@ -233,26 +268,53 @@ async fn create_watcher(State(state): State<AppState>, headers: HeaderMap, body:
     }
 }
 
-async fn find(state: &AppState, headers: &HeaderMap, body: &Bytes, remove: bool) -> Result<Arc<Polled>, E2bError> {
+async fn find(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: &Bytes,
+    remove: bool,
+) -> Result<Arc<Polled>, E2bError> {
     let id = super::named_sandbox(headers)?;
     let req: WatcherRequest = parse_unary(headers, body)?;
     let boxed = with_box(state, &id, |h| Ok(h.e2b())).await?;
     let mut map = boxed.watchers.lock();
-    let found = if remove { map.remove(&req.watcher_id) } else { map.get(&req.watcher_id).cloned() };
-    found.ok_or_else(|| E2bError::NotFound(format!("watcher {:?} not found in this sandbox", req.watcher_id)))
+    let found = if remove {
+        map.remove(&req.watcher_id)
+    } else {
+        map.get(&req.watcher_id).cloned()
+    };
+    found.ok_or_else(|| {
+        E2bError::NotFound(format!(
+            "watcher {:?} not found in this sandbox",
+            req.watcher_id
+        ))
+    })
 }
 
-async fn get_watcher_events(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn get_watcher_events(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     match find(&state, &headers, &body, false).await {
         Ok(w) => {
-            let events: Vec<Value> = w.events.lock().unwrap_or_else(PoisonError::into_inner).drain(..).collect();
+            let events: Vec<Value> = w
+                .events
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .drain(..)
+                .collect();
             unary_ok(&json!({"events": events}))
         }
         Err(e) => unary_error(&e),
     }
 }
 
-async fn remove_watcher(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+async fn remove_watcher(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     match find(&state, &headers, &body, true).await {
         Ok(w) => {
             w.stop.store(true, Ordering::Release);
@@ -269,8 +331,15 @@ mod tests {
     #[test]
     fn names_are_relative_to_the_watched_directory() {
         assert_eq!(relative("/home/user/d", "/home/user/d/f.txt"), "f.txt");
-        assert_eq!(relative("/home/user/d/", "/home/user/d/sub/f.txt"), "sub/f.txt");
-        assert_eq!(relative("/home/user/d", "/home/user/dx/f.txt"), "f.txt", "a sibling with a common prefix is not inside");
+        assert_eq!(
+            relative("/home/user/d/", "/home/user/d/sub/f.txt"),
+            "sub/f.txt"
+        );
+        assert_eq!(
+            relative("/home/user/d", "/home/user/dx/f.txt"),
+            "f.txt",
+            "a sibling with a common prefix is not inside"
+        );
         assert_eq!(kind_name(FsEventKind::Overflow), None);
         assert_eq!(kind_name(FsEventKind::Create), Some("EVENT_TYPE_CREATE"));
     }

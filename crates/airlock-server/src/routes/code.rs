@@ -53,13 +53,17 @@ pub(crate) fn language_of(name: Option<&str>) -> Result<Language, ApiError> {
         "python" => Ok(Language::Python),
         "js" | "javascript" => Ok(Language::JavaScript),
         "bash" => Ok(Language::Bash),
-        other => Err(ApiError::Invalid(format!("unknown language {other:?}; use \"python\", \"js\" or \"bash\""))),
+        other => Err(ApiError::Invalid(format!(
+            "unknown language {other:?}; use \"python\", \"js\" or \"bash\""
+        ))),
     }
 }
 
 /// The language whose default context has this id, if it is one.
 pub(crate) fn default_language(ctx: &str) -> Option<Language> {
-    [Language::Python, Language::JavaScript, Language::Bash].into_iter().find(|l| language_name(*l) == ctx)
+    [Language::Python, Language::JavaScript, Language::Bash]
+        .into_iter()
+        .find(|l| language_name(*l) == ctx)
 }
 
 fn context_view(id: &str, language: Language) -> Value {
@@ -67,27 +71,55 @@ fn context_view(id: &str, language: Language) -> Value {
 }
 
 /// Runs code; answers 200 with the NDJSON stream once the context is ready.
-pub async fn run(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let caller = require_box(&state, &headers, &id)?;
     let req: CodeRequest = parse(&body, false)?;
     let timeout = match req.timeout {
         None => None,
-        Some(t) if t.is_finite() && t > 0.0 && t <= MAX_CODE_TIMEOUT_S => Some(Duration::from_secs_f64(t)),
-        Some(t) => return Err(ApiError::Invalid(format!("timeout {t} is out of range; give seconds between 0 and {MAX_CODE_TIMEOUT_S}"))),
+        Some(t) if t.is_finite() && t > 0.0 && t <= MAX_CODE_TIMEOUT_S => {
+            Some(Duration::from_secs_f64(t))
+        }
+        Some(t) => {
+            return Err(ApiError::Invalid(format!(
+                "timeout {t} is out of range; give seconds between 0 and {MAX_CODE_TIMEOUT_S}"
+            )))
+        }
     };
-    let language = req.language.as_deref().map(|l| language_of(Some(l))).transpose()?;
+    let language = req
+        .language
+        .as_deref()
+        .map(|l| language_of(Some(l)))
+        .transpose()?;
     let (tx, mut rx) = mpsc::channel::<Out>(LINES_BUFFERED);
-    tokio::task::spawn_blocking(move || execute(&state, &id, &caller, &req, language, timeout, &tx));
+    tokio::task::spawn_blocking(move || {
+        execute(&state, &id, &caller, &req, language, timeout, &tx)
+    });
     match rx.recv().await {
         Some(Out::Started) => {}
         Some(Out::Fail(e)) => return Err(e),
-        Some(Out::Line(_)) | None => return Err(ApiError::Internal("the execution's worker ended without a word; retry".into())),
+        Some(Out::Line(_)) | None => {
+            return Err(ApiError::Internal(
+                "the execution's worker ended without a word; retry".into(),
+            ))
+        }
     }
     let lines = futures_util::stream::unfold(rx, |mut rx| async move {
         loop {
             match rx.recv().await {
                 Some(Out::Line(line)) => return Some((Ok::<Bytes, std::io::Error>(line), rx)),
-                Some(Out::Fail(e)) => return Some((Ok(line_of(&json!({"type": "error", "name": e.code(), "value": e.to_string(), "traceback": []}))), rx)),
+                Some(Out::Fail(e)) => {
+                    return Some((
+                        Ok(line_of(
+                            &json!({"type": "error", "name": e.code(), "value": e.to_string(), "traceback": []}),
+                        )),
+                        rx,
+                    ))
+                }
                 Some(Out::Started) => continue,
                 None => return None,
             }
@@ -102,7 +134,11 @@ pub async fn run(State(state): State<AppState>, headers: HeaderMap, Path(id): Pa
 
 /// Context `ctx_id` of the box (a default context is started on first use); checks that its
 /// language is `language` when one was asked for.
-fn ensure_context(h: &mut BoxHandle, ctx_id: &str, language: Option<Language>) -> Result<Arc<LiveContext>, ApiError> {
+fn ensure_context(
+    h: &mut BoxHandle,
+    ctx_id: &str,
+    language: Option<Language>,
+) -> Result<Arc<LiveContext>, ApiError> {
     let (sandbox, contexts) = h.parts();
     if let Some(live) = contexts.get(ctx_id) {
         return match language {
@@ -118,7 +154,10 @@ fn ensure_context(h: &mut BoxHandle, ctx_id: &str, language: Option<Language>) -
         return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox; create it with POST /v1/sandboxes/{{id}}/contexts")));
     };
     if let Some(l) = language.filter(|l| *l != default) {
-        return Err(ApiError::Invalid(format!("context {ctx_id} is the default {ctx_id} context, not {}", language_name(l))));
+        return Err(ApiError::Invalid(format!(
+            "context {ctx_id} is the default {ctx_id} context, not {}",
+            language_name(l)
+        )));
     }
     let live = LiveContext::start(sandbox, default, None)?;
     contexts.insert(ctx_id.to_string(), Arc::clone(&live));
@@ -145,7 +184,10 @@ pub(crate) fn run_in_context(
     on_event: impl FnMut(&CodeEvent) -> bool,
     wanted: impl Fn() -> bool,
 ) -> Result<Result<airlock_runtime::CodeEnd, SandboxError>, ApiError> {
-    let live = state.manager.with_handle(id, |h| ensure_context(h, ctx_id, language)).map_err(|e| state.manager_error(id, e))??;
+    let live = state
+        .manager
+        .with_handle(id, |h| ensure_context(h, ctx_id, language))
+        .map_err(|e| state.manager_error(id, e))??;
     let mut run = live.run.lock().unwrap_or_else(PoisonError::into_inner);
     on_started();
     let ContextRun { session, ctx } = &mut *run;
@@ -165,8 +207,19 @@ pub(crate) fn run_in_context(
     Ok(ran)
 }
 
-fn execute(state: &AppState, id: &str, caller: &Caller, req: &CodeRequest, language: Option<Language>, timeout: Option<Duration>, tx: &mpsc::Sender<Out>) {
-    let ctx_id = req.context.clone().unwrap_or_else(|| language_name(language.unwrap_or(Language::Python)).to_string());
+fn execute(
+    state: &AppState,
+    id: &str,
+    caller: &Caller,
+    req: &CodeRequest,
+    language: Option<Language>,
+    timeout: Option<Duration>,
+    tx: &mpsc::Sender<Out>,
+) {
+    let ctx_id = req
+        .context
+        .clone()
+        .unwrap_or_else(|| language_name(language.unwrap_or(Language::Python)).to_string());
     let started = Cell::new(false);
     let outcome = run_in_context(
         state,
@@ -196,8 +249,12 @@ fn execute(state: &AppState, id: &str, caller: &Caller, req: &CodeRequest, langu
             None
         }
         Ok(Ok(Err(SandboxError::Setup { stage, message }))) if stage == "interpreter" => {
-            let _ = tx.blocking_send(Out::Line(line_of(&json!({"type": "error", "name": "ContextDied", "value": message, "traceback": []}))));
-            let _ = tx.blocking_send(Out::Line(line_of(&json!({"type": "end", "execution_count": null, "status": "error"}))));
+            let _ = tx.blocking_send(Out::Line(line_of(
+                &json!({"type": "error", "name": "ContextDied", "value": message, "traceback": []}),
+            )));
+            let _ = tx.blocking_send(Out::Line(line_of(
+                &json!({"type": "end", "execution_count": null, "status": "error"}),
+            )));
             Some((None, "error".to_string()))
         }
         Ok(Ok(Err(e))) => {
@@ -233,7 +290,11 @@ fn event_line(e: &CodeEvent) -> Bytes {
         CodeEvent::Stderr { text, time } => json!({"type": "stderr", "text": text, "time": time}),
         CodeEvent::Display(data) => json!({"type": "display", "data": data}),
         CodeEvent::Result(data) => json!({"type": "result", "data": data}),
-        CodeEvent::Error { name, value, traceback } => json!({"type": "error", "name": name, "value": value, "traceback": traceback}),
+        CodeEvent::Error {
+            name,
+            value,
+            traceback,
+        } => json!({"type": "error", "name": name, "value": value, "traceback": traceback}),
     })
 }
 
@@ -244,7 +305,12 @@ fn line_of(v: &Value) -> Bytes {
 }
 
 /// `POST /v1/sandboxes/{id}/contexts`: a new context with a fresh id.
-pub async fn create(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Result<impl IntoResponse, ApiError> {
+pub async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<impl IntoResponse, ApiError> {
     require_box(&state, &headers, &id)?;
     let req: ContextRequest = parse(&body, true)?;
     let language = language_of(req.language.as_deref())?;
@@ -252,7 +318,9 @@ pub async fn create(State(state): State<AppState>, headers: HeaderMap, Path(id):
         .blocking(move |state| {
             state
                 .manager
-                .with_handle(&id, |h| Ok::<Value, ApiError>(context_view(&create_in(h, language, req.cwd)?, language)))
+                .with_handle(&id, |h| {
+                    Ok::<Value, ApiError>(context_view(&create_in(h, language, req.cwd)?, language))
+                })
                 .map_err(|e| state.manager_error(&id, e))?
         })
         .await?;
@@ -260,7 +328,11 @@ pub async fn create(State(state): State<AppState>, headers: HeaderMap, Path(id):
 }
 
 /// `GET /v1/sandboxes/{id}/contexts`.
-pub async fn list(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     require_box(&state, &headers, &id)?;
     let listed = state
         .blocking(move |state| {
@@ -268,9 +340,12 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap, Path(id): P
                 .manager
                 .with_handle(&id, |h| {
                     let (_, contexts) = h.parts();
-                    let mut all: Vec<(&String, Language)> = contexts.iter().map(|(k, v)| (k, v.language)).collect();
+                    let mut all: Vec<(&String, Language)> =
+                        contexts.iter().map(|(k, v)| (k, v.language)).collect();
                     all.sort_by(|a, b| a.0.cmp(b.0));
-                    all.into_iter().map(|(k, l)| context_view(k, l)).collect::<Vec<Value>>()
+                    all.into_iter()
+                        .map(|(k, l)| context_view(k, l))
+                        .collect::<Vec<Value>>()
                 })
                 .map_err(|e| state.manager_error(&id, e))
         })
@@ -280,7 +355,11 @@ pub async fn list(State(state): State<AppState>, headers: HeaderMap, Path(id): P
 
 /// `POST /v1/sandboxes/{id}/contexts/{ctx}/restart`: a new process under the same id; the
 /// context's state is gone.
-pub async fn restart(State(state): State<AppState>, headers: HeaderMap, Path((id, ctx_id)): Path<(String, String)>) -> Result<Json<Value>, ApiError> {
+pub async fn restart(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((id, ctx_id)): Path<(String, String)>,
+) -> Result<Json<Value>, ApiError> {
     require_box(&state, &headers, &id)?;
     let view = state
         .blocking(move |state| {
@@ -294,7 +373,11 @@ pub async fn restart(State(state): State<AppState>, headers: HeaderMap, Path((id
 }
 
 /// `DELETE /v1/sandboxes/{id}/contexts/{ctx}`: ends the context's process.
-pub async fn delete(State(state): State<AppState>, headers: HeaderMap, Path((id, ctx_id)): Path<(String, String)>) -> Result<StatusCode, ApiError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((id, ctx_id)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
     require_box(&state, &headers, &id)?;
     state
         .blocking(move |state| {
@@ -308,7 +391,11 @@ pub async fn delete(State(state): State<AppState>, headers: HeaderMap, Path((id,
 }
 
 /// Creates a context with a fresh id in a box; returns its id.
-pub(crate) fn create_in(h: &mut BoxHandle, language: Language, cwd: Option<String>) -> Result<String, ApiError> {
+pub(crate) fn create_in(
+    h: &mut BoxHandle,
+    language: Language,
+    cwd: Option<String>,
+) -> Result<String, ApiError> {
     let ctx_id = h.new_context_id();
     let (sandbox, contexts) = h.parts();
     let live = LiveContext::start(sandbox, language, cwd)?;
@@ -329,7 +416,11 @@ pub(crate) fn restart_in(h: &mut BoxHandle, ctx_id: &str) -> Result<Language, Ap
         }
         None => match default_language(ctx_id) {
             Some(l) => (l, None),
-            None => return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox"))),
+            None => {
+                return Err(ApiError::NotFound(format!(
+                    "no context {ctx_id} in this sandbox"
+                )))
+            }
         },
     };
     let live = LiveContext::start(sandbox, language, cwd)?;
@@ -341,10 +432,11 @@ pub(crate) fn restart_in(h: &mut BoxHandle, ctx_id: &str) -> Result<Language, Ap
 pub(crate) fn delete_in(h: &mut BoxHandle, ctx_id: &str) -> Result<(), ApiError> {
     let (sandbox, contexts) = h.parts();
     let Some(old) = contexts.remove(ctx_id) else {
-        return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox")));
+        return Err(ApiError::NotFound(format!(
+            "no context {ctx_id} in this sandbox"
+        )));
     };
     // The context is gone from the map either way; a process already dead is fine.
     old.kill(sandbox);
     Ok(())
 }
-

@@ -27,7 +27,12 @@ enum Out {
 }
 
 /// Runs a command; answers 200 with the NDJSON stream once the command has started.
-pub async fn exec(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn exec(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let caller = require_box(&state, &headers, &id)?;
     let req: ExecRequest = parse(&body, false)?;
     let cmd = command(req)?;
@@ -36,7 +41,11 @@ pub async fn exec(State(state): State<AppState>, headers: HeaderMap, Path(id): P
     let first = match rx.recv().await {
         Some(Out::Line(first)) => first,
         Some(Out::Fail(e)) => return Err(e),
-        None => return Err(ApiError::Internal("the command's worker ended without a word; retry".into())),
+        None => {
+            return Err(ApiError::Internal(
+                "the command's worker ended without a word; retry".into(),
+            ))
+        }
     };
     let lines = futures_util::stream::unfold((Some(first), rx), |(first, mut rx)| async move {
         if let Some(line) = first {
@@ -44,7 +53,12 @@ pub async fn exec(State(state): State<AppState>, headers: HeaderMap, Path(id): P
         }
         match rx.recv().await {
             Some(Out::Line(line)) => Some((Ok(line), (None, rx))),
-            Some(Out::Fail(e)) => Some((Ok(line_of(&serde_json::json!({"type": "error", "code": e.code(), "message": e.to_string()}))), (None, rx))),
+            Some(Out::Fail(e)) => Some((
+                Ok(line_of(
+                    &serde_json::json!({"type": "error", "code": e.code(), "message": e.to_string()}),
+                )),
+                (None, rx),
+            )),
             None => None,
         }
     });
@@ -57,29 +71,52 @@ pub async fn exec(State(state): State<AppState>, headers: HeaderMap, Path(id): P
 
 fn command(req: ExecRequest) -> Result<Command, ApiError> {
     if req.cmd.is_empty() {
-        return Err(ApiError::Invalid("cmd is empty: give the program and its arguments, e.g. [\"sh\", \"-c\", \"echo hi\"]".into()));
+        return Err(ApiError::Invalid(
+            "cmd is empty: give the program and its arguments, e.g. [\"sh\", \"-c\", \"echo hi\"]"
+                .into(),
+        ));
     }
     let timeout = match req.timeout {
         None => None,
-        Some(t) if t.is_finite() && t > 0.0 && t <= MAX_EXEC_TIMEOUT_S => Some(Duration::from_secs_f64(t)),
-        Some(t) => return Err(ApiError::Invalid(format!("timeout {t} is out of range; give seconds between 0 and {MAX_EXEC_TIMEOUT_S}"))),
+        Some(t) if t.is_finite() && t > 0.0 && t <= MAX_EXEC_TIMEOUT_S => {
+            Some(Duration::from_secs_f64(t))
+        }
+        Some(t) => {
+            return Err(ApiError::Invalid(format!(
+                "timeout {t} is out of range; give seconds between 0 and {MAX_EXEC_TIMEOUT_S}"
+            )))
+        }
     };
-    Ok(Command { argv: req.cmd, env: req.env.into_iter().collect(), cwd: req.cwd, stdin: req.stdin.map(String::into_bytes), timeout })
+    Ok(Command {
+        argv: req.cmd,
+        env: req.env.into_iter().collect(),
+        cwd: req.cwd,
+        stdin: req.stdin.map(String::into_bytes),
+        timeout,
+    })
 }
 
 fn run(state: &AppState, id: &str, caller: &Caller, cmd: &Command, tx: &mpsc::Sender<Out>) {
     let started = Cell::new(false);
     // A session of its own: the box stays usable (and killable) while the command runs.
-    let outcome = state.manager.with_handle(id, |h| h.sandbox().new_session()).map(|mut session| {
-        session.exec_stream(
-            cmd,
-            |pid| {
-                started.set(true);
-                let _ = tx.blocking_send(Out::Line(line_of(&serde_json::json!({"type": "start", "pid": pid}))));
-            },
-            |stream, data| tx.blocking_send(Out::Line(chunk_line(stream, data))).is_ok(),
-        )
-    });
+    let outcome = state
+        .manager
+        .with_handle(id, |h| h.sandbox().new_session())
+        .map(|mut session| {
+            session.exec_stream(
+                cmd,
+                |pid| {
+                    started.set(true);
+                    let _ = tx.blocking_send(Out::Line(line_of(
+                        &serde_json::json!({"type": "start", "pid": pid}),
+                    )));
+                },
+                |stream, data| {
+                    tx.blocking_send(Out::Line(chunk_line(stream, data)))
+                        .is_ok()
+                },
+            )
+        });
     let exit = match outcome {
         Err(e) => {
             let _ = tx.blocking_send(Out::Fail(state.manager_error(id, e)));
@@ -125,12 +162,16 @@ pub fn chunk_line(stream: Stream, data: &[u8]) -> Bytes {
     };
     match std::str::from_utf8(data) {
         Ok(text) => line_of(&serde_json::json!({"type": kind, "data": text})),
-        Err(_) => line_of(&serde_json::json!({"type": kind, "data_b64": base64::engine::general_purpose::STANDARD.encode(data)})),
+        Err(_) => line_of(
+            &serde_json::json!({"type": kind, "data_b64": base64::engine::general_purpose::STANDARD.encode(data)}),
+        ),
     }
 }
 
 fn end_line(exit: &ExitInfo) -> Bytes {
-    line_of(&serde_json::json!({"type": "end", "exit_code": exit.exit_code, "signal": exit.signal, "timed_out": exit.timed_out}))
+    line_of(
+        &serde_json::json!({"type": "end", "exit_code": exit.exit_code, "signal": exit.signal, "timed_out": exit.timed_out}),
+    )
 }
 
 fn line_of(v: &serde_json::Value) -> Bytes {

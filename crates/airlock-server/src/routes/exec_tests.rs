@@ -8,7 +8,8 @@ fn text_chunks_stay_text_and_binary_goes_base64() {
     let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
     assert_eq!(v, serde_json::json!({"type": "stdout", "data": "hi\n"}));
     assert!(line.ends_with(b"\n"));
-    let v: serde_json::Value = serde_json::from_slice(&chunk_line(Stream::Stderr, &[0xff, 0x00])).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&chunk_line(Stream::Stderr, &[0xff, 0x00])).unwrap();
     assert_eq!(v, serde_json::json!({"type": "stderr", "data_b64": "/wA="}));
 }
 

@@ -24,18 +24,33 @@ struct FileQuery {
 }
 
 fn query(raw: Option<&str>) -> Result<(String, Option<u32>), ApiError> {
-    let q: FileQuery = serde_urlencoded::from_str(raw.unwrap_or(""))
-        .map_err(|e| ApiError::Invalid(format!("the query string is malformed: {e}; give ?path=/absolute/path")))?;
-    let path = q.path.filter(|p| p.starts_with('/')).ok_or_else(|| ApiError::Invalid("give ?path= an absolute path inside the sandbox, e.g. /tmp/data.txt".into()))?;
+    let q: FileQuery = serde_urlencoded::from_str(raw.unwrap_or("")).map_err(|e| {
+        ApiError::Invalid(format!(
+            "the query string is malformed: {e}; give ?path=/absolute/path"
+        ))
+    })?;
+    let path = q.path.filter(|p| p.starts_with('/')).ok_or_else(|| {
+        ApiError::Invalid(
+            "give ?path= an absolute path inside the sandbox, e.g. /tmp/data.txt".into(),
+        )
+    })?;
     Ok((path, q.depth))
 }
 
 /// `GET /v1/sandboxes/{id}/files?path=`: the file's bytes.
-pub async fn read(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Result<Response, ApiError> {
+pub async fn read(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
     require_box(&state, &headers, &id)?;
     let (path, _) = query(raw.as_deref())?;
     let body = crate::transfer::stream_out(
-        move |out| match state.manager.with_handle(&id, |h| h.sandbox().new_session()) {
+        move |out| match state
+            .manager
+            .with_handle(&id, |h| h.sandbox().new_session())
+        {
             Err(e) => Err(state.manager_error(&id, e)),
             Ok(mut s) => s.read_file_to(&path, out).map_err(ApiError::from),
         },
@@ -49,14 +64,21 @@ pub async fn read(State(state): State<AppState>, headers: HeaderMap, Path(id): P
 }
 
 /// `PUT /v1/sandboxes/{id}/files?path=`: the body becomes the file (created or replaced).
-pub async fn write(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, RawQuery(raw): RawQuery, body: Body) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn write(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+    body: Body,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let caller = require_box(&state, &headers, &id)?;
     let (path, _) = query(raw.as_deref())?;
     let (tx, rx) = mpsc::channel(CHUNKS_BUFFERED);
     tokio::spawn(async move {
         let mut chunks = body.into_data_stream();
         while let Some(chunk) = chunks.next().await {
-            let chunk = chunk.map_err(|e| std::io::Error::other(format!("the request body broke off: {e}")));
+            let chunk = chunk
+                .map_err(|e| std::io::Error::other(format!("the request body broke off: {e}")));
             let failed = chunk.is_err();
             if tx.send(chunk).await.is_err() || failed {
                 break;
@@ -66,8 +88,18 @@ pub async fn write(State(state): State<AppState>, headers: HeaderMap, Path(id): 
     let size = state
         .blocking(move |state| {
             let mut input = crate::transfer::ChunkReader::new(rx);
-            let size = state.manager.with_handle(&id, |h| h.sandbox().new_session()).map(|mut s| s.write_file_from(&path, &mut input)).map_err(|e| state.manager_error(&id, e))??;
-            audit(&state, &id, "file_write", &caller, serde_json::json!({"path": path, "size": size}));
+            let size = state
+                .manager
+                .with_handle(&id, |h| h.sandbox().new_session())
+                .map(|mut s| s.write_file_from(&path, &mut input))
+                .map_err(|e| state.manager_error(&id, e))??;
+            audit(
+                &state,
+                &id,
+                "file_write",
+                &caller,
+                serde_json::json!({"path": path, "size": size}),
+            );
             Ok((path, size))
         })
         .await?;
@@ -75,13 +107,23 @@ pub async fn write(State(state): State<AppState>, headers: HeaderMap, Path(id): 
 }
 
 /// `GET /v1/sandboxes/{id}/files/list?path=&depth=`.
-pub async fn list(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, RawQuery(raw): RawQuery) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Json<serde_json::Value>, ApiError> {
     require_box(&state, &headers, &id)?;
     let (path, depth) = query(raw.as_deref())?;
     let entries = state
         .blocking(move |state| {
-            let entries = state.manager.with_handle(&id, |h| h.sandbox().new_session()).map(|mut s| s.list_dir(&path, depth.unwrap_or(1))).map_err(|e| state.manager_error(&id, e))??;
-            serde_json::to_value(entries).map_err(|e| ApiError::Internal(format!("cannot encode the listing: {e}")))
+            let entries = state
+                .manager
+                .with_handle(&id, |h| h.sandbox().new_session())
+                .map(|mut s| s.list_dir(&path, depth.unwrap_or(1)))
+                .map_err(|e| state.manager_error(&id, e))??;
+            serde_json::to_value(entries)
+                .map_err(|e| ApiError::Internal(format!("cannot encode the listing: {e}")))
         })
         .await?;
     Ok(Json(serde_json::json!({ "entries": entries })))

@@ -10,7 +10,8 @@ use crate::view::{self, SandboxView};
 use crate::ApiError;
 use airlock_runtime::sessions::SessionSpec;
 use airlock_runtime::store::{
-    AuditEntry, SandboxFilter, SandboxState, MAX_METADATA_KEY_BYTES, MAX_METADATA_PAIRS, MAX_METADATA_VALUE_BYTES,
+    AuditEntry, SandboxFilter, SandboxState, MAX_METADATA_KEY_BYTES, MAX_METADATA_PAIRS,
+    MAX_METADATA_VALUE_BYTES,
 };
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
@@ -23,17 +24,33 @@ use std::sync::PoisonError;
 const MAX_TIMEOUT_S: u64 = 24 * 3600;
 
 /// `POST /v1/sandboxes`.
-pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<(StatusCode, Json<SandboxView>), ApiError> {
+pub async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<(StatusCode, Json<SandboxView>), ApiError> {
     let caller = require_key(&state, &headers)?;
     let mut req: CreateRequest = parse(&body, true)?;
     let (template, cwd) = template(req.template.as_deref())?;
     check_metadata(&req.metadata)?;
     let timeout_ms = req.timeout.map(timeout_ms).transpose()?;
     let policy = resolve_policy(&mut req, cwd)?;
-    let policy = serde_json::to_value(&policy).map_err(|e| ApiError::Internal(format!("the policy cannot be encoded: {e}")))?;
-    let random = |r: std::io::Result<String>| r.map_err(|e| ApiError::Internal(format!("no random bytes for the sandbox's id or token: {e}")));
+    let policy = serde_json::to_value(&policy)
+        .map_err(|e| ApiError::Internal(format!("the policy cannot be encoded: {e}")))?;
+    let random = |r: std::io::Result<String>| {
+        r.map_err(|e| {
+            ApiError::Internal(format!(
+                "no random bytes for the sandbox's id or token: {e}"
+            ))
+        })
+    };
     let (id, token) = (random(new_sandbox_id())?, random(new_token())?);
-    let spec = SessionSpec { template, metadata: req.metadata, timeout_ms, payload: policy };
+    let spec = SessionSpec {
+        template,
+        metadata: req.metadata,
+        timeout_ms,
+        payload: policy,
+    };
     let box_token = token.clone();
     let mut shown = state
         .blocking(move |state| {
@@ -55,17 +72,50 @@ pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Byt
 /// Registers and creates a session (on a blocking thread): its token is recorded for both
 /// APIs (hash for the native API, raw for signed E2B file URLs), the manager starts or queues
 /// its box, and the creation is audited. On refusal nothing is left behind.
-pub(crate) fn create_session(state: &AppState, id: &str, token: &str, spec: SessionSpec, caller: &Caller) -> Result<(), ApiError> {
+pub(crate) fn create_session(
+    state: &AppState,
+    id: &str,
+    token: &str,
+    spec: SessionSpec,
+    caller: &Caller,
+) -> Result<(), ApiError> {
     let token_hash = hash(token);
     let policy = spec.payload.clone();
-    state.pending.lock().unwrap_or_else(PoisonError::into_inner).insert(id.to_string(), Pending { token_hash: token_hash.clone(), policy });
-    state.tokens.lock().unwrap_or_else(PoisonError::into_inner).insert(token_hash.clone(), id.to_string());
+    state
+        .pending
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(
+            id.to_string(),
+            Pending {
+                token_hash: token_hash.clone(),
+                policy,
+            },
+        );
+    state
+        .tokens
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(token_hash.clone(), id.to_string());
     // Tokens of ended sandboxes are forgotten here, so the map stays as small as the live set.
-    state.e2b.retain_live(|other| state.manager.get(other).is_some_and(|i| !i.state.is_terminal()));
+    state.e2b.retain_live(|other| {
+        state
+            .manager
+            .get(other)
+            .is_some_and(|i| !i.state.is_terminal())
+    });
     state.e2b.remember_token(id, token);
     if let Err(e) = state.manager.create(id.to_string(), spec) {
-        state.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
-        state.tokens.lock().unwrap_or_else(PoisonError::into_inner).remove(&token_hash);
+        state
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+        state
+            .tokens
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&token_hash);
         state.e2b.forget_token(id);
         return Err(e.into());
     }
@@ -74,16 +124,24 @@ pub(crate) fn create_session(state: &AppState, id: &str, token: &str, spec: Sess
 }
 
 /// `GET /v1/sandboxes?state=S&metadata.K=V`.
-pub async fn list(State(state): State<AppState>, headers: HeaderMap, RawQuery(query): RawQuery) -> Result<Json<Vec<SandboxView>>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Vec<SandboxView>>, ApiError> {
     require_key(&state, &headers)?;
     let filter = list_filter(query.as_deref().unwrap_or(""))?;
-    Ok(Json(state.blocking(move |state| view::list(&state, filter)).await?))
+    Ok(Json(
+        state
+            .blocking(move |state| view::list(&state, filter))
+            .await?,
+    ))
 }
 
 /// The filter of a list query: `state` (repeatable, or comma-separated) and `metadata.KEY=VALUE`.
 pub fn list_filter(query: &str) -> Result<SandboxFilter, ApiError> {
-    let pairs: Vec<(String, String)> =
-        serde_urlencoded::from_str(query).map_err(|e| ApiError::Invalid(format!("the query string is malformed: {e}")))?;
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
+        .map_err(|e| ApiError::Invalid(format!("the query string is malformed: {e}")))?;
     let mut filter = SandboxFilter::default();
     for (k, v) in pairs {
         if k == "state" {
@@ -101,18 +159,31 @@ pub fn list_filter(query: &str) -> Result<SandboxFilter, ApiError> {
 }
 
 /// `GET /v1/sandboxes/{id}`.
-pub async fn get(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<SandboxView>, ApiError> {
+pub async fn get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<SandboxView>, ApiError> {
     require_box(&state, &headers, &id)?;
-    Ok(Json(state.blocking(move |state| view::get(&state, &id)).await?))
+    Ok(Json(
+        state.blocking(move |state| view::get(&state, &id)).await?,
+    ))
 }
 
 /// `DELETE /v1/sandboxes/{id}`.
-pub async fn kill(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Result<Json<SandboxView>, ApiError> {
+pub async fn kill(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<SandboxView>, ApiError> {
     let caller = require_box(&state, &headers, &id)?;
     let shown = state
         .blocking(move |state| {
             view::get(&state, &id)?;
-            state.manager.kill(&id).map_err(|e| state.manager_error(&id, e))?;
+            state
+                .manager
+                .kill(&id)
+                .map_err(|e| state.manager_error(&id, e))?;
             audit(&state, &id, "kill", &caller, serde_json::json!({}));
             view::get(&state, &id)
         })
@@ -121,14 +192,22 @@ pub async fn kill(State(state): State<AppState>, headers: HeaderMap, Path(id): P
 }
 
 /// `POST /v1/sandboxes/{id}/timeout`.
-pub async fn set_timeout(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Result<Json<SandboxView>, ApiError> {
+pub async fn set_timeout(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<SandboxView>, ApiError> {
     require_box(&state, &headers, &id)?;
     let req: TimeoutRequest = parse(&body, false)?;
     let ms = timeout_ms(req.timeout)?;
     let shown = state
         .blocking(move |state| {
             view::get(&state, &id)?;
-            state.manager.set_timeout(&id, ms).map_err(|e| state.manager_error(&id, e))?;
+            state
+                .manager
+                .set_timeout(&id, ms)
+                .map_err(|e| state.manager_error(&id, e))?;
             view::get(&state, &id)
         })
         .await?;
@@ -136,14 +215,23 @@ pub async fn set_timeout(State(state): State<AppState>, headers: HeaderMap, Path
 }
 
 /// `GET /v1/sandboxes/{id}/events?after=N`.
-pub async fn events(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>, RawQuery(query): RawQuery) -> Result<Json<serde_json::Value>, ApiError> {
+pub async fn events(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<serde_json::Value>, ApiError> {
     require_box(&state, &headers, &id)?;
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
-        .map_err(|e| ApiError::Invalid(format!("the query string is malformed: {e}")))?;
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
+            .map_err(|e| ApiError::Invalid(format!("the query string is malformed: {e}")))?;
     let mut after = None;
     for (k, v) in pairs {
         if k == "after" {
-            after = Some(v.parse::<i64>().map_err(|_| ApiError::Invalid("after must be an event id (an integer)".into()))?);
+            after =
+                Some(v.parse::<i64>().map_err(|_| {
+                    ApiError::Invalid("after must be an event id (an integer)".into())
+                })?);
         }
     }
     let events = state
@@ -159,8 +247,17 @@ pub async fn events(State(state): State<AppState>, headers: HeaderMap, Path(id):
 /// are reported on stderr, never to the caller whose operation already happened.
 pub fn audit(state: &AppState, id: &str, kind: &str, caller: &Caller, summary: serde_json::Value) {
     let store = lock(&state.store);
-    let entry = AuditEntry { sandbox_id: Some(id.to_string()), kind: kind.to_string(), actor: caller.actor(), summary: summary.clone(), time_ms: now_ms() };
-    if let Err(e) = store.add_audit(&entry).and_then(|_| store.add_event(id, kind, &summary)) {
+    let entry = AuditEntry {
+        sandbox_id: Some(id.to_string()),
+        kind: kind.to_string(),
+        actor: caller.actor(),
+        summary: summary.clone(),
+        time_ms: now_ms(),
+    };
+    if let Err(e) = store
+        .add_audit(&entry)
+        .and_then(|_| store.add_event(id, kind, &summary))
+    {
         eprintln!("airlock serve: cannot record {kind} on sandbox {id}: {e}");
     }
 }
@@ -172,7 +269,9 @@ fn now_ms() -> i64 {
 
 pub(crate) fn timeout_ms(seconds: u64) -> Result<i64, ApiError> {
     if seconds == 0 || seconds > MAX_TIMEOUT_S {
-        return Err(ApiError::Invalid(format!("a timeout of {seconds} s is out of range; give between 1 and {MAX_TIMEOUT_S} seconds")));
+        return Err(ApiError::Invalid(format!(
+            "a timeout of {seconds} s is out of range; give between 1 and {MAX_TIMEOUT_S} seconds"
+        )));
     }
     // In range: at most 86_400_000.
     Ok(seconds as i64 * 1000)
@@ -180,7 +279,10 @@ pub(crate) fn timeout_ms(seconds: u64) -> Result<i64, ApiError> {
 
 pub(crate) fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
     if metadata.len() > MAX_METADATA_PAIRS {
-        return Err(ApiError::Invalid(format!("{} metadata pairs given; the most allowed is {MAX_METADATA_PAIRS}", metadata.len())));
+        return Err(ApiError::Invalid(format!(
+            "{} metadata pairs given; the most allowed is {MAX_METADATA_PAIRS}",
+            metadata.len()
+        )));
     }
     for (k, v) in metadata {
         if k.is_empty() || k.len() > MAX_METADATA_KEY_BYTES || v.len() > MAX_METADATA_VALUE_BYTES {

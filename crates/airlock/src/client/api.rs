@@ -28,7 +28,11 @@ impl Api {
     /// The server named by the flags, else the environment, else the default address; fails
     /// when no API key is given either way.
     pub fn new(args: &ServerArgs) -> Result<Api> {
-        let base = args.server.clone().or_else(|| from_env("AIRLOCK_SERVER")).unwrap_or_else(|| DEFAULT_SERVER.to_string());
+        let base = args
+            .server
+            .clone()
+            .or_else(|| from_env("AIRLOCK_SERVER"))
+            .unwrap_or_else(|| DEFAULT_SERVER.to_string());
         let base = base.trim().trim_end_matches('/').to_string();
         if !(base.starts_with("http://") || base.starts_with("https://")) {
             bail!("the server address {base:?} is not an http:// URL; give --server (or AIRLOCK_SERVER) as e.g. {DEFAULT_SERVER}");
@@ -37,13 +41,22 @@ impl Api {
             anyhow!("no API key: pass --api-key KEY or set AIRLOCK_API_KEY to the key `airlock serve` printed on its first start")
         })?;
         // No redirects: following one would send the API key to wherever it points.
-        let agent = ureq::AgentBuilder::new().timeout_connect(CONNECT_TIMEOUT).redirects(0).build();
-        Ok(Api { base, key: key.trim().to_string(), agent })
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(CONNECT_TIMEOUT)
+            .redirects(0)
+            .build();
+        Ok(Api {
+            base,
+            key: key.trim().to_string(),
+            agent,
+        })
     }
 
     /// A request to `path` (already encoded) with the API key.
     pub fn request(&self, method: &str, path: &str) -> ureq::Request {
-        self.agent.request(method, &format!("{}{path}", self.base)).set("Authorization", &format!("Bearer {}", self.key))
+        self.agent
+            .request(method, &format!("{}{path}", self.base))
+            .set("Authorization", &format!("Bearer {}", self.key))
     }
 
     /// The response to a request, or what went wrong as a message for the user.
@@ -62,22 +75,39 @@ impl Api {
     }
 
     /// Sends `body` as JSON (or nothing) and returns the JSON answer.
-    pub fn json(&self, method: &str, path: &str, body: Option<&serde_json::Value>) -> Result<serde_json::Value> {
+    pub fn json(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<serde_json::Value> {
         let req = self.request(method, path);
         let sent = match body {
-            Some(b) => req.set("Content-Type", "application/json").send_string(&b.to_string()),
+            Some(b) => req
+                .set("Content-Type", "application/json")
+                .send_string(&b.to_string()),
             None => req.call(),
         };
         let resp = self.answer(sent)?;
-        let text = resp.into_string().map_err(|e| anyhow::Error::new(e).context("the server's answer broke off; retry"))?;
-        serde_json::from_str(&text).map_err(|_| anyhow!("the server at {} did not answer with JSON; check that it is `airlock serve`", self.base))
+        let text = resp
+            .into_string()
+            .map_err(|e| anyhow::Error::new(e).context("the server's answer broke off; retry"))?;
+        serde_json::from_str(&text).map_err(|_| {
+            anyhow!(
+                "the server at {} did not answer with JSON; check that it is `airlock serve`",
+                self.base
+            )
+        })
     }
 }
 
 /// A refusal as `<message> (<code>)`, or the HTTP status when the body is not airlock's.
 fn refusal(status: u16, resp: ureq::Response) -> anyhow::Error {
     let mut text = String::new();
-    let _ = resp.into_reader().take(MAX_ERROR_BODY).read_to_string(&mut text);
+    let _ = resp
+        .into_reader()
+        .take(MAX_ERROR_BODY)
+        .read_to_string(&mut text);
     error_message(status, &text)
 }
 

@@ -77,7 +77,12 @@ fn repl(api: &Api, args: &CodeArgs) -> Result<i32> {
     loop {
         eprint!("{prompt}");
         let mut snippet = String::new();
-        if stdin.lock().read_line(&mut snippet).context("cannot read from the terminal")? == 0 {
+        if stdin
+            .lock()
+            .read_line(&mut snippet)
+            .context("cannot read from the terminal")?
+            == 0
+        {
             eprintln!();
             break;
         }
@@ -89,7 +94,13 @@ fn repl(api: &Api, args: &CodeArgs) -> Result<i32> {
             loop {
                 eprint!("... ");
                 let mut line = String::new();
-                if stdin.lock().read_line(&mut line).context("cannot read from the terminal")? == 0 || line.trim().is_empty() {
+                if stdin
+                    .lock()
+                    .read_line(&mut line)
+                    .context("cannot read from the terminal")?
+                    == 0
+                    || line.trim().is_empty()
+                {
                     break;
                 }
                 snippet.push_str(&line);
@@ -117,25 +128,38 @@ fn repl(api: &Api, args: &CodeArgs) -> Result<i32> {
 fn stdin_code() -> Result<String> {
     let mut stdin = std::io::stdin().lock();
     if stdin.is_terminal() {
-        bail!("no code given: pass it as an argument (airlock code 'print(1)') or pipe it on stdin");
+        bail!(
+            "no code given: pass it as an argument (airlock code 'print(1)') or pipe it on stdin"
+        );
     }
     let mut text = String::new();
-    stdin.read_to_string(&mut text).context("cannot read the code from stdin (it must be UTF-8 text)")?;
+    stdin
+        .read_to_string(&mut text)
+        .context("cannot read the code from stdin (it must be UTF-8 text)")?;
     Ok(text)
 }
 
 fn run(api: &Api, id: &str, body: &Value) -> Result<i32> {
-    let req = api.request("POST", &format!("/v1/sandboxes/{}/code", segment(id))).set("Content-Type", "application/json");
+    let req = api
+        .request("POST", &format!("/v1/sandboxes/{}/code", segment(id)))
+        .set("Content-Type", "application/json");
     let resp = api.answer(req.send_string(&body.to_string()))?;
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
     for line in BufReader::new(resp.into_reader()).lines() {
-        let line = line.map_err(|e| anyhow::Error::new(e).context("the event stream from the server broke off before the execution ended"))?;
+        let line = line.map_err(|e| {
+            anyhow::Error::new(e)
+                .context("the event stream from the server broke off before the execution ended")
+        })?;
         if line.trim().is_empty() {
             continue;
         }
         let v: Value = serde_json::from_str(&line).map_err(|_| anyhow!("the server sent a line that is not JSON in the code stream; check that --server points at `airlock serve`"))?;
         let (to_out, to_err) = render(&v);
-        let written = out.write_all(to_out.as_bytes()).and_then(|()| out.flush()).and_then(|()| err.write_all(to_err.as_bytes())).and_then(|()| err.flush());
+        let written = out
+            .write_all(to_out.as_bytes())
+            .and_then(|()| out.flush())
+            .and_then(|()| err.write_all(to_err.as_bytes()))
+            .and_then(|()| err.flush());
         match written {
             // Our reader went away: dropping the stream makes the server interrupt the code.
             Err(e) if e.kind() == ErrorKind::BrokenPipe => return Ok(BROKEN_PIPE),
@@ -163,7 +187,13 @@ pub(super) fn render(v: &Value) -> (String, String) {
             let mut out = String::new();
             let mut err = String::new();
             let data = v["data"].as_object();
-            let rich: Vec<(&String, &Value)> = data.map(|d| d.iter().filter(|(m, _)| m.as_str() != "text/plain").collect()).unwrap_or_default();
+            let rich: Vec<(&String, &Value)> = data
+                .map(|d| {
+                    d.iter()
+                        .filter(|(m, _)| m.as_str() != "text/plain")
+                        .collect()
+                })
+                .unwrap_or_default();
             if let Some(plain) = v["data"]["text/plain"].as_str() {
                 // A display that is only text shows as text; a rich one is summarized.
                 if kind == "result" || rich.is_empty() {
@@ -172,12 +202,18 @@ pub(super) fn render(v: &Value) -> (String, String) {
                 }
             }
             for (mime, content) in rich {
-                err.push_str(&format!("[{kind}: {mime}, {} bytes]\n", size_of(mime, content)));
+                err.push_str(&format!(
+                    "[{kind}: {mime}, {} bytes]\n",
+                    size_of(mime, content)
+                ));
             }
             (out, err)
         }
         Some("error") => {
-            let lines: Vec<&str> = v["traceback"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            let lines: Vec<&str> = v["traceback"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
             let mut err = String::new();
             if lines.is_empty() {
                 err.push_str(&format!("{}: {}\n", text("name"), text("value")));
@@ -198,7 +234,10 @@ pub(super) fn render(v: &Value) -> (String, String) {
 fn size_of(mime: &str, content: &Value) -> usize {
     match content.as_str() {
         Some(s) if mime.starts_with("image/") && mime != "image/svg+xml" => {
-            base64::engine::general_purpose::STANDARD.decode(s.trim()).map(|b| b.len()).unwrap_or(s.len())
+            base64::engine::general_purpose::STANDARD
+                .decode(s.trim())
+                .map(|b| b.len())
+                .unwrap_or(s.len())
         }
         Some(s) => s.len(),
         None => content.to_string().len(),

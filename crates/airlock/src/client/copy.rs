@@ -16,7 +16,10 @@ pub(super) enum Endpoint {
     Std,
     Local(PathBuf),
     /// `ID:/absolute/path`.
-    Sandbox { id: String, path: String },
+    Sandbox {
+        id: String,
+        path: String,
+    },
 }
 
 /// Parses one side: `-`, `ID:/abs/path`, or a local path (`./a:b` for a local name with a
@@ -30,7 +33,10 @@ pub(super) fn endpoint(arg: &str) -> Result<Endpoint> {
             if !path.starts_with('/') {
                 bail!("{arg:?}: the path inside the sandbox must be absolute, e.g. {id}:/tmp/file (for a local file whose name has a colon, write ./{arg})");
             }
-            Ok(Endpoint::Sandbox { id: id.to_string(), path: path.to_string() })
+            Ok(Endpoint::Sandbox {
+                id: id.to_string(),
+                path: path.to_string(),
+            })
         }
         _ => Ok(Endpoint::Local(PathBuf::from(arg))),
     }
@@ -56,13 +62,24 @@ fn upload(api: &Api, src: Endpoint, id: &str, path: &str) -> Result<i32> {
     // The server refuses an unknown sandbox before reading the body, which the client would see
     // as a broken pipe mid-upload; asking first turns that into the server's own message.
     api.json("GET", &format!("/v1/sandboxes/{}", segment(id)), None)?;
-    let req = |path: &str| api.request("PUT", &files_path(id)).query("path", path).set("Content-Type", "application/octet-stream");
+    let req = |path: &str| {
+        api.request("PUT", &files_path(id))
+            .query("path", path)
+            .set("Content-Type", "application/octet-stream")
+    };
     let sent = match src {
         Endpoint::Local(local) => {
-            let file = File::open(&local).with_context(|| format!("cannot open {} to copy it; check the path", local.display()))?;
-            let meta = file.metadata().with_context(|| format!("cannot read what {} is", local.display()))?;
+            let file = File::open(&local).with_context(|| {
+                format!("cannot open {} to copy it; check the path", local.display())
+            })?;
+            let meta = file
+                .metadata()
+                .with_context(|| format!("cannot read what {} is", local.display()))?;
             if meta.is_dir() {
-                bail!("{} is a directory; cp copies one file at a time", local.display());
+                bail!(
+                    "{} is a directory; cp copies one file at a time",
+                    local.display()
+                );
             }
             // `ID:/dir/` names a directory: the file keeps its name there.
             let path = match (path.ends_with('/'), local.file_name()) {
@@ -78,19 +95,31 @@ fn upload(api: &Api, src: Endpoint, id: &str, path: &str) -> Result<i32> {
 }
 
 fn download(api: &Api, id: &str, path: &str, dst: Endpoint) -> Result<i32> {
-    let resp = api.answer(api.request("GET", &files_path(id)).query("path", path).call())?;
+    let resp = api.answer(
+        api.request("GET", &files_path(id))
+            .query("path", path)
+            .call(),
+    )?;
     let mut body = resp.into_reader();
-    let broke = |e: std::io::Error| anyhow::Error::new(e).context(format!("the copy of {id}:{path} broke off; retry"));
+    let broke = |e: std::io::Error| {
+        anyhow::Error::new(e).context(format!("the copy of {id}:{path} broke off; retry"))
+    };
     match dst {
         Endpoint::Local(local) => {
             let local = into_dir(local, path);
-            let mut file = File::create(&local).with_context(|| format!("cannot create {}; check that its directory exists and is writable", local.display()))?;
+            let mut file = File::create(&local).with_context(|| {
+                format!(
+                    "cannot create {}; check that its directory exists and is writable",
+                    local.display()
+                )
+            })?;
             if let Err(e) = std::io::copy(&mut body, &mut file).and_then(|_| file.flush()) {
                 // Leave no truncated file that looks complete.
                 let _ = std::fs::remove_file(&local);
                 return Err(broke(e));
             }
-            file.sync_all().with_context(|| format!("cannot write {} to disk", local.display()))?;
+            file.sync_all()
+                .with_context(|| format!("cannot write {} to disk", local.display()))?;
         }
         _ => {
             let mut out = std::io::stdout().lock();

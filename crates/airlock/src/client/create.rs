@@ -15,7 +15,9 @@ pub fn create(api: &Api, args: &CreateArgs) -> Result<i32> {
         print(&format!("{}\n", serde_json::to_string_pretty(&record)?))?;
         return Ok(0);
     }
-    let field = |name: &str| record[name].as_str().ok_or_else(|| anyhow!("the server's answer has no sandbox {name}; check that --server points at `airlock serve`"));
+    let field = |name: &str| {
+        record[name].as_str().ok_or_else(|| anyhow!("the server's answer has no sandbox {name}; check that --server points at `airlock serve`"))
+    };
     print(&format!("{}\n{}\n", field("id")?, field("token")?))?;
     Ok(0)
 }
@@ -29,18 +31,25 @@ pub(super) fn request_body(args: &CreateArgs) -> Result<Value> {
     if let Some(t) = args.timeout {
         body.insert("timeout".into(), json!(t));
     }
-    body.insert("metadata".into(), json!(pairs("--metadata", &args.metadata)?));
+    body.insert(
+        "metadata".into(),
+        json!(pairs("--metadata", &args.metadata)?),
+    );
     body.insert("env".into(), json!(pairs("--env", &args.env)?));
     if !args.allow_domain.is_empty() && args.net.as_deref() != Some("proxy") {
         bail!("--allow-domain only applies to a proxied sandbox; add --net proxy");
     }
     let mut policy = Map::new();
     if args.net.is_some() || !args.allow_domain.is_empty() {
-        policy.insert("network".into(), json!({ "mode": args.net, "allow_domain": args.allow_domain }));
+        policy.insert(
+            "network".into(),
+            json!({ "mode": args.net, "allow_domain": args.allow_domain }),
+        );
     }
     let mut limits = Map::new();
     if let Some(m) = &args.memory {
-        let bytes = airlock_policy::parse_size(m).with_context(|| format!("--memory {m:?} is not a size; give e.g. 512M or 2G"))?;
+        let bytes = airlock_policy::parse_size(m)
+            .with_context(|| format!("--memory {m:?} is not a size; give e.g. 512M or 2G"))?;
         limits.insert("memory".into(), json!(bytes));
     }
     if let Some(p) = args.pids {

@@ -18,7 +18,10 @@ fn args() -> CreateArgs {
 
 #[test]
 fn the_body_holds_only_what_was_asked() {
-    assert_eq!(request_body(&args()).unwrap(), json!({"metadata": {}, "env": {}}));
+    assert_eq!(
+        request_body(&args()).unwrap(),
+        json!({"metadata": {}, "env": {}})
+    );
     let a = CreateArgs {
         template: Some("user".into()),
         timeout: Some(60),
@@ -41,8 +44,20 @@ fn the_body_holds_only_what_was_asked() {
 
 #[test]
 fn allow_domain_needs_the_proxy_and_sizes_must_parse() {
-    let a = CreateArgs { allow_domain: vec!["example.com".into()], ..args() };
-    assert!(request_body(&a).unwrap_err().to_string().contains("--net proxy"));
-    let a = CreateArgs { memory: Some("lots".into()), ..args() };
-    assert!(request_body(&a).unwrap_err().to_string().contains("--memory"));
+    let a = CreateArgs {
+        allow_domain: vec!["example.com".into()],
+        ..args()
+    };
+    assert!(request_body(&a)
+        .unwrap_err()
+        .to_string()
+        .contains("--net proxy"));
+    let a = CreateArgs {
+        memory: Some("lots".into()),
+        ..args()
+    };
+    assert!(request_body(&a)
+        .unwrap_err()
+        .to_string()
+        .contains("--memory"));
 }

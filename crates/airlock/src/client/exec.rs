@@ -41,11 +41,16 @@ pub fn exec(api: &Api, args: &ExecArgs) -> Result<i32> {
     if let Some(input) = stdin_text()? {
         body["stdin"] = json!(input);
     }
-    let req = api.request("POST", &format!("/v1/sandboxes/{}/exec", segment(&args.id))).set("Content-Type", "application/json");
+    let req = api
+        .request("POST", &format!("/v1/sandboxes/{}/exec", segment(&args.id)))
+        .set("Content-Type", "application/json");
     let resp = api.answer(req.send_string(&body.to_string()))?;
     let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
     for line in BufReader::new(resp.into_reader()).lines() {
-        let line = line.map_err(|e| anyhow::Error::new(e).context("the output stream from the server broke off before the command ended"))?;
+        let line = line.map_err(|e| {
+            anyhow::Error::new(e)
+                .context("the output stream from the server broke off before the command ended")
+        })?;
         if line.trim().is_empty() {
             continue;
         }
@@ -86,15 +91,25 @@ pub(super) fn event(line: &str) -> Result<Event> {
         if let Some(text) = v["data"].as_str() {
             return Ok(text.as_bytes().to_vec());
         }
-        let b64 = v["data_b64"].as_str().ok_or_else(|| anyhow!("an output event from the server has neither data nor data_b64"))?;
-        base64::engine::general_purpose::STANDARD.decode(b64).map_err(|_| anyhow!("an output event from the server has data_b64 that is not base64"))
+        let b64 = v["data_b64"].as_str().ok_or_else(|| {
+            anyhow!("an output event from the server has neither data nor data_b64")
+        })?;
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .map_err(|_| anyhow!("an output event from the server has data_b64 that is not base64"))
     };
     Ok(match v["type"].as_str() {
         Some("start") => Event::Start,
         Some("stdout") => Event::Stdout(data()?),
         Some("stderr") => Event::Stderr(data()?),
         Some("end") => Event::End(exit_status(&v)),
-        Some("error") => Event::Failed(format!("{} ({})", v["message"].as_str().unwrap_or("the command failed on the server"), v["code"].as_str().unwrap_or("internal"))),
+        Some("error") => Event::Failed(format!(
+            "{} ({})",
+            v["message"]
+                .as_str()
+                .unwrap_or("the command failed on the server"),
+            v["code"].as_str().unwrap_or("internal")
+        )),
         // Event kinds added later are skipped, so an older client keeps working.
         _ => Event::Start,
     })
@@ -109,7 +124,10 @@ fn exit_status(end: &Value) -> i32 {
     if let Some(sig) = end["signal"].as_i64() {
         return 128 + i32::try_from(sig).unwrap_or(0);
     }
-    end["exit_code"].as_i64().and_then(|c| i32::try_from(c).ok()).unwrap_or(FAILED)
+    end["exit_code"]
+        .as_i64()
+        .and_then(|c| i32::try_from(c).ok())
+        .unwrap_or(FAILED)
 }
 
 #[cfg(test)]

@@ -11,7 +11,10 @@ pub fn kill(api: &Api, args: &KillArgs) -> Result<i32> {
     let mut status = 0;
     for id in &args.ids {
         match api.json("DELETE", &format!("/v1/sandboxes/{}", segment(id)), None) {
-            Ok(record) => print(&format!("{id} {}\n", record["state"].as_str().unwrap_or("unknown")))?,
+            Ok(record) => print(&format!(
+                "{id} {}\n",
+                record["state"].as_str().unwrap_or("unknown")
+            ))?,
             Err(e) => {
                 eprintln!("airlock: {id}: {e:#}");
                 status = 125;

@@ -20,8 +20,14 @@ pub fn list(api: &Api, args: &LsArgs) -> Result<i32> {
         req = req.query(&format!("metadata.{k}"), &v);
     }
     let resp = api.answer(req.call())?;
-    let text = resp.into_string().map_err(|e| anyhow::Error::new(e).context("the server's answer broke off; retry"))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|_| anyhow!("the server did not answer with JSON; check that --server points at `airlock serve`"))?;
+    let text = resp
+        .into_string()
+        .map_err(|e| anyhow::Error::new(e).context("the server's answer broke off; retry"))?;
+    let doc: Value = serde_json::from_str(&text).map_err(|_| {
+        anyhow!(
+            "the server did not answer with JSON; check that --server points at `airlock serve`"
+        )
+    })?;
     let records = doc.as_array().ok_or_else(|| anyhow!("the server's answer is not a list of sandboxes; check that --server points at `airlock serve`"))?;
     if args.json {
         print(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
@@ -38,10 +44,21 @@ pub(super) fn table(records: &[Value]) -> String {
         let text = |k: &str| r[k].as_str().unwrap_or("-").to_string();
         let time = |k: &str| r[k].as_i64().map(utc).unwrap_or_else(|| "-".into());
         let metadata = match r["metadata"].as_object() {
-            Some(m) if !m.is_empty() => m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(","),
+            Some(m) if !m.is_empty() => m
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join(","),
             _ => "-".into(),
         };
-        rows.push([text("id"), text("state"), text("template"), time("created_ms"), time("deadline_ms"), metadata]);
+        rows.push([
+            text("id"),
+            text("state"),
+            text("template"),
+            time("created_ms"),
+            time("deadline_ms"),
+            metadata,
+        ]);
     }
     let mut widths = [0usize; 6];
     for row in &rows {
@@ -79,7 +96,12 @@ pub(super) fn utc(ms: i64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]

@@ -19,8 +19,14 @@ fn the_table_is_aligned_and_shows_metadata() {
     let t = table(&rows);
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 3);
-    assert!(lines[0].starts_with("ID           STATE    TEMPLATE  CREATED"), "{t}");
-    assert!(lines[1].contains("1970-01-01 00:05:00") && lines[1].ends_with("team=a,x=1"), "{t}");
+    assert!(
+        lines[0].starts_with("ID           STATE    TEMPLATE  CREATED"),
+        "{t}"
+    );
+    assert!(
+        lines[1].contains("1970-01-01 00:05:00") && lines[1].ends_with("team=a,x=1"),
+        "{t}"
+    );
     assert!(lines[2].ends_with(" -"), "{t}");
     assert_eq!(lines[1].find("running"), lines[2].find("killed"));
 }

@@ -12,7 +12,13 @@ fn pairs_split_at_the_first_equals_sign() {
 
 #[test]
 fn malformed_or_repeated_pairs_are_refused() {
-    assert!(pairs("--metadata", &["novalue".into()]).unwrap_err().to_string().contains("KEY=VALUE"));
+    assert!(pairs("--metadata", &["novalue".into()])
+        .unwrap_err()
+        .to_string()
+        .contains("KEY=VALUE"));
     assert!(pairs("--metadata", &["=v".into()]).is_err());
-    assert!(pairs("--metadata", &["a=1".into(), "a=2".into()]).unwrap_err().to_string().contains("twice"));
+    assert!(pairs("--metadata", &["a=1".into(), "a=2".into()])
+        .unwrap_err()
+        .to_string()
+        .contains("twice"));
 }

@@ -49,7 +49,10 @@ pub struct Run {
 impl Run {
     fn from(out: Output) -> Run {
         use std::os::unix::process::ExitStatusExt;
-        let code = out.status.code().unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+        let code = out
+            .status
+            .code()
+            .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
         Run {
             code,
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -86,7 +89,8 @@ pub fn run_json(cwd: &Path, flags: &[&str], script: &str) -> (Run, serde_json::V
     let mut all: Vec<&str> = vec!["--result", &file_s];
     all.extend_from_slice(flags);
     let run = run_sh(cwd, &all, script);
-    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("no result file: {e}; stderr: {}", run.stderr));
+    let text = std::fs::read_to_string(&file)
+        .unwrap_or_else(|e| panic!("no result file: {e}; stderr: {}", run.stderr));
     (run, serde_json::from_str(&text).expect("result is JSON"))
 }
 
@@ -101,8 +105,16 @@ pub fn leftover_cgroups() -> Vec<PathBuf> {
     let cg = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     for line in cg.lines() {
         let mut parts = line.splitn(3, ':');
-        let (_, ctrl, path) = (parts.next(), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        let base = if ctrl.is_empty() { PathBuf::from("/sys/fs/cgroup/unified") } else { PathBuf::from("/sys/fs/cgroup").join(ctrl.trim_start_matches("name=")) };
+        let (_, ctrl, path) = (
+            parts.next(),
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+        );
+        let base = if ctrl.is_empty() {
+            PathBuf::from("/sys/fs/cgroup/unified")
+        } else {
+            PathBuf::from("/sys/fs/cgroup").join(ctrl.trim_start_matches("name="))
+        };
         let dir = base.join(path.trim_start_matches('/'));
         if let Ok(rd) = std::fs::read_dir(&dir) {
             for e in rd.flatten() {
@@ -120,7 +132,9 @@ pub fn pids_with_marker(marker: &str) -> Vec<i32> {
     let mut pids = Vec::new();
     let me = std::process::id() as i32;
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         if pid == me {
             continue;
         }
@@ -168,9 +182,20 @@ impl ServeProcess {
     /// [`binary_for_test_user`]; `data` is handed to the user).
     pub fn start_as_test_user(bin: &Path, data: &Path, extra: &[&str]) -> ServeProcess {
         let (uid, gid, home) = ensure_test_user();
-        std::os::unix::fs::chown(data, Some(uid), Some(gid)).expect("hand the data directory to the test user");
+        std::os::unix::fs::chown(data, Some(uid), Some(gid))
+            .expect("hand the data directory to the test user");
         let mut cmd = Command::new("setpriv");
-        cmd.args(["--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--"]).arg(bin).env("HOME", home).env("USER", TEST_USER);
+        cmd.args([
+            "--reuid",
+            TEST_USER,
+            "--regid",
+            TEST_USER,
+            "--init-groups",
+            "--",
+        ])
+        .arg(bin)
+        .env("HOME", home)
+        .env("USER", TEST_USER);
         ServeProcess::start_with(cmd, data, extra)
     }
 
@@ -187,11 +212,15 @@ impl ServeProcess {
             .spawn()
             .expect("start airlock serve");
         let mut out = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
-        let (mut printed_key, mut printed_e2b_key, mut base, mut printed) = (None, None, None, Vec::new());
+        let (mut printed_key, mut printed_e2b_key, mut base, mut printed) =
+            (None, None, None, Vec::new());
         let mut line = String::new();
         while base.is_none() {
             line.clear();
-            assert!(out.read_line(&mut line).expect("read the server's stdout") > 0, "the server exited before listening");
+            assert!(
+                out.read_line(&mut line).expect("read the server's stdout") > 0,
+                "the server exited before listening"
+            );
             printed.push(line.trim_end().to_string());
             if let Some(k) = line.trim().strip_prefix("api key: ") {
                 printed_key = Some(k.to_string());
@@ -204,7 +233,13 @@ impl ServeProcess {
             }
         }
         std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
-        ServeProcess { child, base: base.unwrap_or_default(), printed_key, printed_e2b_key, printed }
+        ServeProcess {
+            child,
+            base: base.unwrap_or_default(),
+            printed_key,
+            printed_e2b_key,
+            printed,
+        }
     }
 
     pub fn pid(&self) -> i32 {
@@ -216,7 +251,12 @@ impl ServeProcess {
         // SAFETY: signals our own child by its pid.
         unsafe { libc::kill(self.pid(), libc::SIGTERM) };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while self.child.try_wait().expect("wait for the server").is_none() {
+        while self
+            .child
+            .try_wait()
+            .expect("wait for the server")
+            .is_none()
+        {
             if std::time::Instant::now() > deadline {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
@@ -251,20 +291,42 @@ pub const TEST_USER: &str = "airlock-test";
 /// The unprivileged test user, created if missing: uid, gid, home. Must run as root; panics
 /// (never skips) when the user cannot be made.
 pub fn ensure_test_user() -> (u32, u32, String) {
-    assert!(is_root(), "this test must run as root: it creates and switches to {TEST_USER}");
-    let exists = Command::new("id").arg("-u").arg(TEST_USER).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    assert!(
+        is_root(),
+        "this test must run as root: it creates and switches to {TEST_USER}"
+    );
+    let exists = Command::new("id")
+        .arg("-u")
+        .arg(TEST_USER)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
     if !exists {
-        let out = Command::new("useradd").args(["--system", "--create-home", "--shell", "/bin/sh", TEST_USER]).output().expect("run useradd");
+        let out = Command::new("useradd")
+            .args(["--system", "--create-home", "--shell", "/bin/sh", TEST_USER])
+            .output()
+            .expect("run useradd");
         // A concurrent creator (another test binary) may have won; the lookup below decides.
         if !out.status.success() {
             eprintln!("useradd: {}", String::from_utf8_lossy(&out.stderr));
         }
     }
-    let out = Command::new("getent").args(["passwd", TEST_USER]).output().expect("run getent");
+    let out = Command::new("getent")
+        .args(["passwd", TEST_USER])
+        .output()
+        .expect("run getent");
     let entry = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let f: Vec<&str> = entry.split(':').collect();
-    assert!(f.len() >= 6, "cannot create the test user {TEST_USER}: getent says {entry:?}");
-    let (uid, gid, home) = (f[2].parse().expect("uid"), f[3].parse().expect("gid"), f[5].to_string());
+    assert!(
+        f.len() >= 6,
+        "cannot create the test user {TEST_USER}: getent says {entry:?}"
+    );
+    let (uid, gid, home) = (
+        f[2].parse().expect("uid"),
+        f[3].parse().expect("gid"),
+        f[5].to_string(),
+    );
     if !Path::new(&home).is_dir() {
         std::fs::create_dir_all(&home).expect("create the test user's home");
         std::os::unix::fs::chown(&home, Some(uid), Some(gid)).expect("chown the test user's home");
@@ -277,7 +339,8 @@ pub fn ensure_test_user() -> (u32, u32, String) {
 pub fn binary_for_test_user(tag: &str) -> (TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let dir = TempDir::new(tag);
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod the binary's directory");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod the binary's directory");
     let bin = dir.join("airlock");
     std::fs::copy(airlock_bin(), &bin).expect("copy airlock");
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod airlock");

@@ -29,7 +29,10 @@ fn need(path: PathBuf, what: &str) -> PathBuf {
 
 /// The Python of the venv that has the `mcp` SDK.
 pub fn sdk_python() -> PathBuf {
-    need(tools_dir().join("venv/bin/python"), "the MCP Python SDK venv")
+    need(
+        tools_dir().join("venv/bin/python"),
+        "the MCP Python SDK venv",
+    )
 }
 
 /// The npm folder holding @modelcontextprotocol/server-filesystem.
@@ -39,7 +42,10 @@ pub fn npm_dir() -> PathBuf {
 
 /// The filesystem server's entry point.
 pub fn filesystem_server() -> PathBuf {
-    need(npm_dir().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), "@modelcontextprotocol/server-filesystem")
+    need(
+        npm_dir().join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"),
+        "@modelcontextprotocol/server-filesystem",
+    )
 }
 
 /// The venv that has mcp-server-fetch, and its entry point.
@@ -48,7 +54,10 @@ pub fn fetch_venv() -> PathBuf {
 }
 
 pub fn fetch_server() -> PathBuf {
-    need(fetch_venv().join("bin/mcp-server-fetch"), "mcp-server-fetch")
+    need(
+        fetch_venv().join("bin/mcp-server-fetch"),
+        "mcp-server-fetch",
+    )
 }
 
 /// client.py, beside this file.
@@ -69,8 +78,13 @@ pub fn run_client(cwd: &Path, steps: &Value, target: &[String]) -> Vec<Value> {
         .expect("run the MCP client");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the MCP client failed ({:?})\nstdout: {stdout}\nstderr: {stderr}", out.status);
-    let v: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("client output is not JSON ({e}): {stdout}\nstderr: {stderr}"));
+    assert!(
+        out.status.success(),
+        "the MCP client failed ({:?})\nstdout: {stdout}\nstderr: {stderr}",
+        out.status
+    );
+    let v: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {stdout}\nstderr: {stderr}"));
     v.as_array().cloned().unwrap_or_default()
 }
 
@@ -83,7 +97,12 @@ pub fn stdio(bin: &Path, args: &[&str]) -> Vec<String> {
 
 /// The tool names a `{"list": true}` step returned.
 pub fn names(step: &Value) -> Vec<String> {
-    step["tools"].as_array().unwrap_or_else(|| panic!("not a listing: {step}")).iter().map(|t| t.as_str().unwrap_or("").to_string()).collect()
+    step["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a listing: {step}"))
+        .iter()
+        .map(|t| t.as_str().unwrap_or("").to_string())
+        .collect()
 }
 
 /// The text of a call step (panics on a protocol error).
@@ -93,7 +112,9 @@ pub fn text(step: &Value) -> String {
 }
 
 pub fn is_error(step: &Value) -> bool {
-    step["is_error"].as_bool().unwrap_or_else(|| panic!("not a call result: {step}"))
+    step["is_error"]
+        .as_bool()
+        .unwrap_or_else(|| panic!("not a call result: {step}"))
 }
 
 /// A loopback HTTP origin answering every request with `body`, counting requests.
@@ -131,10 +152,18 @@ impl Origin {
 pub fn children_with(pid: i32, needle: &str) -> Vec<i32> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let ppid = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(1)).and_then(|s| s.parse::<i32>().ok());
-        let cmd = String::from_utf8_lossy(&std::fs::read(e.path().join("cmdline")).unwrap_or_default()).replace('\0', " ");
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|s| s.parse::<i32>().ok());
+        let cmd =
+            String::from_utf8_lossy(&std::fs::read(e.path().join("cmdline")).unwrap_or_default())
+                .replace('\0', " ");
         if ppid == Some(pid) && cmd.contains(needle) {
             found.push(p);
         }
@@ -148,7 +177,9 @@ pub fn pids_in_dir(dir: &Path) -> Vec<i32> {
     let me = std::process::id() as i32;
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         if p != me && std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c == dir) {
             found.push(p);
         }
@@ -164,7 +195,10 @@ pub fn assert_nothing_left_in(dir: &Path, what: &str) {
         if left.is_empty() {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "{what}: processes left behind: {left:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: processes left behind: {left:?}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
