@@ -46,6 +46,7 @@ fi
 # Boxes run as the test user too: the tools must be readable and their paths traversable.
 chmod -R a+rX "$mcp_tools"
 
+cargo fmt --all -- --check
 cargo build --workspace --all-targets --locked
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # E2B's official SDKs (PyPI and npm, pinned in tests/e2b) for the E2B conformance suite; fast when
