@@ -148,6 +148,40 @@ fn reads_event_counters() {
 }
 
 #[test]
+fn stat_cpu_ticks_counts_own_and_reaped_time_after_a_name_with_parentheses() {
+    let stat = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 20 10 20 0 1 0 5 0 0";
+    assert_eq!(parse::stat_cpu_ticks(stat), Some(7 + 3 + 20 + 10));
+    assert_eq!(parse::stat_cpu_ticks("42 (x) S 1"), None);
+    assert_eq!(parse::stat_cpu_ticks("no parenthesis"), None);
+}
+
+#[test]
+fn a_box_cgroup_reports_the_cpu_time_of_its_processes() {
+    let Ok(mut cg) = BoxCgroup::create(&unique_name("cpu-usage"), &CgroupLimits::default()) else {
+        panic!("no usable cgroup hierarchy on this host: the usage test needs one");
+    };
+    // A child that burns ~150 ms of CPU, then waits to be measured.
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "i=0; while [ $i -lt 40000 ]; do i=$((i+1)); done; sleep 30",
+        ])
+        .spawn()
+        .unwrap();
+    cg.add_pid(child.id() as libc::pid_t).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let used = cg.cpu_usage_usec();
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = cg.destroy();
+    let used = used.expect("the member's CPU time is readable");
+    assert!(
+        used >= 10_000,
+        "at least 10 ms of CPU measured, got {used} us"
+    );
+}
+
+#[test]
 fn cgroup_path_membership_is_component_wise() {
     assert!(parse::path_is_within("/a/airlock-1", "/a/airlock-1"));
     assert!(parse::path_is_within("/a/airlock-1/sub", "/a/airlock-1"));

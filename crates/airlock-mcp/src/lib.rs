@@ -19,7 +19,7 @@ mod serve;
 mod server;
 pub mod wrap;
 
-pub use boxes::{StartBox, ThreadStarter};
+pub use boxes::{BackendStarter, StartBox};
 pub use catalogue::ToolName;
 pub use pattern::{PatternError, ToolFilter};
 pub use serve::{http_service, serve_stdio, ServeError, DEFAULT_IDLE};

@@ -1,7 +1,7 @@
 //! Serving MCP sessions: over stdio (`airlock mcp`: one session, ends with stdin) and as the
 //! streamable-HTTP service that `airlock serve` mounts at `/mcp` (one session per MCP session id).
 
-use crate::boxes::{StartBox, ThreadStarter};
+use crate::boxes::{BackendStarter, StartBox};
 use crate::server::{McpSession, SessionSettings, SettingsBuilder, SettingsSource};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -31,7 +31,10 @@ pub fn serve_stdio(
     settings: SessionSettings,
     idle: Duration,
 ) -> Result<(), ServeError> {
-    let starter: Arc<dyn StartBox> = Arc::new(ThreadStarter::new(airlock_exe)?);
+    let backends = airlock_runtime::backend::Backends::new(vec![Arc::new(
+        airlock_runtime::NativeBackend::new(airlock_exe),
+    )]);
+    let starter: Arc<dyn StartBox> = Arc::new(BackendStarter::new(backends));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

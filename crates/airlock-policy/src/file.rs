@@ -1,6 +1,6 @@
 //! The policy file (TOML) and its merge with command-line flags.
 
-use crate::{DurationValue, NetworkMode, PolicyError, Profile, SizeValue};
+use crate::{BackendKind, DurationValue, NetworkMode, PolicyError, Profile, SizeValue};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,6 +10,7 @@ use std::path::Path;
 ///
 /// ```toml
 /// profile = "workspace-write"
+/// backend = "native"  # native | gvisor | microvm | wasm
 /// workspace = "/src/app:/workspace"
 /// [filesystem]
 /// read = ["/opt/data"]
@@ -39,6 +40,8 @@ use std::path::Path;
 #[serde(deny_unknown_fields)]
 pub struct PolicyFile {
     pub profile: Option<Profile>,
+    /// The kind of box that enforces the policy (default: native).
+    pub backend: Option<BackendKind>,
     /// `DIR[:PATH_INSIDE]`; DIR relative to the current directory.
     pub workspace: Option<String>,
     /// Refuse to start when a layer cannot be enforced on this host (instead of falling back and
@@ -149,6 +152,7 @@ impl PolicyFile {
             }
         }
         pick(&mut self.profile, over.profile);
+        pick(&mut self.backend, over.backend);
         pick(&mut self.workspace, over.workspace);
         pick(&mut self.fail_if_unavailable, over.fail_if_unavailable);
         self.filesystem.read.extend(over.filesystem.read);

@@ -1,6 +1,6 @@
 //! Turning a [`PolicyFile`] (profile + file + flags) into the [`ResolvedPolicy`] a backend enforces.
 
-use crate::{NetworkMode, PolicyError, PolicyFile, Profile};
+use crate::{BackendKind, NetworkMode, PolicyError, PolicyFile, Profile};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -152,6 +152,10 @@ fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, Pol
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResolvedPolicy {
     pub profile: Profile,
+    /// The kind of box that enforces it (records written before backends existed read as
+    /// native).
+    #[serde(default)]
+    pub backend: BackendKind,
     pub filesystem: FilesystemPolicy,
     pub network: NetworkMode,
     /// The egress allowlist (only with `NetworkMode::Proxy`), as written; the proxy parses it.
@@ -194,6 +198,7 @@ pub fn resolve(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Result<ResolvedPo
     let env = resolve_env(file, profile, ctx)?;
     Ok(ResolvedPolicy {
         profile,
+        backend: file.backend.unwrap_or_default(),
         filesystem,
         network,
         egress,

@@ -46,6 +46,7 @@ fn proxy() -> io::Result<ProxyHandle> {
         byte_budget: None,
         connect_timeout: Duration::from_secs(5),
         audit: None,
+        on_event: None,
     };
     start_with_resolver(
         TcpListener::bind((LOCALHOST, 0))?,

@@ -4,7 +4,10 @@
 use serde::Serialize;
 use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+/// Told about every event as it is recorded (from the proxy's thread).
+pub type EventSink = Arc<dyn Fn(&NetEvent) + Send + Sync>;
 
 /// One connection request and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -35,6 +38,7 @@ pub struct AuditLog {
     events: Mutex<Vec<NetEvent>>,
     dropped: Mutex<u64>,
     file: Mutex<Option<std::fs::File>>,
+    sink: Option<EventSink>,
 }
 
 /// Events kept in memory for the result document; later ones are counted, not kept (the audit
@@ -42,16 +46,20 @@ pub struct AuditLog {
 const MAX_KEPT: usize = 10_000;
 
 impl AuditLog {
-    pub fn new(file: Option<std::fs::File>) -> AuditLog {
+    pub fn new(file: Option<std::fs::File>, sink: Option<EventSink>) -> AuditLog {
         AuditLog {
             events: Mutex::new(Vec::new()),
             dropped: Mutex::new(0),
             file: Mutex::new(file),
+            sink,
         }
     }
 
     /// Records one event.
     pub fn record(&self, event: NetEvent) {
+        if let Some(sink) = &self.sink {
+            sink(&event);
+        }
         if let Ok(mut f) = self.file.lock() {
             if let Some(file) = f.as_mut() {
                 if let Ok(line) = serde_json::to_string(&event) {

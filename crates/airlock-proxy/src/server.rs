@@ -26,6 +26,8 @@ pub struct ProxyConfig {
     pub connect_timeout: Duration,
     /// A JSON-lines audit file that receives every event as it happens.
     pub audit: Option<std::fs::File>,
+    /// Told about every event as it happens (typed, for the box's owner).
+    pub on_event: Option<crate::audit::EventSink>,
 }
 
 struct Shared {
@@ -73,7 +75,7 @@ pub fn start_with_resolver(
     crate::relay::unpace_if_loopback(&listener, local);
     let shared = Arc::new(Shared {
         rules: RwLock::new(Arc::new(config.rules)),
-        audit: AuditLog::new(config.audit),
+        audit: AuditLog::new(config.audit, config.on_event),
         bytes: AtomicU64::new(0),
         budget: config.byte_budget,
         host_own: host_addresses(),

@@ -171,6 +171,7 @@ fn config(rules: EgressRules) -> ProxyConfig {
         byte_budget: None,
         connect_timeout: Duration::from_secs(5),
         audit: None,
+        on_event: None,
     }
 }
 

@@ -5,7 +5,8 @@
 #![allow(clippy::unwrap_used)]
 
 use airlock_policy::{resolve, PolicyFile, ResolveContext};
-use airlock_runtime::{RealHost, RemoteSandbox, SandboxOptions};
+use airlock_runtime::backend::{StartOptions, Template};
+use airlock_runtime::{LiveSandbox, NativeBackend, RealHost};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -46,12 +47,29 @@ fn pss_kib(pid: i32) -> u64 {
         .unwrap_or(0)
 }
 
+/// The children of every thread of `pid` (boxes are started from the backend's own threads).
 fn children(pid: i32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .flat_map(|t| {
+            std::fs::read_to_string(t.path().join("children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
         .collect()
+}
+
+/// A box-side process: it has a pid in a namespace below ours.
+fn in_box(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("NSpid:") && l.split_whitespace().count() > 2)
 }
 
 fn main() {
@@ -80,7 +98,8 @@ fn main() {
         },
     )
     .unwrap();
-    let opts = SandboxOptions::default();
+    let opts = StartOptions::default();
+    let backend = NativeBackend::new(exe.clone());
 
     let plain = |n: usize| -> Vec<f64> {
         (0..n)
@@ -96,7 +115,7 @@ fn main() {
     let mut create = Vec::new();
     for _ in 0..40 {
         let t = Instant::now();
-        let mut s = RemoteSandbox::start(&exe, &policy, &opts).unwrap();
+        let mut s = LiveSandbox::start(&backend, &policy, &Template::Host, &opts).unwrap();
         s.exec(&["/bin/true"], &[], None, None, 1024).unwrap();
         create.push(t.elapsed().as_secs_f64() * 1000.0);
         s.kill();
@@ -105,7 +124,7 @@ fn main() {
     println!("create-to-first-exec median: {:.2} ms; plain fork+exec of /bin/true {:.2} ms (goal <= 15 ms)", median(create), plain_ms);
 
     // Warm exec.
-    let mut s = RemoteSandbox::start(&exe, &policy, &opts).unwrap();
+    let mut s = LiveSandbox::start(&backend, &policy, &Template::Host, &opts).unwrap();
     for _ in 0..20 {
         s.exec(&["/bin/true"], &[], None, None, 1024).unwrap();
     }
@@ -164,7 +183,7 @@ fn main() {
     let t = Instant::now();
     let mut boxes = Vec::new();
     for _ in 0..idle {
-        boxes.push(RemoteSandbox::start(&exe, &policy, &opts).unwrap());
+        boxes.push(LiveSandbox::start(&backend, &policy, &Template::Host, &opts).unwrap());
     }
     let held = t.elapsed();
     std::thread::sleep(Duration::from_millis(300));
@@ -177,27 +196,24 @@ fn main() {
         pss += pss_kib(*h);
         n += 1;
         for c in children(*h) {
-            let box_side = std::fs::read_to_string(format!("/proc/{c}/status"))
-                .unwrap_or_default()
-                .contains("NSpid:")
-                && std::fs::read_to_string(format!("/proc/{c}/status"))
-                    .unwrap_or_default()
-                    .lines()
-                    .any(|l| l.starts_with("NSpid:") && l.split_whitespace().count() > 2);
-            if !box_side {
+            if !in_box(c) {
                 rss += rss_kib(c, "VmRSS:");
                 pss += pss_kib(c);
             }
         }
     }
-    let agents: Vec<i32> = boxes.iter().map(|b| b.init_pid()).collect();
+    let agents: Vec<i32> = hosts
+        .iter()
+        .flat_map(|h| children(*h))
+        .filter(|c| in_box(*c))
+        .collect();
     let agent_pss: u64 = agents.iter().map(|p| pss_kib(*p)).sum();
     let all_alive = agents
         .iter()
         .all(|p| std::path::Path::new(&format!("/proc/{p}")).exists());
     println!(
         "{idle} idle boxes held at once: {} (started in {:.2} s); host side per box: RSS {:.2} MiB, PSS {:.2} MiB (supervisor + sentinel); the agent inside: PSS {:.2} MiB (goal <= 3 MiB host side)",
-        if all_alive && n as usize == idle { "ok" } else { "FAILED" },
+        if all_alive && agents.len() == idle && n as usize == idle { "ok" } else { "FAILED" },
         held.as_secs_f64(),
         rss as f64 / 1024.0 / idle as f64,
         pss as f64 / 1024.0 / idle as f64,

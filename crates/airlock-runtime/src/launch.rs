@@ -21,6 +21,8 @@ pub(crate) struct Launch<'a> {
     pub policy: &'a ResolvedPolicy,
     pub argv: &'a [String],
     pub audit: Option<&'a Path>,
+    /// Told about every network decision as it happens.
+    pub on_event: Option<airlock_proxy::audit::EventSink>,
     pub sentinel: &'a Sentinel,
     pub extra_covers: &'a [PathBuf],
 }
@@ -109,6 +111,7 @@ impl Launch<'_> {
                         byte_budget: egress.byte_budget,
                         connect_timeout: Duration::from_secs(30),
                         audit,
+                        on_event: self.on_event.clone(),
                     };
                     match airlock_proxy::server::start(listener, config) {
                         Ok(p) => Some(p),

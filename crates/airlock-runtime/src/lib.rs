@@ -3,18 +3,21 @@
 //! signals, cleanup), producing a [`RunResult`].
 
 mod agent_client;
+pub mod backend;
 mod control;
 mod host;
+mod hosted_box;
 mod idmapping;
 mod interpreter;
 mod launch;
+mod live_sandbox;
 mod mux;
+mod native_backend;
 mod output_file;
 mod placeholders;
 mod plan;
 mod proxy_channel;
 mod receipt;
-mod remote;
 mod result;
 mod sandbox;
 mod sandbox_host;
@@ -23,6 +26,7 @@ mod session;
 mod session_process;
 pub mod sessions;
 mod signals;
+mod starter_pool;
 mod stdio;
 pub mod store;
 mod supervisor;
@@ -35,11 +39,12 @@ pub use airlock_protocol::{Entry, EntryKind, ExecReply, FsEventKind, ProcessInfo
 pub use control::{ControlMessage, ControlReader};
 pub use host::RealHost;
 pub use interpreter::{CodeContext, CodeEnd, CodeEvent, Language};
+pub use live_sandbox::LiveSandbox;
 pub use mux::{AgentMux, MuxPort};
+pub use native_backend::{probe_policy, NativeBackend};
 pub use output_file::{box_writable_roots, open_output, OutputFileError, OutputMode};
 pub use plan::{BoxPlan, PlanError};
 pub use receipt::{HostReport, Layer, LayerStatus, Receipt};
-pub use remote::RemoteSandbox;
 pub use result::{Event, LimitHit, RunResult};
 pub use sandbox::{Sandbox, SandboxError, SandboxOptions};
 pub use sandbox_host::sandbox_host_main;

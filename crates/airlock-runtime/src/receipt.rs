@@ -1,10 +1,10 @@
 //! What a box actually enforces, layer by layer; and what this host can enforce (`airlock check`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// How well one layer is enforced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LayerStatus {
     /// Enforced by the kernel as the policy asks.
@@ -18,16 +18,16 @@ pub enum LayerStatus {
 }
 
 /// One layer of a receipt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layer {
-    pub layer: &'static str,
+    pub layer: String,
     pub status: LayerStatus,
     pub mechanism: String,
     pub detail: String,
 }
 
 /// What a box enforces.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Receipt {
     pub layers: Vec<Layer>,
 }
@@ -41,7 +41,7 @@ impl Receipt {
         detail: impl Into<String>,
     ) {
         self.layers.push(Layer {
-            layer,
+            layer: layer.to_string(),
             status,
             mechanism: mechanism.into(),
             detail: detail.into(),
@@ -91,4 +91,6 @@ pub struct HostReport {
     pub receipt: Receipt,
     /// Whether a default box (workspace-write, no network) can start here.
     pub can_run: bool,
+    /// Every kind of box, and whether this host can run it.
+    pub backends: Vec<crate::backend::BackendReport>,
 }

@@ -37,13 +37,17 @@ pub enum SandboxError {
     Setup { stage: String, message: String },
     #[error("cannot prepare the sandbox: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Backend(#[from] crate::backend::BackendError),
 }
 
 /// Options of a sandbox.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct SandboxOptions {
     /// A JSON-lines file for the proxy's network decisions (proxied boxes).
     pub audit: Option<PathBuf>,
+    /// Told about every network decision as it happens (proxied boxes).
+    pub on_event: Option<airlock_proxy::audit::EventSink>,
 }
 
 /// A running sandbox. Dropping it ends the box and cleans up everything it made.
@@ -149,6 +153,7 @@ impl Sandbox {
             policy,
             argv: &argv,
             audit: opts.audit.as_deref(),
+            on_event: opts.on_event.clone(),
             sentinel,
             extra_covers,
         };
@@ -189,27 +194,28 @@ impl Sandbox {
         self.started.as_ref().map(|s| s.spawned.pidfd)
     }
 
-    /// The box's init pid (host view).
-    pub fn init_pid(&self) -> Option<libc::pid_t> {
-        self.started.as_ref().map(|s| s.spawned.pid)
-    }
-
-    /// Replaces a proxied box's egress allowlist.
-    pub fn set_network(
-        &self,
-        rules: airlock_proxy::rules::EgressRules,
-    ) -> Result<(), SandboxError> {
-        match self.started.as_ref().and_then(|s| s.proxy.as_ref()) {
-            Some(p) => {
-                p.set_rules(rules);
-                Ok(())
-            }
-            None => Err(SandboxError::Setup {
+    /// Replaces a proxied box's egress allowlist for the connections that follow.
+    pub fn set_egress(&self, egress: &airlock_policy::Egress) -> Result<(), SandboxError> {
+        let Some(proxy) = self.started.as_ref().and_then(|s| s.proxy.as_ref()) else {
+            return Err(SandboxError::Setup {
                 stage: "network".into(),
                 message: "the network policy can only change for a box started with --net proxy"
                     .into(),
-            }),
-        }
+            });
+        };
+        let rules = airlock_proxy::rules::EgressRules::parse(
+            &egress.allow_domain,
+            &egress.deny_domain,
+            &egress.allow_ip,
+            &egress.map_host,
+        )
+        .map_err(|e| SandboxError::Setup {
+            stage: "network".into(),
+            message: format!("invalid network policy: {e}"),
+        })?
+        .with_public_internet(egress.public_internet);
+        proxy.set_rules(rules);
+        Ok(())
     }
 
     /// Runs a command to its end (see [`AgentSession::exec`]).
@@ -232,6 +238,18 @@ impl Sandbox {
     /// Reads a whole file from inside the box.
     pub fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
         self.session()?.read_file(path)
+    }
+
+    /// What the box uses now (from its cgroup and its processes).
+    pub fn usage(&self) -> crate::backend::Usage {
+        let cg = self.started.as_ref().and_then(|s| s.cgroup.as_ref());
+        crate::backend::Usage {
+            cpu_usec: cg.and_then(|c| c.cpu_usage_usec()),
+            memory_bytes: cg.and_then(|c| c.current_memory()),
+            memory_peak_bytes: cg.and_then(|c| c.peak_memory()),
+            disk_bytes: None,
+            processes: cg.map(|c| c.member_pids().len() as u64),
+        }
     }
 
     /// What the box enforces.

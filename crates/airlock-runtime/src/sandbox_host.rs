@@ -4,15 +4,20 @@
 //! the agent connection back over its control socket, and then holds the box (cgroup, proxy,
 //! cleanup) until told to kill it, until the box ends, or until its parent goes away.
 //!
-//! The control socket is a SEQPACKET unix socket (one JSON message per packet, see
-//! [`ToHost`]/[`FromHost`]); the `started` reply carries the agent connection as SCM_RIGHTS.
+//! The control socket is a SEQPACKET unix socket carrying one typed message per packet
+//! ([`ToHost`]/[`FromHost`], JSON-encoded); the `started` reply carries the agent connection as
+//! SCM_RIGHTS. Requests are answered in order; `network` and `exited` messages come whenever
+//! they happen, between replies.
 
+use crate::backend::{NetDecision, NetProtocol, NetworkEvent, Usage};
 use crate::sandbox::{Sandbox, SandboxOptions};
-use airlock_policy::ResolvedPolicy;
+use crate::Receipt;
+use airlock_policy::{Egress, ResolvedPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Largest control message.
 pub(crate) const MAX_CONTROL: usize = 1 << 20;
@@ -21,16 +26,20 @@ pub(crate) const MAX_CONTROL: usize = 1 << 20;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub(crate) enum ToHost {
+    /// The first message: start the box.
     Start {
         policy: Box<ResolvedPolicy>,
+        /// Also append network decisions to this JSON-lines file.
         audit: Option<PathBuf>,
+        /// Send each network decision as a `network` message.
+        network_events: bool,
     },
-    Network {
-        allow_domain: Vec<String>,
-        deny_domain: Vec<String>,
-        allow_ip: Vec<String>,
-        map_host: Vec<String>,
+    /// Replace the egress allowlist (proxied boxes).
+    Egress {
+        egress: Box<Egress>,
     },
+    /// Report what the box uses now.
+    Usage {},
     Kill {},
 }
 
@@ -40,8 +49,7 @@ pub(crate) enum ToHost {
 pub(crate) enum FromHost {
     /// The box runs; the agent connection is attached.
     Started {
-        init_pid: i32,
-        receipt: serde_json::Value,
+        receipt: Receipt,
         env: BTreeMap<String, String>,
         cwd: String,
     },
@@ -49,7 +57,14 @@ pub(crate) enum FromHost {
         message: String,
     },
     Ok {},
-    /// The box ended on its own.
+    Usage {
+        usage: Usage,
+    },
+    /// One network decision of the box's proxy (unrequested).
+    Network {
+        event: NetworkEvent,
+    },
+    /// The box ended on its own (unrequested).
     Exited {
         reason: String,
     },
@@ -58,6 +73,36 @@ pub(crate) enum FromHost {
 fn send(control: &OwnedFd, msg: &FromHost, fd: Option<libc::c_int>) -> std::io::Result<()> {
     let bytes = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
     airlock_jail::net::send_with_fd(control.as_raw_fd(), &bytes, fd)
+}
+
+fn refuse(control: &OwnedFd, message: String) {
+    let _ = send(control, &FromHost::Error { message }, None);
+}
+
+/// The proxy's event as the seam's typed value.
+fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
+    NetworkEvent {
+        time_ms: u64::try_from(e.time_ms).unwrap_or(u64::MAX),
+        protocol: match e.protocol {
+            "connect" => NetProtocol::Connect,
+            "socks5" => NetProtocol::Socks5,
+            _ => NetProtocol::Http,
+        },
+        host: e.host.clone(),
+        port: e.port,
+        addr: e.addr.map(|a| a.to_string()),
+        decision: if e.decision == "allow" {
+            NetDecision::Allow
+        } else {
+            NetDecision::Deny
+        },
+        reason: e.reason.clone(),
+        rule: e.rule.clone(),
+        message: e.message.clone(),
+        bytes_up: e.bytes_up,
+        bytes_down: e.bytes_down,
+        duration_ms: e.duration_ms,
+    }
 }
 
 /// The `airlock sandbox-host` process: serves one sandbox over `control`. Returns the exit code.
@@ -69,82 +114,75 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
     if unsafe { libc::getppid() } == 1 {
         return 1;
     }
+    let control = Arc::new(control);
     let mut buf = vec![0u8; MAX_CONTROL];
-    let (policy, audit) = match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf) {
-        Ok((n, _)) if n > 0 => match serde_json::from_slice::<ToHost>(&buf[..n]) {
-            Ok(ToHost::Start { policy, audit }) => (policy, audit),
-            Ok(_) => {
-                let _ = send(
-                    &control,
-                    &FromHost::Error {
-                        message: "the first message must be start".into(),
-                    },
-                    None,
-                );
-                return 2;
-            }
-            Err(e) => {
-                let _ = send(
-                    &control,
-                    &FromHost::Error {
-                        message: format!("bad start message: {e}"),
-                    },
-                    None,
-                );
-                return 2;
-            }
-        },
-        _ => return 2,
-    };
-    let mut sandbox = match Sandbox::create(&policy, &SandboxOptions { audit }) {
-        Ok(s) => s,
-        Err(e) => {
+    let (policy, audit, network_events) =
+        match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf) {
+            Ok((n, _)) if n > 0 => match serde_json::from_slice::<ToHost>(&buf[..n]) {
+                Ok(ToHost::Start {
+                    policy,
+                    audit,
+                    network_events,
+                }) => (policy, audit, network_events),
+                Ok(_) => {
+                    refuse(&control, "the first message must be start".into());
+                    return 2;
+                }
+                Err(e) => {
+                    refuse(&control, format!("bad start message: {e}"));
+                    return 2;
+                }
+            },
+            _ => return 2,
+        };
+    let on_event: Option<airlock_proxy::audit::EventSink> = network_events.then(|| {
+        let control = Arc::clone(&control);
+        let sink: airlock_proxy::audit::EventSink = Arc::new(move |e| {
             let _ = send(
                 &control,
-                &FromHost::Error {
-                    message: e.to_string(),
+                &FromHost::Network {
+                    event: network_event(e),
                 },
                 None,
             );
+        });
+        sink
+    });
+    let mut sandbox = match Sandbox::create(&policy, &SandboxOptions { audit, on_event }) {
+        Ok(s) => s,
+        Err(e) => {
+            refuse(&control, e.to_string());
             return 1;
         }
     };
-    let receipt = sandbox
-        .receipt()
-        .and_then(|r| serde_json::to_value(r).ok())
-        .unwrap_or_default();
-    let init_pid = sandbox.init_pid().unwrap_or(0);
+    let Some(receipt) = sandbox.receipt().cloned() else {
+        refuse(&control, "the box started without a receipt".into());
+        return 1;
+    };
     let Some(session) = sandbox.take_session() else {
-        let _ = send(
-            &control,
-            &FromHost::Error {
-                message: "the box's agent is not connected".into(),
-            },
-            None,
-        );
+        refuse(&control, "the box's agent is not connected".into());
         return 1;
     };
     let (client, env, cwd) = session.into_parts();
     let Some(stream) = client.into_stream() else {
-        let _ = send(
+        refuse(
             &control,
-            &FromHost::Error {
-                message: "the box's agent connection cannot be handed over".into(),
-            },
-            None,
+            "the box's agent connection cannot be handed over".into(),
         );
         return 1;
     };
-    let started = FromHost::Started {
-        init_pid,
-        receipt,
-        env,
-        cwd,
-    };
+    let started = FromHost::Started { receipt, env, cwd };
     if send(&control, &started, Some(stream.as_raw_fd())).is_err() {
         return 1;
     }
     drop(stream);
+    serve(&control, &mut sandbox, &mut buf);
+    sandbox.close();
+    0
+}
+
+/// Answers requests until told to kill the box, the box ends, or the owner goes away.
+fn serve(control: &OwnedFd, sandbox: &mut Sandbox, buf: &mut [u8]) {
     let pidfd = sandbox.init_pidfd().unwrap_or(-1);
     loop {
         let mut fds = [
@@ -164,23 +202,18 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            break;
+            return;
         }
         if fds[1].revents != 0 {
-            let _ = send(
-                &control,
-                &FromHost::Exited {
-                    reason: "the box's agent ended".into(),
-                },
-                None,
-            );
-            break;
+            let reason = "the box's agent ended".to_string();
+            let _ = send(control, &FromHost::Exited { reason }, None);
+            return;
         }
         if fds[0].revents == 0 {
             continue;
         }
-        let n = match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf) {
-            Ok((0, _)) | Err(_) => break,
+        let n = match airlock_jail::net::recv_with_fd(control.as_raw_fd(), buf) {
+            Ok((0, _)) | Err(_) => return,
             Ok((n, fd)) => {
                 if let Some(fd) = fd {
                     // Descriptors are never expected here.
@@ -191,30 +224,16 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
             }
         };
         let reply = match serde_json::from_slice::<ToHost>(&buf[..n]) {
-            Ok(ToHost::Kill {}) => break,
-            Ok(ToHost::Network {
-                allow_domain,
-                deny_domain,
-                allow_ip,
-                map_host,
-            }) => {
-                match airlock_proxy::rules::EgressRules::parse(
-                    &allow_domain,
-                    &deny_domain,
-                    &allow_ip,
-                    &map_host,
-                ) {
-                    Ok(rules) => match sandbox.set_network(rules) {
-                        Ok(()) => FromHost::Ok {},
-                        Err(e) => FromHost::Error {
-                            message: e.to_string(),
-                        },
-                    },
-                    Err(e) => FromHost::Error {
-                        message: format!("invalid network policy: {e}"),
-                    },
-                }
-            }
+            Ok(ToHost::Kill {}) => return,
+            Ok(ToHost::Usage {}) => FromHost::Usage {
+                usage: sandbox.usage(),
+            },
+            Ok(ToHost::Egress { egress }) => match sandbox.set_egress(&egress) {
+                Ok(()) => FromHost::Ok {},
+                Err(e) => FromHost::Error {
+                    message: e.to_string(),
+                },
+            },
             Ok(ToHost::Start { .. }) => FromHost::Error {
                 message: "the sandbox is already started".into(),
             },
@@ -222,10 +241,30 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
                 message: format!("bad control message: {e}"),
             },
         };
-        if send(&control, &reply, None).is_err() {
-            break;
+        if send(control, &reply, None).is_err() {
+            return;
         }
     }
-    sandbox.close();
-    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_messages_are_typed_and_unknown_fields_are_refused() {
+        let msg = FromHost::Usage {
+            usage: Usage {
+                cpu_usec: Some(5),
+                ..Usage::default()
+            },
+        };
+        let text = serde_json::to_string(&msg).unwrap();
+        match serde_json::from_str::<FromHost>(&text).unwrap() {
+            FromHost::Usage { usage } => assert_eq!(usage.cpu_usec, Some(5)),
+            other => panic!("{other:?}"),
+        }
+        assert!(serde_json::from_str::<ToHost>(r#"{"kill":{"now":true}}"#).is_err());
+        assert!(serde_json::from_str::<ToHost>(r#"{"usage":{}}"#).is_ok());
+    }
 }

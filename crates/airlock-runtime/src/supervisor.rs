@@ -96,6 +96,7 @@ fn run_planned(
         policy,
         argv,
         audit: opts.audit.as_deref(),
+        on_event: None,
         sentinel,
         extra_covers,
     };

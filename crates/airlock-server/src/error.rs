@@ -140,6 +140,8 @@ pub enum ServerError {
     Manager(#[from] ManagerError),
     #[error("cannot find airlock's own executable (needed to start sandbox hosts)")]
     CurrentExe(#[source] std::io::Error),
+    #[error("--backend: {0}")]
+    Backend(String),
     #[error("the HTTP server failed")]
     Io(#[from] std::io::Error),
 }

@@ -1,16 +1,16 @@
-//! The session manager's [`BoxFactory`]: each session's box is a [`RemoteSandbox`] held by its
-//! own `airlock sandbox-host` process, started under the policy carried in the session's spec.
+//! The session manager's [`BoxFactory`]: each session's box is a [`LiveSandbox`] started by the
+//! backend its policy names, under the policy carried in the session's spec. Network decisions
+//! of the box go straight into the store as typed events.
 
 use crate::e2b::boxstate::E2bBox;
-use crate::spawner::Spawner;
+use crate::network_audit::StoreNetworkSink;
+use crate::observer::SharedStore;
 use airlock_policy::ResolvedPolicy;
+use airlock_runtime::backend::{Backends, StartOptions, Template};
 use airlock_runtime::sessions::{BoxFactory, SessionSpec};
-use airlock_runtime::{
-    AgentSession, CodeContext, Language, RemoteSandbox, SandboxError, SandboxOptions,
-};
+use airlock_runtime::{AgentSession, CodeContext, Language, LiveSandbox, SandboxError};
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 /// One code interpreter context of a box, with what it was started with (for restarts). It has
 /// its own session on the box, so code runs without holding the box's handle: other calls on the
@@ -32,7 +32,7 @@ pub struct ContextRun {
 impl LiveContext {
     /// Starts a context on a new session of `sandbox`.
     pub fn start(
-        sandbox: &RemoteSandbox,
+        sandbox: &LiveSandbox,
         language: Language,
         cwd: Option<String>,
     ) -> Result<Arc<LiveContext>, SandboxError> {
@@ -47,7 +47,7 @@ impl LiveContext {
     }
 
     /// Ends the context's process (an execution running in it ends with "context died").
-    pub fn kill(&self, sandbox: &RemoteSandbox) {
+    pub fn kill(&self, sandbox: &LiveSandbox) {
         let _ = sandbox
             .new_session()
             .signal_process(self.pid, libc::SIGKILL);
@@ -56,8 +56,7 @@ impl LiveContext {
 
 /// The box of one running session.
 pub struct BoxHandle {
-    id: String,
-    sandbox: RemoteSandbox,
+    sandbox: LiveSandbox,
     /// The box's code interpreter contexts, by context id.
     contexts: HashMap<String, Arc<LiveContext>>,
     /// Numbers the contexts created by id-less requests (`ctx-1`, `ctx-2`, ...).
@@ -68,12 +67,12 @@ pub struct BoxHandle {
 
 impl BoxHandle {
     /// The box itself (exec, files).
-    pub fn sandbox(&mut self) -> &mut RemoteSandbox {
+    pub fn sandbox(&mut self) -> &mut LiveSandbox {
         &mut self.sandbox
     }
 
     /// The box and its interpreter contexts, borrowed together.
-    pub fn parts(&mut self) -> (&mut RemoteSandbox, &mut HashMap<String, Arc<LiveContext>>) {
+    pub fn parts(&mut self) -> (&mut LiveSandbox, &mut HashMap<String, Arc<LiveContext>>) {
         (&mut self.sandbox, &mut self.contexts)
     }
 
@@ -94,49 +93,40 @@ impl BoxHandle {
     }
 }
 
-/// Starts boxes with [`RemoteSandbox`]; remembers each running box's init pid.
-pub struct NativeFactory {
-    spawner: Spawner,
-    init_pids: Arc<Mutex<HashMap<String, i32>>>,
-    network_dir: PathBuf,
+/// Starts each session's box with the backend its policy names.
+pub struct SandboxFactory {
+    backends: Backends,
+    store: SharedStore,
 }
 
-impl NativeFactory {
-    /// `network_dir` receives each proxied box's network decisions (`<id>.jsonl`).
-    pub fn new(spawner: Spawner, network_dir: PathBuf) -> NativeFactory {
-        NativeFactory {
-            spawner,
-            init_pids: Arc::new(Mutex::new(HashMap::new())),
-            network_dir,
-        }
-    }
-
-    /// The init pids of running boxes, by session id (shared, updated as boxes start and stop).
-    pub fn init_pids(&self) -> Arc<Mutex<HashMap<String, i32>>> {
-        Arc::clone(&self.init_pids)
+impl SandboxFactory {
+    /// Boxes are started with `backends`; their network decisions go into `store`.
+    pub fn new(backends: Backends, store: SharedStore) -> SandboxFactory {
+        SandboxFactory { backends, store }
     }
 }
 
-impl BoxFactory for NativeFactory {
+impl BoxFactory for SandboxFactory {
     type Handle = BoxHandle;
 
     fn start(&self, id: &str, spec: &SessionSpec) -> Result<BoxHandle, String> {
         let policy: ResolvedPolicy = serde_json::from_value(spec.payload.clone()).map_err(|e| {
             format!("the session's policy cannot be read back ({e}); create the sandbox again")
         })?;
-        let opts = SandboxOptions {
-            audit: Some(crate::network_audit::audit_path(&self.network_dir, id)),
+        let backend = self
+            .backends
+            .select(policy.backend)
+            .map_err(|e| e.to_string())?;
+        let opts = StartOptions {
+            network_events: Some(Arc::new(StoreNetworkSink::new(
+                Arc::clone(&self.store),
+                id.to_string(),
+            ))),
+            audit_file: None,
         };
-        let sandbox = self
-            .spawner
-            .start(policy, opts)
+        let sandbox = LiveSandbox::start(backend.as_ref(), &policy, &Template::Host, &opts)
             .map_err(|e| format!("the box could not start: {e}"))?;
-        self.init_pids
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.to_string(), sandbox.init_pid());
         Ok(BoxHandle {
-            id: id.to_string(),
             sandbox,
             contexts: HashMap::new(),
             next_context: 0,
@@ -145,16 +135,10 @@ impl BoxFactory for NativeFactory {
     }
 
     fn stop(&self, handle: BoxHandle) {
-        self.init_pids
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&handle.id);
         handle.sandbox.kill();
     }
 
     fn alive(&self, handle: &mut BoxHandle) -> bool {
-        let pid = handle.sandbox.init_pid();
-        // SAFETY: signal 0 delivers nothing; it only asks whether the (positive) pid exists.
-        pid > 0 && unsafe { libc::kill(pid, 0) } == 0
+        handle.sandbox.ended().is_none()
     }
 }

@@ -17,7 +17,6 @@ mod requests;
 mod routes;
 mod secrets;
 mod server;
-mod spawner;
 mod state;
 mod template;
 mod transfer;

@@ -5,13 +5,13 @@
 //! and have no network, like sandboxes made over REST.
 
 use crate::auth::require_key;
-use crate::spawner::Spawner;
 use crate::state::AppState;
 use crate::ApiError;
-use airlock_mcp::{McpSession, SessionSettings, StartBox, ToolFilter};
+use airlock_mcp::{BackendStarter, McpSession, SessionSettings, StartBox, ToolFilter};
 use airlock_policy::{PolicyFile, Profile, ResolveContext, ResolvedPolicy, INSIDE_HOME};
+use airlock_runtime::backend::{Backends, StartOptions};
 use airlock_runtime::sessions::SessionState;
-use airlock_runtime::{RealHost, RemoteSandbox, SandboxError, SandboxOptions};
+use airlock_runtime::{LiveSandbox, RealHost, SandboxError};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
@@ -21,12 +21,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-/// Threads that start MCP boxes (see [`Spawner`]).
-const MCP_SPAWNER_THREADS: usize = 2;
 
 /// The query string a session may start with.
 #[derive(Debug, Default, Deserialize)]
@@ -79,19 +75,19 @@ fn settings(query: &str) -> Result<SessionSettings, String> {
 
 /// Starts `/mcp` boxes, counting them: MCP boxes and the REST API's running sandboxes share the
 /// server's `--max-running` slots, so neither can exceed what the operator allowed.
-struct SpawnerStarter {
-    spawner: Spawner,
+struct CountingStarter {
+    starter: BackendStarter,
     app: AppState,
     max_running: usize,
     live: AtomicUsize,
 }
 
-impl StartBox for SpawnerStarter {
+impl StartBox for CountingStarter {
     fn start(
         &self,
         policy: &ResolvedPolicy,
-        opts: &SandboxOptions,
-    ) -> Result<RemoteSandbox, SandboxError> {
+        opts: &StartOptions,
+    ) -> Result<LiveSandbox, SandboxError> {
         let mcp = self.live.fetch_add(1, Ordering::SeqCst) + 1;
         let rest = self
             .app
@@ -112,7 +108,7 @@ impl StartBox for SpawnerStarter {
                 ),
             });
         }
-        match self.spawner.start(policy.clone(), opts.clone()) {
+        match self.starter.start(policy, opts) {
             Ok(b) => Ok(b),
             Err(e) => {
                 self.live.fetch_sub(1, Ordering::SeqCst);
@@ -132,23 +128,22 @@ struct McpState {
     service: Arc<StreamableHttpService<McpSession, LocalSessionManager>>,
 }
 
-/// The `/mcp` route, with its own box starter threads; at most `max_running` boxes run at once,
+/// The `/mcp` route, starting boxes with `backends`; at most `max_running` boxes run at once,
 /// counting the REST API's.
-pub fn router(app: AppState, airlock_exe: PathBuf, max_running: usize) -> std::io::Result<Router> {
-    let spawner = Spawner::new(airlock_exe, MCP_SPAWNER_THREADS)?;
-    let starter: Arc<dyn StartBox> = Arc::new(SpawnerStarter {
-        spawner,
+pub fn router(app: AppState, backends: Backends, max_running: usize) -> Router {
+    let starter: Arc<dyn StartBox> = Arc::new(CountingStarter {
+        starter: BackendStarter::new(backends),
         app: app.clone(),
         max_running,
         live: AtomicUsize::new(0),
     });
     let service = airlock_mcp::http_service(Arc::new(settings), starter, airlock_mcp::DEFAULT_IDLE);
-    Ok(Router::new()
+    Router::new()
         .route("/mcp", any(handle))
         .with_state(McpState {
             app,
             service: Arc::new(service),
-        }))
+        })
 }
 
 async fn handle(State(state): State<McpState>, request: Request) -> Response {

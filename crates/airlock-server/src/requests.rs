@@ -19,6 +19,8 @@ pub struct CreateRequest {
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     pub policy: Option<RequestPolicy>,
+    /// The kind of box (default: the server's `--backend`).
+    pub backend: Option<airlock_policy::BackendKind>,
 }
 
 /// The parts of a policy file a server client may set.

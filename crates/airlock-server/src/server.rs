@@ -2,15 +2,15 @@
 //! start, wire the session manager to the store, serve HTTP until SIGTERM or SIGINT, then end
 //! every box.
 
-use crate::factory::NativeFactory;
-use crate::network_audit::NetworkImporter;
+use crate::factory::SandboxFactory;
 use crate::observer::{SharedStore, StoreObserver};
 use crate::secrets::{hash, new_api_key};
-use crate::spawner::Spawner;
 use crate::state::AppState;
 use crate::ServerError;
+use airlock_runtime::backend::Backends;
 use airlock_runtime::sessions::{ManagerConfig, SessionManager, SystemClock};
 use airlock_runtime::store::Store;
+use airlock_runtime::NativeBackend;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,8 +20,6 @@ use std::time::Duration;
 
 /// How often expiries, the queue and dead boxes are looked at.
 const TICK: Duration = Duration::from_millis(250);
-/// Threads that start boxes (see [`Spawner`]).
-const SPAWNER_THREADS: usize = 8;
 /// The reason recorded on boxes of a previous run found live in the store.
 const RECOVERY_REASON: &str = "the server stopped while it ran (its boxes died with it)";
 
@@ -36,6 +34,8 @@ pub struct ServerConfig {
     pub max_running: usize,
     /// The airlock executable, re-run as `airlock sandbox-host` for each box.
     pub airlock_exe: PathBuf,
+    /// The backend of sandboxes whose create request names none.
+    pub default_backend: airlock_policy::BackendKind,
     /// Replace the E2B-format API key with a new one (printed) on this start.
     pub new_e2b_key: bool,
     /// The network of E2B sandboxes whose create request says nothing about it.
@@ -77,13 +77,13 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     };
     let store: SharedStore = Arc::new(Mutex::new(store));
     let pending = Arc::new(Mutex::new(HashMap::new()));
-    let network_dir = config.data_dir.join("network");
-    std::fs::create_dir_all(&network_dir)?;
-    let factory = NativeFactory::new(
-        Spawner::new(config.airlock_exe.clone(), SPAWNER_THREADS)?,
-        network_dir.clone(),
-    );
-    let init_pids = factory.init_pids();
+    let backends = Backends::new(vec![Arc::new(NativeBackend::new(
+        config.airlock_exe.clone(),
+    ))]);
+    backends
+        .select(config.default_backend)
+        .map_err(|e| ServerError::Backend(e.to_string()))?;
+    let factory = SandboxFactory::new(backends.clone(), Arc::clone(&store));
     let observer = Arc::new(StoreObserver::new(Arc::clone(&store), Arc::clone(&pending)));
     let manager_config = ManagerConfig {
         max_running: config.max_running,
@@ -95,14 +95,14 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
         Arc::new(SystemClock),
         observer,
     )?);
-    let tick_store = Arc::clone(&store);
     let state = AppState {
         manager: Arc::clone(&manager),
         store,
         api_key_hash: Arc::new(api_key_hash),
         tokens: Arc::default(),
         pending,
-        init_pids,
+        backends: backends.clone(),
+        default_backend: config.default_backend,
         e2b: Arc::new(crate::e2b::E2bState::new(
             e2b_key_hash,
             config.e2b_default_network,
@@ -112,16 +112,13 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     let stopping = Arc::new(AtomicBool::new(false));
     let ticker = {
         let (manager, stopping) = (Arc::clone(&manager), Arc::clone(&stopping));
-        let mut network = NetworkImporter::new(network_dir);
         std::thread::Builder::new()
             .name("session-tick".into())
             .spawn(move || {
                 while !stopping.load(Ordering::Relaxed) {
                     std::thread::sleep(TICK);
                     manager.tick();
-                    network.import(&tick_store);
                 }
-                network.import(&tick_store);
             })?
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -149,12 +146,8 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             let _ = tcp.set_nodelay(true);
         });
         // MCP over streamable HTTP (`/mcp`) beside the REST API, behind the same API key.
-        let app = crate::mcp::router(
-            state.clone(),
-            config.airlock_exe.clone(),
-            config.max_running,
-        )?
-        .merge(crate::routes::router(state));
+        let app = crate::mcp::router(state.clone(), backends, config.max_running)
+            .merge(crate::routes::router(state));
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown)
             .await?;

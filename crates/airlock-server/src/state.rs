@@ -1,6 +1,6 @@
 //! What every request handler shares: the session manager, the store, and who may do what.
 
-use crate::factory::NativeFactory;
+use crate::factory::SandboxFactory;
 use crate::observer::{Pending, SharedStore};
 use airlock_runtime::sessions::SessionManager;
 use std::collections::HashMap;
@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 /// The server's shared state (cheap to clone).
 #[derive(Clone)]
 pub struct AppState {
-    pub manager: Arc<SessionManager<NativeFactory>>,
+    pub manager: Arc<SessionManager<SandboxFactory>>,
     pub store: SharedStore,
     /// SHA-256 of the API key.
     pub api_key_hash: Arc<String>,
@@ -17,8 +17,10 @@ pub struct AppState {
     pub tokens: Arc<Mutex<HashMap<String, String>>>,
     /// What the observer needs to record a sandbox the manager is about to report.
     pub pending: Arc<Mutex<HashMap<String, Pending>>>,
-    /// Init pids of running boxes, by sandbox id.
-    pub init_pids: Arc<Mutex<HashMap<String, i32>>>,
+    /// The backends boxes can be started with.
+    pub backends: airlock_runtime::backend::Backends,
+    /// The backend of sandboxes whose create request names none.
+    pub default_backend: airlock_policy::BackendKind,
     /// The E2B gateway's own state (its API key, raw sandbox tokens for signed URLs).
     pub e2b: Arc<crate::e2b::E2bState>,
 }

@@ -3,7 +3,9 @@
 
 use crate::requests::CreateRequest;
 use crate::ApiError;
-use airlock_policy::{EnvSection, PolicyFile, ResolveContext, ResolvedPolicy, INSIDE_HOME};
+use airlock_policy::{
+    BackendKind, EnvSection, PolicyFile, ResolveContext, ResolvedPolicy, INSIDE_HOME,
+};
 use airlock_runtime::RealHost;
 use std::collections::BTreeMap;
 
@@ -24,9 +26,13 @@ pub fn template(name: Option<&str>) -> Result<(String, &'static str), ApiError> 
         })
 }
 
-/// The policy of a box created by `req`: no workspace and no host path, the request's network
-/// and limits, its `env` added to the box's environment, the template's working directory.
-pub fn resolve_policy(req: &mut CreateRequest, cwd: &str) -> Result<ResolvedPolicy, ApiError> {
+/// The policy of a box created by `req`: no workspace and no host path, the request's backend
+/// (else `default_backend`), network and limits, its `env` added to the box's environment, the template's working directory.
+pub fn resolve_policy(
+    req: &mut CreateRequest,
+    cwd: &str,
+    default_backend: BackendKind,
+) -> Result<ResolvedPolicy, ApiError> {
     let asked = req.policy.take().unwrap_or_default();
     if asked.filesystem.is_some() {
         return Err(ApiError::Invalid(
@@ -35,6 +41,7 @@ pub fn resolve_policy(req: &mut CreateRequest, cwd: &str) -> Result<ResolvedPoli
     }
     let file = PolicyFile {
         workspace: Some("none".into()),
+        backend: Some(req.backend.unwrap_or(default_backend)),
         network: asked.network.unwrap_or_default(),
         limits: asked.limits.unwrap_or_default(),
         env: EnvSection {

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::requests::parse;
+use airlock_policy::BackendKind;
 use airlock_policy::FilesystemPolicy;
 
 #[test]
@@ -18,7 +19,7 @@ fn a_request_policy_resolves_without_host_paths() {
         false,
     )
     .unwrap();
-    let p = resolve_policy(&mut req, "/tmp").unwrap();
+    let p = resolve_policy(&mut req, "/tmp", BackendKind::Native).unwrap();
     assert_eq!(p.limits.memory, Some(256 << 20));
     assert!(p.env.iter().any(|(k, v)| k == "A" && v == "1"));
     assert_eq!(p.cwd, std::path::PathBuf::from("/tmp"));
@@ -35,7 +36,9 @@ fn filesystem_grants_and_unknown_fields_are_refused() {
     let mut req: CreateRequest =
         parse(br#"{"policy":{"filesystem":{"read":["/etc"]}}}"#, false).unwrap();
     assert_eq!(
-        resolve_policy(&mut req, "/tmp").unwrap_err().code(),
+        resolve_policy(&mut req, "/tmp", BackendKind::Native)
+            .unwrap_err()
+            .code(),
         "invalid"
     );
     assert!(parse::<CreateRequest>(br#"{"templat":"base"}"#, false).is_err());

@@ -8,7 +8,7 @@ use crate::ApiError;
 pub fn create_body(body: &[u8]) -> Result<(), ApiError> {
     let mut req: CreateRequest = parse(body, true)?;
     let (_, cwd) = crate::template::template(req.template.as_deref())?;
-    crate::template::resolve_policy(&mut req, cwd)?;
+    crate::template::resolve_policy(&mut req, cwd, airlock_policy::BackendKind::Native)?;
     Ok(())
 }
 

@@ -1,5 +1,5 @@
 //! A sandbox as the API shows it: the store's record, with what only the live manager knows
-//! (queue position, start time, init pid) when the sandbox is live.
+//! (queue position, start time) when the sandbox is live.
 
 use crate::observer::lock;
 use crate::state::AppState;
@@ -7,7 +7,6 @@ use crate::ApiError;
 use airlock_runtime::store::{SandboxFilter, SandboxRecord, SandboxState, MAX_PAGE};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::sync::PoisonError;
 
 /// The JSON of one sandbox.
 #[derive(Debug, Serialize)]
@@ -22,8 +21,6 @@ pub struct SandboxView {
     pub deadline_ms: i64,
     pub ended_ms: Option<i64>,
     pub queue_position: Option<usize>,
-    /// The box's init process (host pid) while it runs.
-    pub init_pid: Option<i32>,
     /// The sandbox's access token: only in the answer to its creation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
@@ -31,20 +28,9 @@ pub struct SandboxView {
 
 fn view(state: &AppState, rec: SandboxRecord) -> SandboxView {
     let live = state.manager.get(&rec.id);
-    let init_pid = state
-        .init_pids
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&rec.id)
-        .copied();
     SandboxView {
         started_ms: live.as_ref().and_then(|i| i.started_ms),
         queue_position: live.as_ref().and_then(|i| i.queue_position),
-        init_pid: if rec.state == SandboxState::Running {
-            init_pid
-        } else {
-            None
-        },
         id: rec.id,
         template: rec.template,
         state: rec.state,

@@ -6,13 +6,17 @@ use crate::cli::{
 };
 use crate::client;
 use airlock_policy::{
-    parse_duration, parse_size, DurationValue, PolicyFile, Profile, ResolveContext, ResolvedPolicy,
-    SizeValue,
+    parse_duration, parse_size, BackendKind, DurationValue, PolicyFile, Profile, ResolveContext,
+    ResolvedPolicy, SizeValue,
 };
-use airlock_runtime::{run, BoxPlan, HostReport, RealHost, RunOptions, RunResult, StdinMode};
+use airlock_runtime::backend::{Availability, Backends};
+use airlock_runtime::{
+    run, BoxPlan, HostReport, NativeBackend, RealHost, RunOptions, RunResult, StdinMode,
+};
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// airlock's own failure.
 const FAILED: i32 = 125;
@@ -56,6 +60,12 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
             .transpose()
             .map_err(|e| anyhow!("--profile: {e}"))?,
         workspace: args.workspace.clone(),
+        backend: args
+            .backend
+            .as_deref()
+            .map(str::parse::<BackendKind>)
+            .transpose()
+            .map_err(|e| anyhow!("--backend: {e}"))?,
         ..Default::default()
     };
     f.filesystem.read = args.read.clone();
@@ -106,6 +116,13 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     Ok(base.merge(f))
 }
 
+/// The backends this airlock can start boxes with.
+pub(crate) fn backends() -> Result<Backends> {
+    let exe = std::env::current_exe()
+        .context("cannot find airlock's own executable to start sandbox hosts")?;
+    Ok(Backends::new(vec![Arc::new(NativeBackend::new(exe))]))
+}
+
 pub(crate) fn resolve_policy(args: &PolicyArgs) -> Result<ResolvedPolicy> {
     let file = policy_file(args)?;
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
@@ -118,6 +135,8 @@ pub(crate) fn resolve_policy(args: &PolicyArgs) -> Result<ResolvedPolicy> {
         host: &RealHost,
     };
     let policy = airlock_policy::resolve(&file, &ctx)?;
+    // Refused here, before anything starts, when this airlock has no such backend.
+    backends()?.select(policy.backend)?;
     for (what, raw, real) in airlock_policy::redirected_grants(&file, &ctx) {
         eprintln!(
             "airlock: note: {what} {raw} leads through a symlink to {}: that is what the box gets, at that path (a symlink there may have been left by a box)",
@@ -270,7 +289,11 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
             Some(e.to_string()),
         ),
     };
-    let report = HostReport { receipt, can_run };
+    let report = HostReport {
+        receipt,
+        can_run,
+        backends: backends()?.report(),
+    };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -279,6 +302,15 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
             (_, true) => println!("ok: a box started on this host with the layers above"),
             (Some(e), _) => println!("FAILED: a box could not start here: {e}"),
             (None, false) => println!("FAILED: a box could not start here"),
+        }
+        println!("backends (--backend):");
+        for b in &report.backends {
+            let status = match &b.availability {
+                Availability::Available => "available".to_string(),
+                Availability::Unavailable(why) => format!("cannot run here: {why}"),
+                Availability::NotBuilt => "not built yet in this airlock".to_string(),
+            };
+            println!("  {:<8} {status}", b.backend.as_str());
         }
     }
     Ok(if can_run { 0 } else { FAILED })
@@ -321,7 +353,12 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
     } else {
         airlock_server::E2bDefaultNetwork::Internet
     };
+    let default_backend = args
+        .backend
+        .parse::<BackendKind>()
+        .map_err(|e| anyhow!("--backend: {e}"))?;
     airlock_server::serve(airlock_server::ServerConfig {
+        default_backend,
         listen: args.listen,
         data_dir,
         max_running: args.max_running,

@@ -1,23 +1,31 @@
-//! Long-lived sandboxes driven from a multi-threaded program: each box is held by its own
-//! `airlock sandbox-host` process, and the test talks to the box's agent directly.
+//! Long-lived sandboxes driven from a multi-threaded program through the backend seam: each
+//! native box is held by its own `airlock sandbox-host` process, and the test talks to the box's
+//! agent directly.
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
 use airlock_policy::{resolve, PolicyFile, ResolveContext};
-use airlock_runtime::{RealHost, RemoteSandbox, SandboxOptions};
+use airlock_runtime::backend::{
+    BackendError, NetDecision, NetworkEvent, NetworkSink, StartOptions, Template,
+};
+use airlock_runtime::{LiveSandbox, NativeBackend, RealHost};
 use common::{airlock_bin, TempDir};
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn remote(ws: &std::path::Path, edit: impl FnOnce(&mut PolicyFile)) -> RemoteSandbox {
+fn policy_for(
+    ws: &std::path::Path,
+    edit: impl FnOnce(&mut PolicyFile),
+) -> airlock_policy::ResolvedPolicy {
     let env = BTreeMap::new();
     let mut file = PolicyFile {
         workspace: Some(ws.to_string_lossy().into_owned()),
         ..Default::default()
     };
     edit(&mut file);
-    let policy = resolve(
+    resolve(
         &file,
         &ResolveContext {
             cwd: ws.to_path_buf(),
@@ -25,12 +33,40 @@ fn remote(ws: &std::path::Path, edit: impl FnOnce(&mut PolicyFile)) -> RemoteSan
             host: &RealHost,
         },
     )
-    .unwrap();
-    RemoteSandbox::start(&airlock_bin(), &policy, &SandboxOptions::default()).unwrap()
+    .unwrap()
 }
 
-fn pid_alive(pid: i32) -> bool {
-    std::path::Path::new(&format!("/proc/{pid}")).exists()
+fn remote(ws: &std::path::Path, edit: impl FnOnce(&mut PolicyFile)) -> LiveSandbox {
+    remote_with(ws, edit, &StartOptions::default())
+}
+
+fn remote_with(
+    ws: &std::path::Path,
+    edit: impl FnOnce(&mut PolicyFile),
+    opts: &StartOptions,
+) -> LiveSandbox {
+    let backend = NativeBackend::new(airlock_bin());
+    LiveSandbox::start(&backend, &policy_for(ws, edit), &Template::Host, opts).unwrap()
+}
+
+fn parent_of(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let (_, rest) = stat.rsplit_once(')').unwrap();
+    rest.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Host pids of processes whose command line contains `marker`.
+fn host_pids_with(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(marker))
+                .unwrap_or(false)
+        })
+        .collect()
 }
 
 #[test]
@@ -61,11 +97,20 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
                     .write_file(path.to_str().unwrap(), &data)
                     .unwrap();
                 assert_eq!(s.session().read_file(path.to_str().unwrap()).unwrap(), data);
-                let init = s.init_pid();
-                assert!(pid_alive(init));
+                // A detached process of the box, found on the host by its unique argument.
+                let marker = format!("1000.{}{i}", std::process::id());
+                let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
+                s.exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
+                    .unwrap();
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while host_pids_with(&marker).is_empty() {
+                    assert!(Instant::now() < deadline, "the box's sleep never started");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                assert!(s.ended().is_none());
                 s.kill();
                 let deadline = Instant::now() + Duration::from_secs(5);
-                while pid_alive(init) {
+                while !host_pids_with(&marker).is_empty() {
                     assert!(Instant::now() < deadline, "the box outlived kill()");
                     std::thread::sleep(Duration::from_millis(10));
                 }
@@ -84,11 +129,12 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
 fn receipt_and_restrictions_hold_in_a_remote_box() {
     let ws = TempDir::new("remote-holds");
     let mut s = remote(ws.path(), |f| f.limits.pids = Some(64));
-    let layers: Vec<String> = s.receipt()["layers"]
-        .as_array()
+    let layers: Vec<String> = s
+        .receipt()
         .unwrap()
+        .layers
         .iter()
-        .map(|l| l["layer"].as_str().unwrap().to_string())
+        .map(|l| l.layer.clone())
         .collect();
     assert!(
         layers.contains(&"seccomp".to_string()) && layers.contains(&"landlock".to_string()),
@@ -120,21 +166,119 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
     assert_ne!(out.exit_code, Some(0));
 }
 
+/// Keeps every network decision a box's backend reports.
+#[derive(Default)]
+struct Recorded(Mutex<Vec<NetworkEvent>>);
+
+impl NetworkSink for Recorded {
+    fn network_event(&self, event: NetworkEvent) {
+        self.0.lock().unwrap().push(event);
+    }
+}
+
 #[test]
-fn network_policy_changes_for_a_running_remote_box() {
+fn network_policy_changes_and_decisions_arrive_as_typed_events() {
     let ws = TempDir::new("remote-net");
-    let mut s = remote(ws.path(), |f| {
-        f.network.mode = Some(airlock_policy::NetworkMode::Proxy)
-    });
-    s.set_network(
-        &["svc.test".into()],
+    let recorded = Arc::new(Recorded::default());
+    let opts = StartOptions {
+        network_events: Some(recorded.clone()),
+        audit_file: None,
+    };
+    let edit = |f: &mut PolicyFile| f.network.mode = Some(airlock_policy::NetworkMode::Proxy);
+    let mut egress = policy_for(ws.path(), edit).egress;
+    let mut s = remote_with(ws.path(), edit, &opts);
+    assert!(s.capabilities().live_egress);
+    egress.allow_domain = vec!["svc.test".into()];
+    egress.allow_ip = vec!["127.0.0.1".into()];
+    egress.map_host = vec!["svc.test=127.0.0.1".into()];
+    s.set_egress(&egress).unwrap();
+    egress.allow_domain = vec!["*".into()];
+    let err = s.set_egress(&egress).unwrap_err();
+    assert!(matches!(err, BackendError::Invalid(_)), "{err:?}");
+    assert!(err.to_string().contains("--allow-domain"), "{err}");
+    // A refused connection (decided by name, never resolved) comes back as a typed event.
+    let out = s
+        .exec(
+            &["curl", "-fsS", "-o", "/dev/null", "http://refused.test/"],
+            &[],
+            None,
+            Some(Duration::from_secs(20)),
+            1 << 16,
+        )
+        .unwrap();
+    assert_ne!(out.exit_code, Some(0), "{out:?}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let events = recorded.0.lock().unwrap().clone();
+        if let Some(e) = events.iter().find(|e| e.host == "refused.test") {
+            assert_eq!(e.decision, NetDecision::Deny, "{e:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no event for refused.test: {events:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
+    let ws = TempDir::new("remote-usage");
+    let mut s = remote(ws.path(), |_| {});
+    s.exec(
+        &[
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done",
+        ],
         &[],
-        &["127.0.0.1".into()],
-        &["svc.test=127.0.0.1".into()],
+        None,
+        None,
+        1 << 16,
     )
     .unwrap();
-    let err = s.set_network(&["*".into()], &[], &[], &[]).unwrap_err();
-    assert!(err.to_string().contains("--allow-domain"), "{err}");
+    let usage = s.usage().unwrap();
+    assert!(usage.cpu_usec.unwrap_or(0) >= 10_000, "{usage:?}");
+    assert!(usage.memory_bytes.unwrap_or(0) > 0, "{usage:?}");
+    assert!(usage.processes.unwrap_or(0) >= 1, "{usage:?}");
+    // A box without a proxy says it cannot change its allowlist, instead of pretending.
+    let egress = policy_for(ws.path(), |_| {}).egress;
+    assert!(!s.capabilities().live_egress);
+    assert!(matches!(
+        s.set_egress(&egress),
+        Err(BackendError::Unsupported { .. })
+    ));
+    // The box's init (the agent) dies, killed from the host: the seam says the box has ended.
+    let marker = format!("1000.{}77", std::process::id());
+    let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
+    s.exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let sleeper = loop {
+        if let Some(p) = host_pids_with(&marker).first() {
+            break *p;
+        }
+        assert!(Instant::now() < deadline, "the box's sleep never started");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // The sleep was reparented to the box's init (pid 1 inside), its parent on the host.
+    let init = parent_of(sleeper);
+    let status = std::fs::read_to_string(format!("/proc/{init}/status")).unwrap();
+    assert!(
+        status
+            .lines()
+            .any(|l| l.starts_with("NSpid:") && l.ends_with("\t1")),
+        "{status}"
+    );
+    // SAFETY: SIGKILL to the box's init, a process this test started (through the backend).
+    assert_eq!(unsafe { libc::kill(init, libc::SIGKILL) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while s.ended().is_none() {
+        assert!(Instant::now() < deadline, "the box's end was not noticed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(s.usage().is_err());
 }
 
 #[test]
@@ -155,7 +299,8 @@ fn a_bad_policy_fails_cleanly() {
     )
     .unwrap();
     policy.cwd = "/does/not/exist".into();
-    let err = RemoteSandbox::start(&airlock_bin(), &policy, &SandboxOptions::default())
+    let backend = NativeBackend::new(airlock_bin());
+    let err = LiveSandbox::start(&backend, &policy, &Template::Host, &StartOptions::default())
         .err()
         .expect("the box cannot start");
     assert!(err.to_string().contains("/does/not/exist"), "{err}");
@@ -166,7 +311,7 @@ mod interpreter {
     use airlock_runtime::{CodeEvent, Language};
 
     fn run(
-        s: &mut RemoteSandbox,
+        s: &mut LiveSandbox,
         ctx: &mut airlock_runtime::CodeContext,
         code: &str,
         timeout: Option<Duration>,

@@ -206,6 +206,37 @@ impl BoxCgroup {
         parse::single_value(&cgroupfs::read_control(&dir.join(file))?)
     }
 
+    /// Memory charged to the box now, in bytes (v1 `memory.usage_in_bytes`, v2
+    /// `memory.current`), if a memory limit was requested and the kernel reports it.
+    pub fn current_memory(&self) -> Option<u64> {
+        let dir = self.memory_dir.as_ref()?;
+        let file = match self.version {
+            CgroupVersion::V1 => "memory.usage_in_bytes",
+            CgroupVersion::V2 => "memory.current",
+        };
+        parse::single_value(&cgroupfs::read_control(&dir.join(file))?)
+    }
+
+    /// CPU time used by the box since it started, in microseconds: for every process now in
+    /// the box, its own user and system time plus that of the children it has reaped (so the
+    /// time of ended processes, all reaped inside the box, is counted once). Works on v1 and
+    /// v2 without a CPU controller. `None` if no member could be read.
+    pub fn cpu_usage_usec(&self) -> Option<u64> {
+        // SAFETY: sysconf only reads a configuration value.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let ticks = u64::try_from(ticks).ok().filter(|t| *t > 0)?;
+        let mut total = None;
+        for pid in self.member_pids() {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            if let Some(t) = parse::stat_cpu_ticks(&stat) {
+                total = Some(total.unwrap_or(0) + t);
+            }
+        }
+        total.map(|t: u64| t.saturating_mul(1_000_000) / ticks)
+    }
+
     /// Limits hit so far. Counters the kernel does not expose read as 0.
     pub fn events(&self) -> CgroupEvents {
         let read = |dir: &Option<PathBuf>, file: &str, key: &str| {

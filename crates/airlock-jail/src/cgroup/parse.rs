@@ -190,3 +190,14 @@ pub(crate) fn controller_list(text: &str) -> Vec<String> {
 pub(crate) fn pid_list(text: &str) -> Vec<libc::pid_t> {
     text.lines().filter_map(|l| l.trim().parse().ok()).collect()
 }
+
+/// User + system time of a process and of the children it reaped, in clock ticks, from its
+/// `/proc/<pid>/stat` line (fields 14–17). The command name (field 2) may hold spaces and
+/// parentheses, so fields are counted after its last `)`.
+pub(crate) fn stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // After the name: state is field 3, so utime (14) is the 12th word here.
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let field = |n: usize| words.get(n - 3)?.parse::<u64>().ok();
+    Some(field(14)? + field(15)? + field(16)? + field(17)?)
+}

@@ -13,7 +13,7 @@ use crate::routes::sandboxes::{audit, check_metadata, create_session, timeout_ms
 use crate::secrets::{new_token, random_hex};
 use crate::state::AppState;
 use crate::template::resolve_policy;
-use airlock_policy::INSIDE_HOME;
+use airlock_policy::{BackendKind, INSIDE_HOME};
 use airlock_runtime::sessions::{SessionSpec, SessionState};
 use airlock_runtime::store::{SandboxFilter, SandboxRecord, SandboxState, MAX_PAGE};
 use axum::body::Bytes;
@@ -86,6 +86,7 @@ pub fn template(name: Option<&str>) -> Result<(String, &'static str), E2bError> 
 pub fn plan(
     req: NewSandbox,
     default_network: super::DefaultNetwork,
+    backend: BackendKind,
 ) -> Result<SessionSpec, E2bError> {
     let (template, cwd) = template(req.template_id.as_deref())?;
     if req.auto_pause == Some(true) {
@@ -131,8 +132,9 @@ pub fn plan(
             limits: None,
             filesystem: None,
         }),
+        backend: None,
     };
-    let policy = resolve_policy(&mut native, cwd).map_err(E2bError::from)?;
+    let policy = resolve_policy(&mut native, cwd, backend).map_err(E2bError::from)?;
     let payload = serde_json::to_value(&policy)
         .map_err(|e| E2bError::Internal(format!("the policy cannot be encoded: {e}")))?;
     Ok(SessionSpec {
@@ -169,7 +171,11 @@ async fn blocking<R: Send + 'static>(
 
 /// Parses a create body and plans its session with the default network (for fuzzing).
 pub fn plan_body(body: &[u8]) -> Result<SessionSpec, E2bError> {
-    plan(parse_body(body)?, super::DefaultNetwork::default())
+    plan(
+        parse_body(body)?,
+        super::DefaultNetwork::default(),
+        BackendKind::default(),
+    )
 }
 
 fn parse_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, E2bError> {
@@ -221,7 +227,11 @@ async fn create_inner(
 ) -> Result<Response, E2bError> {
     require_api_key(&state.e2b, &headers)?;
     let req: NewSandbox = parse_body(&body)?;
-    let spec = plan(req, state.e2b.default_network)?;
+    let spec = plan(req, state.e2b.default_network, state.default_backend)?;
+    state
+        .backends
+        .select(state.default_backend)
+        .map_err(|e| E2bError::InvalidArgument(e.to_string()))?;
     let id = new_id()?;
     let token = new_token()
         .map_err(|e| E2bError::Internal(format!("no random bytes for the sandbox's token: {e}")))?;
@@ -563,15 +573,14 @@ async fn metrics(
             require_api_key(&state.e2b, &headers)?;
             let sample = blocking(&state, move |state| {
                 let rec = live_record(&state, &id)?;
-                let pid = state
-                    .init_pids
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .get(&id)
-                    .copied();
+                let usage = state
+                    .manager
+                    .with_handle(&id, |h| h.sandbox().usage())
+                    .map_err(|e| state.manager_error(&id, e))?
+                    .unwrap_or_default();
                 Ok(super::metrics::sample(
                     &rec,
-                    pid,
+                    &usage,
                     started_ms(&state, &id),
                     now_ms(),
                 ))

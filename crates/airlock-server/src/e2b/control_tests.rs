@@ -20,7 +20,12 @@ fn create_requests_plan_a_session() {
         r#"{"templateID":"base","timeout":60,"metadata":{"a":"b"},"envVars":{"FOO":"bar"},"allow_internet_access":false,"secure":true,"autoPause":false}"#,
     )
     .unwrap();
-    let spec = plan(req, super::super::DefaultNetwork::Internet).unwrap();
+    let spec = plan(
+        req,
+        super::super::DefaultNetwork::Internet,
+        airlock_policy::BackendKind::Native,
+    )
+    .unwrap();
     assert_eq!(spec.timeout_ms, Some(60_000));
     assert_eq!(spec.metadata.get("a").map(String::as_str), Some("b"));
     assert_eq!(spec.payload["network"], "none");
@@ -30,7 +35,12 @@ fn create_requests_plan_a_session() {
         .iter()
         .any(|p| p == &serde_json::json!(["FOO", "bar"])));
     let default: NewSandbox = serde_json::from_str("{}").unwrap();
-    let spec = plan(default, super::super::DefaultNetwork::Internet).unwrap();
+    let spec = plan(
+        default,
+        super::super::DefaultNetwork::Internet,
+        airlock_policy::BackendKind::Native,
+    )
+    .unwrap();
     assert_eq!(spec.timeout_ms, Some(300_000));
     assert_eq!(spec.payload["network"], "proxy");
     for bad in [
@@ -42,7 +52,12 @@ fn create_requests_plan_a_session() {
     ] {
         let req: NewSandbox = serde_json::from_str(bad).unwrap();
         assert!(
-            plan(req, super::super::DefaultNetwork::Internet).is_err(),
+            plan(
+                req,
+                super::super::DefaultNetwork::Internet,
+                airlock_policy::BackendKind::Native
+            )
+            .is_err(),
             "{bad}"
         );
     }

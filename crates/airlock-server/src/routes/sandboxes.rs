@@ -34,7 +34,11 @@ pub async fn create(
     let (template, cwd) = template(req.template.as_deref())?;
     check_metadata(&req.metadata)?;
     let timeout_ms = req.timeout.map(timeout_ms).transpose()?;
-    let policy = resolve_policy(&mut req, cwd)?;
+    let policy = resolve_policy(&mut req, cwd, state.default_backend)?;
+    state
+        .backends
+        .select(policy.backend)
+        .map_err(|e| ApiError::Invalid(e.to_string()))?;
     let policy = serde_json::to_value(&policy)
         .map_err(|e| ApiError::Internal(format!("the policy cannot be encoded: {e}")))?;
     let random = |r: std::io::Result<String>| {

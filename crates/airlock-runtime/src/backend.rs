@@ -1,0 +1,21 @@
+//! The seam every kind of box sits behind. A [`Backend`] turns a resolved policy and a template
+//! into a running box ([`BoxInstance`]); everything above this seam (the server, the E2B gateway,
+//! MCP, the CLI's long-lived boxes) reaches a box only through it and through the agent protocol
+//! spoken over the instance's agent stream — never through a pid, a cgroup path or a file under
+//! a box's `/proc`.
+
+mod error;
+mod instance;
+mod network_event;
+mod registry;
+mod template;
+mod usage;
+
+pub use error::BackendError;
+pub use instance::{
+    Backend, BoxEnd, BoxInstance, Capabilities, NetworkSink, SessionDefaults, StartOptions,
+};
+pub use network_event::{NetDecision, NetProtocol, NetworkEvent};
+pub use registry::{Availability, BackendReport, Backends};
+pub use template::Template;
+pub use usage::Usage;

@@ -1,0 +1,119 @@
+//! The two halves of the seam: a [`Backend`] starts boxes, a [`BoxInstance`] is one running box.
+
+use super::{BackendError, NetworkEvent, Template, Usage};
+use crate::Receipt;
+use airlock_policy::{BackendKind, Egress, ResolvedPolicy};
+use std::collections::BTreeMap;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Receives a box's network decisions as they happen (from any thread).
+pub trait NetworkSink: Send + Sync {
+    fn network_event(&self, event: NetworkEvent);
+}
+
+/// What a start needs beyond the policy and the template.
+#[derive(Clone, Default)]
+pub struct StartOptions {
+    /// Where the box's network decisions go, as typed events.
+    pub network_events: Option<Arc<dyn NetworkSink>>,
+    /// Also append each decision to this JSON-lines file (the CLI's `--audit`).
+    pub audit_file: Option<PathBuf>,
+}
+
+/// What every command in the box starts with, unless told otherwise.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionDefaults {
+    pub env: BTreeMap<String, String>,
+    pub cwd: String,
+}
+
+/// How a box ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoxEnd {
+    /// A sentence saying why (the agent ended, the box was killed, its host side went away).
+    pub reason: String,
+}
+
+/// The optional abilities of a running box; each one a box lacks, it says so here, and the
+/// matching method answers [`BackendError::Unsupported`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Capabilities {
+    /// `set_egress` can replace the allowlist of a running box (proxied boxes).
+    pub live_egress: bool,
+    pub pause: bool,
+    pub snapshot: bool,
+}
+
+/// A kind of box. Implementations live in their own crates; the runtime only knows the seam.
+pub trait Backend: Send + Sync {
+    /// Which kind this is.
+    fn kind(&self) -> BackendKind;
+
+    /// Whether this host can run the kind, and if not, why (`airlock check`). May start a trivial
+    /// box to find out.
+    fn probe(&self) -> Result<(), String>;
+
+    /// What a box of this kind would enforce for `policy` on this host. No side effects.
+    fn plan(&self, policy: &ResolvedPolicy, template: &Template) -> Result<Receipt, BackendError>;
+
+    /// Starts a box whose init is airlock's agent. Blocking; callable from any thread.
+    fn start(
+        &self,
+        policy: &ResolvedPolicy,
+        template: &Template,
+        opts: &StartOptions,
+    ) -> Result<Box<dyn BoxInstance>, BackendError>;
+}
+
+/// One running box. Dropping it (or [`BoxInstance::kill`]) ends the box and frees everything it
+/// holds on the host.
+pub trait BoxInstance: Send {
+    /// The kind of box.
+    fn kind(&self) -> BackendKind;
+
+    /// What this box enforces.
+    fn receipt(&self) -> &Receipt;
+
+    /// The environment and working directory commands start with.
+    fn session_defaults(&self) -> SessionDefaults;
+
+    /// The connection to the box's agent, a byte stream speaking the agent protocol, its hello
+    /// already exchanged (the backend checked that the agent is up and speaks our version).
+    /// Given once.
+    fn take_agent_stream(&mut self) -> Option<UnixStream>;
+
+    /// How the box ended, or `None` while it runs. Quick: no I/O beyond a non-blocking check.
+    fn ended(&self) -> Option<BoxEnd>;
+
+    /// What the box uses now.
+    fn usage(&mut self) -> Result<Usage, BackendError>;
+
+    /// The box's optional abilities.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Replaces the egress allowlist for the connections that follow.
+    fn set_egress(&mut self, egress: &Egress) -> Result<(), BackendError>;
+
+    /// Stops every process of the box in place, keeping its memory.
+    fn pause(&mut self) -> Result<(), BackendError> {
+        Err(BackendError::Unsupported {
+            kind: self.kind(),
+            what: "pause",
+            why: "this backend has no pause yet".into(),
+        })
+    }
+
+    /// Continues a paused box.
+    fn resume(&mut self) -> Result<(), BackendError> {
+        Err(BackendError::Unsupported {
+            kind: self.kind(),
+            what: "resume",
+            why: "this backend has no pause yet".into(),
+        })
+    }
+
+    /// Ends the box and waits (bounded) until its host side has cleaned up.
+    fn kill(self: Box<Self>);
+}

@@ -1,0 +1,47 @@
+//! One decision of a box's egress proxy, as a typed value that crosses the seam.
+
+use serde::{Deserialize, Serialize};
+
+/// How the box asked to connect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetProtocol {
+    /// An absolute-URI HTTP request.
+    Http,
+    /// HTTP `CONNECT`.
+    Connect,
+    /// SOCKS5.
+    Socks5,
+}
+
+/// What became of the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetDecision {
+    Allow,
+    Deny,
+}
+
+/// One connection request of a box and what became of it. Serialised, it is the same JSON
+/// object the proxy's audit file holds (the store's audit log and events keep that shape).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NetworkEvent {
+    /// Milliseconds since the Unix epoch when the request arrived.
+    pub time_ms: u64,
+    pub protocol: NetProtocol,
+    pub host: String,
+    pub port: u16,
+    /// The address actually connected to (allowed requests).
+    pub addr: Option<String>,
+    pub decision: NetDecision,
+    /// Why it was denied (kebab-case), or why an allowed connection failed.
+    pub reason: Option<String>,
+    /// The rule that decided, as the user wrote it.
+    pub rule: Option<String>,
+    /// The one-line message the box was given on denial.
+    pub message: Option<String>,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+    /// How long the connection lasted, in milliseconds.
+    pub duration_ms: f64,
+}

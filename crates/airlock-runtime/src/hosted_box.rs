@@ -1,0 +1,337 @@
+//! A native box held by its own `airlock sandbox-host` process, so it can be created and used
+//! from any thread of any program (the server). The owner talks to the box's agent directly
+//! over the stream the host hands back; the host process holds the box and cleans up after it.
+
+use crate::backend::{
+    BackendError, BoxEnd, BoxInstance, Capabilities, NetworkSink, SessionDefaults, StartOptions,
+    Usage,
+};
+use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
+use crate::Receipt;
+use airlock_policy::{BackendKind, Egress, NetworkMode, ResolvedPolicy};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How long starting a sandbox may take before it is given up.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a request to the host may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a kill waits for the host to clean up before killing it.
+const KILL_GRACE: Duration = Duration::from_secs(10);
+
+/// A native box and the sandbox-host process that holds it.
+pub(crate) struct HostedBox {
+    child: Option<Child>,
+    control: Arc<OwnedFd>,
+    replies: Receiver<FromHost>,
+    ended: Arc<Mutex<Option<BoxEnd>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    receipt: Receipt,
+    defaults: SessionDefaults,
+    agent: Option<UnixStream>,
+    proxied: bool,
+}
+
+fn host_err(msg: impl Into<String>) -> BackendError {
+    BackendError::Host(msg.into())
+}
+
+fn send(control: &OwnedFd, msg: &ToHost) -> Result<(), BackendError> {
+    let bytes = serde_json::to_vec(msg).map_err(|e| host_err(e.to_string()))?;
+    airlock_jail::net::send_with_fd(control.as_raw_fd(), &bytes, None)
+        .map_err(|e| host_err(format!("cannot reach the sandbox host: {e}")))
+}
+
+/// Reads one message (and a descriptor) from the host, waiting at most `timeout`.
+fn recv(
+    control: &OwnedFd,
+    timeout: Option<Duration>,
+) -> Result<Option<(FromHost, Option<OwnedFd>)>, BackendError> {
+    let mut pfd = libc::pollfd {
+        fd: control.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
+    // SAFETY: one valid pollfd.
+    match unsafe { libc::poll(&mut pfd, 1, ms) } {
+        1 => {}
+        0 => return Err(host_err("the sandbox host did not answer in time")),
+        _ => return Err(host_err(std::io::Error::last_os_error().to_string())),
+    }
+    let mut buf = vec![0u8; MAX_CONTROL];
+    let (n, fd) = airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf)
+        .map_err(|e| host_err(e.to_string()))?;
+    // SAFETY: a descriptor just received over SCM_RIGHTS is ours alone.
+    let fd = fd.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
+    if n == 0 {
+        return Ok(None);
+    }
+    let msg = serde_json::from_slice(&buf[..n])
+        .map_err(|e| host_err(format!("bad message from the sandbox host: {e}")))?;
+    Ok(Some((msg, fd)))
+}
+
+/// Routes what the host sends after the start: replies to the requester, network events to the
+/// sink, the box's end to `ended`.
+fn read_host(
+    control: Arc<OwnedFd>,
+    replies: Sender<FromHost>,
+    ended: Arc<Mutex<Option<BoxEnd>>>,
+    sink: Option<Arc<dyn NetworkSink>>,
+) {
+    let end = |reason: String| {
+        let mut e = ended.lock().unwrap_or_else(PoisonError::into_inner);
+        e.get_or_insert(BoxEnd { reason });
+    };
+    loop {
+        match recv(&control, None) {
+            Ok(Some((FromHost::Network { event }, _))) => {
+                if let Some(s) = &sink {
+                    s.network_event(event);
+                }
+            }
+            Ok(Some((FromHost::Exited { reason }, _))) => end(reason),
+            Ok(Some((reply, _))) => {
+                let _ = replies.send(reply);
+            }
+            Ok(None) => {
+                end("the sandbox host ended".into());
+                return;
+            }
+            Err(e) => {
+                end(format!("the sandbox host failed: {e}"));
+                return;
+            }
+        }
+    }
+}
+
+impl HostedBox {
+    /// Starts `airlock_exe sandbox-host`, which creates the box under `policy`. Blocking.
+    pub(crate) fn start(
+        airlock_exe: &Path,
+        policy: &ResolvedPolicy,
+        opts: &StartOptions,
+    ) -> Result<HostedBox, BackendError> {
+        let mut fds = [0; 2];
+        // SAFETY: fds is a valid array for socketpair to fill.
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } == -1
+        {
+            return Err(host_err(std::io::Error::last_os_error().to_string()));
+        }
+        // SAFETY: two fresh descriptors, owned by nobody else.
+        let (ours, theirs) =
+            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let child_fd = theirs.as_raw_fd();
+        let mut cmd = Command::new(airlock_exe);
+        cmd.arg("sandbox-host")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        // SAFETY: runs in the forked child before exec; dup2 is async-signal-safe and leaves the
+        // control socket at descriptor 3 without close-on-exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::dup2(child_fd, 3) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if child_fd == 3 {
+                    libc::fcntl(3, libc::F_SETFD, 0);
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().map_err(|e| {
+            BackendError::Start(format!(
+                "cannot run {} sandbox-host: {e}",
+                airlock_exe.display()
+            ))
+        })?;
+        drop(theirs);
+        let fail = |child: &mut Child, e: BackendError| {
+            let _ = child.kill();
+            let _ = child.wait();
+            e
+        };
+        let control = Arc::new(ours);
+        let start = ToHost::Start {
+            policy: Box::new(policy.clone()),
+            audit: opts.audit_file.clone(),
+            network_events: opts.network_events.is_some(),
+        };
+        if let Err(e) = send(&control, &start) {
+            return Err(fail(&mut child, e));
+        }
+        let (receipt, defaults, agent) = match recv(&control, Some(START_TIMEOUT)) {
+            Ok(Some((FromHost::Started { receipt, env, cwd }, Some(fd)))) => {
+                (receipt, SessionDefaults { env, cwd }, UnixStream::from(fd))
+            }
+            Ok(Some((FromHost::Error { message }, _))) => {
+                return Err(fail(&mut child, BackendError::Start(message)))
+            }
+            Ok(Some((other, _))) => {
+                return Err(fail(
+                    &mut child,
+                    host_err(format!("unexpected reply to start: {other:?}")),
+                ))
+            }
+            Ok(None) => {
+                return Err(fail(
+                    &mut child,
+                    BackendError::Start("the sandbox host ended before the box started".into()),
+                ))
+            }
+            Err(e) => return Err(fail(&mut child, e)),
+        };
+        let (tx, replies) = channel();
+        let ended = Arc::new(Mutex::new(None));
+        let reader = {
+            let (control, ended, sink) = (
+                Arc::clone(&control),
+                Arc::clone(&ended),
+                opts.network_events.clone(),
+            );
+            std::thread::Builder::new()
+                .name("sandbox-host-reader".into())
+                .spawn(move || read_host(control, tx, ended, sink))
+        };
+        let reader = match reader {
+            Ok(r) => r,
+            Err(e) => return Err(fail(&mut child, host_err(e.to_string()))),
+        };
+        Ok(HostedBox {
+            child: Some(child),
+            control,
+            replies,
+            ended,
+            reader: Some(reader),
+            receipt,
+            defaults,
+            agent: Some(agent),
+            proxied: policy.network == NetworkMode::Proxy,
+        })
+    }
+
+    /// Sends `msg` and waits for the host's reply.
+    fn request(&mut self, msg: &ToHost) -> Result<FromHost, BackendError> {
+        if let Some(end) = self.ended() {
+            return Err(BackendError::Ended(end.reason));
+        }
+        // Replies to earlier requests that timed out are stale.
+        while self.replies.try_recv().is_ok() {}
+        send(&self.control, msg)?;
+        match self.replies.recv_timeout(REQUEST_TIMEOUT) {
+            Ok(reply) => Ok(reply),
+            Err(RecvTimeoutError::Timeout) => Err(host_err("the sandbox host did not answer")),
+            Err(RecvTimeoutError::Disconnected) => Err(BackendError::Ended(
+                self.ended()
+                    .map_or_else(|| "the sandbox host ended".into(), |e| e.reason),
+            )),
+        }
+    }
+
+    fn shutdown(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let _ = send(&self.control, &ToHost::Kill {});
+        let deadline = Instant::now() + KILL_GRACE;
+        loop {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+        // The host is gone, so its end of the control socket is closed: the reader sees the end.
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+impl BoxInstance for HostedBox {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Native
+    }
+
+    fn receipt(&self) -> &Receipt {
+        &self.receipt
+    }
+
+    fn session_defaults(&self) -> SessionDefaults {
+        self.defaults.clone()
+    }
+
+    fn take_agent_stream(&mut self) -> Option<UnixStream> {
+        self.agent.take()
+    }
+
+    fn ended(&self) -> Option<BoxEnd> {
+        self.ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn usage(&mut self) -> Result<Usage, BackendError> {
+        match self.request(&ToHost::Usage {})? {
+            FromHost::Usage { usage } => Ok(usage),
+            FromHost::Error { message } => Err(host_err(message)),
+            other => Err(host_err(format!("unexpected reply to usage: {other:?}"))),
+        }
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            live_egress: self.proxied,
+            pause: false,
+            snapshot: false,
+        }
+    }
+
+    fn set_egress(&mut self, egress: &Egress) -> Result<(), BackendError> {
+        if !self.proxied {
+            return Err(BackendError::Unsupported {
+                kind: BackendKind::Native,
+                what: "change its network policy",
+                why: "only a box started with --net proxy has an allowlist to change".into(),
+            });
+        }
+        let msg = ToHost::Egress {
+            egress: Box::new(egress.clone()),
+        };
+        match self.request(&msg)? {
+            FromHost::Ok {} => Ok(()),
+            FromHost::Error { message } => Err(BackendError::Invalid(message)),
+            other => Err(host_err(format!("unexpected reply to egress: {other:?}"))),
+        }
+    }
+
+    fn kill(mut self: Box<Self>) {
+        self.shutdown();
+    }
+}
+
+impl Drop for HostedBox {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

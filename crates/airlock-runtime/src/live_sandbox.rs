@@ -1,0 +1,138 @@
+//! A running box of any kind, with its agent connection shared by many users: what the server,
+//! the E2B gateway and MCP hold. Backend-neutral: it only knows the [`BoxInstance`] seam and the
+//! agent protocol.
+
+use crate::agent_client::{AgentClient, AgentError};
+use crate::backend::{
+    Backend, BackendError, BoxEnd, BoxInstance, Capabilities, SessionDefaults, StartOptions,
+    Template, Usage,
+};
+use crate::mux::AgentMux;
+use crate::sandbox::SandboxError;
+use crate::session::{AgentSession, ExecOutput};
+use crate::Receipt;
+use airlock_policy::{Egress, ResolvedPolicy};
+use std::time::Duration;
+
+/// A running box and its agent connection. Dropping it (or [`LiveSandbox::kill`]) ends the box.
+pub struct LiveSandbox {
+    // Field order: the sessions and the connection close before the box is ended.
+    session: AgentSession,
+    /// The agent connection, shared by [`LiveSandbox::session`] and every
+    /// [`LiveSandbox::new_session`].
+    mux: AgentMux,
+    defaults: SessionDefaults,
+    instance: Option<Box<dyn BoxInstance>>,
+}
+
+impl LiveSandbox {
+    /// Starts a box with `backend` and connects to its agent. Blocking; any thread.
+    pub fn start(
+        backend: &dyn Backend,
+        policy: &ResolvedPolicy,
+        template: &Template,
+        opts: &StartOptions,
+    ) -> Result<LiveSandbox, SandboxError> {
+        let instance = backend.start(policy, template, opts)?;
+        LiveSandbox::connect(instance)
+    }
+
+    /// Shares the agent connection of a started box.
+    pub fn connect(mut instance: Box<dyn BoxInstance>) -> Result<LiveSandbox, SandboxError> {
+        let stream = instance
+            .take_agent_stream()
+            .ok_or(SandboxError::Agent(AgentError::Closed))?;
+        let mux = AgentMux::new(stream)?;
+        let defaults = instance.session_defaults();
+        let session = AgentSession::new(
+            AgentClient::over(mux.port()),
+            defaults.env.clone(),
+            defaults.cwd.clone(),
+        );
+        Ok(LiveSandbox {
+            session,
+            mux,
+            defaults,
+            instance: Some(instance),
+        })
+    }
+
+    fn instance(&self) -> Result<&dyn BoxInstance, BackendError> {
+        self.instance
+            .as_deref()
+            .ok_or_else(|| BackendError::Ended("killed".into()))
+    }
+
+    fn instance_mut(&mut self) -> Result<&mut Box<dyn BoxInstance>, BackendError> {
+        self.instance
+            .as_mut()
+            .ok_or_else(|| BackendError::Ended("killed".into()))
+    }
+
+    /// What the box enforces.
+    pub fn receipt(&self) -> Option<&Receipt> {
+        self.instance.as_deref().map(|i| i.receipt())
+    }
+
+    /// The box's main session (the one its code interpreter contexts live on).
+    pub fn session(&mut self) -> &mut AgentSession {
+        &mut self.session
+    }
+
+    /// A new session on the box, independent of every other: usable from another thread while
+    /// the main session (or other sessions) are busy. What it starts and reads is its own; a
+    /// process it started runs on after it is dropped (its output is detached).
+    pub fn new_session(&self) -> AgentSession {
+        AgentSession::new(
+            AgentClient::over(self.mux.port()),
+            self.defaults.env.clone(),
+            self.defaults.cwd.clone(),
+        )
+    }
+
+    /// Runs a command to its end (see [`AgentSession::exec`]).
+    pub fn exec(
+        &mut self,
+        argv: &[&str],
+        env: &[(&str, &str)],
+        stdin: Option<&[u8]>,
+        timeout: Option<Duration>,
+        output_cap: usize,
+    ) -> Result<ExecOutput, SandboxError> {
+        self.session.exec(argv, env, stdin, timeout, output_cap)
+    }
+
+    /// How the box ended, or `None` while it runs.
+    pub fn ended(&self) -> Option<BoxEnd> {
+        match self.instance() {
+            Ok(i) => i.ended(),
+            Err(_) => Some(BoxEnd {
+                reason: "killed".into(),
+            }),
+        }
+    }
+
+    /// What the box uses now.
+    pub fn usage(&mut self) -> Result<Usage, BackendError> {
+        self.instance_mut()?.usage()
+    }
+
+    /// The box's optional abilities.
+    pub fn capabilities(&self) -> Capabilities {
+        self.instance()
+            .map(|i| i.capabilities())
+            .unwrap_or_default()
+    }
+
+    /// Replaces the box's egress allowlist for the connections that follow.
+    pub fn set_egress(&mut self, egress: &Egress) -> Result<(), BackendError> {
+        self.instance_mut()?.set_egress(egress)
+    }
+
+    /// Ends the box and waits (bounded) for its host side to clean up.
+    pub fn kill(mut self) {
+        if let Some(i) = self.instance.take() {
+            i.kill();
+        }
+    }
+}
