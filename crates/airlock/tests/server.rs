@@ -763,6 +763,51 @@ fn a_restart_marks_the_old_boxes_ended_and_leaves_nothing_running() {
 }
 
 #[test]
+fn a_backend_that_is_not_built_is_a_typed_400_and_native_is_the_default() {
+    let data = TempDir::new("srv-backend");
+    let s = Server::start(&data, &[], None);
+    for kind in ["gvisor", "microvm", "wasm"] {
+        let body = format!(r#"{{"backend": "{kind}"}}"#);
+        let (status, v) = s.call("POST", "/v1/sandboxes", Some(&body));
+        assert_eq!(
+            (status, v["error"]["code"].as_str()),
+            (400, Some("invalid")),
+            "{v}"
+        );
+        let msg = v["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.contains(&format!("the {kind} backend is not built yet")),
+            "{msg}"
+        );
+    }
+    let (status, v) = s.call("POST", "/v1/sandboxes", Some(r#"{"backend": "qemu"}"#));
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        s.sandbox_hosts().is_empty(),
+        "no box was started for a refused create"
+    );
+    let (status, v) = s.call("POST", "/v1/sandboxes", Some(r#"{"backend": "native"}"#));
+    assert_eq!(status, 201, "{v}");
+    // The server's default must be a backend it has.
+    let other = TempDir::new("srv-backend-default");
+    let out = std::process::Command::new(common::airlock_bin())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--backend",
+            "wasm",
+            "--data-dir",
+        ])
+        .arg(other.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(125));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("wasm backend is not built yet"), "{err}");
+}
+
+#[test]
 fn bad_input_is_refused_with_400() {
     let data = TempDir::new("srv-bad");
     let s = Server::start(&data, &[], None);
