@@ -12,4 +12,3 @@ mod strict;
 pub use audit::{AuditSink, CallRecord, InvalidRecord, Record};
 pub use gate::{FromClient, Gate};
 pub use relay::{relay, RelayError, WrappedServer};
-pub use strict::{canonical_line, parse_strict, Malformed};

@@ -44,7 +44,9 @@ pub struct InvalidRecord {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Record {
+    /// A tool call and how it ended.
     Call(CallRecord),
+    /// A line that went nowhere.
     Invalid(InvalidRecord),
 }
 
