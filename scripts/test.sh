@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 
 # Tools the tests drive inside and around the box: sh, python3 (+ pip, matplotlib, pandas), git, curl, node + npm
 # (the proxy tests run real clients), setpriv/unshare (util-linux), ps (procps), useradd (passwd)
-# for the unprivileged-user tests, bubblewrap + hyperfine for the benchmarks' peers.
-need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine)
+# for the unprivileged-user tests, bubblewrap + hyperfine for the benchmarks' peers, go (the
+# MCP tests build a Go server fixture, standard library only, to wrap).
+need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go)
 missing=0
 for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
@@ -25,6 +26,7 @@ if [ "$missing" = 1 ]; then
   pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas curl util-linux procps passwd bubblewrap hyperfine)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+  command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
   apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
 

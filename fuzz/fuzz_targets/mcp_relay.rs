@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = gate.from_client(line);
     }
     for line in server.split(|b| *b == b'\n') {
-        let _ = gate.from_server(line.to_vec());
+        let _ = gate.from_server(line);
     }
     let _ = gate.server_ended("fuzz".into());
     let _ = gate.from_client(client);

@@ -644,6 +644,180 @@ fn wrap_reports_a_crash_of_the_wrapped_server() {
     );
 }
 
+// ----- airlock wrap: messages that other parsers read differently -----
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// What the wrapped server ran, one tool per line of its record file.
+fn ran(record: &Path) -> Vec<String> {
+    std::fs::read_to_string(record)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// A `tools/call` of read_x with id `id`, which the allowlist permits.
+fn read_x(id: u32) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"read_x","arguments":{{}}}}}}"#
+    )
+}
+
+/// Runs the attack lines (`line`, the id airlock must answer with, a word its refusal must
+/// contain) against `server` wrapped with `--tools read_x`, between two allowed calls, and checks
+/// that every attack was refused, that the server ran read_x and nothing else, that the victim
+/// file is untouched, that the audit says what was refused, and that nothing is left running.
+fn assert_wrap_refuses(tag: &str, read: &Path, server: &[&str], attacks: &[(String, Value, &str)]) {
+    let base = TempDir::new(tag);
+    let ws = base.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let victim = ws.join("victim.txt");
+    std::fs::write(&victim, "precious").unwrap();
+    let (record, audit) = (ws.join("ran.txt"), base.join("audit.jsonl"));
+    let p = |p: &Path| p.display().to_string();
+    let (read, audit_s, record_s) = (p(read), p(&audit), p(&record));
+    let mut args = vec![
+        "wrap", "--read", &read, "--tools", "read_x", "--audit", &audit_s, "--",
+    ];
+    args.extend_from_slice(server);
+    args.push(&record_s);
+    let mut c = RawClient::start(&airlock_bin(), &ws, &args);
+    let init = c.ask(INIT);
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    c.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let ok = c.ask(&read_x(1));
+    assert_eq!(ok["result"]["content"][0]["text"], "ran read_x", "{ok}");
+    for (line, id, needle) in attacks {
+        let line = line.replace("VICTIM", &p(&victim));
+        let a = c.ask(&line);
+        assert!(
+            a["error"]["code"] == -32600 && a["id"] == *id && a.get("result").is_none(),
+            "the attack must be refused with an error: {line}\ngot {a}"
+        );
+        let msg = a["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(needle), "{msg}");
+    }
+    // The server answers in order: once this is answered, it has seen all that was forwarded.
+    let ok = c.ask(&read_x(99));
+    assert_eq!(ok["result"]["content"][0]["text"], "ran read_x", "{ok}");
+    assert_eq!(c.finish(), 0, "airlock wrap exits cleanly");
+    assert_eq!(
+        ran(&record),
+        ["read_x", "read_x"],
+        "delete_everything never ran"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "precious",
+        "the host is untouched"
+    );
+    let lines = audit_lines(&audit);
+    let refused: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["kind"] == "invalid_message")
+        .collect();
+    assert_eq!(refused.len(), attacks.len(), "{lines:#?}");
+    for (rec, (_, _, needle)) in refused.iter().zip(attacks) {
+        assert_eq!(rec["from"], "client", "{rec}");
+        assert!(rec["reason"].as_str().unwrap().contains(needle), "{rec}");
+        assert_eq!(rec["line_sha256"].as_str().unwrap().len(), 64, "{rec}");
+    }
+    let calls: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| l["kind"] == "tool_call")
+        .map(|l| (l["tool"].as_str().unwrap(), l["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(calls, [("read_x", "ok"), ("read_x", "ok")], "{lines:#?}");
+    assert_nothing_left_in(&ws, "airlock wrap after its client left");
+}
+
+#[test]
+fn wrap_refuses_case_variant_keys_that_a_go_server_would_obey() {
+    // Go's encoding/json matches keys to struct fields case-insensitively (Unicode folding: ſ is
+    // s) and keeps the last match; serde_json, and so the gate, read the exact key.
+    let server = go_mcp_server();
+    let call =
+        |id: &str, rest: &str| format!(r#"{{"jsonrpc":"2.0",{id}"method":"tools/call",{rest}}}"#);
+    let attacks = [
+        (
+            call(
+                r#""id":2,"#,
+                r#""params":{"name":"read_x","Name":"delete_everything","arguments":{"path":"VICTIM"}}"#,
+            ),
+            json!(2),
+            "\"Name\"",
+        ),
+        // The gate saw no id (a notification, forwarded unchecked); Go reads ID as the id.
+        (
+            call(
+                r#""ID":3,"#,
+                r#""params":{"name":"delete_everything","arguments":{"path":"VICTIM"}}"#,
+            ),
+            Value::Null,
+            "\"ID\"",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","Method":"tools/call","params":{"name":"delete_everything","arguments":{"path":"VICTIM"}}}"#.to_string(),
+            json!(4),
+            "\"Method\"",
+        ),
+        (
+            call(
+                r#""id":5,"#,
+                r#""params":{"name":"read_x"},"Params":{"name":"delete_everything","arguments":{"path":"VICTIM"}}"#,
+            ),
+            json!(5),
+            "\"Params\"",
+        ),
+        (
+            call(
+                r#""id":6,"#,
+                "\"params\":{\"name\":\"read_x\"},\"param\u{17f}\":{\"name\":\"delete_everything\",\"arguments\":{\"path\":\"VICTIM\"}}",
+            ),
+            json!(6),
+            "param\u{17f}",
+        ),
+        (
+            call(
+                r#""id":7,"#,
+                r#""params":{"name":"read_x","arguments":{"path":"VICTIM"},"NAME":"delete_everything"}"#,
+            ),
+            json!(7),
+            "\"NAME\"",
+        ),
+    ];
+    let dir = server.parent().unwrap();
+    let server = server.display().to_string();
+    assert_wrap_refuses("wrap-go-case", dir, &[&server], &attacks);
+}
+
+#[test]
+fn wrap_refuses_duplicate_keys_that_a_first_key_server_would_obey() {
+    // serde_json, and so the gate, keep the last of duplicate keys; this server keeps the first.
+    let script = first_key_server();
+    let attacks = [
+        (
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delete_everything","name":"read_x","arguments":{"path":"VICTIM"}}}"#.to_string(),
+            json!(2),
+            "\"name\" appears twice in params",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","method":"tools/list","params":{"name":"delete_everything","arguments":{"path":"VICTIM"}}}"#.to_string(),
+            json!(3),
+            "\"method\" appears twice",
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"delete_everything","arguments":{"path":"VICTIM"}},"params":{"name":"read_x"}}"#.to_string(),
+            json!(4),
+            "\"params\" appears twice",
+        ),
+    ];
+    let dir = script.parent().unwrap().canonicalize().unwrap();
+    let script = script.display().to_string();
+    assert_wrap_refuses("wrap-first-key", &dir, &["python3", &script], &attacks);
+}
+
 // ----- without root -----
 
 #[test]

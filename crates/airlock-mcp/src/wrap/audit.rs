@@ -1,5 +1,5 @@
-//! The wrap audit log: JSON lines, one per tool call, interleaved with the egress proxy's
-//! network decisions. Each record is written with a single `write` on an append-mode file, so
+//! The wrap audit log: JSON lines, one per tool call and one per message the relay refused as
+//! ambiguous or invalid, interleaved with the egress proxy's network decisions. Each record is written with a single `write` on an append-mode file, so
 //! lines from the relay's threads never interleave.
 
 use serde::Serialize;
@@ -18,9 +18,36 @@ pub struct CallRecord {
     /// SHA-256 of the call's arguments as the client sent them (JSON), hex.
     pub arguments_sha256: String,
     pub duration_ms: f64,
-    /// `ok`, `error` (the tool reported an error), `protocol_error`, `refused` (by airlock) or
-    /// `server_ended` (the server ended before answering).
+    /// `ok`, `error` (the tool reported an error), `protocol_error`, `refused` (by airlock),
+    /// `invalid_answer` (airlock refused the server's answer) or `server_ended` (the server
+    /// ended before answering).
     pub status: &'static str,
+}
+
+/// A line the relay refused because it was not JSON-RPC it could read unambiguously: it went
+/// nowhere.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InvalidRecord {
+    /// Always `invalid_message`.
+    pub kind: &'static str,
+    /// Milliseconds since the Unix epoch when the line arrived.
+    pub time_ms: u128,
+    /// `client` or `server`: who sent it.
+    pub from: &'static str,
+    /// What was wrong, as a sentence (it names the offending key).
+    pub reason: String,
+    /// SHA-256 of the line as it arrived, hex.
+    pub line_sha256: String,
+}
+
+/// One audit record of the relay's own.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Record {
+    /// A tool call and how it ended.
+    Call(CallRecord),
+    /// A line that went nowhere.
+    Invalid(InvalidRecord),
 }
 
 /// Where audit lines go (nowhere without `--audit`).
@@ -67,6 +94,13 @@ impl AuditSink {
 
     /// Appends a call record.
     pub fn call(&self, record: &CallRecord) {
+        if let Ok(text) = serde_json::to_vec(record) {
+            self.line(&text);
+        }
+    }
+
+    /// Appends a record of either kind.
+    pub fn record(&self, record: &Record) {
         if let Ok(text) = serde_json::to_vec(record) {
             self.line(&text);
         }

@@ -2,30 +2,44 @@
 //! server answers them; `tools/list` answers are filtered; `tools/call` to a filtered tool is
 //! answered by airlock itself (a tool result saying what was refused and why) and never reaches
 //! the server; JSON-RPC batches are refused whole (fail closed: a batch could hide a call).
+//! Every line, either way, is read strictly (see `strict`) and what goes on is the object the
+//! gate checked, re-serialised: a line another parser could read differently is refused.
 
-use super::audit::CallRecord;
+use super::audit::{CallRecord, InvalidRecord, Record};
+use super::strict::{canonical_line, check_keys, parse_strict, Malformed};
 use crate::catalogue::Unlisted;
 use crate::denial::Denial;
 use crate::pattern::{ToolFilter, ToolVerdict};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// JSON-RPC "internal error", used when the server ended before answering.
 const SERVER_ENDED: i64 = -32603;
+/// JSON-RPC "internal error", used when airlock refused the server's answer.
+const BAD_ANSWER: i64 = -32603;
 /// JSON-RPC "invalid request".
 const INVALID_REQUEST: i64 = -32600;
 /// JSON-RPC "parse error".
 const PARSE_ERROR: i64 = -32700;
 
+/// Keys of a JSON-RPC message (request, notification or response).
+const ENVELOPE_KEYS: &[&str] = &["jsonrpc", "id", "method", "params", "result", "error"];
+/// Keys of a request's `params` that the gate reads, or that sit beside them.
+const PARAMS_KEYS: &[&str] = &["name", "arguments", "_meta"];
+/// Keys of a `tools/list` or `tools/call` result that the gate reads, or that sit beside them.
+const RESULT_KEYS: &[&str] = &["tools", "nextCursor", "content", "isError", "_meta"];
+/// Keys of one tool in a `tools/list` result that the gate reads.
+const TOOL_KEYS: &[&str] = &["name"];
+
 /// What to do with a line from the client.
 #[derive(Debug, PartialEq)]
 pub enum FromClient {
-    /// Send the line to the server unchanged.
-    Forward,
+    /// Send this line to the server: the client's message as the gate read it, re-serialised.
+    Forward(Vec<u8>),
     /// Answer the client with this line; the server never sees the request.
-    Answer(Vec<u8>, Option<CallRecord>),
+    Answer(Vec<u8>, Option<Record>),
     /// Drop it (a notification the server cannot take any more).
     Drop,
 }
@@ -61,13 +75,104 @@ fn digest(v: Option<&Value>) -> String {
 }
 
 fn line(v: &Value) -> Vec<u8> {
-    let mut out = v.to_string().into_bytes();
-    out.push(b'\n');
-    out
+    canonical_line(v)
 }
 
 fn error_line(id: &Value, code: i64, message: &str) -> Vec<u8> {
     line(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+}
+
+/// The `id`s a refused line may carry, read leniently (last key wins), so that the requests
+/// they name get an answer: a lone message's `id`, or those of a batch's members.
+fn lenient_ids(raw: &[u8]) -> Vec<Value> {
+    let id = |m: &Value| {
+        m.get("id")
+            .filter(|id| id.is_string() || id.is_number())
+            .cloned()
+    };
+    match serde_json::from_slice::<Value>(raw) {
+        Ok(Value::Array(items)) => items.iter().filter_map(id).collect(),
+        Ok(m) => id(&m).into_iter().collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn invalid_record(from: &'static str, raw: &[u8], why: &Malformed) -> Record {
+    Record::Invalid(InvalidRecord {
+        kind: "invalid_message",
+        time_ms: now_ms(),
+        from,
+        reason: why.to_string(),
+        line_sha256: Sha256::digest(raw)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+    })
+}
+
+/// The object at `v` (when it is one) passes [`check_keys`].
+fn check_object(v: Option<&Value>, at: &str, known: &[&'static str]) -> Result<(), Malformed> {
+    match v {
+        Some(Value::Object(obj)) => check_keys(obj, at, known),
+        _ => Ok(()),
+    }
+}
+
+/// A JSON-RPC message as the gate reads it: one object whose envelope (and `params`) no parser
+/// could read differently, with a string `method` and a string, number or null `id` if present.
+fn envelope(msg: &Value) -> Result<&Map<String, Value>, Malformed> {
+    let Value::Object(obj) = msg else {
+        return Err(Malformed::NotAnObject);
+    };
+    check_keys(obj, "the message", ENVELOPE_KEYS)?;
+    check_object(obj.get("params"), "params", PARAMS_KEYS)?;
+    if obj.get("method").is_some_and(|m| !m.is_string()) {
+        return Err(Malformed::BadField("method", "a string"));
+    }
+    if obj
+        .get("id")
+        .is_some_and(|id| !(id.is_string() || id.is_number() || id.is_null()))
+    {
+        return Err(Malformed::BadField("id", "a string or a number"));
+    }
+    Ok(obj)
+}
+
+/// The parts of an answer to `method` that the gate reads pass [`check_keys`].
+fn answer_shape(method: &str, obj: &Map<String, Value>) -> Result<(), Malformed> {
+    if method != "tools/list" && method != "tools/call" {
+        return Ok(());
+    }
+    let result = obj.get("result");
+    check_object(result, "result", RESULT_KEYS)?;
+    if method == "tools/list" {
+        let tools = result
+            .and_then(|r| r.get("tools"))
+            .and_then(Value::as_array);
+        for (i, tool) in tools.into_iter().flatten().enumerate() {
+            check_object(Some(tool), &format!("result.tools[{i}]"), TOOL_KEYS)?;
+        }
+    }
+    Ok(())
+}
+
+/// A refused line from the client: answered with an error naming what was wrong (for the id
+/// it carries, if any), audited, and not forwarded.
+fn refuse_client(raw: &[u8], why: &Malformed) -> FromClient {
+    let code = if *why == Malformed::NotJson {
+        PARSE_ERROR
+    } else {
+        INVALID_REQUEST
+    };
+    let message = format!("airlock wrap refused the message: {why}");
+    let answers: Vec<Vec<u8>> = match lenient_ids(raw).as_slice() {
+        [] => vec![error_line(&Value::Null, code, &message)],
+        ids => ids
+            .iter()
+            .map(|id| error_line(id, code, &message))
+            .collect(),
+    };
+    FromClient::Answer(answers.concat(), Some(invalid_record("client", raw, why)))
 }
 
 impl Gate {
@@ -82,18 +187,9 @@ impl Gate {
 
     /// Decides about one line (without its newline) from the client.
     pub fn from_client(&mut self, raw: &[u8]) -> FromClient {
-        let msg: Value = match serde_json::from_slice(raw) {
+        let msg = match parse_strict(raw) {
             Ok(v) => v,
-            Err(_) => {
-                return FromClient::Answer(
-                    error_line(
-                        &Value::Null,
-                        PARSE_ERROR,
-                        "airlock wrap: the line is not JSON",
-                    ),
-                    None,
-                )
-            }
+            Err(why) => return refuse_client(raw, &why),
         };
         if let Value::Array(items) = &msg {
             let answers: Vec<Value> = items
@@ -107,24 +203,30 @@ impl Gate {
                 FromClient::Answer(line(&Value::Array(answers)), None)
             };
         }
-        let method = msg.get("method").and_then(Value::as_str);
-        let id = msg.get("id").filter(|id| !id.is_null());
+        let obj = match envelope(&msg) {
+            Ok(obj) => obj,
+            Err(why) => return refuse_client(raw, &why),
+        };
+        let method = obj.get("method").and_then(Value::as_str);
+        let id = obj.get("id").filter(|id| !id.is_null());
+        if method == Some("tools/call") && id.is_none() {
+            return refuse_client(raw, &Malformed::CallWithoutId);
+        }
         let (Some(method), Some(id)) = (method, id) else {
             // A notification or a response to the server's own request.
             return if self.ended.is_some() {
                 FromClient::Drop
             } else {
-                FromClient::Forward
+                FromClient::Forward(line(&msg))
             };
         };
         let mut tool = None;
         if method == "tools/call" {
-            let params = msg.get("params");
-            let name = params
-                .and_then(|p| p.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
+            let params = obj.get("params");
+            let Some(name) = params.and_then(|p| p.get("name")).and_then(Value::as_str) else {
+                return refuse_client(raw, &Malformed::CallWithoutName);
+            };
+            let name = name.to_string();
             let args = digest(params.and_then(|p| p.get("arguments")));
             match self.filter.verdict(&name) {
                 ToolVerdict::Allowed => tool = Some((name, args)),
@@ -141,18 +243,20 @@ impl Gate {
                         duration_ms: 0.0,
                         status: "refused",
                     };
-                    return FromClient::Answer(answer, Some(record));
+                    return FromClient::Answer(answer, Some(Record::Call(record)));
                 }
             }
         }
         if let Some(why) = &self.ended {
-            let record = tool.map(|(tool, arguments_sha256)| CallRecord {
-                kind: "tool_call",
-                time_ms: now_ms(),
-                tool,
-                arguments_sha256,
-                duration_ms: 0.0,
-                status: "server_ended",
+            let record = tool.map(|(tool, arguments_sha256)| {
+                Record::Call(CallRecord {
+                    kind: "tool_call",
+                    time_ms: now_ms(),
+                    tool,
+                    arguments_sha256,
+                    duration_ms: 0.0,
+                    status: "server_ended",
+                })
             });
             return FromClient::Answer(error_line(id, SERVER_ENDED, why), record);
         }
@@ -165,24 +269,42 @@ impl Gate {
                 time_ms: now_ms(),
             },
         );
-        FromClient::Forward
+        FromClient::Forward(line(&msg))
     }
 
-    /// Rewrites one line from the server if needed (a `tools/list` answer loses filtered tools),
-    /// and returns the audit record of a call it answers.
-    pub fn from_server(&mut self, raw: Vec<u8>) -> (Vec<u8>, Option<CallRecord>) {
-        let Ok(mut msg) = serde_json::from_slice::<Value>(&raw) else {
-            return (raw, None);
+    /// Decides about one line (without its newline) from the server: returns what to send the
+    /// client (zero or more lines) and the audit records. Every message goes on re-serialised; a
+    /// `tools/list` answer loses its filtered tools. A line the gate cannot read unambiguously
+    /// goes nowhere: the requests it names are answered with an error instead.
+    pub fn from_server(&mut self, raw: &[u8]) -> (Vec<u8>, Vec<Record>) {
+        let msg = match parse_strict(raw) {
+            Ok(v) => v,
+            Err(why) => return self.refuse_server(raw, &why),
         };
-        if msg.get("method").is_some() {
-            return (raw, None);
+        if msg.is_array() {
+            return self.refuse_server(raw, &Malformed::Batch);
         }
-        let Some(pending) = msg
-            .get("id")
-            .and_then(|id| self.pending.remove(&id.to_string()))
-        else {
-            return (raw, None);
+        let obj = match envelope(&msg) {
+            Ok(obj) => obj,
+            Err(why) => return self.refuse_server(raw, &why),
         };
+        if obj.contains_key("method") {
+            // The server's own request or notification.
+            return (line(&msg), Vec::new());
+        }
+        let Some(key) = obj.get("id").map(Value::to_string) else {
+            return (line(&msg), Vec::new());
+        };
+        let Some(method) = self.pending.get(&key).map(|p| p.method.clone()) else {
+            return (line(&msg), Vec::new());
+        };
+        if let Err(why) = answer_shape(&method, obj) {
+            return self.refuse_server(raw, &why);
+        }
+        let Some(pending) = self.pending.remove(&key) else {
+            return (line(&msg), Vec::new());
+        };
+        let mut msg = msg;
         match (pending.method.as_str(), pending.tool) {
             ("tools/list", _) => {
                 if let Some(tools) = msg
@@ -195,11 +317,8 @@ impl Gate {
                             .and_then(Value::as_str)
                             .is_some_and(|n| filter.verdict(n) == ToolVerdict::Allowed)
                     });
-                    let mut out = msg.to_string().into_bytes();
-                    out.push(b'\n');
-                    return (out, None);
                 }
-                (raw, None)
+                (line(&msg), Vec::new())
             }
             ("tools/call", Some((tool, arguments_sha256))) => {
                 let status = if msg.get("error").is_some() {
@@ -210,20 +329,43 @@ impl Gate {
                     "ok"
                 };
                 let duration_ms = pending.since.elapsed().as_secs_f64() * 1000.0;
-                (
-                    raw,
-                    Some(CallRecord {
-                        kind: "tool_call",
-                        time_ms: pending.time_ms,
-                        tool,
-                        arguments_sha256,
-                        duration_ms,
-                        status,
-                    }),
-                )
+                let record = CallRecord {
+                    kind: "tool_call",
+                    time_ms: pending.time_ms,
+                    tool,
+                    arguments_sha256,
+                    duration_ms,
+                    status,
+                };
+                (line(&msg), vec![Record::Call(record)])
             }
-            _ => (raw, None),
+            _ => (line(&msg), Vec::new()),
         }
+    }
+
+    /// A refused line from the server: audited; the requests in flight it names are answered
+    /// with an error (and their calls audited as `invalid_answer`).
+    fn refuse_server(&mut self, raw: &[u8], why: &Malformed) -> (Vec<u8>, Vec<Record>) {
+        let mut out = Vec::new();
+        let mut records = vec![invalid_record("server", raw, why)];
+        let message = format!("airlock wrap refused the wrapped server's answer: {why}");
+        for id in lenient_ids(raw) {
+            let Some(p) = self.pending.remove(&id.to_string()) else {
+                continue;
+            };
+            out.extend(error_line(&id, BAD_ANSWER, &message));
+            if let Some((tool, arguments_sha256)) = p.tool {
+                records.push(Record::Call(CallRecord {
+                    kind: "tool_call",
+                    time_ms: p.time_ms,
+                    tool,
+                    arguments_sha256,
+                    duration_ms: p.since.elapsed().as_secs_f64() * 1000.0,
+                    status: "invalid_answer",
+                }));
+            }
+        }
+        (out, records)
     }
 
     /// The server ended (`why` says how): every request in flight is answered with an error,

@@ -13,13 +13,13 @@ fn parse(b: &[u8]) -> Value {
 #[test]
 fn tools_list_answers_are_filtered() {
     let mut g = gate();
-    assert_eq!(
+    assert!(matches!(
         g.from_client(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
-        FromClient::Forward
-    );
-    let answer = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read_file"},{"name":"write_file"},{"name":"read_secret"},{"name":"list_directory"}]}}"#.to_vec();
+        FromClient::Forward(_)
+    ));
+    let answer = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read_file"},{"name":"write_file"},{"name":"read_secret"},{"name":"list_directory"}]}}"#;
     let (out, rec) = g.from_server(answer);
-    assert!(rec.is_none());
+    assert!(rec.is_empty());
     let names: Vec<String> = parse(&out)["result"]["tools"]
         .as_array()
         .unwrap()
@@ -33,7 +33,7 @@ fn tools_list_answers_are_filtered() {
 fn filtered_calls_are_answered_by_airlock() {
     let mut g = gate();
     match g.from_client(br#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"write_file","arguments":{"path":"/x"}}}"#) {
-        FromClient::Answer(out, Some(rec)) => {
+        FromClient::Answer(out, Some(Record::Call(rec))) => {
             let v = parse(&out);
             assert_eq!(v["id"], "a");
             assert_eq!(v["result"]["isError"], true);
@@ -57,11 +57,12 @@ fn filtered_calls_are_answered_by_airlock() {
 #[test]
 fn allowed_calls_are_audited_when_answered() {
     let mut g = gate();
-    assert_eq!(g.from_client(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/w/a"}}}"#), FromClient::Forward);
-    let (_, rec) = g.from_server(
-        br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":true}}"#.to_vec(),
-    );
-    let rec = rec.unwrap();
+    assert!(matches!(g.from_client(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/w/a"}}}"#), FromClient::Forward(_)));
+    let (_, rec) =
+        g.from_server(br#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":true}}"#);
+    let [Record::Call(rec)] = rec.as_slice() else {
+        panic!("{rec:?}")
+    };
     assert_eq!((rec.tool.as_str(), rec.status), ("read_file", "error"));
     assert_eq!(rec.arguments_sha256.len(), 64);
 }
@@ -69,12 +70,12 @@ fn allowed_calls_are_audited_when_answered() {
 #[test]
 fn a_server_that_ends_answers_everything_in_flight_and_after() {
     let mut g = gate();
-    assert_eq!(
+    assert!(matches!(
         g.from_client(
             br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file"}}"#
         ),
-        FromClient::Forward
-    );
+        FromClient::Forward(_)
+    ));
     let answers = g.server_ended("the server was killed by signal 9".into());
     assert_eq!(answers.len(), 1);
     let v = parse(&answers[0].0);
@@ -89,4 +90,227 @@ fn a_server_that_ends_answers_everything_in_flight_and_after() {
         g.from_client(br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#),
         FromClient::Drop
     );
+}
+
+/// The gate refused `raw` from the client: an error answer for `id`, an audit record naming
+/// `needle`, nothing forwarded and nothing left in flight.
+fn assert_refused(g: &mut Gate, raw: &[u8], id: Value, needle: &str) {
+    let shown = String::from_utf8_lossy(raw);
+    match g.from_client(raw) {
+        FromClient::Answer(out, Some(Record::Invalid(rec))) => {
+            let v = parse(&out);
+            assert_eq!(v["id"], id, "{shown}: {v}");
+            assert_eq!(v["error"]["code"], INVALID_REQUEST, "{shown}: {v}");
+            let msg = v["error"]["message"].as_str().unwrap();
+            assert!(msg.contains(needle), "{shown}: {msg}");
+            assert_eq!((rec.kind, rec.from), ("invalid_message", "client"));
+            assert!(rec.reason.contains(needle), "{shown}: {}", rec.reason);
+            assert_eq!(rec.line_sha256.len(), 64);
+        }
+        other => panic!("{shown} must be refused: {other:?}"),
+    }
+    assert!(g.pending.is_empty(), "{shown} left a request in flight");
+}
+
+#[test]
+fn what_is_forwarded_is_the_checked_object_re_serialised() {
+    let mut g = gate();
+    let raw = br#"{ "jsonrpc":"2.0", "id":9, "method":"tools/call", "params":{"name":"read_\u0066ile","arguments":{"z":1,"a":[true]}} }"#;
+    match g.from_client(raw) {
+        FromClient::Forward(out) => assert_eq!(
+            out,
+            b"{\"id\":9,\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"arguments\":{\"a\":[true],\"z\":1},\"name\":\"read_file\"}}\n"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Notifications and answers to the server's requests are re-serialised too.
+    match g.from_client(br#"{"jsonrpc":"2.0" , "method":"notifications/initialized"}"#) {
+        FromClient::Forward(out) => assert_eq!(
+            out,
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn case_variant_keys_from_the_client_are_refused() {
+    let mut g = gate();
+    let cases: [(&[u8], Value, &str); 7] = [
+        (
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_x","Name":"delete_everything"}}"#,
+            json!(1),
+            "\"Name\"",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","ID":2,"method":"tools/call","params":{"name":"delete_everything"}}"#,
+            Value::Null,
+            "\"ID\"",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":3,"method":"tools/list","METHOD":"tools/call","params":{"name":"delete_everything"}}"#,
+            json!(3),
+            "\"METHOD\"",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"read_x"},"Params":{"name":"delete_everything"}}"#,
+            json!(4),
+            "\"Params\"",
+        ),
+        (
+            "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"read_x\"},\"param\u{17f}\":{\"name\":\"delete_everything\"}}".as_bytes(),
+            json!(5),
+            "param\u{17f}",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_x","Arguments":{"p":1}}}"#,
+            json!(6),
+            "\"Arguments\"",
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"NAME":"delete_everything"}}"#,
+            json!(7),
+            "\"NAME\"",
+        ),
+    ];
+    for (raw, id, needle) in cases {
+        assert_refused(&mut g, raw, id, needle);
+    }
+}
+
+#[test]
+fn duplicate_keys_from_the_client_are_refused_at_any_depth() {
+    let mut g = gate();
+    assert_refused(
+        &mut g,
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_everything","name":"read_x"}}"#,
+        json!(1),
+        "\"name\" appears twice in params",
+    );
+    assert_refused(
+        &mut g,
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","method":"tools/list","params":{"name":"delete_everything"}}"#,
+        json!(2),
+        "\"method\" appears twice in the message",
+    );
+    assert_refused(
+        &mut g,
+        br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_x","arguments":{"path":"/a","path":"/b"}}}"#,
+        json!(3),
+        "\"path\" appears twice in params.arguments",
+    );
+}
+
+#[test]
+fn calls_the_gate_cannot_check_are_refused() {
+    let mut g = gate();
+    // No id, or a null one: a server may still run it, and nobody would see the answer.
+    assert_refused(
+        &mut g,
+        br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"delete_everything"}}"#,
+        Value::Null,
+        "give it an \"id\"",
+    );
+    assert_refused(
+        &mut g,
+        br#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"delete_everything"}}"#,
+        Value::Null,
+        "give it an \"id\"",
+    );
+    // Positional params, or no name: the server could read a tool the gate did not.
+    assert_refused(
+        &mut g,
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["delete_everything"]}"#,
+        json!(1),
+        "\"name\" as a string",
+    );
+    assert_refused(
+        &mut g,
+        br#"{"jsonrpc":"2.0","id":2,"method":["tools/call"],"params":{"name":"delete_everything"}}"#,
+        json!(2),
+        "\"method\" must be a string",
+    );
+    assert_refused(&mut g, br#""tools/call""#, Value::Null, "not a JSON object");
+    assert_refused(
+        &mut g,
+        br#"{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}"#,
+        Value::Null,
+        "\"id\" must be",
+    );
+}
+
+/// Sends a `tools/list` (id 1) and a `tools/call` of read_file (id 2) through `g`.
+fn two_in_flight(g: &mut Gate) {
+    for raw in [
+        &br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#[..],
+        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file"}}"#,
+    ] {
+        assert!(matches!(g.from_client(raw), FromClient::Forward(_)));
+    }
+}
+
+#[test]
+fn ambiguous_answers_from_the_server_are_refused_and_their_requests_answered() {
+    let mut g = gate();
+    two_in_flight(&mut g);
+    // A tool list that a case-insensitive client would read as offering write_file.
+    let (out, recs) = g.from_server(
+        br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read_file","Name":"write_file"}]}}"#,
+    );
+    let v = parse(&out);
+    assert_eq!(v["id"], 1);
+    assert_eq!(v["error"]["code"], BAD_ANSWER);
+    assert!(!String::from_utf8_lossy(&out).contains("write_file"));
+    assert!(
+        matches!(&recs[..], [Record::Invalid(r)] if r.from == "server" && r.reason.contains("result.tools[0]")),
+        "{recs:?}"
+    );
+    // A call answer with a duplicate key: refused, and the call audited as such.
+    let (out, recs) = g.from_server(
+        br#"{"jsonrpc":"2.0","id":2,"result":{"isError":true,"isError":false,"content":[]}}"#,
+    );
+    assert_eq!(parse(&out)["id"], 2);
+    match &recs[..] {
+        [Record::Invalid(r), Record::Call(c)] => {
+            assert!(r.reason.contains("\"isError\" appears twice"), "{r:?}");
+            assert_eq!((c.tool.as_str(), c.status), ("read_file", "invalid_answer"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(g.pending.is_empty());
+}
+
+#[test]
+fn server_lines_that_are_not_one_clean_message_go_nowhere() {
+    let mut g = gate();
+    two_in_flight(&mut g);
+    let raws: [&[u8]; 4] = [
+        // Trailing bytes that a streaming parser would read as the (unfiltered) answer.
+        br#"{"jsonrpc":"2.0","id":99} {"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"write_file"}]}}"#,
+        // A batch holding an unfiltered answer.
+        br#"[{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"write_file"}]}}]"#,
+        // An answer under a case-variant id, which the gate would not match to the list.
+        br#"{"jsonrpc":"2.0","ID":1,"result":{"tools":[{"name":"write_file"}]}}"#,
+        br#"{"jsonrpc":"2.0","id":1,"Result":{"tools":[{"name":"write_file"}]}}"#,
+    ];
+    for raw in raws {
+        let (out, recs) = g.from_server(raw);
+        let shown = String::from_utf8_lossy(&out);
+        assert!(!shown.contains("write_file"), "{shown}");
+        assert!(
+            matches!(&recs[..], [Record::Invalid(r), ..] if r.from == "server"),
+            "{recs:?}"
+        );
+    }
+    // The list was answered with an error once (by the batch, which named it, or earlier).
+    assert!(!g.pending.contains_key("1"));
+    // A clean answer still goes through, re-serialised.
+    let (out, recs) = g.from_server(
+        br#"{ "jsonrpc":"2.0", "id":2, "result":{"content":[{"type":"text","text":"hi"}]} }"#,
+    );
+    assert_eq!(
+        out,
+        b"{\"id\":2,\"jsonrpc\":\"2.0\",\"result\":{\"content\":[{\"text\":\"hi\",\"type\":\"text\"}]}}\n"
+    );
+    assert!(matches!(&recs[..], [Record::Call(c)] if c.status == "ok"));
 }

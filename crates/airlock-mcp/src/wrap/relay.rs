@@ -1,5 +1,6 @@
 //! The relay process: the wrapped server runs as a child (`airlock run … -- server`, so inside a
-//! box), and three threads move lines: client → gate → server, server → gate → client, and (with
+//! box), and three threads move lines (what the gate returns, never the raw bytes): client →
+//! gate → server, server → gate → client, and (with
 //! an audit log and a proxied box) the proxy's decisions → audit log. When the client closes its
 //! end, the server's stdin is closed, then it is asked to stop (SIGTERM, forwarded into the box)
 //! and finally killed; when the server ends first, every request in flight and every later one
@@ -158,10 +159,9 @@ pub fn relay(server: &WrappedServer, gate: Gate, audit: Arc<AuditSink>) -> Resul
                         .unwrap_or_else(PoisonError::into_inner)
                         .from_client(&buf);
                     match decision {
-                        FromClient::Forward => {
-                            buf.push(b'\n');
+                        FromClient::Forward(line) => {
                             if let Some(w) = child_in.as_mut() {
-                                if w.write_all(&buf).and_then(|()| w.flush()).is_err() {
+                                if w.write_all(&line).and_then(|()| w.flush()).is_err() {
                                     child_in = None;
                                 }
                             }
@@ -169,7 +169,7 @@ pub fn relay(server: &WrappedServer, gate: Gate, audit: Arc<AuditSink>) -> Resul
                         FromClient::Answer(line, record) => {
                             to_client(&line);
                             if let Some(r) = record {
-                                audit.call(&r);
+                                audit.record(&r);
                             }
                         }
                         FromClient::Drop => {}
@@ -187,15 +187,18 @@ pub fn relay(server: &WrappedServer, gate: Gate, audit: Arc<AuditSink>) -> Resul
                 let mut output = BufReader::new(child_out);
                 let mut buf = Vec::new();
                 while read_line(&mut output, &mut buf).is_some() {
-                    let mut raw = std::mem::take(&mut buf);
-                    raw.push(b'\n');
-                    let (line, record) = gate
+                    if buf.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    let (lines, records) = gate
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .from_server(raw);
-                    to_client(&line);
-                    if let Some(r) = record {
-                        audit.call(&r);
+                        .from_server(&buf);
+                    if !lines.is_empty() {
+                        to_client(&lines);
+                    }
+                    for r in &records {
+                        audit.record(r);
                     }
                 }
             })?

@@ -2,6 +2,9 @@
 //! filesystem server (npm) and fetch server (PyPI), installed by `scripts/test.sh` under
 //! `target/mcp-tools` (or `$AIRLOCK_MCP_TOOLS`); a loopback HTTP origin; and a runner for
 //! `client.py`, which drives a server through the SDK. A missing tool fails the test loudly.
+//! For messages the SDK would never send (the relay's attacks), [`RawClient`] speaks JSON-RPC
+//! lines to `airlock wrap` itself; the servers it wraps there are fixtures beside this file: a
+//! Go server (built here with Debian's Go, standard library only) and a Python one.
 #![allow(dead_code)]
 
 use serde_json::Value;
@@ -10,7 +13,9 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Where scripts/test.sh installed the MCP tools.
 pub fn tools_dir() -> PathBuf {
@@ -200,5 +205,140 @@ pub fn assert_nothing_left_in(dir: &Path, what: &str) {
             "{what}: processes left behind: {left:?}"
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// The Go MCP server fixture (`go-server/`, standard library only), built once per test run
+/// into `target/go-fixtures` with Go's cache there and no module downloads. Panics if Go is
+/// missing (scripts/test.sh installs golang-go).
+pub fn go_mcp_server() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(build_go_server).clone()
+}
+
+fn build_go_server() -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_support/go-server");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/go-fixtures");
+    std::fs::create_dir_all(root.join("bin")).expect("create target/go-fixtures");
+    // Canonical, so that the path granted to a box is the path used inside it.
+    let root = root.canonicalize().expect("target/go-fixtures");
+    let out = root.join("bin/mcp-go-server");
+    // Built under a name of its own, then renamed: a concurrent test run never sees half a file.
+    let tmp = root.join(format!("bin/.mcp-go-server-{}", std::process::id()));
+    let built = Command::new("go")
+        .args(["build", "-trimpath", "-o"])
+        .arg(&tmp)
+        .arg(".")
+        .current_dir(&src)
+        .env("GOCACHE", root.join("cache"))
+        .env("GOPATH", root.join("gopath"))
+        .env("GOFLAGS", "-mod=readonly")
+        .env("GOPROXY", "off")
+        .env("GOTOOLCHAIN", "local")
+        .env("CGO_ENABLED", "0")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run `go` ({e}): install golang-go (scripts/test.sh does)")
+        });
+    assert!(
+        built.status.success(),
+        "go build of {} failed: {}",
+        src.display(),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    std::fs::rename(&tmp, &out).expect("move the Go server into place");
+    out
+}
+
+/// The first-key-wins Python MCP server fixture.
+pub fn first_key_server() -> PathBuf {
+    need(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_support/first_key_server.py"),
+        "first_key_server.py",
+    )
+}
+
+/// How long one answer may take.
+const ANSWER_WAIT: Duration = Duration::from_secs(30);
+
+/// `airlock wrap` driven by hand, one JSON-RPC line at a time. Killed (by PID) when dropped.
+pub struct RawClient {
+    child: std::process::Child,
+    lines: Receiver<String>,
+}
+
+impl RawClient {
+    /// Starts `airlock <args>` in `cwd`.
+    pub fn start(bin: &Path, cwd: &Path, args: &[&str]) -> RawClient {
+        let mut child = Command::new(bin)
+            .args(args)
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start airlock");
+        let stdout = child.stdout.take().expect("airlock's stdout");
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        RawClient { child, lines }
+    }
+
+    /// Sends one line (a newline is added).
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().expect("airlock's stdin is open");
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| stdin.flush())
+            .expect("write to airlock");
+    }
+
+    /// The next line airlock answers, as JSON; panics after [`ANSWER_WAIT`].
+    pub fn recv(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(ANSWER_WAIT)
+            .unwrap_or_else(|e| panic!("no answer from airlock wrap within {ANSWER_WAIT:?}: {e}"));
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("answer is not JSON ({e}): {line}"))
+    }
+
+    /// Sends `line` and returns the answer.
+    pub fn ask(&mut self, line: &str) -> Value {
+        self.send(line);
+        self.recv()
+    }
+
+    /// Closes airlock's stdin and waits (bounded) for it to exit; returns its exit code.
+    pub fn finish(mut self) -> i32 {
+        drop(self.child.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait for airlock") {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(
+                Instant::now() < deadline,
+                "airlock wrap did not exit after its client left"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for RawClient {
+    fn drop(&mut self) {
+        // Our own child, by PID; a no-op once it has been waited for.
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }

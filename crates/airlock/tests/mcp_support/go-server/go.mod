@@ -1,0 +1,3 @@
+module airlock.test/mcp-go-server
+
+go 1.19
