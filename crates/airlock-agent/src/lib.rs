@@ -17,6 +17,7 @@ mod reaper;
 mod ring;
 mod server;
 mod spawn;
+pub mod standalone;
 mod sys;
 mod transfer;
 mod watch;

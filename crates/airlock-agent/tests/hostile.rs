@@ -8,7 +8,7 @@ use airlock_protocol::{
     Empty, ErrorCode, Event, Frame, FrameKind, Hello, Op, Reply, Role, CONTROL_CHANNEL,
     MAX_FRAME_LEN,
 };
-use support::{spawn_raw, start, wait, Client, SERVE_ERR};
+use support::{serve_err, spawn_raw, start, wait, Client};
 
 fn raw_frame(kind: u8, channel: u32, body: &[u8]) -> Vec<u8> {
     let mut v = u32::try_from(body.len() + 5)
@@ -37,7 +37,7 @@ fn assert_clean_error_exit(status: i32) {
         libc::WIFEXITED(status),
         "agent died by a signal: {status:#x}"
     );
-    assert_eq!(libc::WEXITSTATUS(status), SERVE_ERR);
+    assert_eq!(libc::WEXITSTATUS(status), serve_err());
 }
 
 #[test]

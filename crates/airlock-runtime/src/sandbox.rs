@@ -11,7 +11,8 @@ use crate::plan::{proxy_env, PlanError};
 use crate::sentinel::Sentinel;
 use crate::session::{AgentSession, ExecOutput};
 use crate::{Receipt, RunError};
-use airlock_agent::AgentHooks;
+// The agent's children are restricted already: init restricted itself before serving.
+use airlock_agent::standalone::AlreadyConfined;
 use airlock_jail::spawn::{BoxMain, StdioFds};
 use airlock_jail::StatusRecord;
 use airlock_policy::{NetworkMode, ResolvedPolicy};
@@ -60,15 +61,6 @@ pub struct Sandbox {
     cwd: String,
     /// The agent connection was handed over: closing cannot wait for the agent to notice.
     given_away: bool,
-}
-
-/// The agent's children are restricted already: init restricted itself before serving.
-struct Restricted;
-
-impl AgentHooks for Restricted {
-    fn pre_exec(&self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 impl Sandbox {
@@ -125,7 +117,7 @@ impl Sandbox {
                 // SAFETY: in the box's init, box_fd is this process's own copy of the box end,
                 // and nothing else owns it there.
                 let conn = unsafe { OwnedFd::from_raw_fd(box_fd) };
-                match airlock_agent::serve(conn, &Restricted) {
+                match airlock_agent::serve(conn, &AlreadyConfined) {
                     Ok(()) => 0,
                     Err(e) => {
                         eprintln!("airlock agent: {e}");

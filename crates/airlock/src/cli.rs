@@ -24,6 +24,10 @@ pub enum Command {
     /// the program that started it (the server). Not for direct use.
     #[command(hide = true)]
     SandboxHost,
+    /// Internal: serve the agent protocol on descriptor N, a connected stream socket to the host
+    /// (the init of a box that another backend made). Not for direct use.
+    #[command(hide = true)]
+    Agent(AgentArgs),
     /// Serve the HTTP API: sandboxes created, used and killed over REST (JSON, streamed exec
     /// output and files). Prints the API key on the first start with a data dir, then
     /// `listening on http://ADDR`. SIGTERM or SIGINT kills every box and stops.
@@ -45,6 +49,13 @@ pub enum Command {
     /// and the server: tools/list is filtered by --tools/--deny-tools, calls to filtered tools are
     /// refused without reaching the server, and every call goes to --audit FILE.
     Wrap(WrapArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    /// The descriptor of the connection to the host.
+    #[arg(long, value_name = "N")]
+    pub fd: i32,
 }
 
 /// Which tools an MCP client may see and call.

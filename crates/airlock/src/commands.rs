@@ -35,6 +35,10 @@ pub fn main() -> i32 {
         Command::Receipt(args) => cmd_receipt(args),
         Command::Check(args) => cmd_check(args),
         Command::SandboxHost => cmd_sandbox_host(),
+        Command::Agent(args) => Ok(airlock_agent::standalone::main_with_args(&[
+            "--fd".into(),
+            args.fd.to_string(),
+        ])),
         Command::Serve(args) => cmd_serve(args),
         Command::Sandbox(args) => cmd_sandbox(args),
         Command::Code(args) => cmd_code(args),

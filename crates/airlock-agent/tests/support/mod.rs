@@ -1,5 +1,9 @@
-//! Test harness: runs `serve` in a forked child over a socketpair and talks to it with a small
-//! blocking client built on airlock-protocol.
+//! Test harness: starts an agent over a socketpair and talks to it with a small blocking client
+//! built on airlock-protocol. How the agent is started is the harness's parameter, so every way a
+//! backend gets its agent passes the same suites: `AIRLOCK_AGENT_CONNECTION=fork` (the default:
+//! `serve` in a forked child, as the native box's init runs it) or `exec` (the standalone
+//! `airlock-agent --fd 3` executable, as another backend's box runs it). scripts/test.sh runs
+//! the suites both ways.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use airlock_agent::{serve, AgentHooks};
@@ -19,8 +23,53 @@ impl AgentHooks for NoHooks {
     }
 }
 
-/// Exit code of the agent process when `serve` returned an error.
+/// Exit code of the agent process when `serve` returned an error (a forked agent exits 3,
+/// the standalone executable 1).
 pub const SERVE_ERR: i32 = 3;
+
+/// The exit code a failed `serve` gives with the harness's way of starting agents.
+pub fn serve_err() -> i32 {
+    if exec_connection() {
+        1
+    } else {
+        SERVE_ERR
+    }
+}
+
+/// Whether agents are started as the standalone executable.
+pub fn exec_connection() -> bool {
+    match std::env::var("AIRLOCK_AGENT_CONNECTION").as_deref() {
+        Ok("exec") => true,
+        Ok("fork") | Err(_) => false,
+        Ok(other) => panic!("AIRLOCK_AGENT_CONNECTION={other:?}: use fork or exec"),
+    }
+}
+
+/// Starts `airlock-agent --fd 3` with the box end of a socketpair at descriptor 3.
+fn spawn_exec() -> (i32, UnixStream) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let fd = theirs.as_raw_fd();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_airlock-agent"));
+    cmd.args(["--fd", "3"]);
+    // SAFETY: in the forked child before exec: dup2 and fcntl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(fd, 3) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::fcntl(3, libc::F_SETFD, 0);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().unwrap();
+    drop(theirs);
+    ours.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    // The tests reap it by pid (waitpid), as they do a forked agent.
+    (child.id() as i32, ours)
+}
 
 pub struct Agent {
     pub pid: i32,
@@ -28,9 +77,13 @@ pub struct Agent {
     done: bool,
 }
 
-/// Forks an agent process without doing the hello.
+/// Starts an agent (as the harness's parameter says) without doing the hello.
 pub fn spawn_raw() -> (i32, UnixStream) {
-    spawn_raw_with(&NoHooks)
+    if exec_connection() {
+        spawn_exec()
+    } else {
+        spawn_raw_with(&NoHooks)
+    }
 }
 
 /// Forks an agent with `hooks`, without doing the hello.
@@ -57,14 +110,19 @@ pub fn spawn_raw_with(hooks: &dyn AgentHooks) -> (i32, UnixStream) {
     (pid, ours)
 }
 
-/// Forks an agent and does the hello.
+/// Starts an agent (as the harness's parameter says) and does the hello.
 pub fn start() -> Agent {
-    start_with(&NoHooks)
+    let (pid, sock) = spawn_raw();
+    greet(pid, sock)
 }
 
-/// Forks an agent with `hooks` and does the hello.
+/// Forks an agent with `hooks` and does the hello (always forked: hooks run in this program).
 pub fn start_with(hooks: &dyn AgentHooks) -> Agent {
     let (pid, sock) = spawn_raw_with(hooks);
+    greet(pid, sock)
+}
+
+fn greet(pid: i32, sock: UnixStream) -> Agent {
     let mut client = Client::new(sock);
     let hello = client.recv().expect("agent hello");
     assert_eq!(hello.kind, FrameKind::Hello);
