@@ -63,11 +63,12 @@ fn spawn_exec() -> (i32, UnixStream) {
             Ok(())
         });
     }
+    // The tests reap it by pid (waitpid), as they do a forked agent.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().unwrap();
     drop(theirs);
     ours.set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
-    // The tests reap it by pid (waitpid), as they do a forked agent.
     (child.id() as i32, ours)
 }
 
