@@ -140,6 +140,13 @@ pub enum ServerError {
     Manager(#[from] ManagerError),
     #[error("cannot find airlock's own executable (needed to start sandbox hosts)")]
     CurrentExe(#[source] std::io::Error),
+    #[error(
+        "the open-file limit (ulimit -n) is {limit}: airlock serve keeps {reserve} descriptors \
+         for boxes (more with a higher --max-running) and files, and needs room for at least \
+         {min} connections beside them; raise the limit (ulimit -n, or LimitNOFILE= in a \
+         systemd unit) or lower --max-running"
+    )]
+    TooFewDescriptors { limit: u64, reserve: u64, min: u64 },
     #[error("the HTTP server failed")]
     Io(#[from] std::io::Error),
 }
