@@ -332,3 +332,37 @@ fn one_peer_over_its_cap_does_not_shut_out_another() {
     drop(flooded);
     stop_and_check(serve);
 }
+
+#[test]
+fn a_silent_stream_outlives_the_header_timeout() {
+    let data = TempDir::new("serve-stream");
+    let serve = ServeProcess::start(data.path(), &["--header-timeout", "1s"]);
+    let key = serve.printed_key.clone().unwrap();
+    let addr = server_addr(&serve);
+    let (status, body) = request_from(loopback(0, 1), addr, &key, "POST", "/v1/sandboxes", "{}")
+        .unwrap_or_else(|e| panic!("create: {e}"));
+    assert!(status.starts_with("HTTP/1.1 201"), "{status} {body}");
+    let id = body
+        .split("\"id\":\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap_or_else(|| panic!("no id in {body}"))
+        .to_string();
+    // The command is silent for three header timeouts; its stream must not be cut.
+    let mut s = connect_from(loopback(0, 1), addr).unwrap();
+    let cmd = r#"{"cmd": ["sh", "-c", "sleep 3; echo after-the-silence"]}"#;
+    let req = format!(
+        "POST /v1/sandboxes/{id}/exec HTTP/1.1\r\nHost: airlock.test\r\n\
+         Authorization: Bearer {key}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{cmd}",
+        cmd.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.contains("after-the-silence"), "{text}");
+    assert!(text.contains(r#""exit_code":0"#), "{text}");
+    stop_and_check(serve);
+}
