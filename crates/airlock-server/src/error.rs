@@ -142,6 +142,13 @@ pub enum ServerError {
     CurrentExe(#[source] std::io::Error),
     #[error("--backend: {0}")]
     Backend(String),
+    #[error(
+        "the open-file limit (ulimit -n) is {limit}: airlock serve keeps {reserve} descriptors \
+         for boxes (more with a higher --max-running) and files, and needs room for at least \
+         {min} connections beside them; raise the limit (ulimit -n, or LimitNOFILE= in a \
+         systemd unit) or lower --max-running"
+    )]
+    TooFewDescriptors { limit: u64, reserve: u64, min: u64 },
     #[error("the HTTP server failed")]
     Io(#[from] std::io::Error),
 }

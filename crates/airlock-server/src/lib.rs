@@ -6,10 +6,14 @@
 //! [`SessionManager`]: airlock_runtime::sessions::SessionManager
 //! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
 
+mod accept;
+mod admission;
 mod auth;
+mod connection;
 mod e2b;
 mod error;
 mod factory;
+mod limits;
 mod mcp;
 mod network_audit;
 mod observer;
@@ -24,5 +28,6 @@ pub mod untrusted;
 mod view;
 
 pub use error::{ApiError, ServerError};
+pub use limits::ConnectionLimits;
 pub use routes::ROUTES;
 pub use server::{serve, E2bDefaultNetwork, ServerConfig};

@@ -3,6 +3,7 @@
 //! every box.
 
 use crate::factory::SandboxFactory;
+use crate::limits::{ConnectionLimits, DescriptorBudget};
 use crate::observer::{SharedStore, StoreObserver};
 use crate::secrets::{hash, new_api_key};
 use crate::state::AppState;
@@ -40,6 +41,8 @@ pub struct ServerConfig {
     pub new_e2b_key: bool,
     /// The network of E2B sandboxes whose create request says nothing about it.
     pub e2b_default_network: E2bDefaultNetwork,
+    /// Caps on connections and the header timeout.
+    pub connections: ConnectionLimits,
 }
 
 pub use crate::e2b::DefaultNetwork as E2bDefaultNetwork;
@@ -49,6 +52,16 @@ pub use crate::e2b::DefaultNetwork as E2bDefaultNetwork;
 /// E2B-format key for E2B's SDKs (`e2b api key: e2b_…`), each shown this once only (a lost E2B
 /// key is replaced with `new_e2b_key`).
 pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
+    let budget = DescriptorBudget::probe(config.max_running)?;
+    let max_connections = budget.fit(config.connections.max_connections);
+    if max_connections < config.connections.max_connections {
+        eprintln!(
+            "airlock serve: serving at most {max_connections} connections, not {}: the open-file \
+             limit is {} and {} descriptors are kept for boxes and files (raise ulimit -n for \
+             more)",
+            config.connections.max_connections, budget.limit, budget.reserve
+        );
+    }
     let store = Store::open(&config.data_dir.join("airlock.db"))?;
     let recovered = store.recover(&|_| false, RECOVERY_REASON)?;
     for id in &recovered {
@@ -140,17 +153,10 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             // End every box first, so streams in flight finish and the graceful stop can complete.
             let _ = tokio::task::spawn_blocking(move || stop_manager.shutdown()).await;
         };
-        // Small writes (the lines of a streamed exec) go out at once, not after Nagle's delay.
-        use axum::serve::ListenerExt;
-        let listener = listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
         // MCP over streamable HTTP (`/mcp`) beside the REST API, behind the same API key.
         let app = crate::mcp::router(state.clone(), backends, config.max_running)
             .merge(crate::routes::router(state));
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await?;
+        crate::accept::serve(listener, app, config.connections, budget, shutdown).await;
         Ok::<(), ServerError>(())
     });
     stopping.store(true, Ordering::Relaxed);

@@ -142,6 +142,20 @@ pub struct ServeArgs {
     /// microvm or wasm (only native is built so far).
     #[arg(long, value_name = "KIND", default_value = "native")]
     pub backend: String,
+    /// Connections held at once. When full, the connection idle the longest (no request in
+    /// flight) is closed for the new one; if none is idle, the new one is answered 503. Lowered
+    /// to fit the open-file limit, less descriptors kept for boxes and files.
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub max_connections: usize,
+    /// Connections held at once from one peer (an IPv4 address or an IPv6 /64); more are
+    /// answered 503 and closed.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub max_connections_per_peer: usize,
+    /// Time a connection has to send a request's complete headers, after it opens or after its
+    /// previous response; then it is closed (so idle kept-alive connections close after it
+    /// too). Requests and streams under way are not cut by it. E.g. 10s, 500ms.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub header_timeout: String,
 }
 
 #[derive(Debug, Args)]

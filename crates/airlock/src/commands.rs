@@ -334,6 +334,7 @@ fn cmd_sandbox_host() -> Result<i32> {
 }
 
 fn cmd_serve(args: ServeArgs) -> Result<i32> {
+    let connections = serve_connection_limits(&args)?;
     let data_dir = match args.data_dir {
         Some(dir) => dir,
         None => match (
@@ -369,8 +370,29 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         airlock_exe,
         new_e2b_key: args.new_e2b_key,
         e2b_default_network,
+        connections,
     })?;
     Ok(0)
+}
+
+fn serve_connection_limits(args: &ServeArgs) -> Result<airlock_server::ConnectionLimits> {
+    if args.max_connections == 0 {
+        anyhow::bail!("--max-connections 0 would refuse every connection; give at least 1");
+    }
+    if args.max_connections_per_peer == 0 {
+        anyhow::bail!(
+            "--max-connections-per-peer 0 would refuse every connection; give at least 1"
+        );
+    }
+    let header_timeout = parse_duration(&args.header_timeout).context("--header-timeout")?;
+    if header_timeout.is_zero() {
+        anyhow::bail!("--header-timeout 0 would close every connection at once; give e.g. 10s");
+    }
+    Ok(airlock_server::ConnectionLimits {
+        max_connections: args.max_connections,
+        max_connections_per_peer: args.max_connections_per_peer,
+        header_timeout,
+    })
 }
 
 fn cmd_code(args: CodeArgs) -> Result<i32> {

@@ -200,7 +200,7 @@ impl ServeProcess {
     }
 
     /// `cmd` (an airlock binary, or a wrapper that execs one) with `serve …` appended.
-    fn start_with(mut cmd: Command, data: &Path, extra: &[&str]) -> ServeProcess {
+    pub fn start_with(mut cmd: Command, data: &Path, extra: &[&str]) -> ServeProcess {
         use std::io::BufRead;
         let mut child = cmd
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
