@@ -5,6 +5,8 @@
 //! a box's `/proc`.
 
 mod error;
+#[cfg(feature = "fake")]
+pub mod fake;
 mod instance;
 mod network_event;
 mod registry;

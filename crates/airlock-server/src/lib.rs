@@ -13,6 +13,8 @@ mod connection;
 mod e2b;
 mod error;
 mod factory;
+#[cfg(test)]
+mod fake_tests;
 mod limits;
 mod mcp;
 mod network_audit;

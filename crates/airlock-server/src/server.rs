@@ -47,6 +47,54 @@ pub struct ServerConfig {
 
 pub use crate::e2b::DefaultNetwork as E2bDefaultNetwork;
 
+/// What the shared state of the handlers is made with, beside the store and the backends.
+pub(crate) struct AppSettings {
+    pub max_running: usize,
+    pub default_backend: airlock_policy::BackendKind,
+    pub e2b_default_network: E2bDefaultNetwork,
+}
+
+/// The handlers' shared state over `store`, starting boxes with `backends`: the session manager
+/// wired to the store. The caller ticks the manager and serves the routes.
+pub(crate) fn app_state(
+    store: Store,
+    backends: Backends,
+    settings: &AppSettings,
+    api_key_hash: String,
+    e2b_key_hash: String,
+) -> Result<AppState, ServerError> {
+    let store: SharedStore = Arc::new(Mutex::new(store));
+    let pending = Arc::new(Mutex::new(HashMap::new()));
+    backends
+        .select(settings.default_backend)
+        .map_err(|e| ServerError::Backend(e.to_string()))?;
+    let factory = SandboxFactory::new(backends.clone(), Arc::clone(&store));
+    let observer = Arc::new(StoreObserver::new(Arc::clone(&store), Arc::clone(&pending)));
+    let manager_config = ManagerConfig {
+        max_running: settings.max_running,
+        ..ManagerConfig::default()
+    };
+    let manager = Arc::new(SessionManager::new(
+        factory,
+        manager_config,
+        Arc::new(SystemClock),
+        observer,
+    )?);
+    Ok(AppState {
+        manager,
+        store,
+        api_key_hash: Arc::new(api_key_hash),
+        tokens: Arc::default(),
+        pending,
+        backends,
+        default_backend: settings.default_backend,
+        e2b: Arc::new(crate::e2b::E2bState::new(
+            e2b_key_hash,
+            settings.e2b_default_network,
+        )),
+    })
+}
+
 /// Runs the server until SIGTERM or SIGINT. Prints `listening on http://ADDR` on stdout once
 /// bound, preceded on the first start by the new API key (`api key: al_…`) and the new
 /// E2B-format key for E2B's SDKs (`e2b api key: e2b_…`), each shown this once only (a lost E2B
@@ -88,39 +136,21 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             hash(&key)
         }
     };
-    let store: SharedStore = Arc::new(Mutex::new(store));
-    let pending = Arc::new(Mutex::new(HashMap::new()));
     let backends = Backends::new(vec![Arc::new(NativeBackend::new(
         config.airlock_exe.clone(),
     ))]);
-    backends
-        .select(config.default_backend)
-        .map_err(|e| ServerError::Backend(e.to_string()))?;
-    let factory = SandboxFactory::new(backends.clone(), Arc::clone(&store));
-    let observer = Arc::new(StoreObserver::new(Arc::clone(&store), Arc::clone(&pending)));
-    let manager_config = ManagerConfig {
-        max_running: config.max_running,
-        ..ManagerConfig::default()
-    };
-    let manager = Arc::new(SessionManager::new(
-        factory,
-        manager_config,
-        Arc::new(SystemClock),
-        observer,
-    )?);
-    let state = AppState {
-        manager: Arc::clone(&manager),
+    let state = app_state(
         store,
-        api_key_hash: Arc::new(api_key_hash),
-        tokens: Arc::default(),
-        pending,
-        backends: backends.clone(),
-        default_backend: config.default_backend,
-        e2b: Arc::new(crate::e2b::E2bState::new(
-            e2b_key_hash,
-            config.e2b_default_network,
-        )),
-    };
+        backends.clone(),
+        &AppSettings {
+            max_running: config.max_running,
+            default_backend: config.default_backend,
+            e2b_default_network: config.e2b_default_network,
+        },
+        api_key_hash,
+        e2b_key_hash,
+    )?;
+    let manager = Arc::clone(&state.manager);
 
     let stopping = Arc::new(AtomicBool::new(false));
     let ticker = {

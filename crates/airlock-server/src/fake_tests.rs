@@ -1,0 +1,234 @@
+//! The routes over the fake backend: the server's own logic (API keys, the session manager, the
+//! store, exec streaming, files, the E2B control plane, metrics through the seam) tested in
+//! milliseconds, without namespaces or root. The end-to-end tests in `crates/airlock/tests`
+//! run the same routes against real boxes.
+#![allow(clippy::unwrap_used)]
+
+use crate::routes::router;
+use crate::secrets::hash;
+use crate::server::{app_state, AppSettings};
+use crate::state::AppState;
+use airlock_runtime::backend::fake::FakeBackend;
+use airlock_runtime::backend::Backends;
+use airlock_runtime::store::Store;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+const KEY: &str = "al_fake_test_key";
+const E2B_KEY: &str = "e2b_0123456789abcdef0123456789abcdef01234567";
+
+/// The standalone agent, built beside this test binary (`cargo build --workspace` builds it).
+fn agent_exe() -> PathBuf {
+    let me = std::env::current_exe().unwrap();
+    let exe = me.parent().unwrap().parent().unwrap().join("airlock-agent");
+    assert!(
+        exe.exists(),
+        "{} is missing: build it first (cargo build -p airlock-agent)",
+        exe.display()
+    );
+    exe
+}
+
+/// A temporary directory, removed on drop.
+struct TestDir(PathBuf);
+
+impl TestDir {
+    fn new(tag: &str) -> TestDir {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("airlock-{tag}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap();
+        TestDir(path)
+    }
+
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct App {
+    router: Router,
+    state: AppState,
+    _dir: TestDir,
+}
+
+fn app() -> App {
+    let dir = TestDir::new("fake-routes");
+    let store = Store::open(&dir.path().join("airlock.db")).unwrap();
+    let backends = Backends::new(vec![Arc::new(FakeBackend::new(agent_exe(), Vec::new()))]);
+    let settings = AppSettings {
+        max_running: 4,
+        default_backend: airlock_policy::BackendKind::Native,
+        e2b_default_network: crate::E2bDefaultNetwork::None,
+    };
+    let state = app_state(store, backends, &settings, hash(KEY), hash(E2B_KEY)).unwrap();
+    App {
+        router: router(state.clone()),
+        state,
+        _dir: dir,
+    }
+}
+
+impl App {
+    async fn call(&self, method: &str, path: &str, body: Option<&str>) -> (StatusCode, Vec<u8>) {
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {KEY}"))
+            .header("content-type", "application/json")
+            .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+            .unwrap();
+        self.send(req).await
+    }
+
+    async fn send(&self, req: Request<Body>) -> (StatusCode, Vec<u8>) {
+        let resp = self.router.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), 64 << 20)
+            .await
+            .unwrap();
+        (status, bytes.to_vec())
+    }
+
+    async fn json(&self, method: &str, path: &str, body: Option<&str>) -> (StatusCode, Value) {
+        let (status, bytes) = self.call(method, path, body).await;
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        self.state.manager.shutdown();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_exec_files_and_kill_through_the_routes() {
+    let app = app();
+    let (status, v) = app.json("POST", "/v1/sandboxes", Some("{}")).await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+    let id = v["id"].as_str().unwrap().to_string();
+    assert!(v.get("init_pid").is_none(), "{v}");
+    // Exec streams NDJSON: start, output, end.
+    let body = r#"{"cmd": ["sh", "-c", "echo hello; echo oops >&2; exit 3"]}"#;
+    let (status, bytes) = app
+        .call("POST", &format!("/v1/sandboxes/{id}/exec"), Some(body))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let lines: Vec<Value> = String::from_utf8(bytes)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.first().unwrap()["type"], "start", "{lines:?}");
+    assert!(lines
+        .iter()
+        .any(|l| l["type"] == "stdout" && l["data"] == "hello\n"));
+    assert!(lines
+        .iter()
+        .any(|l| l["type"] == "stderr" && l["data"] == "oops\n"));
+    assert_eq!(lines.last().unwrap()["exit_code"], 3, "{lines:?}");
+    // Files round-trip.
+    let dir = TestDir::new("fake-files");
+    let path = dir.path().join("f.txt");
+    let url = format!("/v1/sandboxes/{id}/files?path={}", path.display());
+    let req = Request::builder()
+        .method("PUT")
+        .uri(&url)
+        .header("authorization", format!("Bearer {KEY}"))
+        .body(Body::from("file body"))
+        .unwrap();
+    let (status, _) = app.send(req).await;
+    assert!(status.is_success(), "{status}");
+    let (status, bytes) = app.call("GET", &url, None).await;
+    assert_eq!(
+        (status, bytes.as_slice()),
+        (StatusCode::OK, &b"file body"[..])
+    );
+    // Kill: the state is final and a second kill is a conflict.
+    let (status, v) = app
+        .json("DELETE", &format!("/v1/sandboxes/{id}"), None)
+        .await;
+    assert_eq!(
+        (status, v["state"].as_str()),
+        (StatusCode::OK, Some("killed")),
+        "{v}"
+    );
+    let (status, _) = app
+        .json("DELETE", &format!("/v1/sandboxes/{id}"), None)
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_backends_and_the_e2b_control_plane() {
+    let app = app();
+    let req = Request::builder()
+        .method("GET")
+        .uri("/v1/sandboxes")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(app.send(req).await.0, StatusCode::UNAUTHORIZED);
+    let (status, v) = app
+        .json("POST", "/v1/sandboxes", Some(r#"{"backend": "wasm"}"#))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not built yet"));
+    // E2B's control plane on the same router: create, metrics through the seam, kill.
+    let e2b = |method: &str, path: &str, body: &str| {
+        Request::builder()
+            .method(method)
+            .uri(path)
+            .header("x-api-key", E2B_KEY)
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let (status, bytes) = app
+        .send(e2b("POST", "/sandboxes", r#"{"templateID": "base"}"#))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    let id = v["sandboxID"].as_str().unwrap().to_string();
+    let (status, bytes) = app
+        .send(e2b("GET", &format!("/sandboxes/{id}/metrics"), ""))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    let m: Value = serde_json::from_slice(&bytes).unwrap();
+    // The fake measures nothing, and the gateway says 0 rather than inventing a figure.
+    assert_eq!(
+        (m[0]["memUsed"].as_u64(), m[0]["cpuUsedPct"].as_f64()),
+        (Some(0), Some(0.0))
+    );
+    let (status, _) = app
+        .send(e2b("DELETE", &format!("/sandboxes/{id}"), ""))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+}
