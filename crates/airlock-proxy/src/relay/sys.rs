@@ -14,10 +14,8 @@ fn check(ret: libc::ssize_t) -> io::Result<usize> {
 pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [-1 as libc::c_int; 2];
     // SAFETY: `fds` is a valid, writable array of two ints, as pipe2 requires.
-    check(
-        unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) }
-            as libc::ssize_t,
-    )?;
+    let ret = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    check(ret as libc::ssize_t)?;
     // SAFETY: pipe2 succeeded, so both are fresh descriptors that nothing else owns.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
