@@ -505,3 +505,167 @@ fn keep_alive_clients_get_every_answer_over_fresh_connections() {
     }
     assert_eq!(upstream.seen().len(), 3);
 }
+
+// ----- the response direction, and clients that must keep working -----
+
+/// An upstream on 127.0.0.1:0 that runs `handler` on each connection with a log of the bytes
+/// it read (the handler appends to it).
+struct Scripted {
+    addr: SocketAddr,
+    raw: Arc<Mutex<Vec<u8>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Scripted {
+    fn start(handler: fn(TcpStream, &Mutex<Vec<u8>>)) -> Scripted {
+        let listener = TcpListener::bind((LOCALHOST, 0)).expect("bind upstream");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let addr = listener.local_addr().expect("upstream addr");
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, halt) = (raw.clone(), stop.clone());
+        thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while !halt.load(Ordering::SeqCst) && Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let _ = stream.set_nonblocking(false);
+                        let _ = stream.set_read_timeout(Some(IO_TIMEOUT));
+                        let r = r.clone();
+                        thread::spawn(move || handler(stream, &r));
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        Scripted { addr, raw, stop }
+    }
+
+    fn raw(&self) -> String {
+        String::from_utf8_lossy(&self.raw.lock().expect("raw log")).into_owned()
+    }
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Reads one request head (and returns it); the connection then stays open for `linger`.
+fn read_request_head(s: &mut TcpStream, raw: &Mutex<Vec<u8>>) -> Option<String> {
+    let mut buf = Vec::new();
+    read_until(s, &mut buf, raw, |b| find(b, b"\r\n\r\n"))?;
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Answers with a complete response and a second one behind it, then keeps the connection
+/// open: the second must never reach the client.
+fn answers_twice(mut s: TcpStream, raw: &Mutex<Vec<u8>>) {
+    let Some(head) = read_request_head(&mut s, raw) else {
+        return;
+    };
+    let first = if head.contains("/chunked") {
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n0\r\n\r\n"
+    } else if head.starts_with("HEAD ") {
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
+    } else {
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst"
+    };
+    let second = "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nsmuggled!";
+    let _ = s.write_all(format!("{first}{second}").as_bytes());
+    thread::sleep(Duration::from_secs(8));
+}
+
+#[test]
+fn nothing_the_upstream_sends_after_its_response_reaches_the_client() {
+    let upstream = Scripted::start(answers_twice);
+    let proxy = start_proxy();
+    let port = upstream.addr.port();
+    for (method, path, body) in [
+        ("GET", "/length", "first"),
+        ("GET", "/chunked", "5\r\nfirst\r\n0\r\n\r\n"),
+        ("HEAD", "/head", ""),
+    ] {
+        let request = format!("{method} http://{ALLOWED}:{port}{path} HTTP/1.1\r\n\r\n");
+        let started = Instant::now();
+        let reply = exchange(&proxy, request.as_bytes());
+        let text = reply.text();
+        assert_eq!(reply.status(), Some(200), "{path}: {text:?}");
+        assert!(!text.contains("smuggled"), "{path}: {text:?}");
+        assert!(
+            text.ends_with(&format!("\r\n\r\n{body}")),
+            "{path}: {text:?}"
+        );
+        assert!(
+            text.contains("\r\nConnection: close\r\n"),
+            "{path}: {text:?}"
+        );
+        assert!(reply.closed_by_proxy, "{path}: the connection stayed open");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{path}: the proxy waited for the upstream to close"
+        );
+    }
+}
+
+/// `Expect: 100-continue`: answers `100 Continue`, reads the declared body, answers with it.
+fn continues_then_echoes(mut s: TcpStream, raw: &Mutex<Vec<u8>>) {
+    let mut buf = Vec::new();
+    let Some(end) = read_until(&mut s, &mut buf, raw, |b| find(b, b"\r\n\r\n")) else {
+        return;
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+    buf.drain(..end + 4);
+    if !head.contains("\r\nexpect: 100-continue")
+        || s.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").is_err()
+    {
+        return;
+    }
+    if read_until(&mut s, &mut buf, raw, |b| (b.len() >= 5).then_some(())).is_none() {
+        return;
+    }
+    let body = String::from_utf8_lossy(&buf[..5]).into_owned();
+    let _ = s.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n{body}").as_bytes());
+    // Keep reading, as a keep-alive server would: whatever else arrives is logged.
+    let _ = read_until(&mut s, &mut buf, raw, |_| None::<()>);
+}
+
+#[test]
+fn expect_100_continue_gets_the_interim_answer_and_only_the_declared_body_goes_on() {
+    let upstream = Scripted::start(continues_then_echoes);
+    let proxy = start_proxy();
+    let port = upstream.addr.port();
+    let mut s = TcpStream::connect(proxy.local_addr()).expect("connect to proxy");
+    s.set_read_timeout(Some(CLOSE_WAIT)).expect("read timeout");
+    let head = format!(
+        "PUT http://{ALLOWED}:{port}/up HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).expect("send head");
+    let mut interim = Vec::new();
+    let mut byte = [0u8; 1];
+    while !interim.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut byte).expect("read 100 Continue"), 1);
+        interim.push(byte[0]);
+    }
+    assert_eq!(interim, b"HTTP/1.1 100 Continue\r\n\r\n");
+    s.write_all(format!("hello{}", hidden()).as_bytes())
+        .expect("send body");
+    let mut rest = Vec::new();
+    let closed = loop {
+        let mut chunk = [0u8; 4096];
+        match s.read(&mut chunk) {
+            Ok(0) => break true,
+            Ok(n) => rest.extend_from_slice(&chunk[..n]),
+            Err(_) => break false,
+        }
+    };
+    let text = String::from_utf8_lossy(&rest);
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text:?}");
+    assert!(text.ends_with("\r\n\r\nhello"), "{text:?}");
+    assert!(closed, "the proxy left the connection open");
+    // Give a late relay a moment, then check the upstream's record.
+    thread::sleep(Duration::from_millis(200));
+    let raw = upstream.raw();
+    assert!(!raw.contains(HIDDEN) && !raw.contains("/admin"), "{raw:?}");
+}
