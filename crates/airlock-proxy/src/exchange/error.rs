@@ -50,7 +50,8 @@ impl ExchangeError {
     }
 
     /// The status of the response the proxy writes itself when the client has not received
-    /// anything yet; `None` when the client's socket is the problem.
+    /// anything yet; `None` when the connection is just cut (a failing socket, or the byte
+    /// budget used up).
     pub(crate) fn status(&self) -> Option<u16> {
         match self {
             ExchangeError::Body(_) => Some(400),
@@ -59,7 +60,7 @@ impl ExchangeError {
             | ExchangeError::NoResponse
             | ExchangeError::Truncated
             | ExchangeError::ResponseBody(_) => Some(502),
-            ExchangeError::Relay(RelayError::BudgetExhausted) => Some(502),
+            // Cut, as every other tunnel is: no byte beyond the budget, not even an answer.
             ExchangeError::Relay(_) => None,
         }
     }
