@@ -426,7 +426,7 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
         let outcome = exchange::forward_one(&client, &upstream, request, rest, up, down).await;
         if outcome.dropped > 0 {
             tunnel.note(format!(
-                "{} bytes the client sent after its request were dropped: the proxy forwards one request per connection",
+                "{} bytes the client sent after its request (or after the response) were dropped: the proxy forwards one request per connection",
                 outcome.dropped
             ));
         }

@@ -29,7 +29,7 @@ pub(crate) struct Request {
 pub(crate) struct Outcome {
     /// Why it ended early, if it did (the event's `reason`).
     pub(crate) reason: Option<String>,
-    /// Bytes the client sent after its request, dropped.
+    /// Bytes the client sent that were dropped: after its request, or after the response.
     pub(crate) dropped: u64,
 }
 
