@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Tools the tests drive inside and around the box: sh, python3 (+ pip, matplotlib, pandas), git, curl, node + npm
+# Tools the tests drive inside and around the box: sh, python3 (+ pip, matplotlib, pandas, requests), git, curl, node + npm
 # (the proxy tests run real clients), setpriv/unshare (util-linux), ps (procps), useradd (passwd)
 # for the unprivileged-user tests, bubblewrap + hyperfine for the benchmarks' peers, go (the
 # MCP tests build a Go server fixture, standard library only, to wrap).
@@ -14,6 +14,8 @@ for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; do
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
 # The code-interpreter driver's tests render matplotlib figures and pandas tables.
 /usr/bin/python3 -c 'import matplotlib, pandas' >/dev/null 2>&1 || missing=1
+# The proxy tests run a keep-alive Python requests session in a box.
+/usr/bin/python3 -c 'import requests' >/dev/null 2>&1 || missing=1
 # The MCP tests and the E2B conformance suite's clients live in virtualenvs made from Debian's python3.
 /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing=1
 if [ "$missing" = 1 ]; then
@@ -23,7 +25,7 @@ if [ "$missing" = 1 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas curl util-linux procps passwd bubblewrap hyperfine)
+  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)

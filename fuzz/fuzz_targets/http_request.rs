@@ -2,7 +2,9 @@
 //! head built by `forward_head`, checked for a single well-formed head (no injected lines).
 #![no_main]
 
-use airlock_proxy::http::{error_response, forward_head, parse_request, ProxyRequest, MAX_HEAD};
+use airlock_proxy::http::{
+    error_response, forward_head, parse_request, BodyFraming, ProxyRequest, MAX_HEAD,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -21,10 +23,15 @@ fuzz_target!(|data: &[u8]| {
                     assert!(head.is_empty());
                     assert_ne!(port, 0);
                 }
-                ProxyRequest::Forward { port, ref path, .. } => {
+                ProxyRequest::Forward {
+                    port,
+                    ref path,
+                    body,
+                    ..
+                } => {
                     assert_ne!(port, 0);
                     assert!(path.starts_with('/'));
-                    check_upstream_head(&head);
+                    check_upstream_head(&head, body);
                 }
             }
         }
@@ -38,8 +45,8 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// One head: CRLF lines only, ending at the first empty line, exactly one Host and one
-/// Connection header.
-fn check_upstream_head(head: &[u8]) {
+/// Connection header, and exactly the framing header the checked body framing calls for.
+fn check_upstream_head(head: &[u8], body: BodyFraming) {
     assert!(head.ends_with(b"\r\n\r\n"));
     let end = head.windows(4).position(|w| w == b"\r\n\r\n");
     assert_eq!(end, Some(head.len() - 4));
@@ -60,4 +67,11 @@ fn check_upstream_head(head: &[u8]) {
     };
     assert_eq!(count(b"host:"), 1);
     assert_eq!(count(b"connection:"), 1);
+    let (cl, te) = match body {
+        BodyFraming::None => (0, 0),
+        BodyFraming::Length(_) => (1, 0),
+        BodyFraming::Chunked => (0, 1),
+    };
+    assert_eq!(count(b"content-length:"), cl);
+    assert_eq!(count(b"transfer-encoding:"), te);
 }

@@ -11,18 +11,27 @@
 //! - `request`: the request line, the target and [`parse_request`].
 //! - `authority`: `host:port` as a client would connect to it.
 //! - `headers`: header lines and the framing checks against request smuggling.
+//! - `chunked`: a chunked request or response body, checked and re-encoded.
 //! - `forward`: the head sent upstream for a forwarded request.
+//! - `upstream`: the upstream's response head, and the head the client gets instead.
 //! - `response`: the responses the proxy itself writes.
 
 mod authority;
+mod chunked;
 mod error;
 mod forward;
 mod headers;
 mod request;
 mod response;
+mod upstream;
 
+pub use chunked::{ChunkedBody, ChunkedError, Fed, MAX_CHUNK_LINE, MAX_TRAILERS};
 pub use error::HttpError;
 pub use forward::forward_head;
-pub use headers::MAX_HEADERS;
+pub use headers::{BodyFraming, MAX_HEADERS};
 pub use request::{parse_request, HttpVersion, ProxyRequest, MAX_HEAD};
 pub use response::{denied_response, error_response, CONNECT_ESTABLISHED};
+pub use upstream::{
+    parse_response_head, Answering, ResponseBody, UpstreamError, UpstreamHead, MAX_RESPONSE_HEAD,
+    MAX_RESPONSE_HEADERS,
+};

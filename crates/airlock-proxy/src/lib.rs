@@ -8,11 +8,13 @@
 //!   refusal of private/loopback/metadata addresses, and the exact address to connect to.
 //! - `http`, `socks5`: the request parsers (untrusted input: bounded, fuzzed).
 //! - `server`: the proxy itself; `relay`: the bytes of allowed connections (splice for bulk
-//!   transfers); `audit`: decision events.
+//!   transfers); `exchange`: the one request and one response of a plain-HTTP connection;
+//!   `audit`: decision events.
 
 pub mod addr;
 pub mod audit;
 pub mod decision;
+mod exchange;
 pub mod http;
 mod relay;
 pub mod rules;

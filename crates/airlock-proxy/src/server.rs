@@ -6,7 +6,7 @@ use crate::audit::{AuditLog, NetEvent};
 use crate::decision::{decide, EgressDecision, Resolver, SystemResolver};
 use crate::relay::Meter;
 use crate::rules::EgressRules;
-use crate::{http, socks5};
+use crate::{exchange, http, socks5};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -389,7 +389,7 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
         start,
     );
     ev.addr = upstream.peer_addr().ok();
-    let tunnel = Tunnel::new(shared, ev, start);
+    let mut tunnel = Tunnel::new(shared, ev, start);
     let mut upstream = upstream;
     let rest = &buf[head_len..];
     let prelude = match &req {
@@ -399,11 +399,8 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
             }
             rest.to_vec()
         }
-        http::ProxyRequest::Forward { .. } => {
-            let mut head = http::forward_head(&req);
-            head.extend_from_slice(rest);
-            head
-        }
+        // Only the head: the body and anything after it go through the exchange below.
+        http::ProxyRequest::Forward { .. } => http::forward_head(&req),
     };
     if !prelude.is_empty() {
         if upstream.write_all(&prelude).await.is_err() {
@@ -413,6 +410,29 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
         shared
             .bytes
             .fetch_add(prelude.len() as u64, Ordering::Relaxed);
+    }
+    if let http::ProxyRequest::Forward {
+        method,
+        version,
+        body,
+        ..
+    } = &req
+    {
+        let request = exchange::Request {
+            framing: *body,
+            head_request: method == "HEAD",
+            version: *version,
+        };
+        let up = Meter::new(&shared.bytes, shared.budget, &tunnel.up);
+        let down = Meter::new(&shared.bytes, shared.budget, &tunnel.down);
+        let outcome = exchange::forward_one(&client, &upstream, request, rest, up, down).await;
+        if outcome.dropped > 0 {
+            tunnel.note(format!(
+                "{} bytes the client sent after its request (or after the response) were dropped: the proxy forwards one request per connection",
+                outcome.dropped
+            ));
+        }
+        return tunnel.finish(outcome.reason);
     }
     let err = relay(client, upstream, shared, &tunnel).await;
     tunnel.finish(err);
@@ -574,6 +594,13 @@ impl<'a> Tunnel<'a> {
             up: AtomicU64::new(0),
             down: AtomicU64::new(0),
             finished: false,
+        }
+    }
+
+    /// Adds a message to the connection's record.
+    fn note(&mut self, message: String) {
+        if let Some(ev) = self.event.as_mut() {
+            ev.message = Some(message);
         }
     }
 

@@ -1850,3 +1850,275 @@ fn a_proxy_out_of_descriptors_waits_instead_of_spinning_and_recovers() {
         "the event does not say what to do:\n{text}"
     );
 }
+
+// ----- 11. one request per connection -----
+
+/// A keep-alive HTTP/1.1 server the test owns on 127.0.0.1 port 0, more permissive than any
+/// real one: it ignores `Connection: close`, answers every request it can read on a
+/// connection with `answer for <host> <target>`, and keeps every byte it received and every
+/// request (`<request line> | <host> | <body>`). Stopped on drop.
+struct KeepAliveRecorder {
+    port: u16,
+    raw: Arc<Mutex<Vec<u8>>>,
+    requests: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl KeepAliveRecorder {
+    fn serve() -> KeepAliveRecorder {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the recorder");
+        let port = listener.local_addr().expect("recorder address").port();
+        let raw = Arc::new(Mutex::new(Vec::new()));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, q, stopping) = (raw.clone(), requests.clone(), stop.clone());
+        let acceptor = std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopping.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let (r, q) = (r.clone(), q.clone());
+                std::thread::spawn(move || serve_every_request(stream, &r, &q));
+            }
+        });
+        KeepAliveRecorder {
+            port,
+            raw,
+            requests,
+            stop,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    fn raw(&self) -> String {
+        String::from_utf8_lossy(&self.raw.lock().expect("raw log")).into_owned()
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.requests.lock().expect("request log").clone()
+    }
+}
+
+impl Drop for KeepAliveRecorder {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        if let Some(t) = self.acceptor.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Reads more bytes into `buf` (and the raw log); false at end of file, on error or past 1 MiB.
+fn recorder_read(s: &mut TcpStream, buf: &mut Vec<u8>, raw: &Mutex<Vec<u8>>) -> bool {
+    let mut chunk = [0u8; 4096];
+    match s.read(&mut chunk) {
+        Ok(0) | Err(_) => false,
+        Ok(n) => {
+            raw.lock().expect("raw log").extend_from_slice(&chunk[..n]);
+            buf.extend_from_slice(&chunk[..n]);
+            buf.len() < 1 << 20
+        }
+    }
+}
+
+fn position(buf: &[u8], needle: &[u8]) -> Option<usize> {
+    buf.windows(needle.len()).position(|w| w == needle)
+}
+
+fn serve_every_request(mut s: TcpStream, raw: &Mutex<Vec<u8>>, log: &Mutex<Vec<String>>) {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
+    let mut buf = Vec::new();
+    loop {
+        let end = loop {
+            if let Some(end) = position(&buf, b"\r\n\r\n") {
+                break end;
+            }
+            if !recorder_read(&mut s, &mut buf, raw) {
+                return;
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        buf.drain(..end + 4);
+        let line = head.lines().next().unwrap_or("").to_string();
+        let field = |name: &str| {
+            head.lines()
+                .filter_map(|l| l.split_once(':'))
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.trim().to_string())
+        };
+        let host = field("host").unwrap_or_default();
+        let mut body = Vec::new();
+        if field("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+            loop {
+                let Some(eol) = position(&buf, b"\r\n") else {
+                    if !recorder_read(&mut s, &mut buf, raw) {
+                        return;
+                    }
+                    continue;
+                };
+                let size_text = String::from_utf8_lossy(&buf[..eol]).into_owned();
+                let Ok(size) = usize::from_str_radix(size_text.split(';').next().unwrap_or(""), 16)
+                else {
+                    return;
+                };
+                while buf.len() < eol + 2 + size + 2 {
+                    if !recorder_read(&mut s, &mut buf, raw) {
+                        return;
+                    }
+                }
+                body.extend_from_slice(&buf[eol + 2..eol + 2 + size]);
+                buf.drain(..eol + 2 + size + 2);
+                if size == 0 {
+                    break;
+                }
+            }
+        } else {
+            let length: usize = field("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            while buf.len() < length {
+                if !recorder_read(&mut s, &mut buf, raw) {
+                    return;
+                }
+            }
+            body = buf.drain(..length).collect();
+        }
+        let target = line.split(' ').nth(1).unwrap_or("").to_string();
+        log.lock().expect("request log").push(format!(
+            "{line} | {host} | {}",
+            String::from_utf8_lossy(&body)
+        ));
+        let answer = format!("answer for {host} {target}\n");
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{answer}",
+            answer.len()
+        );
+        if s.write_all(response.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+const REQUESTS_SESSION_PY: &str = r#"
+import requests, sys
+with requests.Session() as s:
+    for path in ("/py1", "/py2", "/py3"):
+        print("PY " + s.get(sys.argv[1] + path, timeout=10).text.strip(), flush=True)
+"#;
+
+#[test]
+fn a_request_pipelined_behind_an_allowed_one_never_reaches_the_server() {
+    let recorder = KeepAliveRecorder::serve();
+    let port = recorder.port;
+    let ws = TempDir::new("net-pipeline-ws");
+    let hidden = "GET /admin HTTP/1.1\r\nHost: internal-only.test\r\n\r\n";
+    let post = format!("POST http://allowed.test:{port}");
+    let probes = [
+        Probe::new(
+            "content-length",
+            format!("{post}/cl HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 5\r\n\r\nhello{hidden}"),
+        ),
+        Probe::new(
+            "chunked",
+            format!("{post}/chunked HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n{hidden}"),
+        ),
+        Probe::new(
+            "http-1.0",
+            format!("GET http://allowed.test:{port}/old HTTP/1.0\r\n\r\n{hidden}"),
+        ),
+    ];
+    // The probes, then keep-alive clients as positive controls: curl with several URLs on one
+    // command line, and a Python requests session.
+    let base = format!("http://allowed.test:{port}");
+    write(&ws.join("session.py"), REQUESTS_SESSION_PY.as_bytes());
+    let script = format!(
+        "{} && curl -sS {base}/c1 {base}/c2 {base}/c3 && python3 session.py {base}",
+        probe_command(ws.path(), &probes)
+    );
+    let flags = [
+        "--net",
+        "proxy",
+        "--allow-domain",
+        "allowed.test",
+        "--map-host",
+        "allowed.test=127.0.0.1",
+        "--allow-ip",
+        "127.0.0.1/32",
+    ];
+    let (run, result) = boxed(ws.path(), &flags, &script);
+    assert_eq!(run.code, 0, "stdout {} stderr {}", run.stdout, run.stderr);
+
+    // The box got exactly the allowed answers, and the proxy closed each connection.
+    let answers = probe_answers(&run.stdout);
+    for (name, target) in [
+        ("content-length", "/cl"),
+        ("chunked", "/chunked"),
+        ("http-1.0", "/old"),
+    ] {
+        let a = answer_of(&answers, name, &run);
+        let body = a["body"].as_str().unwrap_or("");
+        assert_eq!(a["status"], 200, "{name}: {a:#}");
+        assert_eq!(
+            a["outcome"], "closed",
+            "{name}: the connection stayed open: {a:#}"
+        );
+        assert_eq!(
+            body,
+            format!("answer for allowed.test:{port} {target}\n"),
+            "{name}: {a:#}"
+        );
+    }
+    for path in ["/c1", "/c2", "/c3"] {
+        assert!(
+            run.stdout
+                .contains(&format!("answer for allowed.test:{port} {path}\n")),
+            "curl {path}: {}",
+            run.stdout
+        );
+    }
+    for path in ["/py1", "/py2", "/py3"] {
+        assert!(
+            run.stdout
+                .contains(&format!("PY answer for allowed.test:{port} {path}\n")),
+            "requests {path}: {}",
+            run.stdout
+        );
+    }
+
+    // The server's record: the hidden request never arrived, in any form.
+    let raw = recorder.raw();
+    assert!(
+        !raw.contains("internal-only.test") && !raw.contains("/admin"),
+        "the hidden request reached the server: {raw:?}"
+    );
+    let mut requests = recorder.requests();
+    requests.sort();
+    let host = format!("allowed.test:{port}");
+    let mut expected = vec![
+        format!("GET /old HTTP/1.0 | {host} | "),
+        format!("POST /chunked HTTP/1.1 | {host} | hello"),
+        format!("POST /cl HTTP/1.1 | {host} | hello"),
+    ];
+    for path in ["/c1", "/c2", "/c3", "/py1", "/py2", "/py3"] {
+        expected.push(format!("GET {path} HTTP/1.1 | {host} | "));
+    }
+    expected.sort();
+    assert_eq!(requests, expected);
+
+    // Each probe's event says what was dropped.
+    let events = net_events(&result);
+    let allowed = events_for(&events, "http", "allowed.test");
+    assert_eq!(allowed.len(), 9, "{events:#?}");
+    let noted = allowed
+        .iter()
+        .filter(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("one request per connection"))
+        })
+        .count();
+    assert_eq!(noted, 3, "{events:#?}");
+}

@@ -1,6 +1,6 @@
 //! The request head the proxy sends upstream for a forwarded (absolute-URI) request.
 
-use super::headers::list_elements;
+use super::headers::{list_elements, BodyFraming};
 use super::request::ProxyRequest;
 
 /// Hop-by-hop and proxy headers, never forwarded. `Host` is replaced by the URI authority.
@@ -16,14 +16,16 @@ const DROPPED: &[&str] = &[
     "upgrade",
 ];
 
-/// Framing headers, kept even when `Connection` names them: the proxy copies the body
-/// verbatim, so the upstream server must frame it exactly as the client did.
+/// Framing headers: never copied from the client, never removed by `Connection`. The proxy
+/// writes them itself from the checked framing, once, in canonical form.
 const FRAMING: &[&str] = &["content-length", "transfer-encoding"];
 
 /// The head to send upstream for a `Forward` request: the origin-form request line with the
 /// client's method and version, `Host` set to the URI authority (any client `Host` is dropped),
 /// the client's headers minus hop-by-hop and proxy headers (`Connection` and the headers it
-/// names, `Proxy-*`, `Keep-Alive`, `TE`, `Trailer`, `Upgrade`), then `Connection: close`.
+/// names, `Proxy-*`, `Keep-Alive`, `TE`, `Trailer`, `Upgrade`), then the body framing written
+/// once from the checked request (`Content-Length: n`, or `Transfer-Encoding` with the
+/// client's codings; nothing for a request without body), then `Connection: close`.
 ///
 /// For a `Connect` request there is no upstream head: the result is empty.
 /// `req` is expected to come from [`super::parse_request`]; as a last line of defence, header
@@ -36,6 +38,7 @@ pub fn forward_head(req: &ProxyRequest) -> Vec<u8> {
         path,
         version,
         headers,
+        body,
     } = req
     else {
         return Vec::new();
@@ -45,6 +48,7 @@ pub fn forward_head(req: &ProxyRequest) -> Vec<u8> {
         .collect();
     let dropped = |name: &str| {
         DROPPED.iter().any(|d| name.eq_ignore_ascii_case(d))
+            || FRAMING.iter().any(|f| name.eq_ignore_ascii_case(f))
             || named_by_connection
                 .iter()
                 .any(|n| name.eq_ignore_ascii_case(n))
@@ -62,6 +66,19 @@ pub fn forward_head(req: &ProxyRequest) -> Vec<u8> {
     for (name, value) in headers {
         if !dropped(name) && is_header_safe(name) && is_header_safe(value) {
             push_line(&mut out, &[name, ": ", value]);
+        }
+    }
+    match body {
+        BodyFraming::None => {}
+        BodyFraming::Length(n) => push_line(&mut out, &["Content-Length: ", &n.to_string()]),
+        BodyFraming::Chunked => {
+            let codings: Vec<&str> = list_elements(headers, "transfer-encoding").collect();
+            let codings = codings.join(", ");
+            if is_header_safe(&codings) {
+                push_line(&mut out, &["Transfer-Encoding: ", &codings]);
+            } else {
+                push_line(&mut out, &["Transfer-Encoding: chunked"]);
+            }
         }
     }
     push_line(&mut out, &["Connection: close"]);

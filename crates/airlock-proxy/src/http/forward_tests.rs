@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
-use crate::http::{parse_request, HttpVersion};
+use crate::http::{parse_request, BodyFraming, HttpVersion};
 
 fn head_of(text: &str) -> String {
     let (req, _) = parse_request(text.as_bytes()).unwrap().unwrap();
@@ -81,9 +81,32 @@ fn unsafe_header_lines_built_by_hand_are_skipped() {
             ("X-Bad\r\nInjected".into(), "yes".into()),
             ("X-Nul".into(), "a\0".into()),
         ],
+        body: BodyFraming::None,
     };
     assert_eq!(
         String::from_utf8(forward_head(&req)).unwrap(),
         "GET / HTTP/1.1\r\nHost: h\r\nX-Ok: 1\r\nConnection: close\r\n\r\n"
+    );
+}
+
+#[test]
+fn framing_is_written_once_from_the_checked_request() {
+    let post = "POST http://h/ HTTP/1.1\r\n";
+    // Duplicate and zero-padded lengths become one canonical header, after the others.
+    assert_eq!(
+        head_of(&format!(
+            "{post}Content-Length: 007\r\nX-A: 1\r\ncontent-length: 007, 007\r\n\r\n"
+        )),
+        "POST / HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nContent-Length: 7\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(
+        head_of(&format!(
+            "{post}Transfer-Encoding: gzip\r\nX-A: 1\r\ntransfer-encoding:  chunked \r\n\r\n"
+        )),
+        "POST / HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nTransfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(
+        head_of(&format!("{post}Content-Length: 0\r\n\r\n")),
+        "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     );
 }

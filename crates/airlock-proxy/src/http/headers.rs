@@ -58,13 +58,26 @@ pub(super) fn list_elements<'a>(
         .map(|element| element.trim_matches([' ', '\t']))
 }
 
-/// Refuses heads whose body length two implementations could read differently: conflicting or
-/// malformed Content-Length, Transfer-Encoding together with Content-Length, Transfer-Encoding
-/// in HTTP/1.0, or a Transfer-Encoding whose last coding is not a single `chunked`.
+/// How the body of a request is delimited, as the proxy forwards it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFraming {
+    /// Neither `Content-Length` nor `Transfer-Encoding`: no body (also for HTTP/1.0).
+    None,
+    /// `Content-Length: n`: exactly `n` bytes follow the head.
+    Length(u64),
+    /// `Transfer-Encoding` ending in `chunked`: chunks up to the last (zero-size) chunk and its
+    /// trailer section.
+    Chunked,
+}
+
+/// The body framing of a head, after refusing heads whose body length two implementations
+/// could read differently: conflicting or malformed Content-Length, Transfer-Encoding together
+/// with Content-Length, Transfer-Encoding in HTTP/1.0, or a Transfer-Encoding whose last coding
+/// is not a single `chunked`.
 pub(super) fn check_framing(
     headers: &[(String, String)],
     version: HttpVersion,
-) -> Result<(), HttpError> {
+) -> Result<BodyFraming, HttpError> {
     let mut content_length = None;
     for element in list_elements(headers, "content-length") {
         if element.is_empty() || element.len() > 19 || !element.bytes().all(|b| b.is_ascii_digit())
@@ -81,7 +94,14 @@ pub(super) fn check_framing(
         .iter()
         .any(|(n, _)| n.eq_ignore_ascii_case("transfer-encoding"));
     if !has_te {
-        return Ok(());
+        return match content_length {
+            // At most 19 decimal digits: always fits in a u64.
+            Some(text) => text
+                .parse()
+                .map(BodyFraming::Length)
+                .map_err(|_| HttpError::Framing("Content-Length is not a decimal number")),
+            None => Ok(BodyFraming::None),
+        };
     }
     if content_length.is_some() {
         return Err(HttpError::Framing(
@@ -106,7 +126,7 @@ pub(super) fn check_framing(
             "Transfer-Encoding must end with exactly one `chunked`",
         ));
     }
-    Ok(())
+    Ok(BodyFraming::Chunked)
 }
 
 #[cfg(test)]

@@ -55,10 +55,35 @@ fn malformed_header_lines() {
 #[test]
 fn content_length() {
     let v11 = HttpVersion::Http11;
-    assert!(check_framing(&h(&[("Content-Length", "5")]), v11).is_ok());
-    assert!(check_framing(&h(&[("Content-Length", "5"), ("content-length", "5")]), v11).is_ok());
-    assert!(check_framing(&h(&[("Content-Length", "5, 5")]), v11).is_ok());
-    assert!(check_framing(&h(&[("Content-Length", "0")]), HttpVersion::Http10).is_ok());
+    assert_eq!(
+        check_framing(&h(&[("Content-Length", "5")]), v11),
+        Ok(BodyFraming::Length(5))
+    );
+    assert_eq!(
+        check_framing(&h(&[("Content-Length", "5"), ("content-length", "5")]), v11),
+        Ok(BodyFraming::Length(5))
+    );
+    assert_eq!(
+        check_framing(&h(&[("Content-Length", "5, 5")]), v11),
+        Ok(BodyFraming::Length(5))
+    );
+    assert_eq!(
+        check_framing(&h(&[("Content-Length", "0018446744073709551615")]), v11),
+        Err(HttpError::Framing("Content-Length is not a decimal number"))
+    );
+    assert_eq!(
+        check_framing(&h(&[("Content-Length", "9999999999999999999")]), v11),
+        Ok(BodyFraming::Length(9_999_999_999_999_999_999))
+    );
+    assert_eq!(
+        check_framing(&h(&[("Content-Length", "0")]), HttpVersion::Http10),
+        Ok(BodyFraming::Length(0))
+    );
+    assert_eq!(check_framing(&h(&[("X", "1")]), v11), Ok(BodyFraming::None));
+    assert_eq!(
+        check_framing(&[], HttpVersion::Http10),
+        Ok(BodyFraming::None)
+    );
     for value in [&["5", "6"][..], &["5, 6"], &["5", "05"]] {
         let headers: Vec<_> = value
             .iter()
@@ -91,7 +116,10 @@ fn content_length() {
 #[test]
 fn transfer_encoding() {
     let v11 = HttpVersion::Http11;
-    assert!(check_framing(&h(&[("Transfer-Encoding", "chunked")]), v11).is_ok());
+    assert_eq!(
+        check_framing(&h(&[("Transfer-Encoding", "chunked")]), v11),
+        Ok(BodyFraming::Chunked)
+    );
     assert!(check_framing(&h(&[("Transfer-Encoding", "gzip, Chunked")]), v11).is_ok());
     assert!(check_framing(
         &h(&[

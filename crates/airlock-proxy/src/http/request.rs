@@ -2,7 +2,7 @@
 
 use super::authority::{parse_absolute_uri, parse_connect_target};
 use super::error::HttpError;
-use super::headers::{check_framing, parse_header_line};
+use super::headers::{check_framing, parse_header_line, BodyFraming};
 
 /// The largest request head accepted, terminating empty line included.
 pub const MAX_HEAD: usize = 16 * 1024;
@@ -16,7 +16,9 @@ pub enum ProxyRequest {
     /// An absolute-URI request such as `GET http://host:port/path?q HTTP/1.1`, `http` scheme
     /// only. `host` as for `Connect`; `port` defaults to 80; `path` is the origin-form target
     /// (always starts with `/`, query included); `headers` are all header lines in order, names
-    /// and values as sent (values trimmed of surrounding whitespace).
+    /// and values as sent (values trimmed of surrounding whitespace); `body` is how the body
+    /// after the head is delimited (checked: no ambiguous framing). Nothing after that body
+    /// belongs to this request.
     Forward {
         method: String,
         host: String,
@@ -24,6 +26,7 @@ pub enum ProxyRequest {
         path: String,
         version: HttpVersion,
         headers: Vec<(String, String)>,
+        body: BodyFraming,
     },
 }
 
@@ -48,7 +51,8 @@ impl HttpVersion {
 ///
 /// - `Ok(None)`: the head is incomplete and `buf` is shorter than [`MAX_HEAD`]: read more.
 /// - `Ok(Some((request, head_len)))`: the head is `buf[..head_len]` (`head_len <= MAX_HEAD`);
-///   the bytes after it are the body or the start of the tunnel.
+///   the bytes after it are the start of the tunnel (`Connect`), or the body framed as the
+///   request's `body` says, and after that bytes that are not part of this request (`Forward`).
 /// - `Err(e)`: refuse with `e.status()`. An error found in a prefix of the head is the error the
 ///   whole head would get.
 ///
@@ -74,7 +78,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Option<(ProxyRequest, usize)>, HttpEr
         }
         headers.push(parse_header_line(line)?);
     }
-    check_framing(&headers, version)?;
+    let body = check_framing(&headers, version)?;
 
     let request = if method == "CONNECT" {
         let (host, port) = parse_connect_target(target)?;
@@ -88,6 +92,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Option<(ProxyRequest, usize)>, HttpEr
             path,
             version,
             headers,
+            body,
         }
     };
     Ok(Some((request, head_len)))
@@ -95,7 +100,7 @@ pub fn parse_request(buf: &[u8]) -> Result<Option<(ProxyRequest, usize)>, HttpEr
 
 /// The length of the head up to and including its terminating empty line, if `buf` holds it.
 /// Refuses a CR not followed by LF (a CR as the last byte may still be completed).
-fn find_head_end(buf: &[u8]) -> Result<Option<usize>, HttpError> {
+pub(super) fn find_head_end(buf: &[u8]) -> Result<Option<usize>, HttpError> {
     let mut line_start = 0;
     for (i, &b) in buf.iter().enumerate() {
         match b {
@@ -114,7 +119,7 @@ fn find_head_end(buf: &[u8]) -> Result<Option<usize>, HttpError> {
     Ok(None)
 }
 
-fn strip_cr(line: &[u8]) -> &[u8] {
+pub(super) fn strip_cr(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 

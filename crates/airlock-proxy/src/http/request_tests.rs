@@ -33,6 +33,7 @@ fn forward(
             .iter()
             .map(|(n, v)| (n.to_string(), v.to_string()))
             .collect(),
+        body: BodyFraming::None,
     }
 }
 

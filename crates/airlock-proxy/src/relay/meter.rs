@@ -57,6 +57,13 @@ impl<'a> Meter<'a> {
         }
     }
 
+    /// Records `n` bytes passed on that were read before this meter began (they arrived with
+    /// a request head): counted in the total and as forwarded, whatever the budget says.
+    pub(crate) fn passed_unmetered(&self, n: usize) {
+        self.total.fetch_add(n as u64, Ordering::AcqRel);
+        self.forwarded(n);
+    }
+
     /// Records `n` bytes written to the destination.
     pub(crate) fn forwarded(&self, n: usize) {
         self.forwarded.fetch_add(n as u64, Ordering::Relaxed);

@@ -33,21 +33,52 @@ enum Got {
 }
 
 /// Relays `from` → `to` until end of file on `from`, then half-closes `to`.
-pub(super) async fn pump(
+pub(crate) async fn pump(
     from: &TcpStream,
     to: &TcpStream,
     meter: &Meter<'_>,
 ) -> Result<(), RelayError> {
+    pump_up_to(from, to, meter, None).await?;
+    // The peer may have closed already; the relay's outcome does not depend on it.
+    let _ = sys::shutdown_write(to.as_fd());
+    Ok(())
+}
+
+/// Relays exactly `len` bytes `from` → `to` (never reading more from `from`), or fewer if
+/// `from` ends first; returns how many were relayed. Does not half-close `to`.
+pub(crate) async fn pump_exact(
+    from: &TcpStream,
+    to: &TcpStream,
+    meter: &Meter<'_>,
+    len: u64,
+) -> Result<u64, RelayError> {
+    pump_up_to(from, to, meter, Some(len)).await
+}
+
+/// Relays until end of file on `from`, or until `limit` bytes (if given) have been relayed.
+async fn pump_up_to(
+    from: &TcpStream,
+    to: &TcpStream,
+    meter: &Meter<'_>,
+    limit: Option<u64>,
+) -> Result<u64, RelayError> {
     let mut buf = vec![0u8; BUF];
     let mut pipe: Option<Pipe<'static>> = None;
     let mut can_splice = true;
+    let mut moved = 0u64;
     loop {
+        let left = match limit {
+            Some(limit) if moved >= limit => break,
+            Some(limit) => usize::try_from(limit - moved).unwrap_or(usize::MAX),
+            None => usize::MAX,
+        };
         if let Some(p) = pipe.as_mut() {
-            match splice_round(from, to, p, &mut buf, meter).await? {
-                Round::Moved => {}
+            match splice_round(from, to, p, &mut buf, meter, left).await? {
+                Round::Moved(n) => moved += n as u64,
                 Round::Eof => break,
                 Round::Idle => pipe = None,
-                Round::Refused => {
+                Round::Refused(n) => {
+                    moved += n as u64;
                     pipe = None;
                     can_splice = false;
                     buf.resize(BULK_BUF, 0);
@@ -55,10 +86,12 @@ pub(super) async fn pump(
             }
             continue;
         }
-        let n = copy_round(from, to, &mut buf, meter).await?;
+        let want = buf.len().min(left);
+        let n = copy_round(from, to, &mut buf[..want], meter).await?;
         if n == 0 {
             break;
         }
+        moved += n as u64;
         if n == buf.len() {
             if can_splice {
                 pipe = PIPES.take(PIPE_BYTES);
@@ -68,16 +101,15 @@ pub(super) async fn pump(
             }
         }
     }
-    // The peer may have closed already; the relay's outcome does not depend on it.
-    let _ = sys::shutdown_write(to.as_fd());
-    Ok(())
+    Ok(moved)
 }
 
+/// What a splice round did; `Moved` and `Refused` carry the bytes it passed on.
 enum Round {
-    Moved,
+    Moved(usize),
     Eof,
     Idle,
-    Refused,
+    Refused(usize),
 }
 
 /// Reads once from `from` into `buf` and writes it all to `to`; returns the count, `0` at end
@@ -103,15 +135,17 @@ async fn copy_round(
     Ok(n)
 }
 
-/// Fills the empty pipe from `from`, then empties it into `to`.
+/// Fills the empty pipe from `from` (at most `left` bytes), then empties it into `to`.
 async fn splice_round(
     from: &TcpStream,
     to: &TcpStream,
     pipe: &mut Pipe<'_>,
     buf: &mut [u8],
     meter: &Meter<'_>,
+    left: usize,
 ) -> Result<Round, RelayError> {
-    let want = pipe.capacity();
+    let want = pipe.capacity().min(left);
+    let mut passed = 0;
     match read_some(from, meter, want, Some(PIPE_IDLE), |len| {
         pipe.fill_from(from.as_fd(), len)
     })
@@ -121,13 +155,16 @@ async fn splice_round(
         Got::Eof => return Ok(Round::Eof),
         Got::Idle => return Ok(Round::Idle),
         // Nothing entered the pipe: copying from here on loses nothing.
-        Got::Refused(_) => return Ok(Round::Refused),
+        Got::Refused(_) => return Ok(Round::Refused(0)),
     }
     while pipe.len() > 0 {
         to.writable().await.map_err(RelayError::Write)?;
         match to.try_io(Interest::WRITABLE, || pipe.drain_to(to.as_fd())) {
             Ok(0) => return Err(RelayError::Write(io::ErrorKind::WriteZero.into())),
-            Ok(n) => meter.forwarded(n),
+            Ok(n) => {
+                meter.forwarded(n);
+                passed += n;
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) if refused(&e) => {
                 // The destination takes no splice: pass what the pipe holds on by copying.
@@ -138,13 +175,37 @@ async fn splice_round(
                     }
                     write_all(to, &buf[..n]).await?;
                     meter.forwarded(n);
+                    passed += n;
                 }
-                return Ok(Round::Refused);
+                return Ok(Round::Refused(passed));
             }
             Err(e) => return Err(RelayError::Write(e)),
         }
     }
-    Ok(Round::Moved)
+    Ok(Round::Moved(passed))
+}
+
+/// Half-closes `to` (end of file for its peer); a peer that is gone already does not matter.
+pub(crate) fn half_close(to: &TcpStream) {
+    let _ = sys::shutdown_write(to.as_fd());
+}
+
+/// Reads once from `from` into `buf`, within the budget: the count, `0` at end of file.
+pub(crate) async fn read_metered(
+    from: &TcpStream,
+    meter: &Meter<'_>,
+    buf: &mut [u8],
+) -> Result<usize, RelayError> {
+    let want = buf.len();
+    match read_some(from, meter, want, None, |len| {
+        sys::read(from.as_fd(), &mut buf[..len])
+    })
+    .await?
+    {
+        Got::Data(n) => Ok(n),
+        Got::Eof | Got::Idle => Ok(0),
+        Got::Refused(e) => Err(RelayError::Read(e)),
+    }
 }
 
 /// Waits until `from` is readable (at most `idle`, if given) and reads with `read(len)`, `len`
@@ -188,7 +249,7 @@ async fn read_some(
 }
 
 /// Writes all of `data` to `to`.
-async fn write_all(to: &TcpStream, mut data: &[u8]) -> Result<(), RelayError> {
+pub(crate) async fn write_all(to: &TcpStream, mut data: &[u8]) -> Result<(), RelayError> {
     while !data.is_empty() {
         to.writable().await.map_err(RelayError::Write)?;
         match to.try_write(data) {
