@@ -7,6 +7,7 @@
 //! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
 
 mod auth;
+mod checks;
 mod e2b;
 mod error;
 mod factory;
