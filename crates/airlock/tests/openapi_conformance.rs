@@ -162,3 +162,192 @@ fn the_server_answers_as_its_openapi_document_says() {
         "the run created no sandbox, so it never reached the routes of one:\n{report}"
     );
 }
+
+/// Sends `body` (None: no body) with the key; returns the status and the JSON answer.
+fn call(
+    serve: &ServeProcess,
+    key: &str,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, serde_json::Value) {
+    let req = ureq::request(method, &format!("{}{path}", serve.base))
+        .set("Authorization", &format!("Bearer {key}"));
+    let res = match body {
+        Some(b) => req.set("Content-Type", "application/json").send_string(b),
+        None => req.call(),
+    };
+    let resp = match res {
+        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {path}: {e}"),
+    };
+    let status = resp.status();
+    let text = resp.into_string().unwrap();
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)),
+    )
+}
+
+/// What the review's schemathesis run found, replayed one by one: each bad input is a 400
+/// whose message names the field, and each input the document allows is taken.
+#[test]
+fn bad_input_is_a_400_naming_the_field_and_documented_input_is_taken() {
+    let data = TempDir::new("openapi-findings");
+    let mut serve = ServeProcess::start(data.path(), &[]);
+    let key = serve.printed_key.clone().unwrap();
+    let (status, created) = call(
+        &serve,
+        &key,
+        "POST",
+        "/v1/sandboxes",
+        Some(r#"{"timeout": 300.0}"#),
+    );
+    assert_eq!(
+        status, 201,
+        "a whole number is an integer, as JSON Schema says: {created}"
+    );
+    let id = created["id"].as_str().unwrap().to_string();
+    let sb = format!("/v1/sandboxes/{id}");
+    let refused = [
+        (
+            "POST",
+            format!("{sb}/contexts"),
+            Some(r#"{"cwd": "tmp"}"#),
+            "cwd",
+        ),
+        (
+            "POST",
+            format!("{sb}/contexts"),
+            Some(r#"{"cwd": ""}"#),
+            "cwd",
+        ),
+        (
+            "POST",
+            format!("{sb}/contexts"),
+            Some("[null, null]"),
+            "JSON object",
+        ),
+        (
+            "POST",
+            format!("{sb}/exec"),
+            Some(r#"{"cmd": [""]}"#),
+            "cmd",
+        ),
+        (
+            "POST",
+            format!("{sb}/exec"),
+            Some(r#"{"cmd": ["true"], "cwd": "rel"}"#),
+            "cwd",
+        ),
+        (
+            "POST",
+            format!("{sb}/exec"),
+            Some(r#"{"cmd": ["true"], "timeout": -1}"#),
+            "timeout",
+        ),
+        (
+            "POST",
+            format!("{sb}/code"),
+            Some(r#"{"code": "1", "timeout": 0}"#),
+            "timeout",
+        ),
+        (
+            "POST",
+            format!("{sb}/timeout"),
+            Some(r#"{"timeout": 0}"#),
+            "timeout",
+        ),
+        ("GET", format!("{sb}/events?after=-1"), None, "?after="),
+        ("GET", format!("{sb}/files?path="), None, "?path="),
+        (
+            "GET",
+            format!("{sb}/files/list?path=/&depth=0"),
+            None,
+            "?depth=",
+        ),
+        (
+            "GET",
+            "/v1/sandboxes?state=sleeping".to_string(),
+            None,
+            "?state=",
+        ),
+        (
+            "GET",
+            "/v1/sandboxes?state=running,".to_string(),
+            None,
+            "?state=",
+        ),
+        (
+            "POST",
+            "/v1/sandboxes".to_string(),
+            Some(r#"{"policy": {"network": {"mode": "proxy", "allow_ip": ["10.0.0.1/8"]}}}"#),
+            "policy.network",
+        ),
+        (
+            "POST",
+            "/v1/sandboxes".to_string(),
+            Some(r#"{"policy": {"limits": {"cpus": 1e-300}}}"#),
+            "cpus",
+        ),
+    ];
+    for (method, path, body, field) in refused {
+        let (status, v) = call(&serve, &key, method, &path, body);
+        assert_eq!(
+            (status, v["error"]["code"].as_str()),
+            (400, Some("invalid")),
+            "{method} {path} {body:?}: {v}"
+        );
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(field),
+            "{method} {path}: {message} should name {field}"
+        );
+    }
+    // The box itself refusing a well-formed request is a conflict with its contents, not a 400.
+    let (status, v) = call(&serve, &key, "GET", &format!("{sb}/files?path=/"), None);
+    assert_eq!(
+        (status, v["error"]["code"].as_str()),
+        (409, Some("conflict")),
+        "{v}"
+    );
+    // A context in a directory that does not exist: 404 naming the cwd, and the box still works.
+    let (status, v) = call(
+        &serve,
+        &key,
+        "POST",
+        &format!("{sb}/contexts"),
+        Some(r#"{"cwd": "/nope"}"#),
+    );
+    assert_eq!(status, 404, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("cwd"),
+        "{v}"
+    );
+    let (status, v) = call(
+        &serve,
+        &key,
+        "POST",
+        &format!("{sb}/contexts"),
+        Some(r#"{"cwd": "/tmp"}"#),
+    );
+    assert_eq!(status, 201, "{v}");
+    let (status, v) = call(
+        &serve,
+        &key,
+        "GET",
+        "/v1/sandboxes?metadata%5Bteam%5D=x",
+        None,
+    );
+    assert_eq!((status, v), (200, serde_json::json!([])));
+    let hosts = children(serve.pid());
+    serve.stop();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while hosts.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        hosts.iter().all(|p| !alive(*p)),
+        "box processes left behind"
+    );
+}
