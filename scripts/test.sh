@@ -50,6 +50,19 @@ fi
 # Boxes run as the test user too: the tools must be readable and their paths traversable.
 chmod -R a+rX "$mcp_tools"
 
+# OpenAPI conformance (crates/airlock/tests/openapi_conformance.rs): schemathesis, pinned, in a
+# virtualenv under target/schemathesis (the test looks there, or at $AIRLOCK_SCHEMATHESIS).
+# Reinstalled when the pin changes.
+st_dir=target/schemathesis
+st_pin="schemathesis==4.32.5"
+if [ "$(cat "$st_dir/pin" 2>/dev/null)" != "$st_pin" ] || [ ! -x "$st_dir/venv/bin/st" ]; then
+  rm -rf "$st_dir"
+  mkdir -p "$st_dir"
+  /usr/bin/python3 -m venv "$st_dir/venv"
+  "$st_dir/venv/bin/pip" install -q --disable-pip-version-check --no-input "$st_pin"
+  echo "$st_pin" > "$st_dir/pin"
+fi
+
 cargo fmt --all -- --check
 cargo build --workspace --all-targets --locked
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -228,10 +228,11 @@ fn resolve_limits(file: &PolicyFile) -> Result<Limits, PolicyError> {
     let pids = l.pids.unwrap_or(DEFAULT_PIDS);
     range("--pids", "at least 1", pids >= 1, pids.to_string())?;
     if let Some(cpus) = l.cpus {
+        // 0.01 CPU is the smallest quota the kernel takes (1 ms per 100 ms period).
         range(
             "--cpus",
-            "more than 0 and at most 1024",
-            cpus > 0.0 && cpus <= 1024.0,
+            "at least 0.01 and at most 1024",
+            (0.01..=1024.0).contains(&cpus),
             cpus.to_string(),
         )?;
     }

@@ -123,6 +123,24 @@ impl From<SandboxError> for ApiError {
     }
 }
 
+impl ApiError {
+    /// What the native API answers when the box refuses an operation on a well-formed request:
+    /// as [`From<SandboxError>`], except that refusals about the box's own state (a path that
+    /// is a directory or not one, a tree too large to list, another I/O failure) are
+    /// `conflict` (409), not `invalid`: the request passed every rule of the API, the sandbox's
+    /// contents refused it. (E2B keeps its own mapping.)
+    pub fn from_box(e: SandboxError) -> ApiError {
+        match e {
+            SandboxError::Agent(AgentError::Refused { code, message })
+                if matches!(code.as_str(), "invalid" | "limit" | "io") =>
+            {
+                ApiError::Conflict(message)
+            }
+            other => other.into(),
+        }
+    }
+}
+
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

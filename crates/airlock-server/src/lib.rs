@@ -9,6 +9,7 @@
 mod accept;
 mod admission;
 mod auth;
+mod checks;
 mod connection;
 mod e2b;
 mod error;

@@ -1,6 +1,8 @@
 //! The JSON bodies the API takes. Unknown fields are refused, so a typo is an error rather than
-//! a silently ignored setting.
+//! a silently ignored setting; each body's `check` applies the rules of [`crate::checks`] that
+//! JSON's shape cannot (ranges, path forms, names), naming the field that breaks one.
 
+use crate::checks::{self, FieldError};
 use airlock_policy::{LimitsSection, NetworkSection};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -78,7 +80,58 @@ pub struct TimeoutRequest {
     pub timeout: u64,
 }
 
-/// Parses a JSON body (an empty body counts as `{}` when `empty_ok`).
+impl CreateRequest {
+    /// The rules of the fields that are not the policy (`template`, `timeout`, `metadata`,
+    /// `env`); the policy is checked as it is resolved (`crate::template::resolve_policy`).
+    pub fn check(&self) -> Result<(), FieldError> {
+        if let Some(t) = self.timeout {
+            checks::sandbox_timeout_ms("timeout", t)?;
+        }
+        checks::metadata("metadata", &self.metadata)?;
+        checks::box_env("env", &self.env)
+    }
+}
+
+impl TimeoutRequest {
+    /// `timeout`: whole seconds, 1 to one day; returns milliseconds.
+    pub fn check(&self) -> Result<i64, FieldError> {
+        checks::sandbox_timeout_ms("timeout", self.timeout)
+    }
+}
+
+impl ExecRequest {
+    /// `cmd` (non-empty, no NUL), `env`, `cwd` (absolute) and `timeout`; returns the timeout.
+    pub fn check(&self) -> Result<Option<std::time::Duration>, FieldError> {
+        checks::argv("cmd", &self.cmd)?;
+        checks::run_env("env", &self.env)?;
+        if let Some(cwd) = &self.cwd {
+            checks::absolute_path("cwd", cwd)?;
+        }
+        checks::run_timeout("timeout", self.timeout)
+    }
+}
+
+impl CodeRequest {
+    /// `env` and `timeout`; returns the timeout.
+    pub fn check(&self) -> Result<Option<std::time::Duration>, FieldError> {
+        checks::run_env("env", &self.env)?;
+        checks::run_timeout("timeout", self.timeout)
+    }
+}
+
+impl ContextRequest {
+    /// `cwd`: absolute.
+    pub fn check(&self) -> Result<(), FieldError> {
+        match &self.cwd {
+            Some(cwd) => checks::absolute_path("cwd", cwd),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Parses a JSON body (an empty body counts as `{}` when `empty_ok`). The body must be a JSON
+/// object; a whole number written with a fraction (`300.0`) counts as that integer, as JSON
+/// Schema (and so the OpenAPI document) says it is.
 pub fn parse<T: serde::de::DeserializeOwned>(
     body: &[u8],
     empty_ok: bool,
@@ -88,5 +141,34 @@ pub fn parse<T: serde::de::DeserializeOwned>(
     } else {
         body
     };
-    serde_json::from_slice(body).map_err(|e| crate::ApiError::bad_json(&e))
+    let mut value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| crate::ApiError::bad_json(&e))?;
+    if !value.is_object() {
+        return Err(crate::ApiError::Invalid(
+            "the request body must be a JSON object ({...}); see GET /openapi.json".into(),
+        ));
+    }
+    whole_numbers_as_integers(&mut value);
+    serde_json::from_value(value).map_err(|e| crate::ApiError::bad_json(&e))
+}
+
+/// Rewrites every float with no fraction that fits a `u64` or `i64` as that integer.
+fn whole_numbers_as_integers(value: &mut serde_json::Value) {
+    use serde_json::{Number, Value};
+    match value {
+        Value::Number(n) => {
+            let Some(f) = n.as_f64().filter(|f| n.is_f64() && f.fract() == 0.0) else {
+                return;
+            };
+            // Both bounds are exact powers of two as f64, so the casts below are exact.
+            if (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+                *n = Number::from(f as u64);
+            } else if (-9_223_372_036_854_775_808.0..0.0).contains(&f) {
+                *n = Number::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(fields) => fields.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
+    }
 }

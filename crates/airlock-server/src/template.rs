@@ -1,11 +1,13 @@
 //! From a create request to what a box is made of: the resolved policy (no host paths, ever)
 //! and the working directory of its template.
 
+use crate::checks::FieldError;
 use crate::requests::CreateRequest;
 use crate::ApiError;
 use airlock_policy::{
-    BackendKind, EnvSection, PolicyFile, ResolveContext, ResolvedPolicy, INSIDE_HOME,
+    BackendKind, EnvSection, NetworkMode, PolicyFile, ResolveContext, ResolvedPolicy, INSIDE_HOME,
 };
+use airlock_proxy::rules::EgressRules;
 use airlock_runtime::RealHost;
 use std::collections::BTreeMap;
 
@@ -20,9 +22,11 @@ pub fn template(name: Option<&str>) -> Result<(String, &'static str), ApiError> 
         .find(|(n, _)| *n == name)
         .map(|(n, cwd)| ((*n).to_string(), *cwd))
         .ok_or_else(|| {
-            ApiError::Invalid(format!(
-                "unknown template {name:?}; use \"base\" or \"user\""
-            ))
+            crate::checks::FieldError::new(
+                "template",
+                format!("use \"base\" or \"user\", not {name:?}"),
+            )
+            .into()
         })
 }
 
@@ -58,6 +62,13 @@ pub fn resolve_policy(
     };
     let mut policy = airlock_policy::resolve(&file, &ctx)
         .map_err(|e| ApiError::Invalid(format!("the policy is refused: {e}")))?;
+    if policy.network == NetworkMode::Proxy {
+        // The box's proxy parses these when the box starts; a bad one is the caller's error, so
+        // it is refused here (400) rather than failing the box (500).
+        let e = &policy.egress;
+        EgressRules::parse(&e.allow_domain, &e.deny_domain, &e.allow_ip, &e.map_host)
+            .map_err(|err| FieldError::new("policy.network", err.to_string()))?;
+    }
     policy.cwd = cwd.into();
     Ok(policy)
 }

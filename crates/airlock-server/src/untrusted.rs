@@ -8,18 +8,21 @@ use crate::ApiError;
 pub fn create_body(body: &[u8]) -> Result<(), ApiError> {
     let mut req: CreateRequest = parse(body, true)?;
     let (_, cwd) = crate::template::template(req.template.as_deref())?;
+    req.check()?;
     crate::template::resolve_policy(&mut req, cwd, airlock_policy::BackendKind::Native)?;
     Ok(())
 }
 
 /// `POST /v1/sandboxes/{id}/exec`.
 pub fn exec_body(body: &[u8]) -> Result<(), ApiError> {
-    parse::<ExecRequest>(body, false).map(|_| ())
+    parse::<ExecRequest>(body, false)?.check()?;
+    Ok(())
 }
 
 /// `POST /v1/sandboxes/{id}/timeout`.
 pub fn timeout_body(body: &[u8]) -> Result<(), ApiError> {
-    parse::<TimeoutRequest>(body, false).map(|_| ())
+    parse::<TimeoutRequest>(body, false)?.check()?;
+    Ok(())
 }
 
 /// E2B gateway: a Connect request body (a stream of envelopes), fed in pieces of `split` bytes

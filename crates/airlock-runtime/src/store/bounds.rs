@@ -6,10 +6,11 @@ use super::error::StoreError;
 
 /// Most metadata pairs on one sandbox (and in one filter).
 pub const MAX_METADATA_PAIRS: usize = 64;
-/// Longest metadata key, in bytes.
-pub const MAX_METADATA_KEY_BYTES: usize = 128;
-/// Longest metadata value, in bytes.
-pub const MAX_METADATA_VALUE_BYTES: usize = 1024;
+/// Longest metadata key, in bytes: room for 128 characters of any UTF-8 (the APIs count
+/// characters, as JSON Schema's `maxLength` does).
+pub const MAX_METADATA_KEY_BYTES: usize = 4 * 128;
+/// Longest metadata value, in bytes: room for 1024 characters of any UTF-8.
+pub const MAX_METADATA_VALUE_BYTES: usize = 4 * 1024;
 /// Largest event detail or audit summary, as encoded JSON, in bytes.
 pub const MAX_DETAIL_BYTES: usize = 64 * 1024;
 /// Largest policy, as encoded JSON, in bytes.

@@ -263,10 +263,10 @@ fn metadata_bounds_are_refused() {
         matches!(
             err,
             StoreError::TooLong {
-                len: 129,
-                max: 128,
+                len,
+                max: MAX_METADATA_KEY_BYTES,
                 ..
-            }
+            } if len == MAX_METADATA_KEY_BYTES + 1
         ),
         "{err:?}"
     );
@@ -283,15 +283,16 @@ fn metadata_bounds_are_refused() {
         matches!(
             err,
             StoreError::TooLong {
-                len: 1025,
-                max: 1024,
+                len,
+                max: MAX_METADATA_VALUE_BYTES,
                 ..
-            }
+            } if len == MAX_METADATA_VALUE_BYTES + 1
         ),
         "{err:?}"
     );
     assert!(
-        err.to_string().contains("the most allowed is 1024"),
+        err.to_string()
+            .contains(&format!("the most allowed is {MAX_METADATA_VALUE_BYTES}")),
         "{err}"
     );
 

@@ -27,8 +27,6 @@ use tokio::sync::mpsc;
 
 /// Lines buffered between the box and a slow client before the execution's events wait.
 const LINES_BUFFERED: usize = 32;
-/// The longest per-execution timeout, in seconds.
-const MAX_CODE_TIMEOUT_S: f64 = 24.0 * 3600.0;
 /// The most code kept in the audit log, in bytes.
 const AUDIT_CODE_MAX: usize = 4096;
 
@@ -53,9 +51,11 @@ pub(crate) fn language_of(name: Option<&str>) -> Result<Language, ApiError> {
         "python" => Ok(Language::Python),
         "js" | "javascript" => Ok(Language::JavaScript),
         "bash" => Ok(Language::Bash),
-        other => Err(ApiError::Invalid(format!(
-            "unknown language {other:?}; use \"python\", \"js\" or \"bash\""
-        ))),
+        other => Err(crate::checks::FieldError::new(
+            "language",
+            format!("use \"python\", \"js\" (or \"javascript\") or \"bash\", not {other:?}"),
+        )
+        .into()),
     }
 }
 
@@ -79,17 +79,7 @@ pub async fn run(
 ) -> Result<Response, ApiError> {
     let caller = require_box(&state, &headers, &id)?;
     let req: CodeRequest = parse(&body, false)?;
-    let timeout = match req.timeout {
-        None => None,
-        Some(t) if t.is_finite() && t > 0.0 && t <= MAX_CODE_TIMEOUT_S => {
-            Some(Duration::from_secs_f64(t))
-        }
-        Some(t) => {
-            return Err(ApiError::Invalid(format!(
-                "timeout {t} is out of range; give seconds between 0 and {MAX_CODE_TIMEOUT_S}"
-            )))
-        }
-    };
+    let timeout = req.check()?;
     let language = req
         .language
         .as_deref()
@@ -159,7 +149,7 @@ fn ensure_context(
             language_name(l)
         )));
     }
-    let live = LiveContext::start(sandbox, default, None)?;
+    let live = LiveContext::start(sandbox, default, None).map_err(ApiError::from_box)?;
     contexts.insert(ctx_id.to_string(), Arc::clone(&live));
     Ok(live)
 }
@@ -258,7 +248,7 @@ fn execute(
             Some((None, "error".to_string()))
         }
         Ok(Ok(Err(e))) => {
-            let _ = tx.blocking_send(Out::Fail(e.into()));
+            let _ = tx.blocking_send(Out::Fail(ApiError::from_box(e)));
             None
         }
         Ok(Ok(Ok(end))) => {
@@ -313,6 +303,7 @@ pub async fn create(
 ) -> Result<impl IntoResponse, ApiError> {
     require_box(&state, &headers, &id)?;
     let req: ContextRequest = parse(&body, true)?;
+    req.check()?;
     let language = language_of(req.language.as_deref())?;
     let view = state
         .blocking(move |state| {
@@ -398,7 +389,15 @@ pub(crate) fn create_in(
 ) -> Result<String, ApiError> {
     let ctx_id = h.new_context_id();
     let (sandbox, contexts) = h.parts();
-    let live = LiveContext::start(sandbox, language, cwd)?;
+    let shown = cwd.clone();
+    let live = LiveContext::start(sandbox, language, cwd).map_err(|e| {
+        match (ApiError::from_box(e), shown) {
+            (ApiError::NotFound(msg), Some(cwd)) => ApiError::NotFound(format!(
+                "the context's cwd {cwd:?} is not a directory in the sandbox ({msg}); create it first or pick another"
+            )),
+            (other, _) => other,
+        }
+    })?;
     contexts.insert(ctx_id.clone(), live);
     Ok(ctx_id)
 }
@@ -423,7 +422,7 @@ pub(crate) fn restart_in(h: &mut BoxHandle, ctx_id: &str) -> Result<Language, Ap
             }
         },
     };
-    let live = LiveContext::start(sandbox, language, cwd)?;
+    let live = LiveContext::start(sandbox, language, cwd).map_err(ApiError::from_box)?;
     contexts.insert(ctx_id.to_string(), live);
     Ok(language)
 }

@@ -13,13 +13,10 @@ use axum::http::{header, HeaderMap};
 use axum::response::Response;
 use base64::Engine;
 use std::cell::Cell;
-use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Lines buffered between the box and a slow client before the command's output waits.
 const LINES_BUFFERED: usize = 32;
-/// The longest per-command timeout, in seconds.
-const MAX_EXEC_TIMEOUT_S: f64 = 24.0 * 3600.0;
 
 enum Out {
     Line(Bytes),
@@ -70,23 +67,7 @@ pub async fn exec(
 }
 
 fn command(req: ExecRequest) -> Result<Command, ApiError> {
-    if req.cmd.is_empty() {
-        return Err(ApiError::Invalid(
-            "cmd is empty: give the program and its arguments, e.g. [\"sh\", \"-c\", \"echo hi\"]"
-                .into(),
-        ));
-    }
-    let timeout = match req.timeout {
-        None => None,
-        Some(t) if t.is_finite() && t > 0.0 && t <= MAX_EXEC_TIMEOUT_S => {
-            Some(Duration::from_secs_f64(t))
-        }
-        Some(t) => {
-            return Err(ApiError::Invalid(format!(
-                "timeout {t} is out of range; give seconds between 0 and {MAX_EXEC_TIMEOUT_S}"
-            )))
-        }
-    };
+    let timeout = req.check()?;
     Ok(Command {
         argv: req.cmd,
         env: req.env.into_iter().collect(),
@@ -123,7 +104,7 @@ fn run(state: &AppState, id: &str, caller: &Caller, cmd: &Command, tx: &mpsc::Se
             return;
         }
         Ok(Err(e)) if !started.get() => {
-            let _ = tx.blocking_send(Out::Fail(e.into()));
+            let _ = tx.blocking_send(Out::Fail(ApiError::from_box(e)));
             return;
         }
         Ok(Err(e)) => {

@@ -2,6 +2,7 @@
 //! holds a whole file in memory: bytes pass through a short bounded channel.
 
 use crate::auth::require_box;
+use crate::checks::{self, FieldError};
 use crate::routes::sandboxes::audit;
 use crate::state::AppState;
 use crate::ApiError;
@@ -29,12 +30,18 @@ fn query(raw: Option<&str>) -> Result<(String, Option<u32>), ApiError> {
             "the query string is malformed: {e}; give ?path=/absolute/path"
         ))
     })?;
-    let path = q.path.filter(|p| p.starts_with('/')).ok_or_else(|| {
-        ApiError::Invalid(
-            "give ?path= an absolute path inside the sandbox, e.g. /tmp/data.txt".into(),
+    let path = q.path.ok_or_else(|| {
+        FieldError::new(
+            "?path=",
+            "give an absolute path inside the sandbox, e.g. /tmp/data.txt",
         )
     })?;
-    Ok((path, q.depth))
+    checks::absolute_path("?path=", &path)?;
+    let depth = q
+        .depth
+        .map(|d| checks::list_depth("?depth=", d))
+        .transpose()?;
+    Ok((path, depth))
 }
 
 /// `GET /v1/sandboxes/{id}/files?path=`: the file's bytes.
@@ -52,7 +59,7 @@ pub async fn read(
             .with_handle(&id, |h| h.sandbox().new_session())
         {
             Err(e) => Err(state.manager_error(&id, e)),
-            Ok(mut s) => s.read_file_to(&path, out).map_err(ApiError::from),
+            Ok(mut s) => s.read_file_to(&path, out).map_err(ApiError::from_box),
         },
         || ApiError::Internal("the file's reader ended without a word; retry".into()),
     )
@@ -92,7 +99,8 @@ pub async fn write(
                 .manager
                 .with_handle(&id, |h| h.sandbox().new_session())
                 .map(|mut s| s.write_file_from(&path, &mut input))
-                .map_err(|e| state.manager_error(&id, e))??;
+                .map_err(|e| state.manager_error(&id, e))?
+                .map_err(ApiError::from_box)?;
             audit(
                 &state,
                 &id,
@@ -121,7 +129,8 @@ pub async fn list(
                 .manager
                 .with_handle(&id, |h| h.sandbox().new_session())
                 .map(|mut s| s.list_dir(&path, depth.unwrap_or(1)))
-                .map_err(|e| state.manager_error(&id, e))??;
+                .map_err(|e| state.manager_error(&id, e))?
+                .map_err(ApiError::from_box)?;
             serde_json::to_value(entries)
                 .map_err(|e| ApiError::Internal(format!("cannot encode the listing: {e}")))
         })

@@ -1,6 +1,7 @@
 //! The sandbox collection and each sandbox's record: create, list, get, kill, extend, events.
 
 use crate::auth::{require_box, require_key, Caller};
+use crate::checks::{self, FieldError};
 use crate::observer::{lock, Pending};
 use crate::requests::{parse, CreateRequest, TimeoutRequest};
 use crate::secrets::{hash, new_sandbox_id, new_token};
@@ -9,19 +10,13 @@ use crate::template::{resolve_policy, template};
 use crate::view::{self, SandboxView};
 use crate::ApiError;
 use airlock_runtime::sessions::SessionSpec;
-use airlock_runtime::store::{
-    AuditEntry, SandboxFilter, SandboxState, MAX_METADATA_KEY_BYTES, MAX_METADATA_PAIRS,
-    MAX_METADATA_VALUE_BYTES,
-};
+use airlock_runtime::store::{AuditEntry, SandboxFilter, SandboxState};
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use std::collections::BTreeMap;
 use std::sync::PoisonError;
-
-/// The longest life a create or extension may ask for, in seconds (one day).
-const MAX_TIMEOUT_S: u64 = 24 * 3600;
 
 /// `POST /v1/sandboxes`.
 pub async fn create(
@@ -32,7 +27,7 @@ pub async fn create(
     let caller = require_key(&state, &headers)?;
     let mut req: CreateRequest = parse(&body, true)?;
     let (template, cwd) = template(req.template.as_deref())?;
-    check_metadata(&req.metadata)?;
+    req.check()?;
     let timeout_ms = req.timeout.map(timeout_ms).transpose()?;
     let policy = resolve_policy(&mut req, cwd, state.default_backend)?;
     state
@@ -142,23 +137,32 @@ pub async fn list(
     ))
 }
 
-/// The filter of a list query: `state` (repeatable, or comma-separated) and `metadata.KEY=VALUE`.
+/// The filter of a list query: `state` (repeatable, or comma-separated) and metadata labels as
+/// `metadata[KEY]=VALUE` (OpenAPI's deepObject) or `metadata.KEY=VALUE`.
 pub fn list_filter(query: &str) -> Result<SandboxFilter, ApiError> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
         .map_err(|e| ApiError::Invalid(format!("the query string is malformed: {e}")))?;
     let mut filter = SandboxFilter::default();
     for (k, v) in pairs {
         if k == "state" {
-            for name in v.split(',').filter(|s| !s.is_empty()) {
+            for name in v.split(',') {
                 let s = SandboxState::from_name(name).ok_or_else(|| {
-                    ApiError::Invalid(format!("unknown state {name:?}; use queued, starting, running, paused, killed, expired, dead or failed"))
+                    FieldError::new(
+                        "?state=",
+                        format!("use queued, starting, running, paused, killed, expired, dead or failed (repeated, or joined by commas), not {name:?}"),
+                    )
                 })?;
                 filter.states.push(s);
             }
-        } else if let Some(key) = k.strip_prefix("metadata.") {
+        } else if let Some(key) = k
+            .strip_prefix("metadata[")
+            .and_then(|rest| rest.strip_suffix(']'))
+            .or_else(|| k.strip_prefix("metadata."))
+        {
             filter.metadata.insert(key.to_string(), v);
         }
     }
+    checks::metadata("?metadata", &filter.metadata)?;
     Ok(filter)
 }
 
@@ -204,7 +208,7 @@ pub async fn set_timeout(
 ) -> Result<Json<SandboxView>, ApiError> {
     require_box(&state, &headers, &id)?;
     let req: TimeoutRequest = parse(&body, false)?;
-    let ms = timeout_ms(req.timeout)?;
+    let ms = req.check()?;
     let shown = state
         .blocking(move |state| {
             view::get(&state, &id)?;
@@ -232,10 +236,16 @@ pub async fn events(
     let mut after = None;
     for (k, v) in pairs {
         if k == "after" {
-            after =
-                Some(v.parse::<i64>().map_err(|_| {
-                    ApiError::Invalid("after must be an event id (an integer)".into())
-                })?);
+            let id = v.parse::<i64>().ok().filter(|id| *id >= 0).ok_or_else(|| {
+                FieldError::new(
+                    "?after=",
+                    format!(
+                        "give an event id, a whole number from 0 to {}, not {v:?}",
+                        i64::MAX
+                    ),
+                )
+            })?;
+            after = Some(id);
         }
     }
     let events = state
@@ -271,29 +281,12 @@ fn now_ms() -> i64 {
     airlock_runtime::sessions::SystemClock.now_ms()
 }
 
+/// A sandbox's life (`timeout`, whole seconds) in milliseconds; shared with E2B's control plane.
 pub(crate) fn timeout_ms(seconds: u64) -> Result<i64, ApiError> {
-    if seconds == 0 || seconds > MAX_TIMEOUT_S {
-        return Err(ApiError::Invalid(format!(
-            "a timeout of {seconds} s is out of range; give between 1 and {MAX_TIMEOUT_S} seconds"
-        )));
-    }
-    // In range: at most 86_400_000.
-    Ok(seconds as i64 * 1000)
+    Ok(checks::sandbox_timeout_ms("timeout", seconds)?)
 }
 
+/// A sandbox's metadata within bounds; shared with E2B's control plane.
 pub(crate) fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
-    if metadata.len() > MAX_METADATA_PAIRS {
-        return Err(ApiError::Invalid(format!(
-            "{} metadata pairs given; the most allowed is {MAX_METADATA_PAIRS}",
-            metadata.len()
-        )));
-    }
-    for (k, v) in metadata {
-        if k.is_empty() || k.len() > MAX_METADATA_KEY_BYTES || v.len() > MAX_METADATA_VALUE_BYTES {
-            return Err(ApiError::Invalid(format!(
-                "metadata key {k:?} or its value is out of bounds: keys 1..={MAX_METADATA_KEY_BYTES} bytes, values at most {MAX_METADATA_VALUE_BYTES}"
-            )));
-        }
-    }
-    Ok(())
+    Ok(checks::metadata("metadata", metadata)?)
 }
