@@ -699,6 +699,175 @@ fn attack_git_symlink_does_not_make_placeholders_outside() {
     host.assert_untouched(&marker);
 }
 
+/// How box A ends in the placeholder-swap race.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RaceEnd {
+    /// Its command finishes; airlock removes the placeholders itself.
+    Normal,
+    /// airlock is SIGKILLed; the cleanup sentinel removes them.
+    Sigkill,
+}
+
+/// Box A runs in workspace W, which has no `.git`, so airlock makes the placeholders `W/.git`
+/// and `W/.git/config` for the run. Meanwhile box B, whose workspace contains W, replaces
+/// `W/.git` with a symlink to a victim directory V outside both boxes' grants, whose `config` is
+/// empty (exactly what a removal by path deletes) and whose `hooks/` holds a hook. Then A ends:
+/// the cleanup (airlock's or the sentinel's) must not reach V through the symlink.
+fn placeholder_swap_race(tag: &str, end: RaceEnd) {
+    use std::os::unix::fs::MetadataExt;
+    let host = HostState::capture();
+    let t = TempDir::new(tag);
+    let outer = t.join("outer");
+    let w = outer.join("w");
+    let victim = t.join("victim");
+    std::fs::create_dir_all(&w).expect("make W");
+    std::fs::create_dir_all(victim.join("hooks")).expect("make V/hooks");
+    std::fs::write(victim.join("config"), "").expect("write V/config");
+    std::fs::write(
+        victim.join("hooks/pre-commit"),
+        "#!/bin/sh\necho precious\n",
+    )
+    .expect("write V's hook");
+    let inodes = || {
+        ["config", "hooks", "hooks/pre-commit"].map(|rel| {
+            std::fs::symlink_metadata(victim.join(rel))
+                .map(|m| m.ino())
+                .unwrap_or_else(|e| panic!("victim {rel} is gone: {e}"))
+        })
+    };
+    let (before, inodes_before) = (snapshot(&victim), inodes());
+    let marker = unique(tag);
+
+    // Watch V for the whole race: nothing may appear in it or vanish from it, even briefly.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (done, victim) = (done.clone(), victim.clone());
+        std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                seen.insert(snapshot(&victim).into_keys().collect::<Vec<_>>());
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            seen
+        })
+    };
+
+    // Box A: waits (bounded) until the test creates W/go.
+    let script = format!(
+        "i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo {marker}"
+    );
+    let mut a = Command::new(airlock_bin())
+        .args(["run", "--", "sh", "-c", &script])
+        .current_dir(&w)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start airlock A");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !w.join(".git/config").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "box A's placeholders never appeared (test premise)"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    // Box B swaps W/.git for a symlink to V while A runs.
+    let swap = format!(
+        "rm -rf w/.git && ln -s {} w/.git; echo swapped=$?",
+        s(&victim)
+    );
+    let b = boxed(&outer, &[], &swap);
+    assert_eq!(
+        line(&b.stdout, "swapped="),
+        "swapped=0",
+        "positive control: box B could not swap W/.git: {}{}",
+        b.stdout,
+        b.stderr
+    );
+    assert!(
+        std::fs::symlink_metadata(w.join(".git"))
+            .expect("W/.git after the swap")
+            .file_type()
+            .is_symlink(),
+        "positive control: W/.git is not the symlink B made"
+    );
+    assert!(
+        a.try_wait().expect("poll airlock A").is_none(),
+        "box A ended before the swap (test premise)"
+    );
+
+    match end {
+        RaceEnd::Normal => std::fs::write(w.join("go"), "").expect("write W/go"),
+        // SAFETY: kill with integer arguments, to the airlock process this test started.
+        RaceEnd::Sigkill => assert_eq!(unsafe { libc::kill(a.id() as i32, libc::SIGKILL) }, 0),
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while a.try_wait().expect("poll airlock A").is_none() {
+        if Instant::now() > deadline {
+            let _ = a.kill();
+            let _ = a.wait();
+            panic!("box A had not ended 30 s after it was told to");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = a.wait_with_output().expect("airlock A output");
+    match end {
+        RaceEnd::Normal => assert!(
+            out.status.success(),
+            "box A failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        RaceEnd::Sigkill => {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(out.status.signal(), Some(libc::SIGKILL));
+        }
+    }
+    // The cleanup is done once nothing of A is left: its sentinel (a copy of airlock, with A's
+    // command line) has exited.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pids_with_marker(&marker).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "box A's processes (or its sentinel) are still alive"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let seen = watcher.join().expect("the watcher thread");
+
+    assert_eq!(
+        snapshot(&victim),
+        before,
+        "the cleanup changed the victim directory through the symlink"
+    );
+    assert_eq!(inodes(), inodes_before, "a victim file was replaced");
+    // Positive control: the cleanup did run, removing A's other placeholders from W.
+    let left: Vec<String> = snapshot(&w)
+        .into_keys()
+        .filter(|k| k != ".git" && k != "go")
+        .collect();
+    assert!(left.is_empty(), "placeholders left in W: {left:?}");
+    let keys: Vec<String> = before.into_keys().collect();
+    assert!(
+        seen.iter().all(|k| *k == keys),
+        "entries appeared in or vanished from the victim during the race: {seen:?}"
+    );
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_swap_placeholder_dir_for_symlink_before_cleanup() {
+    placeholder_swap_race("phswap", RaceEnd::Normal);
+}
+
+#[test]
+fn attack_swap_placeholder_dir_for_symlink_then_sigkill_airlock() {
+    placeholder_swap_race("phswap-kill", RaceEnd::Sigkill);
+}
+
 #[test]
 fn attack_result_and_audit_symlinks_do_not_redirect_airlocks_writes() {
     // `--result` and `--audit` are written by airlock on the host, often into the workspace,
