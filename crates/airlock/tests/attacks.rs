@@ -1799,7 +1799,7 @@ fn attack_host_proc_and_sys() {
     );
     let init = line(&r.stdout, "init=");
     assert!(
-        init.contains("airlock run") && init.contains("/proc/1/cmdline"),
+        init.starts_with("init=airlock-init"),
         "pid 1 is not the box's own init: {init}"
     );
     assert!(
@@ -1823,6 +1823,67 @@ fn attack_host_proc_and_sys() {
     assert_ne!(line(&r.stdout, "sysrq="), "sysrq=0");
     assert_ne!(line(&r.stdout, "sysctl="), "sysctl=0");
     assert_ne!(line(&r.stdout, "sys="), "sys=0", "/sys exists in the box");
+    host.assert_untouched(&secret);
+}
+
+#[test]
+fn attack_read_airlocks_command_line_from_init() {
+    // The box's init is a copy of airlock, so its argument area holds airlock's command line:
+    // the binary's host path and every `--env NAME=VALUE` value given to airlock. The box reads
+    // it (and init's environment and executable) through /proc/1.
+    let host = HostState::capture();
+    let t = TempDir::new("initargs");
+    let secret = unique("initargs-secret");
+    let env = format!("AIRLOCK_PROBE={secret}");
+    let bin = airlock_bin();
+    let script = "[ -n \"$AIRLOCK_PROBE\" ]; echo envset=$?
+         echo \"cmdline=$(tr '\\0' ' ' < /proc/1/cmdline)\"
+         echo \"comm=$(cat /proc/1/comm)\"
+         echo \"environ=$(tr '\\0' ' ' < /proc/1/environ 2>/dev/null)\"
+         echo \"exe=$(readlink /proc/1/exe 2>/dev/null)\"
+         echo \"exebytes=$(head -c 64 /proc/1/exe 2>/dev/null | wc -c)\"";
+    let r = boxed(t.path(), &["--env", &env], script);
+    assert_eq!(
+        line(&r.stdout, "envset="),
+        "envset=0",
+        "positive control: the --env value reached the box:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        line(&r.stdout, "cmdline=").trim() != "cmdline=",
+        "positive control: /proc/1/cmdline is readable:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    let seen: String = ["cmdline=", "comm=", "environ=", "exe=", "exebytes="]
+        .iter()
+        .map(|k| format!("{}\n", line(&r.stdout, k)))
+        .collect();
+    assert!(
+        !seen.contains(&secret),
+        "an --env value of airlock's command line is readable in /proc/1:\n{seen}"
+    );
+    for leak in [s(&bin), s(bin.parent().expect("the binary's directory"))] {
+        assert!(
+            !seen.contains(&leak),
+            "the airlock binary's host path {leak} is readable in /proc/1:\n{seen}"
+        );
+    }
+    assert!(
+        !seen.contains("--env") && !seen.contains(" run "),
+        "airlock's arguments are readable in /proc/1:\n{seen}"
+    );
+    assert_eq!(
+        line(&r.stdout, "exebytes="),
+        "exebytes=0",
+        "init's executable is readable"
+    );
+    assert!(
+        line(&r.stdout, "cmdline=").starts_with("cmdline=airlock-init")
+            && line(&r.stdout, "comm=") == "comm=airlock-init",
+        "init does not show its own name:\n{seen}"
+    );
     host.assert_untouched(&secret);
 }
 
