@@ -145,14 +145,18 @@ pub(crate) fn box_init(
         exit(SETUP_FAILED);
     }
     crate::sys::close(go_fd);
-    // Init is a copy of airlock, whose environment (the caller's, secrets included) sits in this
-    // process's memory and shows in /proc/1/environ. Make init non-dumpable (its /proc files are
-    // then closed to the box's processes) and wipe that memory, so neither path leaks it. Only
-    // now: a non-dumpable process's /proc files belong to root, and an unprivileged supervisor
-    // must first write this process's uid_map (and a credential change resets dumpability).
+    // Init is a copy of airlock, whose environment (the caller's, secrets included) and command
+    // line sit in this process's memory and show in /proc/1/environ and /proc/1/cmdline. Make
+    // init non-dumpable (its /proc files but cmdline are then closed to the box's processes) and
+    // overwrite that memory, so neither path leaks it. Only now: a non-dumpable process's /proc
+    // files belong to root, and an unprivileged supervisor must first write this process's
+    // uid_map (and a credential change resets dumpability).
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
-    wipe_environment();
+    if let Err(e) = crate::init_memory::hide_command_line(crate::identity::INIT_NAME) {
+        report_error(status_fd, "init", &e, errno_of(&e));
+        exit(SETUP_FAILED);
+    }
     if let Err((stage, e)) = setup(spec, stdio.controlling_tty.then_some(stdio.stdin)) {
         report_error(status_fd, stage, &e, errno_of(&e));
         exit(SETUP_FAILED);
@@ -183,33 +187,6 @@ pub(crate) fn box_init(
         }
     }
     supervise(pid, status_fd)
-}
-
-/// Zeroes the memory range the kernel reports as this process's environment (`env_start` to
-/// `env_end` in /proc/self/stat), which /proc/<pid>/environ reads.
-fn wipe_environment() {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return;
-    };
-    // Fields after the command name (which may contain spaces) start after the last ')'.
-    let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
-        return;
-    };
-    let fields: Vec<&str> = rest.split(' ').collect();
-    // env_start and env_end are fields 50 and 51 of stat; `rest` starts at field 3.
-    let (Some(start), Some(end)) = (
-        fields.get(47).and_then(|v| v.parse::<usize>().ok()),
-        fields.get(48).and_then(|v| v.parse::<usize>().ok()),
-    ) else {
-        return;
-    };
-    if start == 0 || end <= start {
-        return;
-    }
-    // SAFETY: [start, end) is this process's own environment block, mapped writable on its
-    // initial stack; nothing in init reads the environment after this point (the command's
-    // environment was prepared beforehand as separate strings).
-    unsafe { std::ptr::write_bytes(start as *mut u8, 0, end - start) };
 }
 
 type StageError = (&'static str, io::Error);

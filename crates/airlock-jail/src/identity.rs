@@ -5,6 +5,10 @@ use airlock_policy::{INSIDE_GID, INSIDE_HOME, INSIDE_UID, INSIDE_USER};
 /// The box's host name.
 pub const HOSTNAME: &str = "airlock";
 
+/// The command line and name of the box's init (pid 1), as the box's processes see it in
+/// /proc/1/cmdline and /proc/1/comm: nothing of airlock's own command line.
+pub const INIT_NAME: &str = "airlock-init";
+
 /// `/etc/passwd` inside the box: root, the box user and nobody; nothing of the host's users.
 pub fn passwd() -> String {
     format!(

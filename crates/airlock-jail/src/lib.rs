@@ -10,6 +10,7 @@ pub mod cgroup;
 mod child;
 pub mod identity;
 pub mod idmap;
+mod init_memory;
 pub mod landlock;
 mod mount_attr;
 pub mod net;

@@ -84,27 +84,44 @@ pub fn send_with_fd(
     payload: &[u8],
     fd: Option<libc::c_int>,
 ) -> io::Result<()> {
+    send_with_fds(channel, payload, fd.as_slice())
+}
+
+/// Sends `payload` (one message on a SEQPACKET socket) with `fds` attached (at most
+/// [`MAX_FDS`]).
+pub fn send_with_fds(channel: libc::c_int, payload: &[u8], fds: &[libc::c_int]) -> io::Result<()> {
+    if fds.len() > MAX_FDS {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "too many descriptors for one message",
+        ));
+    }
     let mut iov = libc::iovec {
         iov_base: payload.as_ptr() as *mut libc::c_void,
         iov_len: payload.len(),
     };
+    let data_len = std::mem::size_of_val(fds) as u32;
     // SAFETY: CMSG_SPACE is a pure computation.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+    let space = unsafe { libc::CMSG_SPACE(data_len) } as usize;
     let mut control = vec![0u8; space];
     // SAFETY: msghdr is plain data; all-zero is valid before we fill it.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
-    if let Some(fd) = fd {
+    if !fds.is_empty() {
         msg.msg_control = control.as_mut_ptr().cast();
         msg.msg_controllen = space;
-        // SAFETY: msg has a control buffer of CMSG_SPACE(int) bytes, so the first header fits.
+        // SAFETY: msg has a control buffer of CMSG_SPACE(data_len) bytes, so the first header
+        // and its data_len bytes of data fit.
         unsafe {
             let cmsg = libc::CMSG_FIRSTHDR(&msg);
             (*cmsg).cmsg_level = libc::SOL_SOCKET;
             (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
-            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd);
+            (*cmsg).cmsg_len = libc::CMSG_LEN(data_len) as usize;
+            let data = libc::CMSG_DATA(cmsg).cast::<libc::c_int>();
+            for (i, fd) in fds.iter().enumerate() {
+                std::ptr::write_unaligned(data.add(i), *fd);
+            }
         }
     }
     // SAFETY: msg points at live buffers for the duration of the call (the kernel only reads the
@@ -119,18 +136,35 @@ pub fn send_with_fd(
     }
 }
 
+/// The most descriptors one message carries.
+pub const MAX_FDS: usize = 4;
+
 /// Receives one message into `buf` and the descriptor attached to it, if any (close-on-exec).
 /// `Ok((0, None))` means the peer closed the channel.
 pub fn recv_with_fd(
     channel: libc::c_int,
     buf: &mut [u8],
 ) -> io::Result<(usize, Option<libc::c_int>)> {
+    let (n, fds) = recv_with_fds(channel, buf, 1)?;
+    Ok((n, fds.first().copied()))
+}
+
+/// Receives one message into `buf` and up to `max` (at most [`MAX_FDS`]) descriptors attached
+/// to it (close-on-exec; the kernel closes any beyond `max`). `Ok((0, []))` means the peer
+/// closed the channel.
+pub fn recv_with_fds(
+    channel: libc::c_int,
+    buf: &mut [u8],
+    max: usize,
+) -> io::Result<(usize, Vec<libc::c_int>)> {
+    let max = max.clamp(1, MAX_FDS);
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
     // SAFETY: CMSG_SPACE is a pure computation.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+    let space =
+        unsafe { libc::CMSG_SPACE((max * std::mem::size_of::<libc::c_int>()) as u32) } as usize;
     let mut control = vec![0u8; space];
     // SAFETY: msghdr is plain data.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -143,22 +177,29 @@ pub fn recv_with_fd(
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
+    let mut fds = Vec::new();
+    // SAFETY: the kernel filled msg's control buffer; CMSG_FIRSTHDR checks it is big enough, and
+    // cmsg_len says how many descriptors follow the header.
+    unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        if !cmsg.is_null()
+            && (*cmsg).cmsg_level == libc::SOL_SOCKET
+            && (*cmsg).cmsg_type == libc::SCM_RIGHTS
+        {
+            let header = libc::CMSG_LEN(0) as usize;
+            let count = ((*cmsg).cmsg_len as usize).saturating_sub(header)
+                / std::mem::size_of::<libc::c_int>();
+            let data = libc::CMSG_DATA(cmsg).cast::<libc::c_int>();
+            for i in 0..count.min(max) {
+                fds.push(std::ptr::read_unaligned(data.add(i)));
+            }
+        }
+    }
     if msg.msg_flags & libc::MSG_TRUNC != 0 {
+        for fd in fds {
+            crate::sys::close(fd);
+        }
         return Err(io::Error::other("message larger than the receive buffer"));
     }
-    // SAFETY: the kernel filled msg's control buffer; CMSG_FIRSTHDR checks it is big enough.
-    let fd = unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        if cmsg.is_null()
-            || (*cmsg).cmsg_level != libc::SOL_SOCKET
-            || (*cmsg).cmsg_type != libc::SCM_RIGHTS
-        {
-            None
-        } else {
-            Some(std::ptr::read_unaligned(
-                libc::CMSG_DATA(cmsg).cast::<libc::c_int>(),
-            ))
-        }
-    };
-    Ok((n as usize, fd))
+    Ok((n as usize, fds))
 }

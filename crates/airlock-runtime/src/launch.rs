@@ -83,7 +83,7 @@ impl Launch<'_> {
                 );
                 let cg = BoxCgroup::create(&name, limits)?;
                 for p in cg.paths() {
-                    self.sentinel.register("cgroup", &p);
+                    self.sentinel.register_cgroup(&p);
                 }
                 Some(cg)
             }

@@ -74,16 +74,7 @@ impl Sandbox {
                 return Err(RunError::Placeholders(e).into());
             }
         };
-        for p in &made {
-            sentinel.register(
-                if p.dir {
-                    "placeholder-dir"
-                } else {
-                    "placeholder-file"
-                },
-                &p.host,
-            );
-        }
+        sentinel.register_placeholders(&made);
         let mut env: BTreeMap<String, String> = policy.env.iter().cloned().collect();
         if policy.network == NetworkMode::Proxy {
             for (k, v) in proxy_env() {

@@ -3,16 +3,23 @@
 //! directories (after killing their processes) and empty placeholders. When airlock ends normally
 //! it cleans up itself and tells the sentinel to exit.
 //!
-//! Protocol on the pipe, one line each: `cgroup <dir>`, `placeholder-dir <path>`,
-//! `placeholder-file <path>`, and `done` (normal end: nothing to do).
+//! Protocol on a unix SEQPACKET socket, one message each: `cgroup <dir>`, `placeholder <record>`
+//! carrying the descriptors of the placeholder's directory and of the placeholder itself
+//! (SCM_RIGHTS; see [`MadeEntry::record`]), and `done` (normal end: nothing to do). A placeholder
+//! is removed through those descriptors, as the supervisor does, never by its path: the box's
+//! workspace may have been rearranged by another box meanwhile.
 
-use std::io::{self, Read};
+use crate::placeholders::{MadeEntry, Placeholder};
+use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-/// The supervisor's end of the sentinel's pipe.
+/// The longest message: a cgroup directory's path.
+const MAX_MESSAGE: usize = libc::PATH_MAX as usize + 64;
+
+/// The supervisor's end of the sentinel's socket.
 pub struct Sentinel {
-    pipe: Option<OwnedFd>,
+    channel: Option<OwnedFd>,
     pid: libc::pid_t,
 }
 
@@ -20,8 +27,16 @@ impl Sentinel {
     /// Forks the sentinel. Call from the single-threaded supervisor before anything is created.
     pub fn start() -> io::Result<Sentinel> {
         let mut fds = [0; 2];
-        // SAFETY: fds is a valid array for pipe2.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        // SAFETY: fds is a valid array for socketpair to fill.
+        if unsafe {
+            libc::socketpair(
+                libc::AF_UNIX,
+                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+                0,
+                fds.as_mut_ptr(),
+            )
+        } == -1
+        {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: the supervisor is single-threaded here; the child only reads, then exits.
@@ -40,26 +55,36 @@ impl Sentinel {
         // SAFETY: fds[0] is ours and no longer needed in the parent.
         unsafe { libc::close(fds[0]) };
         // SAFETY: fds[1] is a freshly created descriptor we own exclusively.
-        let pipe = unsafe { OwnedFd::from_raw_fd(fds[1]) };
+        let channel = unsafe { OwnedFd::from_raw_fd(fds[1]) };
         Ok(Sentinel {
-            pipe: Some(pipe),
+            channel: Some(channel),
             pid,
         })
     }
 
-    /// Registers something to clean up if airlock dies.
-    pub fn register(&self, kind: &str, path: &Path) {
-        if let Some(p) = &self.pipe {
-            let line = format!("{kind} {}\n", path.display());
-            let _ = airlock_jail::write_all(p.as_raw_fd(), line.as_bytes());
+    /// Registers a cgroup directory to remove if airlock dies.
+    pub fn register_cgroup(&self, dir: &Path) {
+        self.send(&format!("cgroup {}", dir.display()), &[]);
+    }
+
+    /// Registers placeholders to remove if airlock dies, handing over their directories.
+    pub fn register_placeholders(&self, made: &[Placeholder]) {
+        for p in made {
+            let record = format!("placeholder {}", p.entry.record());
+            self.send(&record, &p.entry.fds());
+        }
+    }
+
+    fn send(&self, message: &str, fds: &[libc::c_int]) {
+        if let Some(p) = &self.channel {
+            let _ = airlock_jail::net::send_with_fds(p.as_raw_fd(), message.as_bytes(), fds);
         }
     }
 
     /// Normal end: the supervisor cleaned up; the sentinel exits without doing anything.
     pub fn finish(mut self) {
-        if let Some(p) = self.pipe.take() {
-            let _ = airlock_jail::write_all(p.as_raw_fd(), b"done\n");
-        }
+        self.send("done", &[]);
+        self.channel = None;
         self.reap();
     }
 
@@ -72,7 +97,7 @@ impl Sentinel {
 
 impl Drop for Sentinel {
     fn drop(&mut self) {
-        if self.pipe.take().is_some() {
+        if self.channel.take().is_some() {
             // Dropping without finish: the sentinel sees EOF and cleans up.
             self.reap();
         }
@@ -99,48 +124,93 @@ fn sentinel_main(fd: libc::c_int) -> ! {
             libc::syscall(libc::SYS_close_range, (fd + 1) as u32, u32::MAX, 0u32);
         }
     }
-    // SAFETY: fd is the read end we own in this process.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    let mut text = String::new();
-    let _ = file.read_to_string(&mut text);
-    if !text.lines().any(|l| l == "done") {
-        cleanup(&text);
+    // SAFETY: fd is our end of the socket, owned by nobody else in this process.
+    let channel = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut work = Work::default();
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    loop {
+        match airlock_jail::net::recv_with_fds(channel.as_raw_fd(), &mut buf, 2) {
+            // End of file: airlock is gone (or closed its end after `done`).
+            Ok((0, fds)) if fds.is_empty() => break,
+            Ok((n, fds)) => {
+                let fds = fds
+                    .into_iter()
+                    // SAFETY: a descriptor received over SCM_RIGHTS is new in this process.
+                    .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+                    .collect();
+                if work.take(&buf[..n], fds) == Done::Yes {
+                    // SAFETY: _exit in the forked child.
+                    unsafe { libc::_exit(0) }
+                }
+            }
+            // Interrupted, or a message too long for the buffer (dropped): keep listening.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted || e.raw_os_error().is_none() => {}
+            Err(_) => break,
+        }
     }
+    work.clean_up();
     // SAFETY: _exit in the forked child.
     unsafe { libc::_exit(0) }
 }
 
-fn cleanup(text: &str) {
-    let mut cgroups = Vec::new();
-    let mut placeholders = Vec::new();
-    for line in text.lines() {
-        match line.split_once(' ') {
-            Some(("cgroup", p)) => cgroups.push(PathBuf::from(p)),
-            Some(("placeholder-dir", p)) => placeholders.push((PathBuf::from(p), true)),
-            Some(("placeholder-file", p)) => placeholders.push((PathBuf::from(p), false)),
+/// What the sentinel will clean up, as registered so far.
+#[derive(Default)]
+struct Work {
+    cgroups: Vec<PathBuf>,
+    placeholders: Vec<MadeEntry>,
+}
+
+#[derive(PartialEq, Eq)]
+enum Done {
+    Yes,
+    No,
+}
+
+impl Work {
+    /// Takes one message (and the descriptors it carried).
+    fn take(&mut self, message: &[u8], fds: Vec<OwnedFd>) -> Done {
+        let Ok(text) = std::str::from_utf8(message) else {
+            return Done::No;
+        };
+        if text == "done" {
+            return Done::Yes;
+        }
+        let mut fds = fds.into_iter();
+        match (text.split_once(' '), fds.next(), fds.next()) {
+            (Some(("cgroup", p)), None, None) => self.cgroups.push(PathBuf::from(p)),
+            (Some(("placeholder", record)), Some(parent), Some(pin)) => {
+                if let Some(entry) = MadeEntry::from_record(record, parent, pin) {
+                    self.placeholders.push(entry);
+                }
+            }
             _ => {}
         }
+        Done::No
     }
-    // The box's init died with airlock (PDEATHSIG), taking its pid namespace along; kill any
-    // straggler still in the cgroup, then remove the directories.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
-    for dir in &cgroups {
-        while std::time::Instant::now() < deadline {
-            let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
-            for pid in procs
-                .lines()
-                .filter_map(|l| l.trim().parse::<libc::pid_t>().ok())
-            {
-                // SAFETY: kill with integer arguments; these pids are in the box's cgroup.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+
+    /// Kills what is left in the cgroups and removes them, then the placeholders, deepest first.
+    fn clean_up(&self) {
+        // The box's init died with airlock (PDEATHSIG), taking its pid namespace along; kill any
+        // straggler still in the cgroup, then remove the directories.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        for dir in &self.cgroups {
+            while std::time::Instant::now() < deadline {
+                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                for pid in procs
+                    .lines()
+                    .filter_map(|l| l.trim().parse::<libc::pid_t>().ok())
+                {
+                    // SAFETY: kill with integer arguments; these pids are in the box's cgroup.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+                if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
         }
-    }
-    for (p, dir) in placeholders.iter().rev() {
-        crate::placeholders::remove_one(p, *dir);
+        for entry in self.placeholders.iter().rev() {
+            entry.remove();
+        }
     }
 }

@@ -66,16 +66,7 @@ pub fn run(
     let start = Instant::now();
     let sentinel = Sentinel::start().map_err(RunError::Sentinel)?;
     let (made, extra_covers) = placeholders::create(policy).map_err(RunError::Placeholders)?;
-    for p in &made {
-        sentinel.register(
-            if p.dir {
-                "placeholder-dir"
-            } else {
-                "placeholder-file"
-            },
-            &p.host,
-        );
-    }
+    sentinel.register_placeholders(&made);
     let result = run_planned(policy, argv, opts, start, &sentinel, &extra_covers);
     placeholders::remove(&made);
     sentinel.finish();

@@ -699,6 +699,175 @@ fn attack_git_symlink_does_not_make_placeholders_outside() {
     host.assert_untouched(&marker);
 }
 
+/// How box A ends in the placeholder-swap race.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RaceEnd {
+    /// Its command finishes; airlock removes the placeholders itself.
+    Normal,
+    /// airlock is SIGKILLed; the cleanup sentinel removes them.
+    Sigkill,
+}
+
+/// Box A runs in workspace W, which has no `.git`, so airlock makes the placeholders `W/.git`
+/// and `W/.git/config` for the run. Meanwhile box B, whose workspace contains W, replaces
+/// `W/.git` with a symlink to a victim directory V outside both boxes' grants, whose `config` is
+/// empty (exactly what a removal by path deletes) and whose `hooks/` holds a hook. Then A ends:
+/// the cleanup (airlock's or the sentinel's) must not reach V through the symlink.
+fn placeholder_swap_race(tag: &str, end: RaceEnd) {
+    use std::os::unix::fs::MetadataExt;
+    let host = HostState::capture();
+    let t = TempDir::new(tag);
+    let outer = t.join("outer");
+    let w = outer.join("w");
+    let victim = t.join("victim");
+    std::fs::create_dir_all(&w).expect("make W");
+    std::fs::create_dir_all(victim.join("hooks")).expect("make V/hooks");
+    std::fs::write(victim.join("config"), "").expect("write V/config");
+    std::fs::write(
+        victim.join("hooks/pre-commit"),
+        "#!/bin/sh\necho precious\n",
+    )
+    .expect("write V's hook");
+    let inodes = || {
+        ["config", "hooks", "hooks/pre-commit"].map(|rel| {
+            std::fs::symlink_metadata(victim.join(rel))
+                .map(|m| m.ino())
+                .unwrap_or_else(|e| panic!("victim {rel} is gone: {e}"))
+        })
+    };
+    let (before, inodes_before) = (snapshot(&victim), inodes());
+    let marker = unique(tag);
+
+    // Watch V for the whole race: nothing may appear in it or vanish from it, even briefly.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (done, victim) = (done.clone(), victim.clone());
+        std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                seen.insert(snapshot(&victim).into_keys().collect::<Vec<_>>());
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            seen
+        })
+    };
+
+    // Box A: waits (bounded) until the test creates W/go.
+    let script = format!(
+        "i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo {marker}"
+    );
+    let mut a = Command::new(airlock_bin())
+        .args(["run", "--", "sh", "-c", &script])
+        .current_dir(&w)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start airlock A");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !w.join(".git/config").exists() {
+        assert!(
+            Instant::now() < deadline,
+            "box A's placeholders never appeared (test premise)"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+
+    // Box B swaps W/.git for a symlink to V while A runs.
+    let swap = format!(
+        "rm -rf w/.git && ln -s {} w/.git; echo swapped=$?",
+        s(&victim)
+    );
+    let b = boxed(&outer, &[], &swap);
+    assert_eq!(
+        line(&b.stdout, "swapped="),
+        "swapped=0",
+        "positive control: box B could not swap W/.git: {}{}",
+        b.stdout,
+        b.stderr
+    );
+    assert!(
+        std::fs::symlink_metadata(w.join(".git"))
+            .expect("W/.git after the swap")
+            .file_type()
+            .is_symlink(),
+        "positive control: W/.git is not the symlink B made"
+    );
+    assert!(
+        a.try_wait().expect("poll airlock A").is_none(),
+        "box A ended before the swap (test premise)"
+    );
+
+    match end {
+        RaceEnd::Normal => std::fs::write(w.join("go"), "").expect("write W/go"),
+        // SAFETY: kill with integer arguments, to the airlock process this test started.
+        RaceEnd::Sigkill => assert_eq!(unsafe { libc::kill(a.id() as i32, libc::SIGKILL) }, 0),
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while a.try_wait().expect("poll airlock A").is_none() {
+        if Instant::now() > deadline {
+            let _ = a.kill();
+            let _ = a.wait();
+            panic!("box A had not ended 30 s after it was told to");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = a.wait_with_output().expect("airlock A output");
+    match end {
+        RaceEnd::Normal => assert!(
+            out.status.success(),
+            "box A failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        RaceEnd::Sigkill => {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(out.status.signal(), Some(libc::SIGKILL));
+        }
+    }
+    // The cleanup is done once nothing of A is left: its sentinel (a copy of airlock, with A's
+    // command line) has exited.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pids_with_marker(&marker).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "box A's processes (or its sentinel) are still alive"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let seen = watcher.join().expect("the watcher thread");
+
+    assert_eq!(
+        snapshot(&victim),
+        before,
+        "the cleanup changed the victim directory through the symlink"
+    );
+    assert_eq!(inodes(), inodes_before, "a victim file was replaced");
+    // Positive control: the cleanup did run, removing A's other placeholders from W.
+    let left: Vec<String> = snapshot(&w)
+        .into_keys()
+        .filter(|k| k != ".git" && k != "go")
+        .collect();
+    assert!(left.is_empty(), "placeholders left in W: {left:?}");
+    let keys: Vec<String> = before.into_keys().collect();
+    assert!(
+        seen.iter().all(|k| *k == keys),
+        "entries appeared in or vanished from the victim during the race: {seen:?}"
+    );
+    host.assert_untouched(&marker);
+}
+
+#[test]
+fn attack_swap_placeholder_dir_for_symlink_before_cleanup() {
+    placeholder_swap_race("phswap", RaceEnd::Normal);
+}
+
+#[test]
+fn attack_swap_placeholder_dir_for_symlink_then_sigkill_airlock() {
+    placeholder_swap_race("phswap-kill", RaceEnd::Sigkill);
+}
+
 #[test]
 fn attack_result_and_audit_symlinks_do_not_redirect_airlocks_writes() {
     // `--result` and `--audit` are written by airlock on the host, often into the workspace,
@@ -1630,7 +1799,7 @@ fn attack_host_proc_and_sys() {
     );
     let init = line(&r.stdout, "init=");
     assert!(
-        init.contains("airlock run") && init.contains("/proc/1/cmdline"),
+        init.starts_with("init=airlock-init"),
         "pid 1 is not the box's own init: {init}"
     );
     assert!(
@@ -1654,6 +1823,67 @@ fn attack_host_proc_and_sys() {
     assert_ne!(line(&r.stdout, "sysrq="), "sysrq=0");
     assert_ne!(line(&r.stdout, "sysctl="), "sysctl=0");
     assert_ne!(line(&r.stdout, "sys="), "sys=0", "/sys exists in the box");
+    host.assert_untouched(&secret);
+}
+
+#[test]
+fn attack_read_airlocks_command_line_from_init() {
+    // The box's init is a copy of airlock, so its argument area holds airlock's command line:
+    // the binary's host path and every `--env NAME=VALUE` value given to airlock. The box reads
+    // it (and init's environment and executable) through /proc/1.
+    let host = HostState::capture();
+    let t = TempDir::new("initargs");
+    let secret = unique("initargs-secret");
+    let env = format!("AIRLOCK_PROBE={secret}");
+    let bin = airlock_bin();
+    let script = "[ -n \"$AIRLOCK_PROBE\" ]; echo envset=$?
+         echo \"cmdline=$(tr '\\0' ' ' < /proc/1/cmdline)\"
+         echo \"comm=$(cat /proc/1/comm)\"
+         echo \"environ=$(tr '\\0' ' ' < /proc/1/environ 2>/dev/null)\"
+         echo \"exe=$(readlink /proc/1/exe 2>/dev/null)\"
+         echo \"exebytes=$(head -c 64 /proc/1/exe 2>/dev/null | wc -c)\"";
+    let r = boxed(t.path(), &["--env", &env], script);
+    assert_eq!(
+        line(&r.stdout, "envset="),
+        "envset=0",
+        "positive control: the --env value reached the box:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        line(&r.stdout, "cmdline=").trim() != "cmdline=",
+        "positive control: /proc/1/cmdline is readable:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    let seen: String = ["cmdline=", "comm=", "environ=", "exe=", "exebytes="]
+        .iter()
+        .map(|k| format!("{}\n", line(&r.stdout, k)))
+        .collect();
+    assert!(
+        !seen.contains(&secret),
+        "an --env value of airlock's command line is readable in /proc/1:\n{seen}"
+    );
+    for leak in [s(&bin), s(bin.parent().expect("the binary's directory"))] {
+        assert!(
+            !seen.contains(&leak),
+            "the airlock binary's host path {leak} is readable in /proc/1:\n{seen}"
+        );
+    }
+    assert!(
+        !seen.contains("--env") && !seen.contains(" run "),
+        "airlock's arguments are readable in /proc/1:\n{seen}"
+    );
+    assert_eq!(
+        line(&r.stdout, "exebytes="),
+        "exebytes=0",
+        "init's executable is readable"
+    );
+    assert!(
+        line(&r.stdout, "cmdline=").starts_with("cmdline=airlock-init")
+            && line(&r.stdout, "comm=") == "comm=airlock-init",
+        "init does not show its own name:\n{seen}"
+    );
     host.assert_untouched(&secret);
 }
 
