@@ -9,6 +9,7 @@
 //! Deny by default: an empty policy grants nothing beyond the system directories needed to run
 //! programs, and every grant is an explicit entry.
 
+mod changes;
 mod error;
 mod file;
 mod profile;
@@ -16,6 +17,7 @@ mod protected;
 mod resolve;
 mod units;
 
+pub use changes::ChangesMode;
 pub use error::PolicyError;
 pub use file::{EnvSection, FilesystemSection, LimitsSection, NetworkSection, PolicyFile};
 pub use profile::{NetworkMode, Profile};

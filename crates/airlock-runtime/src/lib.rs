@@ -3,6 +3,7 @@
 //! signals, cleanup), producing a [`RunResult`].
 
 mod agent_client;
+mod changes;
 mod control;
 mod host;
 mod idmapping;
@@ -32,6 +33,7 @@ mod tty;
 
 pub use agent_client::{AgentClient, AgentError};
 pub use airlock_protocol::{Entry, EntryKind, ExecReply, FsEventKind, ProcessInfo, TtySize};
+pub use changes::{ChangeIssue, ChangesReport};
 pub use control::{ControlMessage, ControlReader};
 pub use host::RealHost;
 pub use interpreter::{CodeContext, CodeEnd, CodeEvent, Language};

@@ -13,8 +13,8 @@ fn check(ret: libc::ssize_t) -> io::Result<usize> {
 /// A new pipe, both ends non-blocking and close-on-exec: `(read end, write end)`.
 pub(super) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [-1 as libc::c_int; 2];
-    // SAFETY: `fds` is a valid, writable array of two ints, as pipe2 requires.
     check(
+        // SAFETY: `fds` is a valid, writable array of two ints, as pipe2 requires.
         unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) }
             as libc::ssize_t,
     )?;
