@@ -49,7 +49,3 @@ pub struct ChangesReport {
 pub fn apply(layer: &OwnedFd, workspace: &Path) -> ChangesReport {
     walk::apply(layer, workspace)
 }
-
-#[cfg(test)]
-#[path = "changes_tests.rs"]
-mod tests;
