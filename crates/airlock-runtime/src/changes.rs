@@ -38,7 +38,7 @@ pub struct ChangesReport {
     pub deleted: u64,
     /// Bytes of file content written.
     pub bytes: u64,
-    /// Entries left out on purpose (protected paths, FIFOs, sockets, devices).
+    /// Entries left out on purpose (protected paths, sockets, devices).
     pub skipped: Vec<ChangeIssue>,
     /// Entries that could not be applied (the host workspace keeps its old state there).
     pub failed: Vec<ChangeIssue>,

@@ -52,6 +52,7 @@ ln -s edit.txt link-to-edit
 ln -s /etc/passwd link-out
 chmod 0755 chmod.sh
 echo private > private.txt && chmod 0600 private.txt
+mkfifo pipe
 rm planted-dir && mkdir planted-dir && echo pwned > planted-dir/victim.txt
 rm planted-file && echo pwned > planted-file
 echo hook > .git/hooks/pre-commit 2>/dev/null || echo hook-refused
@@ -92,6 +93,11 @@ fn check(ws: &Path, victim_dir: &Path, owner: u32) {
     assert_eq!(mode("chmod.sh"), 0o755);
     assert_eq!(mode("private.txt"), 0o600);
     assert_eq!(read("unchanged.txt"), "same\n");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(ws.join("pipe"))
+        .unwrap()
+        .file_type()
+        .is_fifo());
     // The planted symlinks were replaced, not followed: the victim outside is untouched.
     assert_eq!(
         std::fs::read_to_string(victim_dir.join("victim.txt")).unwrap(),

@@ -175,6 +175,12 @@ pub(super) fn symlink(target: &CStr, dir: BorrowedFd<'_>, name: &CStr) -> io::Re
     Ok(())
 }
 
+pub(super) fn mkfifo(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
+    // SAFETY: dir is open and name a valid C string.
+    cvt(unsafe { libc::mkfifoat(dir.as_raw_fd(), name.as_ptr(), 0o600) })?;
+    Ok(())
+}
+
 pub(super) fn mkdir(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<()> {
     // SAFETY: dir is open and name a valid C string.
     cvt(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o700) })?;

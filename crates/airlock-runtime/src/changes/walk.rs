@@ -153,7 +153,33 @@ impl Walk {
         if at::is_symlink(&st) {
             return self.symlink(upper, host, name, &st);
         }
-        self.skip(rel, "a FIFO, socket or device node: not applied".into());
+        if st.st_mode & libc::S_IFMT == libc::S_IFIFO {
+            return self.fifo(host, name, &st);
+        }
+        self.skip(rel, "a socket or device node: not applied".into());
+        Ok(())
+    }
+
+    /// A FIFO, as direct mode would leave it (airlock's own host-side code never opens one).
+    fn fifo(
+        &mut self,
+        host: BorrowedFd<'_>,
+        name: &CStr,
+        st: &libc::stat,
+    ) -> Result<(), EntryError> {
+        let existing = at::stat(host, name)?;
+        let tmp = temp_name();
+        at::mkfifo(host, &tmp).map_err(step("create FIFO"))?;
+        let placed = at::open(host, &tmp, libc::O_PATH)
+            .and_then(|fd| at::chmod(fd.as_fd(), safe_mode(st)))
+            .map_err(step("set mode"))
+            .and_then(|_| at::set_link_times(host, &tmp, st).map_err(step("set times")))
+            .and_then(|_| replace(host, &tmp, name, existing.as_ref()));
+        if let Err(e) = placed {
+            let _ = at::unlink(host, &tmp, false);
+            return Err(e);
+        }
+        self.report.written += 1;
         Ok(())
     }
 
