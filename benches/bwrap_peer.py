@@ -2,7 +2,8 @@
 
 Reads `airlock receipt --json` on stdin and prints one shell command: every namespace, no
 capabilities, the same mounts airlock plans for this workspace (read-only system dirs and /etc
-entries, the workspace, protected paths, /proc, /dev, tmpfs /tmp and home), then the command
+entries, the workspace (writable: bubblewrap 0.8 has no overlay option, so airlock's change
+layer is extra work on airlock's side), protected paths, /proc, /dev, tmpfs /tmp and home), then the command
 given as arguments (default /bin/true). bubblewrap has no seccomp filter, no Landlock and no
 cgroup: those are airlock's extra layers.
 
@@ -30,12 +31,20 @@ for op in doc["rootfs"]["ops"]:
         args += ["--tmpfs", op["target"]]
     elif kind == "proc":
         args += ["--proc", op["target"]]
+    elif kind == "overlay":
+        # The workspace bound just before is the overlay's lower layer.
+        i = max(j for j in range(len(args) - 2)
+                if args[j] == "--ro-bind-try" and args[j + 2] == op["target"])
+        args[i] = "--bind-try"
 # bwrap needs the workspace after the tmpfs mounts it may sit under: move user binds last.
-user = [i for i in range(len(args)) if args[i] in ("--bind-try",)]
 tail = []
-for i in reversed(user):
-    tail = args[i:i + 3] + tail
-    del args[i:i + 3]
+i = 0
+while i < len(args):
+    if args[i] == "--bind-try":
+        tail += args[i:i + 3]
+        del args[i:i + 3]
+    else:
+        i += 1
 args += tail
 for cover in doc["rootfs"]["covers"]:
     args += ["--ro-bind-try", cover["path"], cover["path"]]

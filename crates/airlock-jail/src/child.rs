@@ -194,9 +194,23 @@ type StageError = (&'static str, io::Error);
 fn setup(spec: &BoxSpec, console: Option<libc::c_int>) -> Result<(), StageError> {
     // SAFETY: setsid has no arguments; init is not a process group leader.
     unsafe { libc::setsid() };
+    let mut changes = None;
     if let Some(plan) = &spec.rootfs {
-        crate::rootfs::enter(plan, console, &spec.premade_mounts)
+        changes = crate::rootfs::enter(plan, console, &spec.premade_mounts)
             .map_err(|e| ("rootfs", io::Error::new(e.source.kind(), e.to_string())))?;
+    }
+    // The change layer goes to the supervisor, which applies it once every box process is
+    // gone; the box's init keeps no copy.
+    if let Some(layer) = changes {
+        let sent = match spec.changes_channel {
+            Some(ch) => crate::net::send_fd(ch, layer),
+            None => Ok(()),
+        };
+        crate::sys::close(layer);
+        if let Some(ch) = spec.changes_channel {
+            crate::sys::close(ch);
+        }
+        sent.map_err(|e| ("change layer", e))?;
     }
     let name = crate::identity::HOSTNAME;
     // SAFETY: name points at name.len() valid bytes.

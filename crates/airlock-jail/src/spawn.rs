@@ -63,6 +63,9 @@ pub struct BoxSpec {
     /// For a proxied box: the box's init creates a listener on 127.0.0.1:`port` inside the box's
     /// network namespace and sends it over `channel` (a unix socket) to the supervisor.
     pub proxy_listener: Option<ProxyListener>,
+    /// For a box whose workspace has a change layer: the box's end of a unix socket over which
+    /// its init sends a descriptor of the layer (see [`crate::rootfs::enter`]).
+    pub changes_channel: Option<libc::c_int>,
 }
 
 /// Where the box's proxy listener is made and how it reaches the supervisor.

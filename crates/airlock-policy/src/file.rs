@@ -1,6 +1,8 @@
 //! The policy file (TOML) and its merge with command-line flags.
 
-use crate::{BackendKind, DurationValue, NetworkMode, PolicyError, Profile, SizeValue};
+use crate::{
+    BackendKind, ChangesMode, DurationValue, NetworkMode, PolicyError, Profile, SizeValue,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,6 +18,7 @@ use std::path::Path;
 /// read = ["/opt/data"]
 /// write = ["/tmp/out"]
 /// deny = ["/src/app/secrets"]
+/// changes = "apply"  # or "direct"
 /// [network]
 /// mode = "proxy"
 /// allow_domain = ["pypi.example", "*.files.example", "api.example:443"]
@@ -70,6 +73,9 @@ pub struct FilesystemSection {
     /// Paths hidden even though a grant above would expose them.
     #[serde(default)]
     pub deny: Vec<String>,
+    /// How the workspace's writes reach the host (`apply` or `direct`); the command decides
+    /// when absent (`airlock run`: apply).
+    pub changes: Option<ChangesMode>,
 }
 
 /// The network mode and, for `proxy`, the egress allowlist (checked by the proxy).
@@ -158,6 +164,7 @@ impl PolicyFile {
         self.filesystem.read.extend(over.filesystem.read);
         self.filesystem.write.extend(over.filesystem.write);
         self.filesystem.deny.extend(over.filesystem.deny);
+        pick(&mut self.filesystem.changes, over.filesystem.changes);
         pick(&mut self.network.mode, over.network.mode);
         self.network.allow_domain.extend(over.network.allow_domain);
         self.network.deny_domain.extend(over.network.deny_domain);

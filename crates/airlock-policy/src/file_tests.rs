@@ -85,3 +85,19 @@ fn flags_override_file() {
         vec!["/a".to_string(), "/b".to_string()]
     );
 }
+
+#[test]
+fn changes_mode_parses_and_unknown_values_name_the_choices() {
+    let ok =
+        PolicyFile::from_toml("[filesystem]\nchanges = \"direct\"\n", Path::new("p.toml")).unwrap();
+    assert_eq!(ok.filesystem.changes, Some(crate::ChangesMode::Direct));
+    let err = PolicyFile::from_toml("[filesystem]\nchanges = \"later\"\n", Path::new("p.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("apply") && err.contains("direct"), "{err}");
+    let flag = "later".parse::<crate::ChangesMode>().unwrap_err();
+    assert!(
+        flag.contains("use apply") && flag.contains("or direct"),
+        "{flag}"
+    );
+}

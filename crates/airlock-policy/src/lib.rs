@@ -10,6 +10,7 @@
 //! programs, and every grant is an explicit entry.
 
 mod backend;
+mod changes;
 mod error;
 mod file;
 mod profile;
@@ -18,6 +19,7 @@ mod resolve;
 mod units;
 
 pub use backend::BackendKind;
+pub use changes::ChangesMode;
 pub use error::PolicyError;
 pub use file::{EnvSection, FilesystemSection, LimitsSection, NetworkSection, PolicyFile};
 pub use profile::{NetworkMode, Profile};

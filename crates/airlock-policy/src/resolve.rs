@@ -1,6 +1,6 @@
 //! Turning a [`PolicyFile`] (profile + file + flags) into the [`ResolvedPolicy`] a backend enforces.
 
-use crate::{BackendKind, NetworkMode, PolicyError, PolicyFile, Profile};
+use crate::{BackendKind, ChangesMode, NetworkMode, PolicyError, PolicyFile, Profile};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -166,6 +166,13 @@ pub struct ResolvedPolicy {
     /// The working directory inside the box.
     pub cwd: PathBuf,
     pub fail_if_unavailable: bool,
+    /// How a writable workspace's changes reach the host.
+    #[serde(default = "direct")]
+    pub changes: ChangesMode,
+}
+
+fn direct() -> ChangesMode {
+    ChangesMode::Direct
 }
 
 /// Resolves a merged policy against the caller's context. Fails with a message naming the bad
@@ -206,6 +213,9 @@ pub fn resolve(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Result<ResolvedPo
         env,
         cwd,
         fail_if_unavailable: file.fail_if_unavailable.unwrap_or(false),
+        // Callers that say nothing (long-lived sandboxes, the server) write the workspace
+        // directly; `airlock run` asks for `apply` unless told otherwise.
+        changes: file.filesystem.changes.unwrap_or(ChangesMode::Direct),
     })
 }
 

@@ -32,6 +32,8 @@ pub(crate) struct Started {
     pub spawned: SpawnedBox,
     pub cgroup: Option<BoxCgroup>,
     pub proxy: Option<ProxyHandle>,
+    /// The workspace's change layer (its upper directory), to apply once the box is gone.
+    pub changes: Option<std::os::fd::OwnedFd>,
     pub receipt: Receipt,
 }
 
@@ -51,6 +53,16 @@ impl Launch<'_> {
             self.extra_covers,
             &airlock_jail::cgroup::probe_writable(),
         )?;
+        let layered = plan
+            .spec
+            .rootfs
+            .as_ref()
+            .is_some_and(|r| r.changes_layer().is_some());
+        if layered && matches!(main, BoxMain::Serve { .. }) {
+            // A long-lived box's workspace is read by the host between calls: applying at the
+            // end would hide every change until then.
+            return Err(RunError::ChangesNeedOneShot);
+        }
         plan.spec.main = main;
         let idmapped_trees = idmap_grants(&mut plan, policy.fail_if_unavailable)?;
         let audit = match (self.audit, &plan.egress) {
@@ -73,6 +85,13 @@ impl Launch<'_> {
                 port: crate::plan::PROXY_PORT,
                 channel: ch.box_end(),
             });
+        }
+        let mut changes_channel = match layered {
+            true => Some(ProxyChannel::new().map_err(RunError::ChangesChannel)?),
+            false => None,
+        };
+        if let Some(ch) = &changes_channel {
+            plan.spec.changes_channel = Some(ch.box_end());
         }
         let cgroup = match &plan.cgroup {
             Some(limits) => {
@@ -98,7 +117,13 @@ impl Launch<'_> {
         if let Some(ch) = channel.as_mut() {
             ch.close_box_end();
         }
+        if let Some(ch) = changes_channel.as_mut() {
+            ch.close_box_end();
+        }
         let spawned = spawned?;
+        // No layer means the box's setup failed: the status channel says why, and nothing
+        // the box could write exists.
+        let changes = changes_channel.and_then(|ch| ch.receive_fd());
         // The box's init made the proxy's listener inside its network namespace and sent it
         // here; the proxy serves it from this (host) side. No listener means setup failed: the
         // status channel says why.
@@ -130,6 +155,7 @@ impl Launch<'_> {
             spawned,
             cgroup,
             proxy,
+            changes,
             receipt: plan.receipt,
         })
     }

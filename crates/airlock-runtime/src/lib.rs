@@ -4,6 +4,7 @@
 
 mod agent_client;
 pub mod backend;
+mod changes;
 mod control;
 mod host;
 mod hosted_box;
@@ -36,6 +37,7 @@ mod tty;
 
 pub use agent_client::{AgentClient, AgentError};
 pub use airlock_protocol::{Entry, EntryKind, ExecReply, FsEventKind, ProcessInfo, TtySize};
+pub use changes::{ChangeIssue, ChangesReport};
 pub use control::{ControlMessage, ControlReader};
 pub use host::RealHost;
 pub use interpreter::{CodeContext, CodeEnd, CodeEvent, Language};

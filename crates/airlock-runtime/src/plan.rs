@@ -11,7 +11,8 @@ use airlock_jail::rootfs::{Cover, RealHostFs, RootfsPlan};
 use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
 use airlock_jail::spawn::{BoxMain, BoxSpec, IdMap, Namespaces};
 use airlock_policy::{
-    Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, INSIDE_GID, INSIDE_HOME, INSIDE_UID,
+    Access, ChangesMode, FilesystemPolicy, NetworkMode, ResolvedPolicy, INSIDE_GID, INSIDE_HOME,
+    INSIDE_UID,
 };
 use airlock_proxy::rules::EgressRules;
 use std::ffi::CString;
@@ -102,6 +103,45 @@ fn human(bytes: u64) -> String {
     }
 }
 
+/// The disk layer of the receipt: what one total covers, and what only the per-file cap limits.
+fn disk_receipt(policy: &ResolvedPolicy, isolated: bool) -> (&'static str, String) {
+    let file = human(policy.limits.file_size);
+    if !isolated {
+        return ("RLIMIT_FSIZE", format!("files up to {file}; no total cap"));
+    }
+    let total = human(policy.limits.disk);
+    let FilesystemPolicy::Isolated {
+        workspace, grants, ..
+    } = &policy.filesystem
+    else {
+        return ("RLIMIT_FSIZE", format!("files up to {file}"));
+    };
+    let writable_ws = workspace
+        .as_ref()
+        .filter(|w| w.access == Access::ReadWrite && w.protect);
+    let mut detail = match (writable_ws, policy.changes) {
+        (Some(_), ChangesMode::Apply) => {
+            format!("{total} in total for the workspace's changes, /tmp, home and /dev/shm")
+        }
+        (Some(_), ChangesMode::Direct) => format!(
+            "{total} for /tmp, home and /dev/shm together; workspace: no total write cap (each file ≤ {file})"
+        ),
+        (None, _) => format!("{total} for /tmp, home and /dev/shm together"),
+    };
+    if grants.iter().any(|g| g.access == Access::ReadWrite) {
+        detail += &format!("; writable grants: no total write cap (each file ≤ {file})");
+    }
+    detail += &format!("; files up to {file}");
+    (
+        if writable_ws.is_some() && policy.changes == ChangesMode::Apply {
+            "tmpfs size (change layer + scratch) + RLIMIT_FSIZE"
+        } else {
+            "tmpfs size + RLIMIT_FSIZE"
+        },
+        detail,
+    )
+}
+
 impl BoxPlan {
     /// Plans a box for `argv` under `policy`, probing what this host can enforce.
     pub fn new(
@@ -156,15 +196,22 @@ impl BoxPlan {
                 grants,
                 deny,
             } => {
+                let layered = rootfs.as_ref().is_some_and(|r| r.changes_layer().is_some());
                 let ws = match workspace {
                     Some(w) => format!(
                         "workspace {} at {} ({}{})",
                         w.host.display(),
                         w.inside.display(),
-                        if w.access == Access::ReadWrite {
-                            "writable"
-                        } else {
-                            "read-only"
+                        match (w.access, layered) {
+                            (Access::ReadOnly, _) => "read-only".to_string(),
+                            (Access::ReadWrite, true) => format!(
+                                "writable through a change layer on the box's tmpfs, counted in the {} total; applied to the host when the box ends",
+                                human(policy.limits.disk)
+                            ),
+                            (Access::ReadWrite, false) => format!(
+                                "writable directly: no total write cap (each file ≤ {})",
+                                human(policy.limits.file_size)
+                            ),
                         },
                         if w.protect {
                             ", git hooks/config, shell rc and editor config read-only"
@@ -182,7 +229,7 @@ impl BoxPlan {
                     detail += &format!(
                         "; {} {}",
                         if g.access == Access::ReadWrite {
-                            "writable"
+                            "writable (directly, no total write cap)"
                         } else {
                             "read-only"
                         },
@@ -470,6 +517,7 @@ impl BoxPlan {
                 "no CPU cap requested (--cpus)",
             ),
         }
+        let (disk_mech, disk_detail) = disk_receipt(policy, isolated);
         receipt.add(
             "disk",
             if isolated {
@@ -477,16 +525,8 @@ impl BoxPlan {
             } else {
                 LayerStatus::Fallback
             },
-            if isolated {
-                "tmpfs size + RLIMIT_FSIZE"
-            } else {
-                "RLIMIT_FSIZE"
-            },
-            format!(
-                "{} for /tmp, home and /dev/shm together; files up to {}",
-                human(policy.limits.disk),
-                human(policy.limits.file_size)
-            ),
+            disk_mech,
+            disk_detail,
         );
         match policy.limits.timeout {
             Some(t) => receipt.add(
@@ -554,6 +594,7 @@ impl BoxPlan {
             seccomp: Some(seccomp),
             proxy_listener: None,
             premade_mounts: Vec::new(),
+            changes_channel: None,
         };
         let idmapped_grants = match (&policy.filesystem, idmapped) {
             (

@@ -1,4 +1,5 @@
-//! How the proxy's listener gets from inside the box to the supervisor.
+//! How a descriptor the box's init makes (the proxy's listener, the workspace's change layer)
+//! gets from inside the box to the supervisor.
 
 use std::io;
 
@@ -51,6 +52,12 @@ impl ProxyChannel {
 
     /// Waits (bounded) for the listener; `None` if the box closed the channel without one.
     pub(crate) fn receive(self) -> Option<std::net::TcpListener> {
+        // A listening socket, owned from here on.
+        self.receive_fd().map(std::net::TcpListener::from)
+    }
+
+    /// Waits (bounded) for a descriptor; `None` if the box closed the channel without one.
+    pub(crate) fn receive_fd(self) -> Option<std::os::fd::OwnedFd> {
         use std::os::fd::{AsRawFd, FromRawFd};
         let mut pfd = libc::pollfd {
             fd: self.ours.as_raw_fd(),
@@ -66,7 +73,7 @@ impl ProxyChannel {
         } else {
             None
         };
-        // SAFETY: fd is a fresh listening socket received over SCM_RIGHTS, owned from here on.
-        fd.map(|fd| unsafe { std::net::TcpListener::from_raw_fd(fd) })
+        // SAFETY: fd is a fresh descriptor received over SCM_RIGHTS, owned from here on.
+        fd.map(|fd| unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
     }
 }

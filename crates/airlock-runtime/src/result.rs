@@ -48,4 +48,6 @@ pub struct RunResult {
     pub network_events: Vec<airlock_proxy::audit::NetEvent>,
     /// Network events not kept in this document (the audit file has them all).
     pub network_events_dropped: u64,
+    /// What applying the workspace's change layer did (`changes = "apply"` only).
+    pub changes: Option<crate::ChangesReport>,
 }

@@ -55,6 +55,10 @@ pub enum RunError {
     Audit(#[source] crate::output_file::OutputFileError),
     #[error("cannot start the egress proxy: {0}")]
     Proxy(#[source] io::Error),
+    #[error("cannot prepare the channel for the workspace's change layer: {0}")]
+    ChangesChannel(#[source] io::Error),
+    #[error("a long-lived box writes its workspace directly (the host reads it between calls); use changes = \"direct\" (--changes direct) for it")]
+    ChangesNeedOneShot,
 }
 
 /// Runs `argv` in a box under `policy`, forwarding its output to airlock's stdout and stderr.
@@ -96,6 +100,7 @@ fn run_planned(
         spawned,
         mut cgroup,
         proxy,
+        changes,
         receipt,
         ..
     } = started;
@@ -165,10 +170,49 @@ fn run_planned(
             "the box's network byte budget ran out; connections were cut".into(),
         );
     }
+    // The box's init has been reaped, so its pid namespace and every process in it are gone
+    // (and the cgroup is empty): nothing can change the layer while it is applied.
+    let report = changes.map(|layer| apply_changes(&mut sup, policy, &layer));
     let mut result = sup.finish(wait_status, peak, receipt);
     result.network_events = net_events;
     result.network_events_dropped = net_dropped;
+    result.changes = report;
     Ok(result)
+}
+
+/// Applies the workspace's change layer to the host workspace, recording what happened.
+fn apply_changes(
+    sup: &mut Supervision,
+    policy: &ResolvedPolicy,
+    layer: &std::os::fd::OwnedFd,
+) -> crate::ChangesReport {
+    let workspace = match &policy.filesystem {
+        airlock_policy::FilesystemPolicy::Isolated {
+            workspace: Some(w), ..
+        } => w.host.clone(),
+        _ => {
+            let mut r = crate::ChangesReport::default();
+            r.failed.push(crate::ChangeIssue {
+                path: ".".into(),
+                reason: "the box had a change layer but no workspace to apply it to".into(),
+            });
+            return r;
+        }
+    };
+    let report = crate::changes::apply(layer, &workspace);
+    sup.event(
+        "changes",
+        format!(
+            "applied to {}: {} written ({} bytes), {} deleted, {} skipped, {} failed",
+            workspace.display(),
+            report.written,
+            report.bytes,
+            report.deleted,
+            report.skipped.len(),
+            report.failed.len()
+        ),
+    );
+    report
 }
 
 struct Supervision {
@@ -497,6 +541,7 @@ impl Supervision {
             events: self.events,
             network_events: Vec::new(),
             network_events_dropped: 0,
+            changes: None,
         }
     }
 }

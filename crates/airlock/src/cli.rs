@@ -226,6 +226,11 @@ pub struct PolicyArgs {
     /// Hide a path that a grant would expose.
     #[arg(long, value_name = "PATH")]
     pub deny: Vec<String>,
+    /// How the workspace's writes reach the host: `apply` (into a change layer on the box's
+    /// tmpfs, counted in --disk, applied when the box ends; `airlock run`'s default) or
+    /// `direct` (as they happen, no total cap; the default of `mcp` and `wrap`).
+    #[arg(long, value_name = "MODE")]
+    pub changes: Option<String>,
     /// A TOML policy file; flags override it. Unknown keys are an error.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,

@@ -6,8 +6,8 @@ use crate::cli::{
 };
 use crate::client;
 use airlock_policy::{
-    parse_duration, parse_size, BackendKind, DurationValue, PolicyFile, Profile, ResolveContext,
-    ResolvedPolicy, SizeValue,
+    parse_duration, parse_size, BackendKind, ChangesMode, DurationValue, PolicyFile, Profile,
+    ResolveContext, ResolvedPolicy, SizeValue,
 };
 use airlock_runtime::backend::{Availability, Backends};
 use airlock_runtime::{
@@ -75,6 +75,12 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     f.filesystem.read = args.read.clone();
     f.filesystem.write = args.write.clone();
     f.filesystem.deny = args.deny.clone();
+    f.filesystem.changes = args
+        .changes
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| anyhow!("--changes: {e}"))?;
     f.network.allow_domain = args.allow_domain.clone();
     f.network.deny_domain = args.deny_domain.clone();
     f.network.allow_ip = args.allow_ip.clone();
@@ -127,8 +133,11 @@ pub(crate) fn backends() -> Result<Backends> {
     Ok(Backends::new(vec![Arc::new(NativeBackend::new(exe))]))
 }
 
-pub(crate) fn resolve_policy(args: &PolicyArgs) -> Result<ResolvedPolicy> {
-    let file = policy_file(args)?;
+/// Resolves the policy flags (over `--policy FILE`); `changes` is this command's own default for
+/// how the workspace's writes reach the host, used when neither says.
+pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<ResolvedPolicy> {
+    let mut file = policy_file(args)?;
+    file.filesystem.changes.get_or_insert(changes);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env: BTreeMap<String, String> = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -151,7 +160,7 @@ pub(crate) fn resolve_policy(args: &PolicyArgs) -> Result<ResolvedPolicy> {
 }
 
 fn cmd_run(args: RunArgs) -> Result<i32> {
-    let policy = resolve_policy(&args.policy)?;
+    let policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
     }
@@ -202,6 +211,14 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
     if let Some(err) = &result.error {
         eprintln!("airlock: {err}");
     }
+    if let Some(changes) = &result.changes {
+        for i in &changes.skipped {
+            eprintln!("airlock: change not applied: {}: {}", i.path, i.reason);
+        }
+        for i in &changes.failed {
+            eprintln!("airlock: change FAILED to apply: {}: {}", i.path, i.reason);
+        }
+    }
     for hit in &result.limits_hit {
         eprintln!(
             "airlock: limit reached: {}",
@@ -243,7 +260,7 @@ fn emit(args: &RunArgs, file: Option<&mut std::fs::File>, doc: &str) -> Result<(
 }
 
 fn cmd_receipt(args: ReceiptArgs) -> Result<i32> {
-    let policy = resolve_policy(&args.policy)?;
+    let policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
     let argv = if args.command.is_empty() {
         vec!["true".to_string()]
     } else {

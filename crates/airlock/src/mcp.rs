@@ -4,7 +4,7 @@ use crate::cli::{McpArgs, PolicyArgs, WrapArgs};
 use crate::commands::resolve_policy;
 use airlock_mcp::wrap::{relay, AuditSink, Gate, WrappedServer};
 use airlock_mcp::{SessionSettings, ToolFilter};
-use airlock_policy::{parse_duration, NetworkMode, Profile};
+use airlock_policy::{parse_duration, ChangesMode, NetworkMode, Profile};
 use anyhow::{Context, Result};
 use std::sync::Arc;
 
@@ -15,7 +15,10 @@ fn warn_full_access(profile: Profile) {
 }
 
 pub fn cmd_mcp(args: McpArgs) -> Result<i32> {
-    let policy = resolve_policy(&args.policy)?;
+    let policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
+    if policy.changes != ChangesMode::Direct {
+        anyhow::bail!("airlock mcp keeps one box across tool calls and the host reads its workspace between them, so it writes the workspace directly: use --changes direct (or drop changes from the policy)");
+    }
     warn_full_access(policy.profile);
     let filter = ToolFilter::from_flags(&args.tools.tools, &args.tools.deny_tools)?;
     let idle = parse_duration(&args.idle_timeout).context("--idle-timeout")?;
@@ -37,8 +40,10 @@ pub fn cmd_mcp(args: McpArgs) -> Result<i32> {
 }
 
 pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
-    // Resolve here first, so a bad flag fails before anything starts.
-    let policy = resolve_policy(&args.policy)?;
+    // Resolve here first, so a bad flag fails before anything starts. A wrapped server lives as
+    // long as the client's session and the host reads what it writes meanwhile: direct unless
+    // asked otherwise.
+    let policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
     warn_full_access(policy.profile);
     let filter = ToolFilter::from_flags(&args.tools.tools, &args.tools.deny_tools)?;
     let audit = Arc::new(AuditSink::open(
@@ -48,6 +53,10 @@ pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
     let net_audit = args.audit.is_some() && policy.network == NetworkMode::Proxy;
     let mut child_args = vec!["run".to_string()];
     child_args.extend(policy_flags(&args.policy));
+    if args.policy.changes.is_none() {
+        // `airlock run` would default to apply: pass what was resolved here.
+        child_args.push(format!("--changes={}", policy.changes));
+    }
     if net_audit {
         child_args.extend(["--audit".to_string(), "/dev/fd/3".to_string()]);
     }
@@ -73,6 +82,7 @@ fn policy_flags(p: &PolicyArgs) -> Vec<String> {
     };
     one("profile", p.profile.clone());
     one("workspace", p.workspace.clone());
+    one("changes", p.changes.clone());
     one("policy", p.policy.as_ref().map(|f| f.display().to_string()));
     one("net", p.net.clone());
     one("max-connections", p.max_connections.map(|v| v.to_string()));
@@ -116,6 +126,7 @@ mod tests {
         "--read=/r",
         "--write=/wr",
         "--deny=/d",
+        "--changes=direct",
         "--policy=/p.toml",
         "--net=proxy",
         "--allow-domain=a.example",

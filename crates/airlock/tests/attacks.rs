@@ -1743,6 +1743,143 @@ fn attack_fill_scratch_disk() {
     host.assert_untouched(&marker);
 }
 
+/// Bytes and entries under `dir` (not following symlinks).
+fn usage(dir: &Path) -> (u64, u64) {
+    let (mut bytes, mut entries) = (0, 0);
+    for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let meta = e.metadata().expect("stat");
+        entries += 1;
+        if meta.is_dir() {
+            let (b, n) = usage(&e.path());
+            bytes += b;
+            entries += n;
+        } else {
+            bytes += meta.len();
+        }
+    }
+    (bytes, entries)
+}
+
+#[test]
+fn attack_fill_the_workspace_past_the_disk_cap() {
+    // `--disk` is one total for what the box writes: the workspace's writes go to a change
+    // layer on the box's capped tmpfs and reach the host when the box ends. Without it, a
+    // box with `--disk 64M` wrote gigabytes and 100,000 files into the host workspace.
+    let host = HostState::capture();
+    let t = TempDir::new("ws-cap");
+    let ws = t.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("keep.txt"), "kept\n").unwrap();
+    let marker = unique("ws-cap");
+    let script = format!(
+        "dd if=/dev/zero of=small bs=1M count=4 2>/dev/null; echo small=$?
+         for n in 1 2 3 4; do dd if=/dev/zero of=big$n bs=1M count=64 2>&1 | grep -o 'No space left on device' | head -1; done
+         ls -l big1 big2 big3 big4 2>/dev/null | wc -l
+         rm -f big1 big2 big3 big4
+         mkdir many
+         python3 -c '
+import sys
+n = 0
+try:
+    for i in range(100000):
+        with open(\"many/f%d\" % i, \"w\") as f:
+            f.write(\"x\")
+        n += 1
+except OSError as e:
+    print(\"small files:\", e.strerror, file=sys.stderr)
+print(\"files=%d\" % n)'
+         echo {marker}"
+    );
+    let started = Instant::now();
+    let (r, doc) = boxed_json(&ws, &["--disk", "64M", "--timeout", "120s"], &script);
+    assert!(
+        started.elapsed() < Duration::from_secs(120),
+        "the attack ran too long"
+    );
+    assert_eq!(
+        line(&r.stdout, "small="),
+        "small=0",
+        "positive control: 4M fits:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("No space left on device"),
+        "256M of files in a 64M box hit no ENOSPC inside:\n{}{}",
+        r.stdout,
+        r.stderr
+    );
+    let files: u64 = line(&r.stdout, "files=")["files=".len()..]
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        files < 100_000,
+        "100,000 small files fit in a 64M box: {}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("No space left on device"),
+        "the small files did not stop at ENOSPC: {}",
+        r.stderr
+    );
+    // The host workspace gained at most the cap (plus directory blocks).
+    let (bytes, entries) = usage(&ws);
+    assert!(
+        bytes <= (64 << 20) + (4 << 20),
+        "the host workspace gained {bytes} bytes with --disk 64M"
+    );
+    assert!(
+        entries <= files + 8,
+        "the host workspace has {entries} entries"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("keep.txt")).unwrap(),
+        "kept\n"
+    );
+    // What fit was applied: the positive control reached the host.
+    assert_eq!(std::fs::metadata(ws.join("small")).unwrap().len(), 4 << 20);
+    assert!(
+        doc["changes"]["failed"].as_array().unwrap().is_empty(),
+        "{doc}"
+    );
+    let disk = doc["receipt"]["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["layer"] == "disk")
+        .unwrap()
+        .clone();
+    assert!(
+        disk["detail"]
+            .as_str()
+            .unwrap()
+            .contains("in total for the workspace's changes"),
+        "{disk}"
+    );
+    // Nothing appeared next to the workspace.
+    let beside: Vec<_> = std::fs::read_dir(t.path()).unwrap().flatten().collect();
+    assert_eq!(beside.len(), 1, "files appeared outside the workspace");
+
+    // The same run with --changes direct is said to be uncapped (and writes land directly).
+    let direct = t.join("direct");
+    std::fs::create_dir_all(&direct).unwrap();
+    let (r, doc) = boxed_json(
+        &direct,
+        &["--disk", "64M", "--changes", "direct"],
+        "echo hi > f; cat /proc/self/mountinfo | grep -c ' overlay ' || true",
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(direct.join("f")).unwrap(), "hi\n");
+    let text = doc["receipt"].to_string();
+    assert!(
+        text.contains("workspace: no total write cap (each file ≤ 64 MiB)"),
+        "{text}"
+    );
+    assert!(doc["changes"].is_null(), "{doc}");
+    host.assert_untouched(&marker);
+}
+
 #[test]
 fn attack_output_flood() {
     let host = HostState::capture();

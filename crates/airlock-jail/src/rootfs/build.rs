@@ -1,7 +1,7 @@
 //! Building a planned root inside the box's first process (single-threaded, after clone and
 //! before exec), and entering it with pivot_root.
 
-use super::plan::{EMPTY_DIR, EMPTY_FILE, PROC_MASKED, PROC_READ_ONLY};
+use super::plan::{CHANGES_DIR, EMPTY_DIR, EMPTY_FILE, PROC_MASKED, PROC_READ_ONLY};
 use super::{Cover, FsOp, NodeKind, RootfsError, RootfsPlan};
 use crate::mount_attr::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 use crate::sys::{cstring, cvt, cvt_long};
@@ -127,12 +127,14 @@ fn under(root: &Path, inside: &Path) -> PathBuf {
 /// Builds the root described by `plan` and pivots into it. Must run in a fresh mount namespace
 /// owned by the caller's user namespace, in the box's init process. `console`, when given, is the
 /// box's terminal (a pty slave from the host): it appears as `/dev/console`, so `tty` and
-/// `ttyname()` inside find it.
+/// `ttyname()` inside find it. Returns a descriptor of the workspace's change layer (the
+/// overlay's upper directory) when the plan has one: it keeps the layer alive after the box's
+/// mount namespace is gone.
 pub fn enter(
     plan: &RootfsPlan,
     console: Option<libc::c_int>,
     premade: &[(PathBuf, libc::c_int)],
-) -> Result<(), RootfsError> {
+) -> Result<Option<libc::c_int>, RootfsError> {
     let slash = Path::new("/");
     mount(None, slash, None, libc::MS_REC | libc::MS_PRIVATE, None)
         .map_err(ctx("make private", slash))?;
@@ -203,6 +205,13 @@ pub fn enter(
         let src = std::fs::read_link(fd_path(fd)).map_err(ctx("find console", &t))?;
         mount(Some(&src), &t, None, libc::MS_BIND, None).map_err(ctx("bind console", &src))?;
     }
+    let changes = match plan.changes_layer() {
+        Some(_) => {
+            let upper = scratch.join(CHANGES_DIR).join("upper");
+            Some(open_dir(&upper).map_err(ctx("open change layer", &upper))?)
+        }
+        None => None,
+    };
     // The scratch tmpfs stays alive through its views; its staging mount goes away.
     let sc = c(&scratch).map_err(ctx("umount scratch", &scratch))?;
     // SAFETY: sc is a valid C string.
@@ -210,7 +219,60 @@ pub fn enter(
         .map_err(ctx("umount scratch", &scratch))?;
 
     pivot(root)?;
-    after_pivot(plan)
+    after_pivot(plan)?;
+    Ok(changes)
+}
+
+fn open_dir(path: &Path) -> io::Result<libc::c_int> {
+    let p = c(path)?;
+    // SAFETY: p is a valid C string.
+    cvt(unsafe {
+        libc::open(
+            p.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    })
+}
+
+/// Mounts the change layer over the workspace already bound (read-only) at `t`: the bound
+/// workspace is the lower layer, the upper and work directories live on the scratch tmpfs.
+fn overlay(t: &Path, target: &Path, scratch: &Path) -> Result<(), RootfsError> {
+    let layer = scratch.join(CHANGES_DIR);
+    let (upper, work) = (layer.join("upper"), layer.join("work"));
+    mkdir_all(&upper, 0o755).map_err(ctx("mkdir", &upper))?;
+    mkdir_all(&work, 0o700).map_err(ctx("mkdir", &work))?;
+    // The lower layer through a descriptor: the workspace's path may hold characters (`,`,
+    // `:`) that overlay's options give a meaning.
+    let lower = open_path(t, true).map_err(ctx("open workspace", target))?;
+    // SAFETY: st is plain old data for fstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: lower is a valid descriptor and st a valid stat buffer.
+    let res = cvt(unsafe { libc::fstat(lower, &mut st) })
+        .map_err(ctx("stat workspace", target))
+        .and_then(|_| {
+            // The merged root shows the upper directory's mode: keep the workspace's own.
+            std::fs::set_permissions(
+                &upper,
+                std::os::unix::fs::PermissionsExt::from_mode(st.st_mode & 0o1777),
+            )
+            .map_err(ctx("chmod", &upper))?;
+            let opts = format!(
+                "lowerdir={},upperdir={},workdir={},userxattr,metacopy=off,index=off,xino=off",
+                fd_path(lower).display(),
+                upper.display(),
+                work.display()
+            );
+            mount(
+                Some(Path::new("airlock-changes")),
+                t,
+                Some("overlay"),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                Some(&opts),
+            )
+            .map_err(ctx("mount change layer (overlayfs) over workspace", target))
+        });
+    crate::sys::close(lower);
+    res
 }
 
 fn run_op(
@@ -313,6 +375,7 @@ fn run_op(
             )
             .map_err(ctx("mount proc", target))?;
         }
+        FsOp::Overlay { target } => overlay(&under(root, target), target, scratch)?,
         FsOp::Devpts { target } => {
             let t = under(root, target);
             mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;

@@ -1,7 +1,9 @@
 //! The root of an isolated box, planned as data from the resolved policy.
 
 use crate::identity;
-use airlock_policy::{Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, PROTECTED_PATHS};
+use airlock_policy::{
+    Access, ChangesMode, FilesystemPolicy, NetworkMode, ResolvedPolicy, PROTECTED_PATHS,
+};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -61,6 +63,9 @@ pub(super) const PROC_READ_ONLY: &[&str] = &["sys", "irq", "bus", "fs"];
 /// Where the box keeps its empty placeholders (inside the read-only root).
 pub(super) const EMPTY_FILE: &str = "/.airlock/empty";
 pub(super) const EMPTY_DIR: &str = "/.airlock/empty.d";
+/// Where the workspace's change layer (upper and work directories) lives on the scratch tmpfs;
+/// no view of the scratch shows it to the box.
+pub(super) const CHANGES_DIR: &str = "changes";
 
 /// Whether a mount is read-only or writable, and what kind of node it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -113,6 +118,12 @@ pub enum FsOp {
         target: PathBuf,
     },
     Devpts {
+        target: PathBuf,
+    },
+    /// An overlay over what is mounted at `target` (its read-only lower layer), whose upper
+    /// layer lives on the scratch tmpfs: the box's writes there count against the scratch cap
+    /// and stay in the layer until the supervisor applies them to the host.
+    Overlay {
         target: PathBuf,
     },
 }
@@ -170,6 +181,14 @@ impl HostFs for RealHostFs {
 }
 
 impl RootfsPlan {
+    /// The inside path of the workspace whose writes go to a change layer, if any.
+    pub fn changes_layer(&self) -> Option<&Path> {
+        self.ops.iter().find_map(|op| match op {
+            FsOp::Overlay { target } => Some(target.as_path()),
+            _ => None,
+        })
+    }
+
     /// Plans the root for an isolated policy; `None` for `FilesystemPolicy::Host`.
     pub fn from_policy(policy: &ResolvedPolicy, host: &dyn HostFs) -> Option<RootfsPlan> {
         let FilesystemPolicy::Isolated {
@@ -298,19 +317,31 @@ impl RootfsPlan {
         mounts.sort_by_key(|m| m.inside.components().count());
         let mut covers = Vec::new();
         let mut pins: Vec<PathBuf> = Vec::new();
+        let overlaid = workspace.as_ref().filter(|w| {
+            policy.changes == ChangesMode::Apply
+                && w.access == Access::ReadWrite
+                && host.node(&w.host) == HostNode::Dir
+        });
         for m in &mounts {
             let kind = if host.node(&m.host) == HostNode::Dir {
                 NodeKind::Dir
             } else {
                 NodeKind::File
             };
+            let layered = overlaid.is_some_and(|w| std::ptr::eq(w, *m));
+            // An overlaid workspace is the overlay's lower layer: read-only underneath.
             ops.push(bind(
                 &m.host,
                 &m.inside,
-                m.access == Access::ReadWrite,
+                m.access == Access::ReadWrite && !layered,
                 kind,
                 false,
             ));
+            if layered {
+                ops.push(FsOp::Overlay {
+                    target: m.inside.clone(),
+                });
+            }
             if m.protect && kind == NodeKind::Dir {
                 for p in PROTECTED_PATHS {
                     if let Some(parent) = Path::new(p.relative)
