@@ -21,8 +21,8 @@ pub struct CreateRequest {
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     pub policy: Option<RequestPolicy>,
-    /// The kind of box (default: the server's `--backend`).
-    pub backend: Option<airlock_policy::BackendKind>,
+    /// The kind of box (default: the server's `--backend`); see [`CreateRequest::backend`].
+    pub backend: Option<String>,
 }
 
 /// The parts of a policy file a server client may set.
@@ -88,7 +88,16 @@ impl CreateRequest {
             checks::sandbox_timeout_ms("timeout", t)?;
         }
         checks::metadata("metadata", &self.metadata)?;
+        self.backend()?;
         checks::box_env("env", &self.env)
+    }
+
+    /// `backend`: a kind of box, if the request names one.
+    pub fn backend(&self) -> Result<Option<airlock_policy::BackendKind>, FieldError> {
+        self.backend
+            .as_deref()
+            .map(|b| b.parse().map_err(|e: String| FieldError::new("backend", e)))
+            .transpose()
     }
 }
 

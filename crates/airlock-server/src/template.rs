@@ -45,7 +45,7 @@ pub fn resolve_policy(
     }
     let file = PolicyFile {
         workspace: Some("none".into()),
-        backend: Some(req.backend.unwrap_or(default_backend)),
+        backend: Some(req.backend()?.unwrap_or(default_backend)),
         network: asked.network.unwrap_or_default(),
         limits: asked.limits.unwrap_or_default(),
         env: EnvSection {

@@ -33,7 +33,7 @@ pub async fn create(
     state
         .backends
         .select(policy.backend)
-        .map_err(|e| ApiError::Invalid(e.to_string()))?;
+        .map_err(|e| FieldError::new("backend", e.to_string()))?;
     let policy = serde_json::to_value(&policy)
         .map_err(|e| ApiError::Internal(format!("the policy cannot be encoded: {e}")))?;
     let random = |r: std::io::Result<String>| {
