@@ -2,7 +2,6 @@
 //! backend its policy names, under the policy carried in the session's spec. Network decisions
 //! of the box go straight into the store as typed events.
 
-use crate::e2b::boxstate::E2bBox;
 use crate::network_audit::StoreNetworkSink;
 use crate::observer::SharedStore;
 use airlock_policy::ResolvedPolicy;
@@ -61,8 +60,6 @@ pub struct BoxHandle {
     contexts: HashMap<String, Arc<LiveContext>>,
     /// Numbers the contexts created by id-less requests (`ctx-1`, `ctx-2`, ...).
     next_context: u64,
-    /// The E2B gateway's state of this box (its envd processes and watchers).
-    e2b: Arc<E2bBox>,
 }
 
 impl BoxHandle {
@@ -74,11 +71,6 @@ impl BoxHandle {
     /// The box and its interpreter contexts, borrowed together.
     pub fn parts(&mut self) -> (&mut LiveSandbox, &mut HashMap<String, Arc<LiveContext>>) {
         (&mut self.sandbox, &mut self.contexts)
-    }
-
-    /// The E2B gateway's state of this box.
-    pub(crate) fn e2b(&self) -> Arc<E2bBox> {
-        Arc::clone(&self.e2b)
     }
 
     /// A fresh id for a new context.
@@ -130,7 +122,6 @@ impl BoxFactory for SandboxFactory {
             sandbox,
             contexts: HashMap::new(),
             next_context: 0,
-            e2b: Arc::default(),
         })
     }
 

@@ -227,8 +227,23 @@ async fn keys_backends_and_the_e2b_control_plane() {
         (m[0]["memUsed"].as_u64(), m[0]["cpuUsedPct"].as_f64()),
         (Some(0), Some(0.0))
     );
+    // The gateway's per-sandbox state is keyed by id (not hung on the box's handle) and goes
+    // when the sandbox ends.
+    let (state, key) = (app.state.clone(), id.clone());
+    tokio::task::spawn_blocking(move || {
+        let (e2b, name) = (Arc::clone(&state.e2b), key.clone());
+        crate::e2b::boxio::with_box_blocking(&state, &key, move |_| Ok(e2b.box_state(&name)))
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(app.state.e2b.has_box(&id));
     let (status, _) = app
         .send(e2b("DELETE", &format!("/sandboxes/{id}"), ""))
         .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
+    assert!(
+        !app.state.e2b.has_box(&id),
+        "forgotten when the sandbox ended"
+    );
 }

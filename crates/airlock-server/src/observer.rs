@@ -22,15 +22,25 @@ pub fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Store> {
     store.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Writes the manager's changes to the store.
+/// Writes the manager's changes to the store, and drops the E2B gateway's state of a sandbox
+/// when it ends.
 pub struct StoreObserver {
     store: SharedStore,
     pending: Arc<Mutex<HashMap<String, Pending>>>,
+    e2b: Arc<crate::e2b::E2bState>,
 }
 
 impl StoreObserver {
-    pub fn new(store: SharedStore, pending: Arc<Mutex<HashMap<String, Pending>>>) -> StoreObserver {
-        StoreObserver { store, pending }
+    pub fn new(
+        store: SharedStore,
+        pending: Arc<Mutex<HashMap<String, Pending>>>,
+        e2b: Arc<crate::e2b::E2bState>,
+    ) -> StoreObserver {
+        StoreObserver {
+            store,
+            pending,
+            e2b,
+        }
     }
 }
 
@@ -49,6 +59,9 @@ pub fn store_state(s: SessionState) -> SandboxState {
 
 impl SessionObserver for StoreObserver {
     fn session_changed(&self, info: &SessionInfo) {
+        if store_state(info.state).is_terminal() {
+            self.e2b.forget_box(&info.id);
+        }
         if let Err(e) = self.record(info) {
             eprintln!(
                 "airlock serve: cannot record sandbox {} in the store: {e}",

@@ -69,7 +69,15 @@ pub(crate) fn app_state(
         .select(settings.default_backend)
         .map_err(|e| ServerError::Backend(e.to_string()))?;
     let factory = SandboxFactory::new(backends.clone(), Arc::clone(&store));
-    let observer = Arc::new(StoreObserver::new(Arc::clone(&store), Arc::clone(&pending)));
+    let e2b = Arc::new(crate::e2b::E2bState::new(
+        e2b_key_hash,
+        settings.e2b_default_network,
+    ));
+    let observer = Arc::new(StoreObserver::new(
+        Arc::clone(&store),
+        Arc::clone(&pending),
+        Arc::clone(&e2b),
+    ));
     let manager_config = ManagerConfig {
         max_running: settings.max_running,
         ..ManagerConfig::default()
@@ -88,10 +96,7 @@ pub(crate) fn app_state(
         pending,
         backends,
         default_backend: settings.default_backend,
-        e2b: Arc::new(crate::e2b::E2bState::new(
-            e2b_key_hash,
-            settings.e2b_default_network,
-        )),
+        e2b,
     })
 }
 

@@ -80,6 +80,7 @@ fn policy_flags(p: &PolicyArgs) -> Vec<String> {
             out.push(format!("--{flag}={v}"));
         }
     };
+    one("backend", p.backend.clone());
     one("profile", p.profile.clone());
     one("workspace", p.workspace.clone());
     one("changes", p.changes.clone());
@@ -121,6 +122,7 @@ mod tests {
     /// them all. A flag added to `PolicyArgs` and not here fails the count below, and one added
     /// here but not to `policy_flags` fails the round trip.
     const ALL: &[&str] = &[
+        "--backend=native",
         "--profile=read-only",
         "--workspace=/w",
         "--read=/r",

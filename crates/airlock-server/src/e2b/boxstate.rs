@@ -1,5 +1,6 @@
-//! What the gateway keeps per box beyond the runtime's handle: the envd processes it started
-//! and the polling watchers it holds. Lives in the box's handle, so it ends with the box.
+//! What the gateway keeps per sandbox beyond the runtime's handle: the envd processes it started
+//! and the polling watchers it holds. Kept by sandbox id in [`super::E2bState`] (the box's
+//! handle knows nothing of E2B) and forgotten when the sandbox ends.
 
 use super::procs::Procs;
 use super::watch::Watchers;

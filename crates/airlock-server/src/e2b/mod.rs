@@ -38,7 +38,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 pub use error::E2bError;
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use tower::ServiceExt;
 
 /// envd's port in E2B.
@@ -69,6 +69,8 @@ pub struct E2bState {
     tokens: Mutex<HashMap<String, String>>,
     /// The network of boxes whose create request says nothing about it.
     pub default_network: DefaultNetwork,
+    /// The gateway's state of each live sandbox, by sandbox id.
+    boxes: Mutex<HashMap<String, Arc<boxstate::E2bBox>>>,
 }
 
 impl E2bState {
@@ -77,7 +79,34 @@ impl E2bState {
             key_hash,
             tokens: Mutex::new(HashMap::new()),
             default_network,
+            boxes: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The gateway's state of sandbox `id` (made on first use). Call it while the sandbox's
+    /// handle is lent (inside `with_box`), so a kill cannot come between: the sandbox's end
+    /// then always follows, and [`E2bState::forget_box`] drops the entry.
+    pub(crate) fn box_state(&self, id: &str) -> Arc<boxstate::E2bBox> {
+        let mut boxes = self.boxes.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::clone(boxes.entry(id.to_string()).or_default())
+    }
+
+    /// Whether the gateway holds state for sandbox `id`.
+    #[cfg(test)]
+    pub(crate) fn has_box(&self, id: &str) -> bool {
+        self.boxes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(id)
+    }
+
+    /// Drops the gateway's state of sandbox `id` (it ended): its processes' output buffers and
+    /// its watchers go with it.
+    pub(crate) fn forget_box(&self, id: &str) {
+        self.boxes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
     }
 
     /// Remembers sandbox `id`'s raw access token (any sandbox, whichever API made it).

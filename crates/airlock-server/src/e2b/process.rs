@@ -158,7 +158,11 @@ fn keepalive(headers: &HeaderMap) -> Duration {
 
 /// A session of its own on the box, and the box's gateway state.
 async fn open(state: &AppState, id: &str) -> Result<(AgentSession, Arc<E2bBox>), E2bError> {
-    with_box(state, id, |h| Ok((h.sandbox().new_session(), h.e2b()))).await
+    let (e2b, key) = (Arc::clone(&state.e2b), id.to_string());
+    with_box(state, id, move |h| {
+        Ok((h.sandbox().new_session(), e2b.box_state(&key)))
+    })
+    .await
 }
 
 fn selected(procs: &Procs, sel: Option<&Selector>) -> Result<i32, E2bError> {

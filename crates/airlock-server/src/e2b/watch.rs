@@ -142,8 +142,11 @@ async fn open_watch(
         ));
     }
     let path = super::auth::resolve_path(&req.path)?;
-    let (mut session, boxed) =
-        with_box(state, id, |h| Ok((h.sandbox().new_session(), h.e2b()))).await?;
+    let (e2b, key) = (Arc::clone(&state.e2b), id.to_string());
+    let (mut session, boxed) = with_box(state, id, move |h| {
+        Ok((h.sandbox().new_session(), e2b.box_state(&key)))
+    })
+    .await?;
     let recursive = req.recursive;
     let (watch, session, path) = tokio::task::spawn_blocking(move || {
         let entry = session.stat(&path).map_err(E2bError::from)?;
@@ -276,7 +279,8 @@ async fn find(
 ) -> Result<Arc<Polled>, E2bError> {
     let id = super::named_sandbox(headers)?;
     let req: WatcherRequest = parse_unary(headers, body)?;
-    let boxed = with_box(state, &id, |h| Ok(h.e2b())).await?;
+    let (e2b, key) = (Arc::clone(&state.e2b), id.clone());
+    let boxed = with_box(state, &id, move |_| Ok(e2b.box_state(&key))).await?;
     let mut map = boxed.watchers.lock();
     let found = if remove {
         map.remove(&req.watcher_id)
