@@ -24,6 +24,7 @@ mod requests;
 mod routes;
 mod secrets;
 mod server;
+mod service;
 mod state;
 mod template;
 mod transfer;

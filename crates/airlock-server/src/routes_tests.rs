@@ -94,11 +94,11 @@ fn takes(name: &str, body: &serde_json::Value) -> Result<(), String> {
         }
         "CodeRequest" => parse::<CodeRequest>(b, false).and_then(|r| {
             r.check().map_err(crate::ApiError::from)?;
-            code::language_of(r.language.as_deref()).map(|_| ())
+            crate::service::contexts::language_of(r.language.as_deref()).map(|_| ())
         }),
         "ContextRequest" => parse::<ContextRequest>(b, true).and_then(|r| {
             r.check().map_err(crate::ApiError::from)?;
-            code::language_of(r.language.as_deref()).map(|_| ())
+            crate::service::contexts::language_of(r.language.as_deref()).map(|_| ())
         }),
         other => panic!("no request {other}"),
     };

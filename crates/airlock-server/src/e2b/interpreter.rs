@@ -13,7 +13,7 @@
 use super::auth::check_token;
 use super::boxio::with_box;
 use super::error::E2bError;
-use crate::routes::code::{create_in, delete_in, restart_in, run_in_context};
+use crate::service::contexts::{create_in, delete_in, restart_in, run_in_context};
 use crate::state::AppState;
 use airlock_runtime::{CodeEvent, Language, SandboxError};
 use axum::body::{Body, Bytes};
@@ -227,7 +227,10 @@ async fn execute_inner(
         Some(ctx) => (ctx.clone(), None),
         None => {
             let l = language(req.language.as_deref())?;
-            (crate::routes::code::language_name(l).to_string(), Some(l))
+            (
+                crate::service::contexts::language_name(l).to_string(),
+                Some(l),
+            )
         }
     };
     let (tx, mut rx) = mpsc::channel::<Out>(LINES_BUFFERED);

@@ -8,9 +8,11 @@
 //! sends it SIGINT (as a timeout does), and the context keeps its state.
 
 use crate::auth::{require_box, Caller};
-use crate::factory::{BoxHandle, ContextRun, LiveContext};
 use crate::requests::{parse, CodeRequest, ContextRequest};
-use crate::routes::sandboxes::audit;
+use crate::service::contexts::{
+    create_in, delete_in, language_name, language_of, restart_in, run_in_context,
+};
+use crate::service::sandboxes::audit;
 use crate::state::AppState;
 use crate::ApiError;
 use airlock_runtime::{CodeEvent, Language, SandboxError};
@@ -21,7 +23,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 use std::cell::Cell;
-use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -35,35 +36,6 @@ enum Out {
     Started,
     Line(Bytes),
     Fail(ApiError),
-}
-
-/// A language's name in the API.
-pub fn language_name(l: Language) -> &'static str {
-    match l {
-        Language::Python => "python",
-        Language::JavaScript => "js",
-        Language::Bash => "bash",
-    }
-}
-
-pub(crate) fn language_of(name: Option<&str>) -> Result<Language, ApiError> {
-    match name.unwrap_or("python") {
-        "python" => Ok(Language::Python),
-        "js" | "javascript" => Ok(Language::JavaScript),
-        "bash" => Ok(Language::Bash),
-        other => Err(crate::checks::FieldError::new(
-            "language",
-            format!("use \"python\", \"js\" (or \"javascript\") or \"bash\", not {other:?}"),
-        )
-        .into()),
-    }
-}
-
-/// The language whose default context has this id, if it is one.
-pub(crate) fn default_language(ctx: &str) -> Option<Language> {
-    [Language::Python, Language::JavaScript, Language::Bash]
-        .into_iter()
-        .find(|l| language_name(*l) == ctx)
 }
 
 fn context_view(id: &str, language: Language) -> Value {
@@ -120,81 +92,6 @@ pub async fn run(
         .header(header::CACHE_CONTROL, "no-store")
         .body(Body::from_stream(lines))
         .map_err(|e| ApiError::Internal(format!("cannot build the response: {e}")))
-}
-
-/// Context `ctx_id` of the box (a default context is started on first use); checks that its
-/// language is `language` when one was asked for.
-fn ensure_context(
-    h: &mut BoxHandle,
-    ctx_id: &str,
-    language: Option<Language>,
-) -> Result<Arc<LiveContext>, ApiError> {
-    let (sandbox, contexts) = h.parts();
-    if let Some(live) = contexts.get(ctx_id) {
-        return match language {
-            Some(l) if l != live.language => Err(ApiError::Invalid(format!(
-                "context {ctx_id} runs {}, not {}; leave out \"language\" or pick another context",
-                language_name(live.language),
-                language_name(l)
-            ))),
-            _ => Ok(Arc::clone(live)),
-        };
-    }
-    let Some(default) = default_language(ctx_id) else {
-        return Err(ApiError::NotFound(format!("no context {ctx_id} in this sandbox; create it with POST /v1/sandboxes/{{id}}/contexts")));
-    };
-    if let Some(l) = language.filter(|l| *l != default) {
-        return Err(ApiError::Invalid(format!(
-            "context {ctx_id} is the default {ctx_id} context, not {}",
-            language_name(l)
-        )));
-    }
-    let live = LiveContext::start(sandbox, default, None).map_err(ApiError::from_box)?;
-    contexts.insert(ctx_id.to_string(), Arc::clone(&live));
-    Ok(live)
-}
-
-/// Runs `code` in context `ctx_id` of box `id` (a default context is started on first use),
-/// calling `on_started` once the context is ready and `on_event` for each event (answering
-/// `false`, or `wanted` answering `false`, interrupts the execution). The box's handle is held
-/// only to find the context: the execution runs on the context's own session, so the box stays
-/// usable and killable meanwhile; executions in one context take turns. A context that died,
-/// or whose stream got out of step, is dropped (the next call starts afresh). The outer error:
-/// the context could not be had; the inner one: the execution failed.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run_in_context(
-    state: &AppState,
-    id: &str,
-    ctx_id: &str,
-    language: Option<Language>,
-    code: &str,
-    env: &std::collections::BTreeMap<String, String>,
-    timeout: Option<Duration>,
-    on_started: impl FnOnce(),
-    on_event: impl FnMut(&CodeEvent) -> bool,
-    wanted: impl Fn() -> bool,
-) -> Result<Result<airlock_runtime::CodeEnd, SandboxError>, ApiError> {
-    let live = state
-        .manager
-        .with_handle(id, |h| ensure_context(h, ctx_id, language))
-        .map_err(|e| state.manager_error(id, e))??;
-    let mut run = live.run.lock().unwrap_or_else(PoisonError::into_inner);
-    on_started();
-    let ContextRun { session, ctx } = &mut *run;
-    let ran = session.run_code_while(ctx, code, env, timeout, on_event, wanted);
-    drop(run);
-    if ran.is_err() {
-        // Forget it and end its process; the box may be gone.
-        // (A context that was restarted or deleted meanwhile was ended by whoever did that.)
-        let _ = state.manager.with_handle(id, |h| {
-            let (sandbox, contexts) = h.parts();
-            if contexts.get(ctx_id).is_some_and(|c| Arc::ptr_eq(c, &live)) {
-                contexts.remove(ctx_id);
-                live.kill(sandbox);
-            }
-        });
-    }
-    Ok(ran)
 }
 
 fn execute(
@@ -379,63 +276,4 @@ pub async fn delete(
         })
         .await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Creates a context with a fresh id in a box; returns its id.
-pub(crate) fn create_in(
-    h: &mut BoxHandle,
-    language: Language,
-    cwd: Option<String>,
-) -> Result<String, ApiError> {
-    let ctx_id = h.new_context_id();
-    let (sandbox, contexts) = h.parts();
-    let shown = cwd.clone();
-    let live = LiveContext::start(sandbox, language, cwd).map_err(|e| {
-        match (ApiError::from_box(e), shown) {
-            (ApiError::NotFound(msg), Some(cwd)) => ApiError::NotFound(format!(
-                "the context's cwd {cwd:?} is not a directory in the sandbox ({msg}); create it first or pick another"
-            )),
-            (other, _) => other,
-        }
-    })?;
-    contexts.insert(ctx_id.clone(), live);
-    Ok(ctx_id)
-}
-
-/// Restarts context `ctx_id` (a new process under the same id, same language and directory;
-/// its state is gone, an execution running in it ends); a default context not started yet is
-/// started. Returns its language.
-pub(crate) fn restart_in(h: &mut BoxHandle, ctx_id: &str) -> Result<Language, ApiError> {
-    let (sandbox, contexts) = h.parts();
-    let (language, cwd) = match contexts.remove(ctx_id) {
-        Some(old) => {
-            // Best effort: the old process may already be dead.
-            old.kill(sandbox);
-            (old.language, old.cwd.clone())
-        }
-        None => match default_language(ctx_id) {
-            Some(l) => (l, None),
-            None => {
-                return Err(ApiError::NotFound(format!(
-                    "no context {ctx_id} in this sandbox"
-                )))
-            }
-        },
-    };
-    let live = LiveContext::start(sandbox, language, cwd).map_err(ApiError::from_box)?;
-    contexts.insert(ctx_id.to_string(), live);
-    Ok(language)
-}
-
-/// Ends context `ctx_id`'s process and forgets it.
-pub(crate) fn delete_in(h: &mut BoxHandle, ctx_id: &str) -> Result<(), ApiError> {
-    let (sandbox, contexts) = h.parts();
-    let Some(old) = contexts.remove(ctx_id) else {
-        return Err(ApiError::NotFound(format!(
-            "no context {ctx_id} in this sandbox"
-        )));
-    };
-    // The context is gone from the map either way; a process already dead is fine.
-    old.kill(sandbox);
-    Ok(())
 }

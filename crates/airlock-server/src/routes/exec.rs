@@ -3,7 +3,7 @@
 
 use crate::auth::{require_box, Caller};
 use crate::requests::{parse, ExecRequest};
-use crate::routes::sandboxes::audit;
+use crate::service::sandboxes::audit;
 use crate::state::AppState;
 use crate::ApiError;
 use airlock_runtime::{Command, ExitInfo, Stream};

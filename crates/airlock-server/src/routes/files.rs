@@ -3,7 +3,7 @@
 
 use crate::auth::require_box;
 use crate::checks::{self, FieldError};
-use crate::routes::sandboxes::audit;
+use crate::service::sandboxes::audit;
 use crate::state::AppState;
 use crate::ApiError;
 use axum::body::Body;

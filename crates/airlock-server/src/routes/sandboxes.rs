@@ -1,22 +1,21 @@
 //! The sandbox collection and each sandbox's record: create, list, get, kill, extend, events.
 
-use crate::auth::{require_box, require_key, Caller};
+use crate::auth::{require_box, require_key};
 use crate::checks::{self, FieldError};
-use crate::observer::{lock, Pending};
+use crate::observer::lock;
 use crate::requests::{parse, CreateRequest, TimeoutRequest};
-use crate::secrets::{hash, new_sandbox_id, new_token};
+use crate::secrets::{new_sandbox_id, new_token};
+use crate::service::sandboxes::{audit, create_session, timeout_ms};
 use crate::state::AppState;
 use crate::template::{resolve_policy, template};
 use crate::view::{self, SandboxView};
 use crate::ApiError;
 use airlock_runtime::sessions::SessionSpec;
-use airlock_runtime::store::{AuditEntry, SandboxFilter, SandboxState};
+use airlock_runtime::store::{SandboxFilter, SandboxState};
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use std::collections::BTreeMap;
-use std::sync::PoisonError;
 
 /// `POST /v1/sandboxes`.
 pub async fn create(
@@ -66,60 +65,6 @@ pub async fn create(
     }
     shown.token = Some(token);
     Ok((StatusCode::CREATED, Json(shown)))
-}
-
-/// Registers and creates a session (on a blocking thread): its token is recorded for both
-/// APIs (hash for the native API, raw for signed E2B file URLs), the manager starts or queues
-/// its box, and the creation is audited. On refusal nothing is left behind.
-pub(crate) fn create_session(
-    state: &AppState,
-    id: &str,
-    token: &str,
-    spec: SessionSpec,
-    caller: &Caller,
-) -> Result<(), ApiError> {
-    let token_hash = hash(token);
-    let policy = spec.payload.clone();
-    state
-        .pending
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(
-            id.to_string(),
-            Pending {
-                token_hash: token_hash.clone(),
-                policy,
-            },
-        );
-    state
-        .tokens
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(token_hash.clone(), id.to_string());
-    // Tokens of ended sandboxes are forgotten here, so the map stays as small as the live set.
-    state.e2b.retain_live(|other| {
-        state
-            .manager
-            .get(other)
-            .is_some_and(|i| !i.state.is_terminal())
-    });
-    state.e2b.remember_token(id, token);
-    if let Err(e) = state.manager.create(id.to_string(), spec) {
-        state
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(id);
-        state
-            .tokens
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&token_hash);
-        state.e2b.forget_token(id);
-        return Err(e.into());
-    }
-    audit(state, id, "create", caller, serde_json::json!({}));
-    Ok(())
 }
 
 /// `GET /v1/sandboxes?state=S&metadata.K=V`.
@@ -255,38 +200,4 @@ pub async fn events(
         })
         .await?;
     Ok(Json(serde_json::json!({ "events": events })))
-}
-
-/// Records an operation on a sandbox in the audit log and its event history. Failures to record
-/// are reported on stderr, never to the caller whose operation already happened.
-pub fn audit(state: &AppState, id: &str, kind: &str, caller: &Caller, summary: serde_json::Value) {
-    let store = lock(&state.store);
-    let entry = AuditEntry {
-        sandbox_id: Some(id.to_string()),
-        kind: kind.to_string(),
-        actor: caller.actor(),
-        summary: summary.clone(),
-        time_ms: now_ms(),
-    };
-    if let Err(e) = store
-        .add_audit(&entry)
-        .and_then(|_| store.add_event(id, kind, &summary))
-    {
-        eprintln!("airlock serve: cannot record {kind} on sandbox {id}: {e}");
-    }
-}
-
-fn now_ms() -> i64 {
-    use airlock_runtime::sessions::Clock;
-    airlock_runtime::sessions::SystemClock.now_ms()
-}
-
-/// A sandbox's life (`timeout`, whole seconds) in milliseconds; shared with E2B's control plane.
-pub(crate) fn timeout_ms(seconds: u64) -> Result<i64, ApiError> {
-    Ok(checks::sandbox_timeout_ms("timeout", seconds)?)
-}
-
-/// A sandbox's metadata within bounds; shared with E2B's control plane.
-pub(crate) fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
-    Ok(checks::metadata("metadata", metadata)?)
 }
