@@ -752,12 +752,18 @@ fn placeholder_swap_race(tag: &str, end: RaceEnd) {
         })
     };
 
-    // Box A: waits (bounded) until the test creates W/go.
+    // Box A: waits (bounded) until the test creates SIGNAL/go. The signal is a read-only grant
+    // of its own: with the default --changes apply, A sees W through an overlay whose lower
+    // layer's later changes it need not see.
+    let signal = t.join("signal");
+    std::fs::create_dir_all(&signal).expect("make the signal dir");
+    let go = signal.join("go");
     let script = format!(
-        "i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo {marker}"
+        "i=0; while [ ! -e {} ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo {marker}",
+        s(&go)
     );
     let mut a = Command::new(airlock_bin())
-        .args(["run", "--", "sh", "-c", &script])
+        .args(["run", "--read", &s(&signal), "--", "sh", "-c", &script])
         .current_dir(&w)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -799,7 +805,7 @@ fn placeholder_swap_race(tag: &str, end: RaceEnd) {
     );
 
     match end {
-        RaceEnd::Normal => std::fs::write(w.join("go"), "").expect("write W/go"),
+        RaceEnd::Normal => std::fs::write(&go, "").expect("write SIGNAL/go"),
         // SAFETY: kill with integer arguments, to the airlock process this test started.
         RaceEnd::Sigkill => assert_eq!(unsafe { libc::kill(a.id() as i32, libc::SIGKILL) }, 0),
     }
@@ -845,10 +851,7 @@ fn placeholder_swap_race(tag: &str, end: RaceEnd) {
     );
     assert_eq!(inodes(), inodes_before, "a victim file was replaced");
     // Positive control: the cleanup did run, removing A's other placeholders from W.
-    let left: Vec<String> = snapshot(&w)
-        .into_keys()
-        .filter(|k| k != ".git" && k != "go")
-        .collect();
+    let left: Vec<String> = snapshot(&w).into_keys().filter(|k| k != ".git").collect();
     assert!(left.is_empty(), "placeholders left in W: {left:?}");
     let keys: Vec<String> = before.into_keys().collect();
     assert!(
