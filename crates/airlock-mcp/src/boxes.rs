@@ -98,6 +98,9 @@ impl LiveBox {
         let Some(sink) = &self.denials else {
             return Vec::new();
         };
+        // A refusal the code just saw is recorded before the box heard of it: make sure its
+        // event has arrived (a box that ended has nothing more to deliver).
+        let _ = self.sandbox.flush_network_events();
         let mut d = sink.0.lock().unwrap_or_else(PoisonError::into_inner);
         let mut lines = std::mem::take(&mut d.lines);
         if d.dropped > 0 {

@@ -343,9 +343,9 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
             ..
         } => {
             let token = kebab(&reason);
-            let _ = client
-                .write_all(&http::denied_response(&token, &message))
-                .await;
+            let response = http::denied_response(&token, &message);
+            // Recorded before the box is told: whoever learns of a refusal from the box (an
+            // MCP tool result, an approval prompt) finds its event already there.
             shared.audit.record(event(
                 protocol,
                 &host,
@@ -356,6 +356,7 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
                 Some(message),
                 start,
             ));
+            let _ = client.write_all(&response).await;
             return;
         }
         EgressDecision::Allow { addrs, rule, .. } => (addrs, rule),
@@ -498,9 +499,7 @@ async fn handle_socks(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, 
             message,
             ..
         } => {
-            let _ = client
-                .write_all(&socks5::reply(socks5::Reply::NotAllowedByRuleset, None))
-                .await;
+            // Recorded before the box is told (see the HTTP refusal).
             shared.audit.record(event(
                 "socks5",
                 &host,
@@ -511,6 +510,9 @@ async fn handle_socks(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, 
                 Some(message),
                 start,
             ));
+            let _ = client
+                .write_all(&socks5::reply(socks5::Reply::NotAllowedByRuleset, None))
+                .await;
             return;
         }
         EgressDecision::Allow { addrs, rule, .. } => (addrs, rule),

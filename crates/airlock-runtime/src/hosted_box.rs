@@ -325,6 +325,15 @@ impl BoxInstance for HostedBox {
         }
     }
 
+    fn flush_network_events(&mut self) -> Result<(), BackendError> {
+        // The host sends events and replies on one socket, in order, and the reader hands them
+        // on in that order: once the reply is here, every earlier event is in the sink.
+        match self.request(&ToHost::Sync {})? {
+            FromHost::Ok {} => Ok(()),
+            other => Err(host_err(format!("unexpected reply to sync: {other:?}"))),
+        }
+    }
+
     fn kill(mut self: Box<Self>) {
         self.shutdown();
     }

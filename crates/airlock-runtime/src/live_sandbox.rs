@@ -129,6 +129,11 @@ impl LiveSandbox {
         self.instance_mut()?.set_egress(egress)
     }
 
+    /// Returns once every network event recorded so far has reached the start's sink.
+    pub fn flush_network_events(&mut self) -> Result<(), BackendError> {
+        self.instance_mut()?.flush_network_events()
+    }
+
     /// Ends the box and waits (bounded) for its host side to clean up.
     pub fn kill(mut self) {
         if let Some(i) = self.instance.take() {

@@ -40,6 +40,8 @@ pub(crate) enum ToHost {
     },
     /// Report what the box uses now.
     Usage {},
+    /// Answer `ok` once every message sent before it (network events included) is on its way.
+    Sync {},
     Kill {},
 }
 
@@ -225,6 +227,7 @@ fn serve(control: &OwnedFd, sandbox: &mut Sandbox, buf: &mut [u8]) {
         };
         let reply = match serde_json::from_slice::<ToHost>(&buf[..n]) {
             Ok(ToHost::Kill {}) => return,
+            Ok(ToHost::Sync {}) => FromHost::Ok {},
             Ok(ToHost::Usage {}) => FromHost::Usage {
                 usage: sandbox.usage(),
             },

@@ -96,6 +96,14 @@ pub trait BoxInstance: Send {
     /// Replaces the egress allowlist for the connections that follow.
     fn set_egress(&mut self, egress: &Egress) -> Result<(), BackendError>;
 
+    /// Returns once every network event recorded before the call has reached the sink given at
+    /// start (the proxy records a refusal before the box hears of it, so after the box reported
+    /// one, this makes its event visible). Backends that deliver events synchronously need
+    /// nothing here.
+    fn flush_network_events(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
     /// Stops every process of the box in place, keeping its memory.
     fn pause(&mut self) -> Result<(), BackendError> {
         Err(BackendError::Unsupported {
