@@ -71,7 +71,7 @@ pub(crate) async fn serve(
                     tcp,
                     admitted,
                     app.clone(),
-                    limits.header_timeout,
+                    (limits.header_timeout, limits.idle_timeout),
                     stop_rx.clone(),
                     running_rx.clone(),
                 ));

@@ -173,13 +173,31 @@ pub(crate) fn peer_key(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// Whether a connection has a request in flight, and since when it has had none.
+/// No request head is being received.
+const NO_HEAD: u64 = u64::MAX;
+
+/// Whether a connection has a request in flight, since when it has had none, and since when the
+/// head of its next request has been arriving.
 #[derive(Debug)]
 pub(crate) struct Activity {
     epoch: Instant,
     in_flight: AtomicUsize,
     /// Milliseconds after `epoch` when the last request ended (or the connection opened).
     idle_since_ms: AtomicU64,
+    /// Milliseconds after `epoch` when the connection opened or, after a request, the first
+    /// byte of the next one arrived; [`NO_HEAD`] while none is awaited.
+    head_since_ms: AtomicU64,
+}
+
+/// What a connection is doing, for its timeouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// A request is in flight (its response may be a long stream): no timeout applies.
+    Busy,
+    /// Waiting for the complete head of a request, for this long (ms).
+    Head(u64),
+    /// Kept alive between requests with nothing received, for this long (ms).
+    Idle(u64),
 }
 
 impl Activity {
@@ -188,15 +206,46 @@ impl Activity {
             epoch,
             in_flight: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(0),
+            head_since_ms: AtomicU64::new(0),
         };
-        a.idle_since_ms.store(a.now_ms(), Ordering::Relaxed);
+        // A new connection owes its first request's head from the moment it opens.
+        let now = a.now_ms();
+        a.idle_since_ms.store(now, Ordering::Relaxed);
+        a.head_since_ms.store(now, Ordering::Relaxed);
         a
     }
 
     /// Marks a request in flight until the returned guard is dropped (with its response body).
+    /// Its head is complete.
     pub(crate) fn begin(self: &Arc<Self>) -> Busy {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.head_since_ms.store(NO_HEAD, Ordering::Relaxed);
         Busy(Arc::clone(self))
+    }
+
+    /// Bytes arrived: between requests, they start the next request's head (and its timeout).
+    pub(crate) fn received(&self) {
+        if self.in_flight.load(Ordering::Acquire) == 0 {
+            let now = self.now_ms();
+            let _ = self.head_since_ms.compare_exchange(
+                NO_HEAD,
+                now,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// What the connection is doing now.
+    pub(crate) fn phase(&self) -> Phase {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return Phase::Busy;
+        }
+        let now = self.now_ms();
+        match self.head_since_ms.load(Ordering::Relaxed) {
+            NO_HEAD => Phase::Idle(now.saturating_sub(self.idle_since_ms.load(Ordering::Relaxed))),
+            since => Phase::Head(now.saturating_sub(since)),
+        }
     }
 
     /// When the connection went idle, or None while a request is in flight.

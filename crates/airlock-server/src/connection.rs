@@ -1,8 +1,9 @@
-//! Serving one admitted HTTP/1.1 connection: hyper with a header-read timeout, every request
-//! marked in flight until its response body ends, closed at once when evicted and gracefully
-//! when the server stops.
+//! Serving one admitted HTTP/1.1 connection: hyper, with every request marked in flight until
+//! its response body ends, a header-read timeout (from the connection's opening, or from the
+//! first byte of a kept-alive connection's next request), a longer idle timeout between
+//! requests, closed at once when evicted and gracefully when the server stops.
 
-use crate::admission::{Activity, Admitted, Busy};
+use crate::admission::{Activity, Admitted, Busy, Phase};
 use axum::body::{Body, Bytes, HttpBody};
 use axum::Router;
 use hyper::body::{Frame, Incoming, SizeHint};
@@ -18,14 +19,19 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tower::ServiceExt;
 
-/// Serves `tcp` until the client leaves, the header timeout passes, the connection is evicted,
-/// or (gracefully) `stop` changes. `_running` is held until the connection is gone, so the
-/// server can wait for every connection to end.
+/// How often a connection's timeouts are looked at: a tenth of the header timeout, between
+/// these bounds (thousands of idle connections must not keep the server busy waking up).
+const TICK_MIN: Duration = Duration::from_millis(50);
+const TICK_MAX: Duration = Duration::from_secs(1);
+
+/// Serves `tcp` until the client leaves, the header or idle timeout passes, the connection is
+/// evicted, or (gracefully) `stop` changes. `_running` is held until the connection is gone, so
+/// the server can wait for every connection to end.
 pub(crate) async fn serve_connection(
     tcp: TcpStream,
     admitted: Admitted,
     app: Router,
-    header_timeout: Duration,
+    (header_timeout, idle_timeout): (Duration, Duration),
     mut stop: watch::Receiver<bool>,
     _running: watch::Receiver<()>,
 ) {
@@ -34,12 +40,22 @@ pub(crate) async fn serve_connection(
         mut evicted,
         activity,
     } = admitted;
-    let service = Tracked { app, activity };
+    let io = Watched {
+        tcp,
+        activity: Arc::clone(&activity),
+    };
+    let service = Tracked {
+        app,
+        activity: Arc::clone(&activity),
+    };
     let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout);
-    let conn = builder.serve_connection(TokioIo::new(tcp), service);
+    // hyper's own header timer also runs between kept-alive requests, where it would close a
+    // connection just as a client reuses it; the timeouts are kept here instead.
+    builder.timer(TokioTimer::new()).header_read_timeout(None);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
+    let mut tick = tokio::time::interval((header_timeout / 10).clamp(TICK_MIN, TICK_MAX));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let over = |limit: Duration, ms: u64| u128::from(ms) >= limit.as_millis();
     let mut conn = std::pin::pin!(conn);
     let mut stopping = *stop.borrow();
     if stopping {
@@ -50,6 +66,11 @@ pub(crate) async fn serve_connection(
             // An error here is the client's doing (gone, malformed, too slow): nothing to report.
             _ = conn.as_mut() => break,
             _ = &mut evicted => break,
+            _ = tick.tick() => match activity.phase() {
+                Phase::Head(ms) if over(header_timeout, ms) => break,
+                Phase::Idle(ms) if over(idle_timeout, ms) => break,
+                _ => {}
+            },
             changed = stop.changed(), if !stopping => {
                 stopping = true;
                 if changed.is_err() || *stop.borrow() {
@@ -108,5 +129,57 @@ impl HttpBody for TrackedBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// The connection's socket, telling its [`Activity`] when bytes arrive.
+struct Watched {
+    tcp: TcpStream,
+    activity: Arc<Activity>,
+}
+
+impl tokio::io::AsyncRead for Watched {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.tcp).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            this.activity.received();
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Watched {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().tcp).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
     }
 }

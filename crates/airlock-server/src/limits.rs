@@ -22,10 +22,15 @@ pub struct ConnectionLimits {
     /// Connections held at once from one peer (an IPv4 address or an IPv6 /64); more are
     /// answered 503 and closed.
     pub max_connections_per_peer: usize,
-    /// Time a connection has, after it opens or after its previous response ends, to send the
-    /// complete headers of its next request; then it is closed. This is also how long an idle
-    /// kept-alive connection stays open. Requests and streams under way are never cut by it.
+    /// Time a connection has to send a request's complete headers, counted from when it opens
+    /// or, on a kept-alive connection, from the first byte of the next request; then it is
+    /// closed. Requests and streams under way are never cut by it.
     pub header_timeout: Duration,
+    /// How long a kept-alive connection may sit with nothing sent between requests before it is
+    /// closed. Longer than clients keep pooled connections (a close racing a client's reuse of
+    /// the connection fails that request); under pressure the idlest connection is closed
+    /// first anyway.
+    pub idle_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -34,6 +39,7 @@ impl Default for ConnectionLimits {
             max_connections: 4096,
             max_connections_per_peer: 256,
             header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
         }
     }
 }

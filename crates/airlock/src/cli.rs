@@ -151,11 +151,16 @@ pub struct ServeArgs {
     /// answered 503 and closed.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub max_connections_per_peer: usize,
-    /// Time a connection has to send a request's complete headers, after it opens or after its
-    /// previous response; then it is closed (so idle kept-alive connections close after it
-    /// too). Requests and streams under way are not cut by it. E.g. 10s, 500ms.
+    /// Time a connection has to send a request's complete headers, from when it opens or, on a
+    /// kept-alive connection, from the first byte of the next request; then it is closed.
+    /// Requests and streams under way are not cut by it. E.g. 10s, 500ms.
     #[arg(long, value_name = "DURATION", default_value = "10s")]
     pub header_timeout: String,
+    /// How long a kept-alive connection may sit with nothing sent between requests before it is
+    /// closed (keep it longer than clients pool connections; when the server is full, the
+    /// idlest connection is closed first anyway).
+    #[arg(long, value_name = "DURATION", default_value = "120s")]
+    pub idle_timeout: String,
 }
 
 #[derive(Debug, Args)]

@@ -405,10 +405,17 @@ fn serve_connection_limits(args: &ServeArgs) -> Result<airlock_server::Connectio
     if header_timeout.is_zero() {
         anyhow::bail!("--header-timeout 0 would close every connection at once; give e.g. 10s");
     }
+    let idle_timeout = parse_duration(&args.idle_timeout).context("--idle-timeout")?;
+    if idle_timeout.is_zero() {
+        anyhow::bail!(
+            "--idle-timeout 0 would close every kept-alive connection at once; give e.g. 120s"
+        );
+    }
     Ok(airlock_server::ConnectionLimits {
         max_connections: args.max_connections,
         max_connections_per_peer: args.max_connections_per_peer,
         header_timeout,
+        idle_timeout,
     })
 }
 

@@ -366,3 +366,84 @@ fn a_silent_stream_outlives_the_header_timeout() {
     assert!(text.contains(r#""exit_code":0"#), "{text}");
     stop_and_check(serve);
 }
+
+/// Sends one keep-alive request on `s` and reads its response (Content-Length framed).
+fn keep_alive_get(s: &mut TcpStream, key: &str) -> std::io::Result<String> {
+    let req = format!(
+        "GET /v1/sandboxes HTTP/1.1\r\nHost: airlock.test\r\nAuthorization: Bearer {key}\r\n\r\n"
+    );
+    s.write_all(req.as_bytes())?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Err(std::io::Error::other("closed before a whole response"));
+        }
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got).into_owned();
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .unwrap_or(0);
+        if body.len() >= len {
+            return Ok(head.lines().next().unwrap_or("").to_string());
+        }
+    }
+}
+
+#[test]
+fn a_kept_alive_connection_outlives_the_header_timeout_and_closes_after_the_idle_timeout() {
+    let data = TempDir::new("serve-idle");
+    let serve = ServeProcess::start(
+        data.path(),
+        &["--header-timeout", "1s", "--idle-timeout", "4s"],
+    );
+    let key = serve.printed_key.clone().unwrap();
+    let addr = server_addr(&serve);
+    let mut s = connect_from(loopback(0, 1), addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert!(keep_alive_get(&mut s, &key)
+        .unwrap()
+        .starts_with("HTTP/1.1 200"));
+    // Idle between requests for twice the header timeout: a client reusing its pooled
+    // connection now must be answered, not reset (the header timeout is for heads in progress).
+    std::thread::sleep(Duration::from_millis(2000));
+    let status = keep_alive_get(&mut s, &key)
+        .unwrap_or_else(|e| panic!("the reused connection was closed: {e}"));
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    // Idle past the idle timeout: the server closes it.
+    let start = Instant::now();
+    let mut buf = [0u8; 16];
+    let n = s.read(&mut buf).unwrap_or(0);
+    assert_eq!(n, 0, "the server closes an idle kept-alive connection");
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(3000) && waited < Duration::from_secs(9),
+        "closed after about the idle timeout, not {waited:?}"
+    );
+    // A kept-alive connection whose next request head stalls is closed after the header timeout.
+    let mut s = connect_from(loopback(0, 1), addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    assert!(keep_alive_get(&mut s, &key)
+        .unwrap()
+        .starts_with("HTTP/1.1 200"));
+    s.write_all(b"GET /v1/sandboxes HTTP/1.1\r\nHost: air")
+        .unwrap();
+    let start = Instant::now();
+    let n = s.read(&mut buf).unwrap_or(0);
+    assert_eq!(n, 0, "a stalled head is closed");
+    assert!(
+        start.elapsed() < Duration::from_millis(3000),
+        "after about the header timeout, not {:?}",
+        start.elapsed()
+    );
+    stop_and_check(serve);
+}
