@@ -29,7 +29,6 @@ pub mod sessions;
 mod signals;
 mod starter_pool;
 mod stdio;
-pub mod store;
 mod supervisor;
 #[cfg(test)]
 mod test_dir;

@@ -2,8 +2,8 @@
 //! `{"error": {"code", "message"}}` with the status that matches the code.
 
 use airlock_runtime::sessions::ManagerError;
-use airlock_runtime::store::StoreError;
 use airlock_runtime::{AgentError, SandboxError};
+use airlock_store::StoreError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 

@@ -15,7 +15,7 @@ use crate::state::AppState;
 use crate::template::resolve_policy;
 use airlock_policy::{BackendKind, INSIDE_HOME};
 use airlock_runtime::sessions::{SessionSpec, SessionState};
-use airlock_runtime::store::{SandboxFilter, SandboxRecord, SandboxState, MAX_PAGE};
+use airlock_store::{SandboxFilter, SandboxRecord, SandboxState, MAX_PAGE};
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};

@@ -10,7 +10,7 @@ use crate::template::{resolve_policy, template};
 use crate::view::{self, SandboxView};
 use crate::ApiError;
 use airlock_runtime::sessions::SessionSpec;
-use airlock_runtime::store::{AuditEntry, SandboxFilter, SandboxState};
+use airlock_store::{AuditEntry, SandboxFilter, SandboxState};
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -251,7 +251,7 @@ pub async fn events(
     let events = state
         .blocking(move |state| {
             view::get(&state, &id)?;
-            Ok(lock(&state.store).events(&id, after, airlock_runtime::store::MAX_PAGE)?)
+            Ok(lock(&state.store).events(&id, after, airlock_store::MAX_PAGE)?)
         })
         .await?;
     Ok(Json(serde_json::json!({ "events": events })))
