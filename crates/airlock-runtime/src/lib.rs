@@ -25,7 +25,6 @@ mod sandbox_host;
 mod sentinel;
 mod session;
 mod session_process;
-pub mod sessions;
 mod signals;
 mod starter_pool;
 mod stdio;

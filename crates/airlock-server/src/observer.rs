@@ -1,7 +1,7 @@
 //! Keeps the store in step with the session manager: a sandbox is recorded when the manager
 //! first reports it, then every change of state or deadline is written, each as an event.
 
-use airlock_runtime::sessions::{SessionInfo, SessionObserver, SessionState};
+use airlock_sessions::{SessionInfo, SessionObserver, SessionState};
 use airlock_store::{NewSandbox, SandboxState, Store};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

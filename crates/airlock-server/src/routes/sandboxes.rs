@@ -9,7 +9,7 @@ use crate::state::AppState;
 use crate::template::{resolve_policy, template};
 use crate::view::{self, SandboxView};
 use crate::ApiError;
-use airlock_runtime::sessions::SessionSpec;
+use airlock_sessions::SessionSpec;
 use airlock_store::{AuditEntry, SandboxFilter, SandboxState};
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
@@ -277,8 +277,8 @@ pub fn audit(state: &AppState, id: &str, kind: &str, caller: &Caller, summary: s
 }
 
 fn now_ms() -> i64 {
-    use airlock_runtime::sessions::Clock;
-    airlock_runtime::sessions::SystemClock.now_ms()
+    use airlock_sessions::Clock;
+    airlock_sessions::SystemClock.now_ms()
 }
 
 /// A sandbox's life (`timeout`, whole seconds) in milliseconds; shared with E2B's control plane.
