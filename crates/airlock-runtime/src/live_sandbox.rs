@@ -7,8 +7,8 @@ use crate::backend::{
     Backend, BackendError, BoxEnd, BoxInstance, Capabilities, SessionDefaults, StartOptions,
     Template, Usage,
 };
+use crate::error::SandboxError;
 use crate::mux::AgentMux;
-use crate::sandbox::SandboxError;
 use crate::session::{AgentSession, ExecOutput};
 use crate::Receipt;
 use airlock_policy::{Egress, ResolvedPolicy};

@@ -5,11 +5,12 @@
 
 mod common;
 
+use airlock_native::NativeBackend;
 use airlock_policy::{resolve, PolicyFile, ResolveContext};
 use airlock_runtime::backend::{
     BackendError, NetDecision, NetworkEvent, NetworkSink, StartOptions, Template,
 };
-use airlock_runtime::{LiveSandbox, NativeBackend, RealHost};
+use airlock_runtime::{LiveSandbox, RealHost};
 use common::{airlock_bin, TempDir};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

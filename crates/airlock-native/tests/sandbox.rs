@@ -2,8 +2,9 @@
 //! `Sandbox` handle. Runs as a plain single-threaded program (see Cargo.toml).
 #![allow(clippy::unwrap_used)]
 
+use airlock_native::{Sandbox, SandboxOptions};
 use airlock_policy::{resolve, PolicyFile, ResolveContext};
-use airlock_runtime::{RealHost, Sandbox, SandboxOptions};
+use airlock_runtime::RealHost;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -4,9 +4,10 @@
 //! Usage: sandbox_bench AIRLOCK_EXE [IDLE_BOXES]
 #![allow(clippy::unwrap_used)]
 
+use airlock_native::NativeBackend;
 use airlock_policy::{resolve, PolicyFile, ResolveContext};
 use airlock_runtime::backend::{StartOptions, Template};
-use airlock_runtime::{LiveSandbox, NativeBackend, RealHost};
+use airlock_runtime::{LiveSandbox, RealHost};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
