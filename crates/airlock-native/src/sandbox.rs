@@ -9,9 +9,9 @@ use crate::placeholders::{self, Placeholder};
 use crate::plan::{proxy_env, PlanError};
 use crate::sentinel::Sentinel;
 use crate::RunError;
+use airlock_runtime::AgentSession;
 use airlock_runtime::Receipt;
 use airlock_runtime::{AgentClient, AgentError, SandboxError};
-use airlock_runtime::{AgentSession, ExecOutput};
 // The agent's children are restricted already: init restricted itself before serving.
 use airlock_agent::standalone::AlreadyConfined;
 use airlock_jail::spawn::{BoxMain, StdioFds};
@@ -185,18 +185,6 @@ impl Sandbox {
         .with_public_internet(egress.public_internet);
         proxy.set_rules(rules);
         Ok(())
-    }
-
-    /// Runs a command to its end (see [`AgentSession::exec`]).
-    pub fn exec(
-        &mut self,
-        argv: &[&str],
-        env: &[(&str, &str)],
-        stdin: Option<&[u8]>,
-        timeout: Option<Duration>,
-        output_cap: usize,
-    ) -> Result<ExecOutput, SandboxError> {
-        self.session()?.exec(argv, env, stdin, timeout, output_cap)
     }
 
     /// Writes a whole file inside the box.

@@ -43,6 +43,8 @@ fn sandbox(ws: &Path) -> Sandbox {
 
 fn sh(s: &mut Sandbox, script: &str) -> (String, Option<i32>) {
     let out = s
+        .session()
+        .unwrap()
         .exec(
             &["sh", "-c", script],
             &[],
@@ -81,10 +83,14 @@ fn exec_io_exit_codes_and_timeouts() {
     let ws = temp("exec");
     let mut s = sandbox(&ws.0);
     let out = s
+        .session()
+        .unwrap()
         .exec(&["cat"], &[], Some(b"from stdin"), None, 1 << 20)
         .unwrap();
     assert_eq!(out.stdout, b"from stdin");
     let out = s
+        .session()
+        .unwrap()
         .exec(
             &["sh", "-c", "echo err >&2; exit 7"],
             &[],
@@ -98,6 +104,8 @@ fn exec_io_exit_codes_and_timeouts() {
         (&b"err\n"[..], Some(7))
     );
     let out = s
+        .session()
+        .unwrap()
         .exec(
             &["sh", "-c", "echo $GREETING"],
             &[("GREETING", "hi")],
@@ -108,6 +116,8 @@ fn exec_io_exit_codes_and_timeouts() {
         .unwrap();
     assert_eq!(out.stdout, b"hi\n");
     let out = s
+        .session()
+        .unwrap()
         .exec(
             &["sleep", "30"],
             &[],
@@ -121,6 +131,8 @@ fn exec_io_exit_codes_and_timeouts() {
         "{out:?}"
     );
     let out = s
+        .session()
+        .unwrap()
         .exec(
             &["sh", "-c", "head -c 3000000 /dev/zero"],
             &[],
