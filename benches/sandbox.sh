@@ -6,5 +6,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-$PWD/target}
 cargo build --release --locked -q -p airlock
-cargo build --release --locked -q -p airlock-runtime --example sandbox_bench
+cargo build --release --locked -q -p airlock-native --example sandbox_bench
 "$target/release/examples/sandbox_bench" "$target/release/airlock" "${1:-200}"

@@ -265,7 +265,7 @@ fn run_command(args: &JsonObject, slot: &mut BoxSlot) -> Result<ToolOutput, Tool
     let command = required(args, "command")?;
     let limit = timeout(args)?;
     let live = live(slot)?;
-    let ran = live.sandbox.exec(
+    let ran = live.sandbox.session().exec(
         &["/bin/sh", "-c", command],
         &[],
         None,

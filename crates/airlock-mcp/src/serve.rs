@@ -32,7 +32,7 @@ pub fn serve_stdio(
     idle: Duration,
 ) -> Result<(), ServeError> {
     let backends = airlock_runtime::backend::Backends::new(vec![Arc::new(
-        airlock_runtime::NativeBackend::new(airlock_exe),
+        airlock_native::NativeBackend::new(airlock_exe),
     )]);
     let starter: Arc<dyn StartBox> = Arc::new(BackendStarter::new(backends));
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -50,7 +50,7 @@ impl SessionSettings {
                 Tool::new(t.as_str(), description(t, &reach), schema).with_annotations(hints)
             })
             .collect();
-        let receipt = airlock_runtime::BoxPlan::new(&policy, &["true".to_string()], &[])
+        let receipt = airlock_native::BoxPlan::new(&policy, &["true".to_string()], &[])
             .map(|p| p.receipt.to_string())
             .unwrap_or_else(|e| format!("(the receipt cannot be computed: {e})"));
         let info = format!(

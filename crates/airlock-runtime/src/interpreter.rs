@@ -5,7 +5,7 @@
 //! cannot corrupt the event stream).
 
 use crate::agent_client::AgentError;
-use crate::sandbox::SandboxError;
+use crate::error::SandboxError;
 use crate::session::AgentSession;
 use airlock_protocol::{Event, ExecReply, ExecRequest, FrameKind, Op};
 use serde_json::Value;

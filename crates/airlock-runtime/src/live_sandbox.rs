@@ -7,12 +7,11 @@ use crate::backend::{
     Backend, BackendError, BoxEnd, BoxInstance, Capabilities, SessionDefaults, StartOptions,
     Template, Usage,
 };
+use crate::error::SandboxError;
 use crate::mux::AgentMux;
-use crate::sandbox::SandboxError;
-use crate::session::{AgentSession, ExecOutput};
+use crate::session::AgentSession;
 use crate::Receipt;
 use airlock_policy::{Egress, ResolvedPolicy};
-use std::time::Duration;
 
 /// A running box and its agent connection. Dropping it (or [`LiveSandbox::kill`]) ends the box.
 pub struct LiveSandbox {
@@ -88,18 +87,6 @@ impl LiveSandbox {
             self.defaults.env.clone(),
             self.defaults.cwd.clone(),
         )
-    }
-
-    /// Runs a command to its end (see [`AgentSession::exec`]).
-    pub fn exec(
-        &mut self,
-        argv: &[&str],
-        env: &[(&str, &str)],
-        stdin: Option<&[u8]>,
-        timeout: Option<Duration>,
-        output_cap: usize,
-    ) -> Result<ExecOutput, SandboxError> {
-        self.session.exec(argv, env, stdin, timeout, output_cap)
     }
 
     /// How the box ended, or `None` while it runs.

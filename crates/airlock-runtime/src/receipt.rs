@@ -33,7 +33,8 @@ pub struct Receipt {
 }
 
 impl Receipt {
-    pub(crate) fn add(
+    /// Appends one layer's line (a backend builds its receipt this way while planning).
+    pub fn add(
         &mut self,
         layer: &'static str,
         status: LayerStatus,

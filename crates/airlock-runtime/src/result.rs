@@ -1,5 +1,6 @@
 //! The result document of one run (`--json`).
 
+use crate::backend::NetworkEvent;
 use crate::Receipt;
 use serde::Serialize;
 
@@ -45,9 +46,32 @@ pub struct RunResult {
     pub receipt: Receipt,
     pub events: Vec<Event>,
     /// Every network decision of the egress proxy (proxied boxes).
-    pub network_events: Vec<airlock_proxy::audit::NetEvent>,
+    pub network_events: Vec<NetworkEvent>,
     /// Network events not kept in this document (the audit file has them all).
     pub network_events_dropped: u64,
     /// What applying the workspace's change layer did (`changes = "apply"` only).
-    pub changes: Option<crate::ChangesReport>,
+    pub changes: Option<ChangesReport>,
+}
+
+/// One entry of the change layer that was not applied, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChangeIssue {
+    /// The path relative to the workspace.
+    pub path: String,
+    pub reason: String,
+}
+
+/// What applying a change layer did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ChangesReport {
+    /// Files, symlinks and directories created or replaced on the host.
+    pub written: u64,
+    /// Entries removed on the host (the box deleted them).
+    pub deleted: u64,
+    /// Bytes of file content written.
+    pub bytes: u64,
+    /// Entries left out on purpose (protected paths, sockets, devices).
+    pub skipped: Vec<ChangeIssue>,
+    /// Entries that could not be applied (the host workspace keeps its old state there).
+    pub failed: Vec<ChangeIssue>,
 }

@@ -2,7 +2,7 @@
 //! streamed), files (whole or streamed, never held in memory when streamed), listings.
 
 use crate::agent_client::{AgentClient, AgentError};
-use crate::sandbox::SandboxError;
+use crate::error::SandboxError;
 use airlock_protocol::{
     Entry, Event, ExecReply, ExecRequest, FrameKind, ListDirReply, Op, ReadFileReply,
 };

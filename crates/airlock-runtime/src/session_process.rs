@@ -4,7 +4,7 @@
 //! and notice its own client leaving.
 
 use crate::agent_client::AgentError;
-use crate::sandbox::SandboxError;
+use crate::error::SandboxError;
 use crate::session::{AgentSession, ExitInfo};
 use airlock_protocol::{
     Event, ExecReply, ExecRequest, FrameKind, FsEventKind, Op, ProcessInfo, ProcessList, TtySize,

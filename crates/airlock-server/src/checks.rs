@@ -11,11 +11,11 @@ pub const MAX_SANDBOX_TIMEOUT_S: u64 = 24 * 3600;
 /// The longest per-command or per-execution timeout, in seconds (one day).
 pub const MAX_RUN_TIMEOUT_S: f64 = 24.0 * 3600.0;
 /// Most metadata pairs on one sandbox or in one list filter.
-pub const MAX_METADATA_PAIRS: usize = airlock_runtime::store::MAX_METADATA_PAIRS;
+pub const MAX_METADATA_PAIRS: usize = airlock_store::MAX_METADATA_PAIRS;
 /// Longest metadata key, in characters (the store's byte bound holds any such key).
-pub const MAX_METADATA_KEY_CHARS: usize = airlock_runtime::store::MAX_METADATA_KEY_BYTES / 4;
+pub const MAX_METADATA_KEY_CHARS: usize = airlock_store::MAX_METADATA_KEY_BYTES / 4;
 /// Longest metadata value, in characters (the store's byte bound holds any such value).
-pub const MAX_METADATA_VALUE_CHARS: usize = airlock_runtime::store::MAX_METADATA_VALUE_BYTES / 4;
+pub const MAX_METADATA_VALUE_CHARS: usize = airlock_store::MAX_METADATA_VALUE_BYTES / 4;
 /// Deepest directory listing.
 pub const MAX_LIST_DEPTH: u32 = 32;
 

@@ -1,9 +1,9 @@
 //! What the API answers when a request cannot be served: a JSON body
 //! `{"error": {"code", "message"}}` with the status that matches the code.
 
-use airlock_runtime::sessions::ManagerError;
-use airlock_runtime::store::StoreError;
 use airlock_runtime::{AgentError, SandboxError};
+use airlock_sessions::ManagerError;
+use airlock_store::StoreError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 

@@ -6,8 +6,8 @@ use crate::network_audit::StoreNetworkSink;
 use crate::observer::SharedStore;
 use airlock_policy::ResolvedPolicy;
 use airlock_runtime::backend::{Backends, StartOptions, Template};
-use airlock_runtime::sessions::{BoxFactory, SessionSpec};
 use airlock_runtime::{AgentSession, CodeContext, Language, LiveSandbox, SandboxError};
+use airlock_sessions::{BoxFactory, SessionSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 

@@ -10,7 +10,7 @@ use crate::server::{app_state, AppSettings};
 use crate::state::AppState;
 use airlock_runtime::backend::fake::FakeBackend;
 use airlock_runtime::backend::Backends;
-use airlock_runtime::store::Store;
+use airlock_store::Store;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;

@@ -3,7 +3,7 @@
 //! [`RemoteSandbox`]es, with every sandbox, state change, exec and file write recorded in the
 //! store. Every request needs the API key or, for one sandbox, that sandbox's token.
 //!
-//! [`SessionManager`]: airlock_runtime::sessions::SessionManager
+//! [`SessionManager`]: airlock_sessions::SessionManager
 //! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
 
 mod accept;

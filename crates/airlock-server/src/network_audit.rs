@@ -4,7 +4,7 @@
 
 use crate::observer::{lock, SharedStore};
 use airlock_runtime::backend::{NetworkEvent, NetworkSink};
-use airlock_runtime::store::AuditEntry;
+use airlock_store::AuditEntry;
 
 /// Records the network decisions of one sandbox.
 pub struct StoreNetworkSink {

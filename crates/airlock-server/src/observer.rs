@@ -1,8 +1,8 @@
 //! Keeps the store in step with the session manager: a sandbox is recorded when the manager
 //! first reports it, then every change of state or deadline is written, each as an event.
 
-use airlock_runtime::sessions::{SessionInfo, SessionObserver, SessionState};
-use airlock_runtime::store::{NewSandbox, SandboxState, Store};
+use airlock_sessions::{SessionInfo, SessionObserver, SessionState};
+use airlock_store::{NewSandbox, SandboxState, Store};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -72,7 +72,7 @@ impl SessionObserver for StoreObserver {
 }
 
 impl StoreObserver {
-    fn record(&self, info: &SessionInfo) -> Result<(), airlock_runtime::store::StoreError> {
+    fn record(&self, info: &SessionInfo) -> Result<(), airlock_store::StoreError> {
         let store = lock(&self.store);
         let state = store_state(info.state);
         let detail = serde_json::json!({ "state": state.as_str(), "reason": info.reason, "deadline_ms": info.deadline_ms });

@@ -28,10 +28,7 @@ fn the_openapi_document_lists_every_route() {
 #[test]
 fn list_filters_parse_states_and_metadata() {
     let f = sandboxes::list_filter("state=running&metadata.team=a%20b&metadata.x=1").unwrap();
-    assert_eq!(
-        f.states,
-        vec![airlock_runtime::store::SandboxState::Running]
-    );
+    assert_eq!(f.states, vec![airlock_store::SandboxState::Running]);
     assert_eq!(f.metadata.get("team").map(String::as_str), Some("a b"));
     assert_eq!(f.metadata.len(), 2);
     assert_eq!(

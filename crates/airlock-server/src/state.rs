@@ -2,7 +2,7 @@
 
 use crate::factory::SandboxFactory;
 use crate::observer::{Pending, SharedStore};
-use airlock_runtime::sessions::SessionManager;
+use airlock_sessions::SessionManager;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -43,12 +43,8 @@ impl AppState {
 
     /// The API error for a manager refusal about sandbox `id`: one the manager no longer knows
     /// but the store does (it ended, e.g. in a previous run of the server) is not running.
-    pub fn manager_error(
-        &self,
-        id: &str,
-        e: airlock_runtime::sessions::ManagerError,
-    ) -> crate::ApiError {
-        if let airlock_runtime::sessions::ManagerError::NotFound(_) = e {
+    pub fn manager_error(&self, id: &str, e: airlock_sessions::ManagerError) -> crate::ApiError {
+        if let airlock_sessions::ManagerError::NotFound(_) = e {
             if let Ok(Some(rec)) = crate::observer::lock(&self.store).get_sandbox(id) {
                 return crate::ApiError::NotRunning(format!(
                     "sandbox {id} is {}, not running; create a new sandbox instead",

@@ -4,7 +4,7 @@
 use crate::observer::lock;
 use crate::state::AppState;
 use crate::ApiError;
-use airlock_runtime::store::{SandboxFilter, SandboxRecord, SandboxState, MAX_PAGE};
+use airlock_store::{SandboxFilter, SandboxRecord, SandboxState, MAX_PAGE};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

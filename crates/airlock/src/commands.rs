@@ -5,14 +5,13 @@ use crate::cli::{
     SandboxCommand, ServeArgs,
 };
 use crate::client;
+use airlock_native::{run, BoxPlan, NativeBackend, RunOptions, StdinMode};
 use airlock_policy::{
     parse_duration, parse_size, BackendKind, ChangesMode, DurationValue, PolicyFile, Profile,
     ResolveContext, ResolvedPolicy, SizeValue,
 };
 use airlock_runtime::backend::{Availability, Backends};
-use airlock_runtime::{
-    run, BoxPlan, HostReport, NativeBackend, RealHost, RunOptions, RunResult, StdinMode,
-};
+use airlock_runtime::{HostReport, RealHost, RunResult};
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use std::collections::BTreeMap;
@@ -183,13 +182,13 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         }
     }
     // Opened before the box starts and written through this descriptor: the box cannot make
-    // the path lead somewhere else (see airlock_runtime::open_output).
+    // the path lead somewhere else (see airlock_native::open_output).
     let mut result_file = match &args.result {
         Some(path) => Some(
-            airlock_runtime::open_output(
+            airlock_native::open_output(
                 path,
-                airlock_runtime::OutputMode::Truncate,
-                &airlock_runtime::box_writable_roots(&policy),
+                airlock_native::OutputMode::Truncate,
+                &airlock_native::box_writable_roots(&policy),
             )
             .with_context(|| format!("cannot write --result {}", path.display()))?,
         ),
@@ -347,7 +346,7 @@ fn cmd_sandbox_host() -> Result<i32> {
     }
     // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
-    Ok(airlock_runtime::sandbox_host_main(control))
+    Ok(airlock_native::sandbox_host_main(control))
 }
 
 fn cmd_serve(args: ServeArgs) -> Result<i32> {

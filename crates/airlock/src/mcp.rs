@@ -48,7 +48,7 @@ pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
     let filter = ToolFilter::from_flags(&args.tools.tools, &args.tools.deny_tools)?;
     let audit = Arc::new(AuditSink::open(
         args.audit.as_deref(),
-        &airlock_runtime::box_writable_roots(&policy),
+        &airlock_native::box_writable_roots(&policy),
     )?);
     let net_audit = args.audit.is_some() && policy.network == NetworkMode::Proxy;
     let mut child_args = vec!["run".to_string()];

@@ -5,11 +5,12 @@
 
 mod common;
 
+use airlock_native::NativeBackend;
 use airlock_policy::{resolve, PolicyFile, ResolveContext};
 use airlock_runtime::backend::{
     BackendError, NetDecision, NetworkEvent, NetworkSink, StartOptions, Template,
 };
-use airlock_runtime::{LiveSandbox, NativeBackend, RealHost};
+use airlock_runtime::{LiveSandbox, RealHost};
 use common::{airlock_bin, TempDir};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -77,6 +78,7 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
                 let ws = TempDir::new(&format!("remote-{i}"));
                 let mut s = remote(ws.path(), |_| {});
                 let out = s
+                    .session()
                     .exec(
                         &["sh", "-c", &format!("echo box-{i} > who; id -u")],
                         &[],
@@ -89,7 +91,10 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
                     (out.stdout.as_slice(), out.exit_code),
                     (&b"1000\n"[..], Some(0))
                 );
-                let out = s.exec(&["cat", "who"], &[], None, None, 1 << 16).unwrap();
+                let out = s
+                    .session()
+                    .exec(&["cat", "who"], &[], None, None, 1 << 16)
+                    .unwrap();
                 assert_eq!(String::from_utf8_lossy(&out.stdout), format!("box-{i}\n"));
                 let data = vec![i as u8; 200_000];
                 let path = ws.join("data.bin");
@@ -100,7 +105,8 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
                 // A detached process of the box, found on the host by its unique argument.
                 let marker = format!("1000.{}{i}", std::process::id());
                 let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
-                s.exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
+                s.session()
+                    .exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
                     .unwrap();
                 let deadline = Instant::now() + Duration::from_secs(5);
                 while host_pids_with(&marker).is_empty() {
@@ -141,6 +147,7 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         "{layers:?}"
     );
     let out = s
+        .session()
         .exec(
             &[
                 "sh",
@@ -161,6 +168,7 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         "{text}"
     );
     let out = s
+        .session()
         .exec(&["cat", "/etc/shadow"], &[], None, None, 1 << 16)
         .unwrap();
     assert_ne!(out.exit_code, Some(0));
@@ -198,6 +206,7 @@ fn network_policy_changes_and_decisions_arrive_as_typed_events() {
     assert!(err.to_string().contains("--allow-domain"), "{err}");
     // A refused connection (decided by name, never resolved) comes back as a typed event.
     let out = s
+        .session()
         .exec(
             &["curl", "-fsS", "-o", "/dev/null", "http://refused.test/"],
             &[],
@@ -222,18 +231,19 @@ fn network_policy_changes_and_decisions_arrive_as_typed_events() {
 fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
     let ws = TempDir::new("remote-usage");
     let mut s = remote(ws.path(), |_| {});
-    s.exec(
-        &[
-            "sh",
-            "-c",
-            "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done",
-        ],
-        &[],
-        None,
-        None,
-        1 << 16,
-    )
-    .unwrap();
+    s.session()
+        .exec(
+            &[
+                "sh",
+                "-c",
+                "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done",
+            ],
+            &[],
+            None,
+            None,
+            1 << 16,
+        )
+        .unwrap();
     let usage = s.usage().unwrap();
     assert!(usage.cpu_usec.unwrap_or(0) >= 10_000, "{usage:?}");
     assert!(usage.memory_bytes.unwrap_or(0) > 0, "{usage:?}");
@@ -248,7 +258,8 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
     // The box's init (the agent) dies, killed from the host: the seam says the box has ended.
     let marker = format!("1000.{}77", std::process::id());
     let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
-    s.exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
+    s.session()
+        .exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     let sleeper = loop {

@@ -61,7 +61,7 @@ pub struct AuditSink {
 pub struct AuditError {
     pub path: String,
     #[source]
-    pub source: airlock_runtime::OutputFileError,
+    pub source: airlock_native::OutputFileError,
 }
 
 impl AuditSink {
@@ -70,7 +70,7 @@ impl AuditSink {
     pub fn open(path: Option<&Path>, box_writable: &[PathBuf]) -> Result<AuditSink, AuditError> {
         let file = match path {
             Some(p) => Some(Mutex::new(
-                airlock_runtime::open_output(p, airlock_runtime::OutputMode::Append, box_writable)
+                airlock_native::open_output(p, airlock_native::OutputMode::Append, box_writable)
                     .map_err(|e| AuditError {
                         path: p.display().to_string(),
                         source: e,

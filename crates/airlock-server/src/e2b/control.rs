@@ -14,8 +14,8 @@ use crate::service::sandboxes::{audit, check_metadata, create_session, timeout_m
 use crate::state::AppState;
 use crate::template::resolve_policy;
 use airlock_policy::{BackendKind, INSIDE_HOME};
-use airlock_runtime::sessions::{SessionSpec, SessionState};
-use airlock_runtime::store::{SandboxFilter, SandboxRecord, SandboxState, MAX_PAGE};
+use airlock_sessions::{SessionSpec, SessionState};
+use airlock_store::{SandboxFilter, SandboxRecord, SandboxState, MAX_PAGE};
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -308,7 +308,7 @@ fn extend_to(
 
 /// A manager refusal as the control plane says it: a sandbox that ended between the lookup and
 /// now is a 404, as E2B answers for a sandbox that is gone.
-fn control_error(id: &str, e: airlock_runtime::sessions::ManagerError) -> E2bError {
+fn control_error(id: &str, e: airlock_sessions::ManagerError) -> E2bError {
     match E2bError::from_manager(id, e) {
         E2bError::SandboxGone(_) => E2bError::NotFound(format!(
             "sandbox {id} not found (it ended or never existed)"
@@ -318,8 +318,8 @@ fn control_error(id: &str, e: airlock_runtime::sessions::ManagerError) -> E2bErr
 }
 
 fn now_ms() -> i64 {
-    use airlock_runtime::sessions::Clock;
-    airlock_runtime::sessions::SystemClock.now_ms()
+    use airlock_sessions::Clock;
+    airlock_sessions::SystemClock.now_ms()
 }
 
 async fn get_one(

@@ -6,7 +6,7 @@ use super::connect::unary_error;
 use super::error::E2bError;
 use super::{boxio, files, filesystem, process, watch};
 use crate::state::AppState;
-use airlock_runtime::sessions::SessionState;
+use airlock_sessions::SessionState;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{from_fn_with_state, Next};

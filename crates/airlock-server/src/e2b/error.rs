@@ -4,8 +4,8 @@
 //! answers `{"code": <HTTP status>, "message"}`, and the interpreter answers plain text.
 
 use crate::ApiError;
-use airlock_runtime::sessions::ManagerError;
 use airlock_runtime::{AgentError, SandboxError};
+use airlock_sessions::ManagerError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 

@@ -3,7 +3,7 @@
 //! CPU is the average since the box started (there is no earlier sample to difference against).
 
 use airlock_runtime::backend::Usage;
-use airlock_runtime::store::SandboxRecord;
+use airlock_store::SandboxRecord;
 use serde_json::{json, Value};
 
 /// One metrics sample of sandbox `rec` from its `usage`.

@@ -10,7 +10,7 @@
 //! - `E2b-Sandbox-Port: 49999` goes to the code interpreter ([`interpreter`]);
 //! - a signed `/files` URL (which carries no sandbox id) goes to envd as well.
 //!
-//! Every sandbox is a session of the one [`SessionManager`](airlock_runtime::sessions::SessionManager)
+//! Every sandbox is a session of the one [`SessionManager`](airlock_sessions::SessionManager)
 //! the native API uses: a sandbox made through either API is visible and usable through both.
 
 pub(crate) mod auth;

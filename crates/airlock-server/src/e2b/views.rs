@@ -2,7 +2,7 @@
 //! and the time format they use.
 
 use super::ENVD_VERSION;
-use airlock_runtime::store::{SandboxRecord, SandboxState};
+use airlock_store::{SandboxRecord, SandboxState};
 use serde_json::{json, Map, Value};
 
 /// The `clientID` every sandbox reports (E2B's id of the node; one node here).

@@ -10,8 +10,8 @@ use crate::state::AppState;
 use crate::template::{resolve_policy, template};
 use crate::view::{self, SandboxView};
 use crate::ApiError;
-use airlock_runtime::sessions::SessionSpec;
-use airlock_runtime::store::{SandboxFilter, SandboxState};
+use airlock_sessions::SessionSpec;
+use airlock_store::{SandboxFilter, SandboxState};
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -196,7 +196,7 @@ pub async fn events(
     let events = state
         .blocking(move |state| {
             view::get(&state, &id)?;
-            Ok(lock(&state.store).events(&id, after, airlock_runtime::store::MAX_PAGE)?)
+            Ok(lock(&state.store).events(&id, after, airlock_store::MAX_PAGE)?)
         })
         .await?;
     Ok(Json(serde_json::json!({ "events": events })))

@@ -7,8 +7,8 @@ use crate::observer::{lock, Pending};
 use crate::secrets::hash;
 use crate::state::AppState;
 use crate::ApiError;
-use airlock_runtime::sessions::SessionSpec;
-use airlock_runtime::store::AuditEntry;
+use airlock_sessions::SessionSpec;
+use airlock_store::AuditEntry;
 use std::collections::BTreeMap;
 use std::sync::PoisonError;
 
@@ -92,8 +92,8 @@ pub(crate) fn audit(
 }
 
 fn now_ms() -> i64 {
-    use airlock_runtime::sessions::Clock;
-    airlock_runtime::sessions::SystemClock.now_ms()
+    use airlock_sessions::Clock;
+    airlock_sessions::SystemClock.now_ms()
 }
 
 /// A sandbox's life (`timeout`, whole seconds) in milliseconds; shared with E2B's control plane.

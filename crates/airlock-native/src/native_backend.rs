@@ -1,10 +1,10 @@
 //! The native box behind the backend seam: namespaces, seccomp, Landlock and cgroups around
 //! processes on the host kernel, each box held by its own `airlock sandbox-host` process.
 
-use crate::backend::{Backend, BackendError, BoxInstance, StartOptions, Template};
 use crate::plan::BoxPlan;
-use crate::Receipt;
 use airlock_policy::{BackendKind, ResolvedPolicy};
+use airlock_runtime::backend::{Backend, BackendError, BoxInstance, StartOptions, Template};
+use airlock_runtime::Receipt;
 use std::path::PathBuf;
 
 /// The native backend. `exe` is the airlock binary (it runs `exe sandbox-host` for each box).
@@ -31,7 +31,7 @@ pub fn probe_policy() -> Result<ResolvedPolicy, airlock_policy::PolicyError> {
         &airlock_policy::ResolveContext {
             cwd: "/".into(),
             env: &env,
-            host: &crate::RealHost,
+            host: &airlock_runtime::RealHost,
         },
     )
 }

@@ -4,6 +4,10 @@
 //!
 //! The [`SessionManager`] keeps the records and decides; a [`BoxFactory`] starts and stops the
 //! actual boxes; a [`SessionObserver`] (the server's store) is told of every change.
+//!
+//! The manager decides over records only: it never names a pid, a backend, the jail or the proxy,
+//! and must not depend on them (nor on the store, which the server attaches as an observer). It
+//! depends on no other airlock crate.
 
 mod error;
 mod manager;

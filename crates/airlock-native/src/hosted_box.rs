@@ -2,13 +2,13 @@
 //! from any thread of any program (the server). The owner talks to the box's agent directly
 //! over the stream the host hands back; the host process holds the box and cleans up after it.
 
-use crate::backend::{
+use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
+use airlock_policy::{BackendKind, Egress, NetworkMode, ResolvedPolicy};
+use airlock_runtime::backend::{
     BackendError, BoxEnd, BoxInstance, Capabilities, NetworkSink, SessionDefaults, StartOptions,
     Usage,
 };
-use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
-use crate::Receipt;
-use airlock_policy::{BackendKind, Egress, NetworkMode, ResolvedPolicy};
+use airlock_runtime::Receipt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;

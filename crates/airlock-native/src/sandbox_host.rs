@@ -9,10 +9,10 @@
 //! SCM_RIGHTS. Requests are answered in order; `network` and `exited` messages come whenever
 //! they happen, between replies.
 
-use crate::backend::{NetDecision, NetProtocol, NetworkEvent, Usage};
 use crate::sandbox::{Sandbox, SandboxOptions};
-use crate::Receipt;
 use airlock_policy::{Egress, ResolvedPolicy};
+use airlock_runtime::backend::{NetDecision, NetProtocol, NetworkEvent, Usage};
+use airlock_runtime::Receipt;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -81,8 +81,8 @@ fn refuse(control: &OwnedFd, message: String) {
     let _ = send(control, &FromHost::Error { message }, None);
 }
 
-/// The proxy's event as the seam's typed value.
-fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
+/// The proxy's event as the seam's typed value (the same JSON object as the proxy's own).
+pub(crate) fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
     NetworkEvent {
         time_ms: u64::try_from(e.time_ms).unwrap_or(u64::MAX),
         protocol: match e.protocol {

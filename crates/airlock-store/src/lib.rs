@@ -2,6 +2,10 @@
 //! and network decision, and the API key's hash, kept in one embedded SQLite file under
 //! `--data-dir`. A restart of the server loses no record: [`Store::recover`] marks the boxes that
 //! died while it was down as dead, with a reason.
+//!
+//! This crate is only the record: it knows nothing of boxes, backends or sessions, and must not
+//! depend on any other airlock crate (the jail, the proxy, the agent, the runtime). The server
+//! writes into it; the session manager never sees it.
 
 mod api_keys;
 mod audit;

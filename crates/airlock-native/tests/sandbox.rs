@@ -2,8 +2,9 @@
 //! `Sandbox` handle. Runs as a plain single-threaded program (see Cargo.toml).
 #![allow(clippy::unwrap_used)]
 
+use airlock_native::{Sandbox, SandboxOptions};
 use airlock_policy::{resolve, PolicyFile, ResolveContext};
-use airlock_runtime::{RealHost, Sandbox, SandboxOptions};
+use airlock_runtime::RealHost;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,6 +43,8 @@ fn sandbox(ws: &Path) -> Sandbox {
 
 fn sh(s: &mut Sandbox, script: &str) -> (String, Option<i32>) {
     let out = s
+        .session()
+        .unwrap()
         .exec(
             &["sh", "-c", script],
             &[],
@@ -80,10 +83,14 @@ fn exec_io_exit_codes_and_timeouts() {
     let ws = temp("exec");
     let mut s = sandbox(&ws.0);
     let out = s
+        .session()
+        .unwrap()
         .exec(&["cat"], &[], Some(b"from stdin"), None, 1 << 20)
         .unwrap();
     assert_eq!(out.stdout, b"from stdin");
     let out = s
+        .session()
+        .unwrap()
         .exec(
             &["sh", "-c", "echo err >&2; exit 7"],
             &[],
@@ -97,6 +104,8 @@ fn exec_io_exit_codes_and_timeouts() {
         (&b"err\n"[..], Some(7))
     );
     let out = s
+        .session()
+        .unwrap()
         .exec(
             &["sh", "-c", "echo $GREETING"],
             &[("GREETING", "hi")],
@@ -107,6 +116,8 @@ fn exec_io_exit_codes_and_timeouts() {
         .unwrap();
     assert_eq!(out.stdout, b"hi\n");
     let out = s
+        .session()
+        .unwrap()
         .exec(
             &["sleep", "30"],
             &[],
@@ -120,6 +131,8 @@ fn exec_io_exit_codes_and_timeouts() {
         "{out:?}"
     );
     let out = s
+        .session()
+        .unwrap()
         .exec(
             &["sh", "-c", "head -c 3000000 /dev/zero"],
             &[],

@@ -49,7 +49,7 @@ pub(crate) fn idmap_grants(
                 .iter_mut()
                 .find(|l| l.layer == "process")
             {
-                l.status = crate::receipt::LayerStatus::Fallback;
+                l.status = airlock_runtime::LayerStatus::Fallback;
                 l.detail = detail;
             }
             Ok(Vec::new())

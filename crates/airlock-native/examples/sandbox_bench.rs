@@ -4,9 +4,10 @@
 //! Usage: sandbox_bench AIRLOCK_EXE [IDLE_BOXES]
 #![allow(clippy::unwrap_used)]
 
+use airlock_native::NativeBackend;
 use airlock_policy::{resolve, PolicyFile, ResolveContext};
 use airlock_runtime::backend::{StartOptions, Template};
-use airlock_runtime::{LiveSandbox, NativeBackend, RealHost};
+use airlock_runtime::{LiveSandbox, RealHost};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -116,7 +117,9 @@ fn main() {
     for _ in 0..40 {
         let t = Instant::now();
         let mut s = LiveSandbox::start(&backend, &policy, &Template::Host, &opts).unwrap();
-        s.exec(&["/bin/true"], &[], None, None, 1024).unwrap();
+        s.session()
+            .exec(&["/bin/true"], &[], None, None, 1024)
+            .unwrap();
         create.push(t.elapsed().as_secs_f64() * 1000.0);
         s.kill();
     }
@@ -126,12 +129,16 @@ fn main() {
     // Warm exec.
     let mut s = LiveSandbox::start(&backend, &policy, &Template::Host, &opts).unwrap();
     for _ in 0..20 {
-        s.exec(&["/bin/true"], &[], None, None, 1024).unwrap();
+        s.session()
+            .exec(&["/bin/true"], &[], None, None, 1024)
+            .unwrap();
     }
     let warm: Vec<f64> = (0..500)
         .map(|_| {
             let t = Instant::now();
-            s.exec(&["/bin/true"], &[], None, None, 1024).unwrap();
+            s.session()
+                .exec(&["/bin/true"], &[], None, None, 1024)
+                .unwrap();
             t.elapsed().as_secs_f64() * 1000.0
         })
         .collect();

@@ -4,7 +4,7 @@
 use crate::launch::{Launch, Started};
 use crate::placeholders;
 use crate::plan::PlanError;
-use crate::result::{Event, LimitHit, RunResult};
+use crate::sandbox_host::network_event;
 use crate::sentinel::Sentinel;
 use crate::signals::SignalGuard;
 use crate::stdio::BoxIo;
@@ -13,6 +13,7 @@ use airlock_jail::cgroup::{BoxCgroup, CgroupError};
 use airlock_jail::spawn::{BoxMain, SpawnError, SpawnedBox};
 use airlock_jail::{write_all, StatusRecord};
 use airlock_policy::ResolvedPolicy;
+use airlock_runtime::{ChangeIssue, ChangesReport, Event, LimitHit, Receipt, RunResult};
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -174,7 +175,7 @@ fn run_planned(
     // (and the cgroup is empty): nothing can change the layer while it is applied.
     let report = changes.map(|layer| apply_changes(&mut sup, policy, &layer));
     let mut result = sup.finish(wait_status, peak, receipt);
-    result.network_events = net_events;
+    result.network_events = net_events.iter().map(network_event).collect();
     result.network_events_dropped = net_dropped;
     result.changes = report;
     Ok(result)
@@ -185,14 +186,14 @@ fn apply_changes(
     sup: &mut Supervision,
     policy: &ResolvedPolicy,
     layer: &std::os::fd::OwnedFd,
-) -> crate::ChangesReport {
+) -> ChangesReport {
     let workspace = match &policy.filesystem {
         airlock_policy::FilesystemPolicy::Isolated {
             workspace: Some(w), ..
         } => w.host.clone(),
         _ => {
-            let mut r = crate::ChangesReport::default();
-            r.failed.push(crate::ChangeIssue {
+            let mut r = ChangesReport::default();
+            r.failed.push(ChangeIssue {
                 path: ".".into(),
                 reason: "the box had a change layer but no workspace to apply it to".into(),
             });
@@ -469,7 +470,7 @@ impl Supervision {
         mut self,
         init_status: Option<libc::c_int>,
         cgroup_peak: Option<u64>,
-        receipt: crate::Receipt,
+        receipt: Receipt,
     ) -> RunResult {
         let text = String::from_utf8_lossy(&self.status).into_owned();
         let records = StatusRecord::parse_all(&text);

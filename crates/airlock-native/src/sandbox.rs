@@ -4,13 +4,14 @@
 //! Like a one-shot run, a `Sandbox` must be created from a single-threaded process (the box's
 //! setup runs between clone and exec); the server will start each sandbox from its own process.
 
-use crate::agent_client::{AgentClient, AgentError};
 use crate::launch::{Launch, Started};
 use crate::placeholders::{self, Placeholder};
 use crate::plan::{proxy_env, PlanError};
 use crate::sentinel::Sentinel;
-use crate::session::{AgentSession, ExecOutput};
-use crate::{Receipt, RunError};
+use crate::RunError;
+use airlock_runtime::AgentSession;
+use airlock_runtime::Receipt;
+use airlock_runtime::{AgentClient, AgentError, SandboxError};
 // The agent's children are restricted already: init restricted itself before serving.
 use airlock_agent::standalone::AlreadyConfined;
 use airlock_jail::spawn::{BoxMain, StdioFds};
@@ -26,21 +27,6 @@ use std::time::{Duration, Instant};
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long closing waits for the box to end before killing it.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
-
-/// Why a sandbox operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
-    #[error(transparent)]
-    Run(#[from] RunError),
-    #[error(transparent)]
-    Agent(#[from] AgentError),
-    #[error("the box could not be set up ({stage}): {message}")]
-    Setup { stage: String, message: String },
-    #[error("cannot prepare the sandbox: {0}")]
-    Io(#[from] std::io::Error),
-    #[error(transparent)]
-    Backend(#[from] crate::backend::BackendError),
-}
 
 /// Options of a sandbox.
 #[derive(Clone, Default)]
@@ -201,18 +187,6 @@ impl Sandbox {
         Ok(())
     }
 
-    /// Runs a command to its end (see [`AgentSession::exec`]).
-    pub fn exec(
-        &mut self,
-        argv: &[&str],
-        env: &[(&str, &str)],
-        stdin: Option<&[u8]>,
-        timeout: Option<Duration>,
-        output_cap: usize,
-    ) -> Result<ExecOutput, SandboxError> {
-        self.session()?.exec(argv, env, stdin, timeout, output_cap)
-    }
-
     /// Writes a whole file inside the box.
     pub fn write_file(&mut self, path: &str, data: &[u8]) -> Result<(), SandboxError> {
         self.session()?.write_file(path, data)
@@ -224,9 +198,9 @@ impl Sandbox {
     }
 
     /// What the box uses now (from its cgroup and its processes).
-    pub fn usage(&self) -> crate::backend::Usage {
+    pub fn usage(&self) -> airlock_runtime::backend::Usage {
         let cg = self.started.as_ref().and_then(|s| s.cgroup.as_ref());
-        crate::backend::Usage {
+        airlock_runtime::backend::Usage {
             cpu_usec: cg.and_then(|c| c.cpu_usage_usec()),
             memory_bytes: cg.and_then(|c| c.current_memory()),
             memory_peak_bytes: cg.and_then(|c| c.peak_memory()),
@@ -323,6 +297,12 @@ fn setup_error(status_fd: libc::c_int) -> Option<SandboxError> {
 
 impl From<PlanError> for SandboxError {
     fn from(e: PlanError) -> SandboxError {
-        SandboxError::Run(RunError::Plan(e))
+        SandboxError::from(RunError::Plan(e))
+    }
+}
+
+impl From<RunError> for SandboxError {
+    fn from(e: RunError) -> SandboxError {
+        SandboxError::Run(Box::new(e))
     }
 }

@@ -2,7 +2,6 @@
 //! [`BoxSpec`] the jail executes. Where a clause can only be enforced by a fallback, the receipt
 //! says so, or planning fails when the policy says `fail_if_unavailable`.
 
-use crate::receipt::{LayerStatus, Receipt};
 use airlock_jail::cgroup::{self, CgroupLimits, CgroupSupport};
 use airlock_jail::idmap::BOX_HOST_ID;
 use airlock_jail::landlock::{self, FsAccess, LandlockRules};
@@ -15,6 +14,7 @@ use airlock_policy::{
     INSIDE_UID,
 };
 use airlock_proxy::rules::EgressRules;
+use airlock_runtime::{LayerStatus, Receipt};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 

@@ -6,9 +6,9 @@
 //! permanent threads keeps each box alive exactly as long as the program. There is one pool per
 //! process (made on first use), whatever number of backends the program makes and drops.
 
-use crate::backend::{BackendError, StartOptions};
 use crate::hosted_box::HostedBox;
 use airlock_policy::ResolvedPolicy;
+use airlock_runtime::backend::{BackendError, StartOptions};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};

@@ -17,32 +17,9 @@ mod at;
 mod guard;
 mod walk;
 
-use serde::Serialize;
+use airlock_runtime::{ChangeIssue, ChangesReport};
 use std::os::fd::OwnedFd;
 use std::path::Path;
-
-/// One entry of the change layer that was not applied, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChangeIssue {
-    /// The path relative to the workspace.
-    pub path: String,
-    pub reason: String,
-}
-
-/// What applying a change layer did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ChangesReport {
-    /// Files, symlinks and directories created or replaced on the host.
-    pub written: u64,
-    /// Entries removed on the host (the box deleted them).
-    pub deleted: u64,
-    /// Bytes of file content written.
-    pub bytes: u64,
-    /// Entries left out on purpose (protected paths, sockets, devices).
-    pub skipped: Vec<ChangeIssue>,
-    /// Entries that could not be applied (the host workspace keeps its old state there).
-    pub failed: Vec<ChangeIssue>,
-}
 
 /// Applies the change layer `layer` (a directory descriptor of the overlay's upper layer) to
 /// the host directory `workspace`. Call only once no process of the box is left.

@@ -1,0 +1,41 @@
+//! The native box's host side: plans a box from a resolved policy (namespaces, mounts, seccomp,
+//! Landlock, limits — and the [`Receipt`] saying what is enforced), launches it through the jail
+//! (idmapped grants, cgroup, the egress proxy's door, placeholders, the cleanup sentinel), and
+//! either supervises one command to the end ([`run`]: limits, timeout, output, signals, the
+//! workspace's change layer) or holds a long-lived box whose init is the agent ([`Sandbox`],
+//! served by `airlock sandbox-host`, reached through [`NativeBackend`] behind the runtime's seam).
+//!
+//! Depends on the runtime (the seam and the shared result types), the jail, the proxy, the
+//! policy, the protocol and the agent. Nothing above the seam should need this crate except to
+//! construct a [`NativeBackend`].
+//!
+//! [`Receipt`]: airlock_runtime::Receipt
+
+mod changes;
+mod control;
+mod hosted_box;
+mod idmapping;
+mod launch;
+mod native_backend;
+mod output_file;
+mod placeholders;
+mod plan;
+mod proxy_channel;
+mod sandbox;
+mod sandbox_host;
+mod sentinel;
+mod signals;
+mod starter_pool;
+mod stdio;
+mod supervisor;
+#[cfg(test)]
+mod test_dir;
+mod tty;
+
+pub use control::{ControlMessage, ControlReader};
+pub use native_backend::{probe_policy, NativeBackend};
+pub use output_file::{box_writable_roots, open_output, OutputFileError, OutputMode};
+pub use plan::{BoxPlan, PlanError};
+pub use sandbox::{Sandbox, SandboxOptions};
+pub use sandbox_host::sandbox_host_main;
+pub use supervisor::{run, RunError, RunOptions, StdinMode};
