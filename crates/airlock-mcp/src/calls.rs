@@ -436,3 +436,7 @@ fn list_files(
         Err(e) => Err(box_failed(slot, &e)),
     }
 }
+
+#[cfg(test)]
+#[path = "calls_tests.rs"]
+mod tests;
