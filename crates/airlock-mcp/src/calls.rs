@@ -145,7 +145,7 @@ fn run_code(args: &JsonObject, slot: &mut BoxSlot) -> Result<ToolOutput, ToolOut
             return Err(ToolOutput::text(format!("bad arguments: context {ctx_name:?} runs {:?}, not {lang_name}; pick another context", ctx.language), true));
         }
     } else {
-        let created = live.sandbox.session().create_context(lang, None);
+        let created = live.sandbox.channel().create_context(lang, None);
         match created {
             Ok(ctx) => {
                 live.contexts.insert(ctx_name.clone(), ctx);
@@ -165,7 +165,7 @@ fn run_code(args: &JsonObject, slot: &mut BoxSlot) -> Result<ToolOutput, ToolOut
             ));
         };
         sandbox
-            .session()
+            .channel()
             .run_code(ctx, code, &BTreeMap::new(), Some(limit), |e| {
                 collected.add(e)
             })
@@ -265,7 +265,7 @@ fn run_command(args: &JsonObject, slot: &mut BoxSlot) -> Result<ToolOutput, Tool
     let command = required(args, "command")?;
     let limit = timeout(args)?;
     let live = live(slot)?;
-    let ran = live.sandbox.session().exec(
+    let ran = live.sandbox.channel().exec(
         &["/bin/sh", "-c", command],
         &[],
         None,
@@ -323,7 +323,7 @@ fn read_file(
     let full = full.to_string_lossy();
     let live = live(slot)?;
     let mut data = Capped(Vec::new());
-    match live.sandbox.session().read_file_to(&full, &mut data) {
+    match live.sandbox.channel().read_file_to(&full, &mut data) {
         Ok(_) => {}
         Err(SandboxError::Agent(e)) if !matches!(e, airlock_runtime::AgentError::Closed) => {
             return Ok(ToolOutput::text(format!("cannot read {full}: {e}"), true))
@@ -358,7 +358,7 @@ fn write_file(
         .map_err(|why| ToolOutput::denied(&Denial::path(&format!("write {path}"), &why)))?;
     let full = full.to_string_lossy();
     let live = live(slot)?;
-    let session = live.sandbox.session();
+    let session = live.sandbox.channel();
     let parent = Path::new(&*full)
         .parent()
         .map(|p| p.to_string_lossy().into_owned())
@@ -408,7 +408,7 @@ fn list_files(
         .map_err(|why| ToolOutput::denied(&Denial::path(&format!("list {path}"), &why)))?;
     let full = full.to_string_lossy();
     let live = live(slot)?;
-    match live.sandbox.session().list_dir(&full, depth) {
+    match live.sandbox.channel().list_dir(&full, depth) {
         Ok(entries) => {
             let lines: Vec<String> = entries
                 .iter()

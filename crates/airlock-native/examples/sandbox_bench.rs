@@ -117,7 +117,7 @@ fn main() {
     for _ in 0..40 {
         let t = Instant::now();
         let mut s = LiveSandbox::start(&backend, &policy, &Template::Host, &opts).unwrap();
-        s.session()
+        s.channel()
             .exec(&["/bin/true"], &[], None, None, 1024)
             .unwrap();
         create.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -129,14 +129,14 @@ fn main() {
     // Warm exec.
     let mut s = LiveSandbox::start(&backend, &policy, &Template::Host, &opts).unwrap();
     for _ in 0..20 {
-        s.session()
+        s.channel()
             .exec(&["/bin/true"], &[], None, None, 1024)
             .unwrap();
     }
     let warm: Vec<f64> = (0..500)
         .map(|_| {
             let t = Instant::now();
-            s.session()
+            s.channel()
                 .exec(&["/bin/true"], &[], None, None, 1024)
                 .unwrap();
             t.elapsed().as_secs_f64() * 1000.0
@@ -152,28 +152,28 @@ fn main() {
     for _ in 0..10 {
         let t = Instant::now();
         let mut ctx = s
-            .session()
+            .channel()
             .create_context(airlock_runtime::Language::Python, None)
             .unwrap();
-        s.session()
+        s.channel()
             .run_code(&mut ctx, "pass", &BTreeMap::new(), None, |_| {})
             .unwrap();
         ctxs.push(t.elapsed().as_secs_f64() * 1000.0);
-        s.session().close_context(ctx).unwrap();
+        s.channel().close_context(ctx).unwrap();
     }
     let mut ctx = s
-        .session()
+        .channel()
         .create_context(airlock_runtime::Language::Python, None)
         .unwrap();
     for _ in 0..20 {
-        s.session()
+        s.channel()
             .run_code(&mut ctx, "1+1", &BTreeMap::new(), None, |_| {})
             .unwrap();
     }
     let code: Vec<f64> = (0..300)
         .map(|_| {
             let t = Instant::now();
-            s.session()
+            s.channel()
                 .run_code(&mut ctx, "1+1", &BTreeMap::new(), None, |_| {})
                 .unwrap();
             t.elapsed().as_secs_f64() * 1000.0

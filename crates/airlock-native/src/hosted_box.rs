@@ -5,7 +5,7 @@
 use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
 use airlock_policy::{BackendKind, Egress, NetworkMode, ResolvedPolicy};
 use airlock_runtime::backend::{
-    BackendError, BoxEnd, BoxInstance, Capabilities, NetworkSink, SessionDefaults, StartOptions,
+    BackendError, BoxEnd, BoxInstance, Capabilities, CommandDefaults, NetworkSink, StartOptions,
     Usage,
 };
 use airlock_runtime::Receipt;
@@ -33,7 +33,7 @@ pub(crate) struct HostedBox {
     ended: Arc<Mutex<Option<BoxEnd>>>,
     reader: Option<std::thread::JoinHandle<()>>,
     receipt: Receipt,
-    defaults: SessionDefaults,
+    defaults: CommandDefaults,
     agent: Option<UnixStream>,
     proxied: bool,
 }
@@ -177,7 +177,7 @@ impl HostedBox {
         }
         let (receipt, defaults, agent) = match recv(&control, Some(START_TIMEOUT)) {
             Ok(Some((FromHost::Started { receipt, env, cwd }, Some(fd)))) => {
-                (receipt, SessionDefaults { env, cwd }, UnixStream::from(fd))
+                (receipt, CommandDefaults { env, cwd }, UnixStream::from(fd))
             }
             Ok(Some((FromHost::Error { message }, _))) => {
                 return Err(fail(&mut child, BackendError::Start(message)))
@@ -276,7 +276,7 @@ impl BoxInstance for HostedBox {
         &self.receipt
     }
 
-    fn session_defaults(&self) -> SessionDefaults {
+    fn command_defaults(&self) -> CommandDefaults {
         self.defaults.clone()
     }
 

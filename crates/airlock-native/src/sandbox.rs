@@ -9,7 +9,7 @@ use crate::placeholders::{self, Placeholder};
 use crate::plan::{proxy_env, PlanError};
 use crate::sentinel::Sentinel;
 use crate::RunError;
-use airlock_runtime::AgentSession;
+use airlock_runtime::AgentChannel;
 use airlock_runtime::Receipt;
 use airlock_runtime::{AgentClient, AgentError, SandboxError};
 // The agent's children are restricted already: init restricted itself before serving.
@@ -39,7 +39,7 @@ pub struct SandboxOptions {
 
 /// A running sandbox. Dropping it ends the box and cleans up everything it made.
 pub struct Sandbox {
-    session: Option<AgentSession>,
+    session: Option<AgentChannel>,
     started: Option<Started>,
     sentinel: Option<Sentinel>,
     placeholders: Vec<Placeholder>,
@@ -133,7 +133,7 @@ impl Sandbox {
         self.started = Some(started);
         match AgentClient::connect(host, HELLO_TIMEOUT) {
             Ok(client) => {
-                self.session = Some(AgentSession::new(
+                self.session = Some(AgentChannel::new(
                     client,
                     self.env.clone(),
                     self.cwd.clone(),
@@ -145,7 +145,7 @@ impl Sandbox {
     }
 
     /// The session with the box's agent (exec, files).
-    pub fn session(&mut self) -> Result<&mut AgentSession, SandboxError> {
+    pub fn channel(&mut self) -> Result<&mut AgentChannel, SandboxError> {
         self.session
             .as_mut()
             .ok_or(SandboxError::Agent(AgentError::Closed))
@@ -153,7 +153,7 @@ impl Sandbox {
 
     /// Gives the agent connection away (e.g. to another process), keeping the box: the box
     /// lives until `close`, and the new owner speaks to its agent.
-    pub fn take_session(&mut self) -> Option<AgentSession> {
+    pub fn take_channel(&mut self) -> Option<AgentChannel> {
         self.given_away = true;
         self.session.take()
     }
@@ -189,12 +189,12 @@ impl Sandbox {
 
     /// Writes a whole file inside the box.
     pub fn write_file(&mut self, path: &str, data: &[u8]) -> Result<(), SandboxError> {
-        self.session()?.write_file(path, data)
+        self.channel()?.write_file(path, data)
     }
 
     /// Reads a whole file from inside the box.
     pub fn read_file(&mut self, path: &str) -> Result<Vec<u8>, SandboxError> {
-        self.session()?.read_file(path)
+        self.channel()?.read_file(path)
     }
 
     /// What the box uses now (from its cgroup and its processes).

@@ -161,7 +161,7 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
         refuse(&control, "the box started without a receipt".into());
         return 1;
     };
-    let Some(session) = sandbox.take_session() else {
+    let Some(session) = sandbox.take_channel() else {
         refuse(&control, "the box's agent is not connected".into());
         return 1;
     };

@@ -43,7 +43,7 @@ fn sandbox(ws: &Path) -> Sandbox {
 
 fn sh(s: &mut Sandbox, script: &str) -> (String, Option<i32>) {
     let out = s
-        .session()
+        .channel()
         .unwrap()
         .exec(
             &["sh", "-c", script],
@@ -83,13 +83,13 @@ fn exec_io_exit_codes_and_timeouts() {
     let ws = temp("exec");
     let mut s = sandbox(&ws.0);
     let out = s
-        .session()
+        .channel()
         .unwrap()
         .exec(&["cat"], &[], Some(b"from stdin"), None, 1 << 20)
         .unwrap();
     assert_eq!(out.stdout, b"from stdin");
     let out = s
-        .session()
+        .channel()
         .unwrap()
         .exec(
             &["sh", "-c", "echo err >&2; exit 7"],
@@ -104,7 +104,7 @@ fn exec_io_exit_codes_and_timeouts() {
         (&b"err\n"[..], Some(7))
     );
     let out = s
-        .session()
+        .channel()
         .unwrap()
         .exec(
             &["sh", "-c", "echo $GREETING"],
@@ -116,7 +116,7 @@ fn exec_io_exit_codes_and_timeouts() {
         .unwrap();
     assert_eq!(out.stdout, b"hi\n");
     let out = s
-        .session()
+        .channel()
         .unwrap()
         .exec(
             &["sleep", "30"],
@@ -131,7 +131,7 @@ fn exec_io_exit_codes_and_timeouts() {
         "{out:?}"
     );
     let out = s
-        .session()
+        .channel()
         .unwrap()
         .exec(
             &["sh", "-c", "head -c 3000000 /dev/zero"],

@@ -15,7 +15,7 @@ mod usage;
 
 pub use error::BackendError;
 pub use instance::{
-    Backend, BoxEnd, BoxInstance, Capabilities, NetworkSink, SessionDefaults, StartOptions,
+    Backend, BoxEnd, BoxInstance, Capabilities, CommandDefaults, NetworkSink, StartOptions,
 };
 pub use network_event::{NetDecision, NetProtocol, NetworkEvent};
 pub use registry::{Availability, BackendReport, Backends};

@@ -5,8 +5,8 @@
 //! cannot corrupt the event stream).
 
 use crate::agent_client::AgentError;
+use crate::channel::AgentChannel;
 use crate::error::SandboxError;
-use crate::session::AgentSession;
 use airlock_protocol::{Event, ExecReply, ExecRequest, FrameKind, Op};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -98,7 +98,7 @@ pub struct CodeContext {
     next_id: u64,
 }
 
-impl AgentSession {
+impl AgentChannel {
     /// Starts a new context (its own driver process) in `cwd` (the box's default if `None`).
     pub fn create_context(
         &mut self,

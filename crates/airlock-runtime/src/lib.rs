@@ -1,6 +1,6 @@
 //! airlock's runtime, backend-neutral: the [`backend`] seam every box kind sits behind (plan →
 //! [`Receipt`], start → a box instance), the [`LiveSandbox`] every server and MCP caller holds,
-//! the agent client and its multiplexer (one connection, many concurrent [`AgentSession`]s),
+//! the agent client and its multiplexer (one connection, many concurrent [`AgentChannel`]s),
 //! receipts and the result types of a run ([`RunResult`]).
 //!
 //! It must not depend on the jail or the egress proxy: the native box's host side lives in
@@ -8,6 +8,8 @@
 
 mod agent_client;
 pub mod backend;
+mod channel;
+mod channel_process;
 mod error;
 mod host;
 mod interpreter;
@@ -15,11 +17,11 @@ mod live_sandbox;
 mod mux;
 mod receipt;
 mod result;
-mod session;
-mod session_process;
 
 pub use agent_client::{AgentClient, AgentError};
 pub use airlock_protocol::{Entry, EntryKind, ExecReply, FsEventKind, ProcessInfo, TtySize};
+pub use channel::{AgentChannel, Command, ExecOutput, ExitInfo, Stream};
+pub use channel_process::{FsChange, ProcessOutput, ProcessSpec};
 pub use error::SandboxError;
 pub use host::RealHost;
 pub use interpreter::{CodeContext, CodeEnd, CodeEvent, Language};
@@ -27,5 +29,3 @@ pub use live_sandbox::LiveSandbox;
 pub use mux::{AgentMux, MuxPort};
 pub use receipt::{HostReport, Layer, LayerStatus, Receipt};
 pub use result::{ChangeIssue, ChangesReport, Event, LimitHit, RunResult};
-pub use session::{AgentSession, Command, ExecOutput, ExitInfo, Stream};
-pub use session_process::{FsChange, ProcessOutput, ProcessSpec};

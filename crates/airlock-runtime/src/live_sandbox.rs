@@ -4,23 +4,23 @@
 
 use crate::agent_client::{AgentClient, AgentError};
 use crate::backend::{
-    Backend, BackendError, BoxEnd, BoxInstance, Capabilities, SessionDefaults, StartOptions,
+    Backend, BackendError, BoxEnd, BoxInstance, Capabilities, CommandDefaults, StartOptions,
     Template, Usage,
 };
+use crate::channel::AgentChannel;
 use crate::error::SandboxError;
 use crate::mux::AgentMux;
-use crate::session::AgentSession;
 use crate::Receipt;
 use airlock_policy::{Egress, ResolvedPolicy};
 
 /// A running box and its agent connection. Dropping it (or [`LiveSandbox::kill`]) ends the box.
 pub struct LiveSandbox {
-    // Field order: the sessions and the connection close before the box is ended.
-    session: AgentSession,
-    /// The agent connection, shared by [`LiveSandbox::session`] and every
-    /// [`LiveSandbox::new_session`].
+    // Field order: the channels and the connection close before the box is ended.
+    channel: AgentChannel,
+    /// The agent connection, shared by [`LiveSandbox::channel`] and every
+    /// [`LiveSandbox::new_channel`].
     mux: AgentMux,
-    defaults: SessionDefaults,
+    defaults: CommandDefaults,
     instance: Option<Box<dyn BoxInstance>>,
 }
 
@@ -42,14 +42,14 @@ impl LiveSandbox {
             .take_agent_stream()
             .ok_or(SandboxError::Agent(AgentError::Closed))?;
         let mux = AgentMux::new(stream)?;
-        let defaults = instance.session_defaults();
-        let session = AgentSession::new(
+        let defaults = instance.command_defaults();
+        let channel = AgentChannel::new(
             AgentClient::over(mux.port()),
             defaults.env.clone(),
             defaults.cwd.clone(),
         );
         Ok(LiveSandbox {
-            session,
+            channel,
             mux,
             defaults,
             instance: Some(instance),
@@ -73,16 +73,16 @@ impl LiveSandbox {
         self.instance.as_deref().map(|i| i.receipt())
     }
 
-    /// The box's main session (the one its code interpreter contexts live on).
-    pub fn session(&mut self) -> &mut AgentSession {
-        &mut self.session
+    /// The box's main channel to its agent (the one its code interpreter contexts live on).
+    pub fn channel(&mut self) -> &mut AgentChannel {
+        &mut self.channel
     }
 
-    /// A new session on the box, independent of every other: usable from another thread while
-    /// the main session (or other sessions) are busy. What it starts and reads is its own; a
+    /// A new channel to the box's agent, independent of every other: usable from another thread
+    /// while the main channel (or other channels) are busy. What it starts and reads is its own; a
     /// process it started runs on after it is dropped (its output is detached).
-    pub fn new_session(&self) -> AgentSession {
-        AgentSession::new(
+    pub fn new_channel(&self) -> AgentChannel {
+        AgentChannel::new(
             AgentClient::over(self.mux.port()),
             self.defaults.env.clone(),
             self.defaults.cwd.clone(),

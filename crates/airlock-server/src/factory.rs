@@ -6,7 +6,7 @@ use crate::network_audit::StoreNetworkSink;
 use crate::observer::SharedStore;
 use airlock_policy::ResolvedPolicy;
 use airlock_runtime::backend::{Backends, StartOptions, Template};
-use airlock_runtime::{AgentSession, CodeContext, Language, LiveSandbox, SandboxError};
+use airlock_runtime::{AgentChannel, CodeContext, Language, LiveSandbox, SandboxError};
 use airlock_sessions::{BoxFactory, SessionSpec};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,7 +24,7 @@ pub struct LiveContext {
 
 /// What an execution needs, held for its whole length.
 pub struct ContextRun {
-    pub session: AgentSession,
+    pub session: AgentChannel,
     pub ctx: CodeContext,
 }
 
@@ -35,7 +35,7 @@ impl LiveContext {
         language: Language,
         cwd: Option<String>,
     ) -> Result<Arc<LiveContext>, SandboxError> {
-        let mut session = sandbox.new_session();
+        let mut session = sandbox.new_channel();
         let ctx = session.create_context(language, cwd.as_deref())?;
         Ok(Arc::new(LiveContext {
             cwd,
@@ -48,7 +48,7 @@ impl LiveContext {
     /// Ends the context's process (an execution running in it ends with "context died").
     pub fn kill(&self, sandbox: &LiveSandbox) {
         let _ = sandbox
-            .new_session()
+            .new_channel()
             .signal_process(self.pid, libc::SIGKILL);
     }
 }

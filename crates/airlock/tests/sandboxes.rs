@@ -78,7 +78,7 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
                 let ws = TempDir::new(&format!("remote-{i}"));
                 let mut s = remote(ws.path(), |_| {});
                 let out = s
-                    .session()
+                    .channel()
                     .exec(
                         &["sh", "-c", &format!("echo box-{i} > who; id -u")],
                         &[],
@@ -92,20 +92,20 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
                     (&b"1000\n"[..], Some(0))
                 );
                 let out = s
-                    .session()
+                    .channel()
                     .exec(&["cat", "who"], &[], None, None, 1 << 16)
                     .unwrap();
                 assert_eq!(String::from_utf8_lossy(&out.stdout), format!("box-{i}\n"));
                 let data = vec![i as u8; 200_000];
                 let path = ws.join("data.bin");
-                s.session()
+                s.channel()
                     .write_file(path.to_str().unwrap(), &data)
                     .unwrap();
-                assert_eq!(s.session().read_file(path.to_str().unwrap()).unwrap(), data);
+                assert_eq!(s.channel().read_file(path.to_str().unwrap()).unwrap(), data);
                 // A detached process of the box, found on the host by its unique argument.
                 let marker = format!("1000.{}{i}", std::process::id());
                 let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
-                s.session()
+                s.channel()
                     .exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
                     .unwrap();
                 let deadline = Instant::now() + Duration::from_secs(5);
@@ -147,7 +147,7 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         "{layers:?}"
     );
     let out = s
-        .session()
+        .channel()
         .exec(
             &[
                 "sh",
@@ -168,7 +168,7 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         "{text}"
     );
     let out = s
-        .session()
+        .channel()
         .exec(&["cat", "/etc/shadow"], &[], None, None, 1 << 16)
         .unwrap();
     assert_ne!(out.exit_code, Some(0));
@@ -206,7 +206,7 @@ fn network_policy_changes_and_decisions_arrive_as_typed_events() {
     assert!(err.to_string().contains("--allow-domain"), "{err}");
     // A refused connection (decided by name, never resolved) comes back as a typed event.
     let out = s
-        .session()
+        .channel()
         .exec(
             &["curl", "-fsS", "-o", "/dev/null", "http://refused.test/"],
             &[],
@@ -231,7 +231,7 @@ fn network_policy_changes_and_decisions_arrive_as_typed_events() {
 fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
     let ws = TempDir::new("remote-usage");
     let mut s = remote(ws.path(), |_| {});
-    s.session()
+    s.channel()
         .exec(
             &[
                 "sh",
@@ -258,7 +258,7 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
     // The box's init (the agent) dies, killed from the host: the seam says the box has ended.
     let marker = format!("1000.{}77", std::process::id());
     let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
-    s.session()
+    s.channel()
         .exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -325,7 +325,7 @@ mod interpreter {
     ) -> (Vec<CodeEvent>, String) {
         let mut events = Vec::new();
         let end = s
-            .session()
+            .channel()
             .run_code(ctx, code, &BTreeMap::new(), timeout, |e| {
                 events.push(e.clone())
             })
@@ -344,7 +344,7 @@ mod interpreter {
     fn python_state_results_figures_and_interrupts_inside_a_box() {
         let ws = TempDir::new("interp-py");
         let mut s = remote(ws.path(), |_| {});
-        let mut ctx = s.session().create_context(Language::Python, None).unwrap();
+        let mut ctx = s.channel().create_context(Language::Python, None).unwrap();
         let (_, status) = run(&mut s, &mut ctx, "x = 41\nimport os", None);
         assert_eq!(status, "ok");
         let (events, _) = run(&mut s, &mut ctx, "x + 1", None);
@@ -411,14 +411,14 @@ mod interpreter {
         let mut s = remote(ws.path(), |f| {
             f.limits.memory = Some(airlock_policy::SizeValue(256 << 20))
         });
-        let mut a = s.session().create_context(Language::Python, None).unwrap();
-        let mut b = s.session().create_context(Language::Python, None).unwrap();
+        let mut a = s.channel().create_context(Language::Python, None).unwrap();
+        let mut b = s.channel().create_context(Language::Python, None).unwrap();
         run(&mut s, &mut a, "secret = 'only in a'", None);
         let (events, status) = run(&mut s, &mut b, "secret", None);
         assert_eq!(status, "error", "b must not see a's variables: {events:?}");
         // A memory bomb kills only its own context (the box's memory cgroup); the other lives.
         let mut events = Vec::new();
-        let err = s.session().run_code(
+        let err = s.channel().run_code(
             &mut b,
             "blocks = []\nwhile True: blocks.append(bytearray(50 << 20))",
             &BTreeMap::new(),
@@ -429,7 +429,7 @@ mod interpreter {
         let (events, _) = run(&mut s, &mut a, "secret", None);
         assert_eq!(result_text(&events).as_deref(), Some("'only in a'"));
         // A fresh context replaces the dead one.
-        let mut c = s.session().create_context(Language::Python, None).unwrap();
+        let mut c = s.channel().create_context(Language::Python, None).unwrap();
         let (events, _) = run(&mut s, &mut c, "1 + 1", None);
         assert_eq!(result_text(&events).as_deref(), Some("2"));
     }
@@ -438,7 +438,7 @@ mod interpreter {
     fn bash_context_keeps_cwd_and_exports() {
         let ws = TempDir::new("interp-bash");
         let mut s = remote(ws.path(), |_| {});
-        let mut ctx = s.session().create_context(Language::Bash, None).unwrap();
+        let mut ctx = s.channel().create_context(Language::Bash, None).unwrap();
         run(&mut s, &mut ctx, "cd /tmp && export GREETING=hello", None);
         let (events, status) = run(&mut s, &mut ctx, "pwd; echo $GREETING", None);
         let out: String = events
@@ -459,7 +459,7 @@ mod interpreter {
         let ws = TempDir::new("interp-js");
         let mut s = remote(ws.path(), |_| {});
         let mut ctx = s
-            .session()
+            .channel()
             .create_context(Language::JavaScript, None)
             .unwrap();
         run(&mut s, &mut ctx, "let x = 41", None);

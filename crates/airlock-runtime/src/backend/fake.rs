@@ -4,7 +4,7 @@
 //! `fake` feature, which only test builds turn on.
 
 use super::{
-    Backend, BackendError, BoxEnd, BoxInstance, Capabilities, SessionDefaults, StartOptions,
+    Backend, BackendError, BoxEnd, BoxInstance, Capabilities, CommandDefaults, StartOptions,
     Template, Usage,
 };
 use crate::agent_client::AgentClient;
@@ -98,7 +98,7 @@ impl Backend for FakeBackend {
         Ok(Box::new(FakeInstance {
             child: Mutex::new(child),
             receipt: receipt(),
-            defaults: SessionDefaults {
+            defaults: CommandDefaults {
                 env: policy.env.iter().cloned().collect(),
                 cwd: policy.cwd.to_string_lossy().into_owned(),
             },
@@ -110,7 +110,7 @@ impl Backend for FakeBackend {
 struct FakeInstance {
     child: Mutex<Child>,
     receipt: Receipt,
-    defaults: SessionDefaults,
+    defaults: CommandDefaults,
     agent: Option<UnixStream>,
 }
 
@@ -123,7 +123,7 @@ impl BoxInstance for FakeInstance {
         &self.receipt
     }
 
-    fn session_defaults(&self) -> SessionDefaults {
+    fn command_defaults(&self) -> CommandDefaults {
         self.defaults.clone()
     }
 

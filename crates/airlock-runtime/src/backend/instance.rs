@@ -24,7 +24,7 @@ pub struct StartOptions {
 
 /// What every command in the box starts with, unless told otherwise.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SessionDefaults {
+pub struct CommandDefaults {
     pub env: BTreeMap<String, String>,
     pub cwd: String,
 }
@@ -77,7 +77,7 @@ pub trait BoxInstance: Send {
     fn receipt(&self) -> &Receipt;
 
     /// The environment and working directory commands start with.
-    fn session_defaults(&self) -> SessionDefaults;
+    fn command_defaults(&self) -> CommandDefaults;
 
     /// The connection to the box's agent, a byte stream speaking the agent protocol, its hello
     /// already exchanged (the backend checked that the agent is up and speaks our version).

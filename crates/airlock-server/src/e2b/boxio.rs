@@ -9,18 +9,18 @@
 use super::error::E2bError;
 use crate::factory::BoxHandle;
 use crate::state::AppState;
-use airlock_runtime::AgentSession;
+use airlock_runtime::AgentChannel;
 
 /// Runs `f` on sandbox `id`'s agent session, off the async threads. A sandbox that is not
 /// running answers [`E2bError::SandboxGone`].
 pub async fn with_session<R: Send + 'static>(
     state: &AppState,
     id: &str,
-    f: impl FnOnce(&mut AgentSession) -> Result<R, E2bError> + Send + 'static,
+    f: impl FnOnce(&mut AgentChannel) -> Result<R, E2bError> + Send + 'static,
 ) -> Result<R, E2bError> {
     let (state, id) = (state.clone(), id.to_string());
     tokio::task::spawn_blocking(move || {
-        let mut session = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session()))?;
+        let mut session = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_channel()))?;
         f(&mut session)
     })
     .await

@@ -119,7 +119,7 @@ async fn download_inner(
     )?;
     let body = crate::transfer::stream_out(
         move |out| {
-            let mut session = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session()))?;
+            let mut session = with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_channel()))?;
             if session.stat(&path)?.kind == EntryKind::Dir {
                 return Err(E2bError::InvalidArgument(format!(
                     "{path} is a directory; read a file, or list the directory"
@@ -147,7 +147,7 @@ impl FileWriter {
         let (tx, rx) = mpsc::channel(CHUNKS_BUFFERED);
         let (state, id) = (state.clone(), id.to_string());
         let task = tokio::task::spawn_blocking(move || {
-            with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_session())).and_then(
+            with_box_blocking(&state, &id, |h| Ok(h.sandbox().new_channel())).and_then(
                 |mut session| {
                     if let Some(parent) = std::path::Path::new(&path)
                         .parent()

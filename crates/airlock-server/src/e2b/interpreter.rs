@@ -336,7 +336,7 @@ async fn create_context(State(state): State<AppState>, headers: HeaderMap, body:
             let cwd = req
                 .cwd
                 .clone()
-                .unwrap_or_else(|| h.sandbox().session().default_cwd().to_string());
+                .unwrap_or_else(|| h.sandbox().channel().default_cwd().to_string());
             let ctx_id = create_in(h, lang, Some(cwd.clone()))?;
             Ok(context_view(&ctx_id, lang, &cwd))
         })
@@ -353,7 +353,7 @@ async fn list_contexts(State(state): State<AppState>, headers: HeaderMap) -> Res
     let result = async {
         let id = id_of(&headers)?;
         with_box(&state, &id, |h| {
-            let default_cwd = h.sandbox().session().default_cwd().to_string();
+            let default_cwd = h.sandbox().channel().default_cwd().to_string();
             let (_, contexts) = h.parts();
             let mut all: Vec<Value> = contexts
                 .iter()

@@ -14,7 +14,7 @@ use super::connect::{
 use super::error::E2bError;
 use super::procs::{self, ProcEntry, ProcessConfig, Procs, Selector};
 use crate::state::AppState;
-use airlock_runtime::{AgentSession, ProcessSpec, TtySize};
+use airlock_runtime::{AgentChannel, ProcessSpec, TtySize};
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
@@ -157,10 +157,10 @@ fn keepalive(headers: &HeaderMap) -> Duration {
 }
 
 /// A session of its own on the box, and the box's gateway state.
-async fn open(state: &AppState, id: &str) -> Result<(AgentSession, Arc<E2bBox>), E2bError> {
+async fn open(state: &AppState, id: &str) -> Result<(AgentChannel, Arc<E2bBox>), E2bError> {
     let (e2b, key) = (Arc::clone(&state.e2b), id.to_string());
     with_box(state, id, move |h| {
-        Ok((h.sandbox().new_session(), e2b.box_state(&key)))
+        Ok((h.sandbox().new_channel(), e2b.box_state(&key)))
     })
     .await
 }
@@ -276,7 +276,7 @@ async fn start_inner(
 
 /// Streams `started`'s events (a `start` event first) until it ends or the client leaves.
 fn relay_stream(
-    mut session: AgentSession,
+    mut session: AgentChannel,
     started: airlock_runtime::ExecReply,
     pty: bool,
     every: Duration,
@@ -376,7 +376,7 @@ async fn on_process(
     state: &AppState,
     headers: &HeaderMap,
     sel: Option<Selector>,
-    f: impl FnOnce(&mut AgentSession, &Procs, i32) -> Result<(), E2bError> + Send + 'static,
+    f: impl FnOnce(&mut AgentChannel, &Procs, i32) -> Result<(), E2bError> + Send + 'static,
 ) -> Response {
     let run = async {
         let id = super::named_sandbox(headers)?;

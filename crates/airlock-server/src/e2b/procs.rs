@@ -3,7 +3,7 @@
 //! does into envd's `ProcessEvent` JSON (proto3 JSON: lowerCamelCase, bytes as base64).
 
 use super::error::E2bError;
-use airlock_runtime::{AgentSession, ExecReply, ExitInfo, ProcessOutput, SandboxError};
+use airlock_runtime::{AgentChannel, ExecReply, ExitInfo, ProcessOutput, SandboxError};
 use base64::Engine;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -169,7 +169,7 @@ pub(crate) fn end_event(exit: &ExitInfo) -> Value {
 /// agent enforces the call's `Connect-Timeout-Ms`, as envd does) ends the stream with
 /// `deadline_exceeded`. Keepalives every `keepalive` while quiet.
 pub(crate) fn relay(
-    session: &mut AgentSession,
+    session: &mut AgentChannel,
     started: &ExecReply,
     pty: bool,
     keepalive: Duration,

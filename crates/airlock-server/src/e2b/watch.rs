@@ -12,7 +12,7 @@ use super::connect::{
 use super::error::E2bError;
 use super::filesystem::entry_info;
 use crate::state::AppState;
-use airlock_runtime::{AgentSession, EntryKind, FsChange, FsEventKind};
+use airlock_runtime::{AgentChannel, EntryKind, FsChange, FsEventKind};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -114,7 +114,7 @@ fn relative(root: &str, path: &str) -> String {
 
 /// envd's `FilesystemEvent` for one change (`None` for what envd has no event type for).
 fn fs_event(
-    session: &mut AgentSession,
+    session: &mut AgentChannel,
     root: &str,
     change: &FsChange,
     include_entry: bool,
@@ -135,7 +135,7 @@ async fn open_watch(
     state: &AppState,
     id: &str,
     req: &WatchRequest,
-) -> Result<(AgentSession, Arc<E2bBox>, u32, String), E2bError> {
+) -> Result<(AgentChannel, Arc<E2bBox>, u32, String), E2bError> {
     if req.path.is_empty() {
         return Err(E2bError::InvalidArgument(
             "path is empty: give the directory to watch".into(),
@@ -144,7 +144,7 @@ async fn open_watch(
     let path = super::auth::resolve_path(&req.path)?;
     let (e2b, key) = (Arc::clone(&state.e2b), id.to_string());
     let (mut session, boxed) = with_box(state, id, move |h| {
-        Ok((h.sandbox().new_session(), e2b.box_state(&key)))
+        Ok((h.sandbox().new_channel(), e2b.box_state(&key)))
     })
     .await?;
     let recursive = req.recursive;

@@ -82,7 +82,7 @@ fn run(state: &AppState, id: &str, caller: &Caller, cmd: &Command, tx: &mpsc::Se
     // A session of its own: the box stays usable (and killable) while the command runs.
     let outcome = state
         .manager
-        .with_handle(id, |h| h.sandbox().new_session())
+        .with_handle(id, |h| h.sandbox().new_channel())
         .map(|mut session| {
             session.exec_stream(
                 cmd,

@@ -56,7 +56,7 @@ pub async fn read(
     let body = crate::transfer::stream_out(
         move |out| match state
             .manager
-            .with_handle(&id, |h| h.sandbox().new_session())
+            .with_handle(&id, |h| h.sandbox().new_channel())
         {
             Err(e) => Err(state.manager_error(&id, e)),
             Ok(mut s) => s.read_file_to(&path, out).map_err(ApiError::from_box),
@@ -97,7 +97,7 @@ pub async fn write(
             let mut input = crate::transfer::ChunkReader::new(rx);
             let size = state
                 .manager
-                .with_handle(&id, |h| h.sandbox().new_session())
+                .with_handle(&id, |h| h.sandbox().new_channel())
                 .map(|mut s| s.write_file_from(&path, &mut input))
                 .map_err(|e| state.manager_error(&id, e))?
                 .map_err(ApiError::from_box)?;
@@ -127,7 +127,7 @@ pub async fn list(
         .blocking(move |state| {
             let entries = state
                 .manager
-                .with_handle(&id, |h| h.sandbox().new_session())
+                .with_handle(&id, |h| h.sandbox().new_channel())
                 .map(|mut s| s.list_dir(&path, depth.unwrap_or(1)))
                 .map_err(|e| state.manager_error(&id, e))?
                 .map_err(ApiError::from_box)?;

@@ -48,17 +48,18 @@ pub struct Command {
     pub timeout: Option<Duration>,
 }
 
-/// A connection to a box's agent with the box's defaults (environment, working directory).
-pub struct AgentSession {
+/// One channel to a box's agent (several share one connection) with the box's defaults
+/// (environment, working directory).
+pub struct AgentChannel {
     client: AgentClient,
     env: BTreeMap<String, String>,
     cwd: String,
 }
 
-impl AgentSession {
+impl AgentChannel {
     /// Wraps a connected agent client with the box's defaults.
-    pub fn new(client: AgentClient, env: BTreeMap<String, String>, cwd: String) -> AgentSession {
-        AgentSession { client, env, cwd }
+    pub fn new(client: AgentClient, env: BTreeMap<String, String>, cwd: String) -> AgentChannel {
+        AgentChannel { client, env, cwd }
     }
 
     /// Hands the connection over (e.g. to send it to another process).

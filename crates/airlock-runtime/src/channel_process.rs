@@ -1,11 +1,11 @@
-//! Long-lived processes and watches on a session, one step at a time, for callers that relay
+//! Long-lived processes and watches on an agent channel, one step at a time, for callers that relay
 //! them elsewhere (the E2B gateway's process and watch services): start or attach, then take
 //! what the process does piece by piece with a deadline, so the caller can interleave keepalives
 //! and notice its own client leaving.
 
 use crate::agent_client::AgentError;
+use crate::channel::{AgentChannel, ExitInfo};
 use crate::error::SandboxError;
-use crate::session::{AgentSession, ExitInfo};
 use airlock_protocol::{
     Event, ExecReply, ExecRequest, FrameKind, FsEventKind, Op, ProcessInfo, ProcessList, TtySize,
     WatchReply,
@@ -49,8 +49,8 @@ fn protocol(e: airlock_protocol::ErrorBody) -> SandboxError {
     AgentError::Protocol(e.message).into()
 }
 
-impl AgentSession {
-    /// Starts a process and returns its pid and channels; read it with [`AgentSession::next_output`].
+impl AgentChannel {
+    /// Starts a process and returns its pid and channels; read it with [`AgentChannel::next_output`].
     pub fn start_process(&mut self, spec: &ProcessSpec) -> Result<ExecReply, SandboxError> {
         if spec.argv.is_empty() {
             return Err(AgentError::Refused {
@@ -144,7 +144,7 @@ impl AgentSession {
         Ok(list.processes)
     }
 
-    /// Writes to a process's stdin channel (any session may, given the channel).
+    /// Writes to a process's stdin channel (any channel to the agent may, given the stream's channel number).
     pub fn send_input(&mut self, channel: u32, data: &[u8]) -> Result<(), SandboxError> {
         self.client_mut().send_chunk(channel, data)?;
         Ok(())
@@ -156,7 +156,7 @@ impl AgentSession {
         Ok(())
     }
 
-    /// Starts watching `path`; changes come from [`AgentSession::next_change`].
+    /// Starts watching `path`; changes come from [`AgentChannel::next_change`].
     pub fn watch(&mut self, path: &str, recursive: bool) -> Result<u32, SandboxError> {
         let reply = self.client_mut().call(Op::Watch {
             path: path.to_string(),
