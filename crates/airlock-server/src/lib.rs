@@ -1,10 +1,10 @@
 //! airlock's HTTP server: sandboxes as a service. A native REST API (JSON; command output
 //! streamed as NDJSON; files streamed both ways) over one [`SessionManager`] whose boxes are
-//! [`RemoteSandbox`]es, with every sandbox, state change, exec and file write recorded in the
+//! [`LiveSandbox`]es (started through the backend seam), with every sandbox, state change, exec and file write recorded in the
 //! store. Every request needs the API key or, for one sandbox, that sandbox's token.
 //!
 //! [`SessionManager`]: airlock_sessions::SessionManager
-//! [`RemoteSandbox`]: airlock_runtime::RemoteSandbox
+//! [`LiveSandbox`]: airlock_runtime::LiveSandbox
 
 mod accept;
 mod admission;
