@@ -1,7 +1,8 @@
 //! airlock's HTTP server: sandboxes as a service. A native REST API (JSON; command output
 //! streamed as NDJSON; files streamed both ways) over one [`SessionManager`] whose boxes are
-//! [`LiveSandbox`]es (started through the backend seam), with every sandbox, state change, exec and file write recorded in the
-//! store. Every request needs the API key or, for one sandbox, that sandbox's token.
+//! [`LiveSandbox`]es (started through the backend seam), with every sandbox, state change, exec
+//! and file write recorded in the store. Every request needs the API key or, for one sandbox,
+//! that sandbox's token.
 //!
 //! [`SessionManager`]: airlock_sessions::SessionManager
 //! [`LiveSandbox`]: airlock_runtime::LiveSandbox
