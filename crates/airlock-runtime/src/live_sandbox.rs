@@ -99,6 +99,19 @@ impl LiveSandbox {
         }
     }
 
+    /// Waits up to `timeout` for the box to end.
+    pub fn wait_ended(&self, timeout: std::time::Duration) -> Option<BoxEnd> {
+        match self.instance() {
+            Ok(i) => i.wait_ended(timeout),
+            Err(_) => self.ended(),
+        }
+    }
+
+    /// Stops the box in place (where its backend can; see [`Capabilities`]).
+    pub fn pause(&mut self) -> Result<(), BackendError> {
+        self.instance_mut()?.pause()
+    }
+
     /// What the box uses now.
     pub fn usage(&mut self) -> Result<Usage, BackendError> {
         self.instance_mut()?.usage()

@@ -281,11 +281,14 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
     // SAFETY: SIGKILL to the box's init, a process this test started (through the backend).
     assert_eq!(unsafe { libc::kill(init, libc::SIGKILL) }, 0);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while s.ended().is_none() {
-        assert!(Instant::now() < deadline, "the box's end was not noticed");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let end = s
+        .wait_ended(deadline.saturating_duration_since(Instant::now()))
+        .expect("the box's end was noticed");
+    assert!(end.reason.contains("ended"), "{end:?}");
     assert!(s.usage().is_err());
+    // A native box has no pause yet, and says so instead of pretending.
+    assert!(!s.capabilities().pause);
+    assert!(matches!(s.pause(), Err(BackendError::Unsupported { .. })));
 }
 
 #[test]

@@ -87,6 +87,21 @@ pub trait BoxInstance: Send {
     /// How the box ended, or `None` while it runs. Quick: no I/O beyond a non-blocking check.
     fn ended(&self) -> Option<BoxEnd>;
 
+    /// Waits up to `timeout` for the box to end; how it ended, or `None` if it still runs.
+    fn wait_ended(&self, timeout: std::time::Duration) -> Option<BoxEnd> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(end) = self.ended() {
+                return Some(end);
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            std::thread::sleep((deadline - now).min(std::time::Duration::from_millis(5)));
+        }
+    }
+
     /// What the box uses now.
     fn usage(&mut self) -> Result<Usage, BackendError>;
 
@@ -119,6 +134,17 @@ pub trait BoxInstance: Send {
             kind: self.kind(),
             what: "resume",
             why: "this backend has no pause yet".into(),
+        })
+    }
+
+    /// Saves the box's state (memory where the backend can, and its writable files) under
+    /// `name` in the store, for a later restore or fork.
+    fn snapshot(&mut self, name: &str) -> Result<(), BackendError> {
+        let _ = name;
+        Err(BackendError::Unsupported {
+            kind: self.kind(),
+            what: "take a snapshot",
+            why: "this backend has no snapshots yet".into(),
         })
     }
 
