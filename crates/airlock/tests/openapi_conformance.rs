@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{leftover_cgroups, pids_with_marker, ServeProcess, TempDir};
+use common::{alive, children, leftover_cgroups, pids_with_marker, ServeProcess, TempDir};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -39,32 +39,6 @@ fn schemathesis() -> PathBuf {
         st.display()
     );
     st
-}
-
-fn children(parent: i32) -> Vec<i32> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<i32>().ok());
-        if ppid == Some(parent) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-fn alive(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    !stat.is_empty()
-        && !stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{leftover_cgroups, ServeProcess, TempDir};
+use common::{alive, children, descendants, leftover_cgroups, ServeProcess, TempDir};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
 use std::time::{Duration, Instant};
@@ -152,46 +152,6 @@ impl Server {
 fn cmdline(pid: i32) -> String {
     String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default())
         .replace('\0', " ")
-}
-
-fn children(parent: i32) -> Vec<i32> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<i32>().ok());
-        if ppid == Some(parent) {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// Every process below `roots` (children, their children, ...), found on the host.
-fn descendants(roots: &[i32]) -> Vec<i32> {
-    let mut found = Vec::new();
-    let mut todo = roots.to_vec();
-    while let Some(p) = todo.pop() {
-        for c in children(p) {
-            found.push(c);
-            todo.push(c);
-        }
-    }
-    found
-}
-
-fn alive(pid: i32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    !stat.is_empty()
-        && !stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
 }
 
 fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) {

@@ -346,3 +346,45 @@ pub fn binary_for_test_user(tag: &str) -> (TempDir, PathBuf) {
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod airlock");
     (dir, bin)
 }
+
+/// The host pids whose parent is `parent`.
+pub fn children(parent: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid ...: comm may hold spaces, so split after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if ppid == Some(parent) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Every process below `roots` (children, their children, ...), found on the host.
+pub fn descendants(roots: &[i32]) -> Vec<i32> {
+    let mut found = Vec::new();
+    let mut todo = roots.to_vec();
+    while let Some(p) = todo.pop() {
+        for c in children(p) {
+            found.push(c);
+            todo.push(c);
+        }
+    }
+    found
+}
+
+/// Whether `pid` runs (a zombie does not count).
+pub fn alive(pid: i32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !stat.is_empty()
+        && !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+}
