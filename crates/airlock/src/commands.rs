@@ -312,7 +312,14 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
     let report = HostReport {
         receipt,
         can_run,
-        backends: backends()?.report(),
+        // The box above was the native probe; the other kinds are probed here.
+        backends: backends()?.report_with(|kind| {
+            (kind == BackendKind::Native).then(|| match (&error, can_run) {
+                (_, true) => Ok(()),
+                (Some(e), false) => Err(e.clone()),
+                (None, false) => Err("a trivial box did not run to its end".into()),
+            })
+        }),
     };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

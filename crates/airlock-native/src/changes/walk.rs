@@ -170,15 +170,11 @@ impl Walk {
         let existing = at::stat(host, name)?;
         let tmp = temp_name();
         at::mkfifo(host, &tmp).map_err(step("create FIFO"))?;
-        let placed = at::open(host, &tmp, libc::O_PATH)
+        let prepared = at::open(host, &tmp, libc::O_PATH)
             .and_then(|fd| at::chmod(fd.as_fd(), safe_mode(st)))
             .map_err(step("set mode"))
-            .and_then(|_| at::set_link_times(host, &tmp, st).map_err(step("set times")))
-            .and_then(|_| replace(host, &tmp, name, existing.as_ref()));
-        if let Err(e) = placed {
-            let _ = at::unlink(host, &tmp, false);
-            return Err(e);
-        }
+            .and_then(|_| at::set_link_times(host, &tmp, st).map_err(step("set times")));
+        place(host, &tmp, name, existing.as_ref(), prepared)?;
         self.report.written += 1;
         Ok(())
     }
@@ -294,19 +290,10 @@ impl Walk {
             }
         }
         let (tmp, out) = temp_file(host)?;
-        let copied = copy(&src, out, st);
-        let placed = copied.and_then(|n| replace(host, &tmp, name, existing.as_ref()).map(|_| n));
-        match placed {
-            Ok(n) => {
-                self.report.written += 1;
-                self.report.bytes += n;
-                Ok(())
-            }
-            Err(e) => {
-                let _ = at::unlink(host, &tmp, false);
-                Err(e)
-            }
-        }
+        let n = place(host, &tmp, name, existing.as_ref(), copy(&src, out, st))?;
+        self.report.written += 1;
+        self.report.bytes += n;
+        Ok(())
     }
 
     fn symlink(
@@ -326,13 +313,8 @@ impl Walk {
         }
         let tmp = temp_name();
         at::symlink(&target, host, &tmp).map_err(step("create symlink"))?;
-        let placed = at::set_link_times(host, &tmp, st)
-            .map_err(step("set times"))
-            .and_then(|_| replace(host, &tmp, name, existing.as_ref()));
-        if let Err(e) = placed {
-            let _ = at::unlink(host, &tmp, false);
-            return Err(e);
-        }
+        let prepared = at::set_link_times(host, &tmp, st).map_err(step("set times"));
+        place(host, &tmp, name, existing.as_ref(), prepared)?;
         self.report.written += 1;
         Ok(())
     }
@@ -434,6 +416,22 @@ fn replace(
 }
 
 static TEMP: AtomicU32 = AtomicU32::new(0);
+
+/// Puts the prepared temporary entry `tmp` in place of `name` (see [`replace`]); when preparing
+/// it failed, or the replacement does, removes `tmp` instead, so no temporary is left behind.
+fn place<T>(
+    host: BorrowedFd<'_>,
+    tmp: &CStr,
+    name: &CStr,
+    existing: Option<&libc::stat>,
+    prepared: Result<T, EntryError>,
+) -> Result<T, EntryError> {
+    let placed = prepared.and_then(|v| replace(host, tmp, name, existing).map(|()| v));
+    if placed.is_err() {
+        let _ = at::unlink(host, tmp, false);
+    }
+    placed
+}
 
 fn temp_name() -> CString {
     let n = TEMP.fetch_add(1, Ordering::Relaxed);

@@ -53,13 +53,22 @@ impl Backends {
 
     /// Every kind, whether it is built, and whether this host can run it (probes each built one).
     pub fn report(&self) -> Vec<BackendReport> {
+        self.report_with(|_| None)
+    }
+
+    /// [`Backends::report`], taking what the caller already found out (`known`) instead of
+    /// probing that kind again (`airlock check` has just started a native box).
+    pub fn report_with(
+        &self,
+        known: impl Fn(BackendKind) -> Option<Result<(), String>>,
+    ) -> Vec<BackendReport> {
         BackendKind::ALL
             .into_iter()
             .map(|kind| BackendReport {
                 backend: kind,
                 availability: match self.select(kind) {
                     Err(_) => Availability::NotBuilt,
-                    Ok(b) => match b.probe() {
+                    Ok(b) => match known(kind).unwrap_or_else(|| b.probe()) {
                         Ok(()) => Availability::Available,
                         Err(why) => Availability::Unavailable(why),
                     },
@@ -125,6 +134,14 @@ mod tests {
             report[3].availability,
             Availability::Unavailable("no CPython for WASI".into())
         );
+        // What the caller already knows is taken instead of probing again.
+        let known =
+            set.report_with(|k| (k == BackendKind::Native).then(|| Err("no userns".into())));
+        assert_eq!(
+            known[0].availability,
+            Availability::Unavailable("no userns".into())
+        );
+        assert_eq!(known[3].availability, report[3].availability);
         let json = serde_json::to_value(&report[3]).unwrap();
         assert_eq!(json["backend"], "wasm");
         assert_eq!(json["status"], "unavailable");
