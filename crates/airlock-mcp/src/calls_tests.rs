@@ -10,18 +10,6 @@ use airlock_runtime::backend::Backends;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The standalone agent, built beside this test binary (`cargo build --workspace` builds it).
-fn agent_exe() -> PathBuf {
-    let me = std::env::current_exe().unwrap();
-    let exe = me.parent().unwrap().parent().unwrap().join("airlock-agent");
-    assert!(
-        exe.exists(),
-        "{} is missing: build it first (cargo build -p airlock-agent)",
-        exe.display()
-    );
-    exe
-}
-
 struct Dir(PathBuf);
 
 impl Drop for Dir {
@@ -48,7 +36,9 @@ fn setup(tag: &str) -> (Dir, CallEnv, BoxSlot) {
         },
     )
     .unwrap();
-    let backends = Backends::new(vec![Arc::new(FakeBackend::new(agent_exe(), Vec::new()))]);
+    let backends = Backends::new(vec![Arc::new(
+        FakeBackend::beside_test_binary().unwrap_or_else(|e| panic!("{e}")),
+    )]);
     let starter = Arc::new(BackendStarter::new(backends));
     let env = CallEnv {
         roots: Roots::of(&policy),

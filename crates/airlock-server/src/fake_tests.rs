@@ -22,18 +22,6 @@ use tower::ServiceExt;
 const KEY: &str = "al_fake_test_key";
 const E2B_KEY: &str = "e2b_0123456789abcdef0123456789abcdef01234567";
 
-/// The standalone agent, built beside this test binary (`cargo build --workspace` builds it).
-fn agent_exe() -> PathBuf {
-    let me = std::env::current_exe().unwrap();
-    let exe = me.parent().unwrap().parent().unwrap().join("airlock-agent");
-    assert!(
-        exe.exists(),
-        "{} is missing: build it first (cargo build -p airlock-agent)",
-        exe.display()
-    );
-    exe
-}
-
 /// A temporary directory, removed on drop.
 struct TestDir(PathBuf);
 
@@ -66,7 +54,9 @@ struct App {
 fn app() -> App {
     let dir = TestDir::new("fake-routes");
     let store = Store::open(&dir.path().join("airlock.db")).unwrap();
-    let backends = Backends::new(vec![Arc::new(FakeBackend::new(agent_exe(), Vec::new()))]);
+    let backends = Backends::new(vec![Arc::new(
+        FakeBackend::beside_test_binary().unwrap_or_else(|e| panic!("{e}")),
+    )]);
     let settings = AppSettings {
         max_running: 4,
         default_backend: airlock_policy::BackendKind::Native,

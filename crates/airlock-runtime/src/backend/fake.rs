@@ -14,7 +14,7 @@ use airlock_policy::{BackendKind, Egress, ResolvedPolicy};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -31,6 +31,25 @@ impl FakeBackend {
     /// `airlock agent`).
     pub fn new(program: PathBuf, args: Vec<String>) -> FakeBackend {
         FakeBackend { program, args }
+    }
+
+    /// The standalone `airlock-agent` built beside the running test binary
+    /// (`target/<profile>/deps/<test>` → `target/<profile>/airlock-agent`), or why not.
+    pub fn beside_test_binary() -> Result<FakeBackend, String> {
+        let me =
+            std::env::current_exe().map_err(|e| format!("cannot find this test binary: {e}"))?;
+        let exe = me
+            .parent()
+            .and_then(Path::parent)
+            .map(|dir| dir.join("airlock-agent"))
+            .ok_or_else(|| format!("{} is not in a cargo target directory", me.display()))?;
+        if !exe.exists() {
+            return Err(format!(
+                "{} is missing: build it first (cargo build -p airlock-agent)",
+                exe.display()
+            ));
+        }
+        Ok(FakeBackend::new(exe, Vec::new()))
     }
 }
 
