@@ -39,6 +39,10 @@ pub fn probe_policy() -> Result<ResolvedPolicy, airlock_policy::PolicyError> {
 fn check_template(template: &Template) -> Result<(), BackendError> {
     match template {
         Template::Host => Ok(()),
+        Template::Image(t) => Err(BackendError::Invalid(format!(
+            "the native backend cannot start template {:?} yet: only the host template is built",
+            t.name
+        ))),
     }
 }
 

@@ -19,5 +19,5 @@ pub use instance::{
 };
 pub use network_event::{NetDecision, NetProtocol, NetworkEvent};
 pub use registry::{Availability, BackendReport, Backends};
-pub use template::Template;
+pub use template::{ImageTemplate, Template, TemplateDefaults};
 pub use usage::Usage;
