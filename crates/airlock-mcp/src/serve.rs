@@ -31,9 +31,7 @@ pub fn serve_stdio(
     settings: SessionSettings,
     idle: Duration,
 ) -> Result<(), ServeError> {
-    let backends = airlock_runtime::backend::Backends::new(vec![Arc::new(
-        airlock_native::NativeBackend::new(airlock_exe),
-    )]);
+    let backends = airlock_backends::built_in(&airlock_backends::BackendConfig::new(airlock_exe));
     let starter: Arc<dyn StartBox> = Arc::new(BackendStarter::new(backends));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -8,7 +8,6 @@ use crate::observer::{SharedStore, StoreObserver};
 use crate::secrets::{hash, new_api_key};
 use crate::state::AppState;
 use crate::ServerError;
-use airlock_native::NativeBackend;
 use airlock_runtime::backend::Backends;
 use airlock_sessions::{ManagerConfig, SessionManager, SystemClock};
 use airlock_store::Store;
@@ -141,9 +140,9 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             hash(&key)
         }
     };
-    let backends = Backends::new(vec![Arc::new(NativeBackend::new(
+    let backends = airlock_backends::built_in(&airlock_backends::BackendConfig::new(
         config.airlock_exe.clone(),
-    ))]);
+    ));
     let state = app_state(
         store,
         backends.clone(),

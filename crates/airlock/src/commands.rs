@@ -5,7 +5,7 @@ use crate::cli::{
     SandboxCommand, ServeArgs,
 };
 use crate::client;
-use airlock_native::{run, BoxPlan, NativeBackend, RunOptions, StdinMode};
+use airlock_native::{run, BoxPlan, RunOptions, StdinMode};
 use airlock_policy::{
     parse_duration, parse_size, BackendKind, ChangesMode, DurationValue, PolicyFile, Profile,
     ResolveContext, ResolvedPolicy, SizeValue,
@@ -15,7 +15,6 @@ use airlock_runtime::{HostReport, RealHost, RunResult};
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// airlock's own failure.
 const FAILED: i32 = 125;
@@ -129,7 +128,9 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
 pub(crate) fn backends() -> Result<Backends> {
     let exe = std::env::current_exe()
         .context("cannot find airlock's own executable to start sandbox hosts")?;
-    Ok(Backends::new(vec![Arc::new(NativeBackend::new(exe))]))
+    Ok(airlock_backends::built_in(
+        &airlock_backends::BackendConfig::new(exe),
+    ))
 }
 
 /// Resolves the policy flags (over `--policy FILE`); `changes` is this command's own default for
