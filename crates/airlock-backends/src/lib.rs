@@ -21,7 +21,19 @@ impl BackendConfig {
 
 /// Every backend built into this airlock (whether this host can run it is each one's `probe`).
 pub fn built_in(config: &BackendConfig) -> Backends {
-    Backends::new(vec![Arc::new(airlock_native::NativeBackend::new(
+    let native = Arc::new(airlock_native::NativeBackend::new(
         config.airlock_exe.clone(),
-    ))])
+    ));
+    let wasm = airlock_wasm::WasmBackend::new(
+        native.clone(),
+        config.airlock_exe.clone(),
+        airlock_wasm::WasmDir::locate(&config.airlock_exe),
+    );
+    Backends::new(vec![native, Arc::new(wasm)])
+}
+
+/// `airlock wasm-run ARGS…`: one WASI run inside a WASM box (started by the wasm backend's
+/// boxes, not by hand); its exit status.
+pub fn wasm_run(args: &[String]) -> i32 {
+    airlock_wasm::runner::main(args)
 }

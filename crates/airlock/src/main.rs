@@ -1,5 +1,6 @@
 //! The `airlock` command line.
 
+mod attached;
 mod cli;
 mod client;
 mod commands;
@@ -8,6 +9,13 @@ mod mcp;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The WASM box's runner, before anything else: it starts once per command in a box and
+    // takes its arguments verbatim (they are written by the wasm backend, never by hand).
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("wasm-run") {
+        let code = airlock_backends::wasm_run(args.get(2..).unwrap_or_default());
+        return ExitCode::from(code.clamp(0, 255) as u8);
+    }
     raise_open_file_limit();
     let code = commands::main();
     ExitCode::from(code.clamp(0, 255) as u8)
