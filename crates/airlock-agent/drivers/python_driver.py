@@ -60,8 +60,13 @@ class Channel:
     """Writes events to fd 3, one JSON line each, never interleaved or torn by SIGINT."""
 
     def __init__(self):
-        os.set_inheritable(3, False)  # user subprocesses must not write protocol lines
-        self._file = os.fdopen(3, "w", buffering=1, encoding="utf-8")
+        if sys.platform == "wasi":
+            # A WASM box: no descriptor 3 and no subprocesses; its runner gives the driver's
+            # stdout to the event channel (user output is captured by StreamWriter).
+            self._file = os.fdopen(1, "w", buffering=1, encoding="utf-8", closefd=False)
+        else:
+            os.set_inheritable(3, False)  # user subprocesses must not write protocol lines
+            self._file = os.fdopen(3, "w", buffering=1, encoding="utf-8")
         self._lock = threading.RLock()
         self.request_id = None
         # SIGINT bookkeeping: `running` is true only while user code may run;

@@ -74,10 +74,20 @@ impl WasmBackend {
             runner: INSIDE_RUNNER.into(),
             python: Path::new(INSIDE_CACHE).join(name),
             dirs: box_policy::preopens(policy, template),
-            memory: policy.limits.memory,
+            memory: policy.limits.memory.map(guest_memory),
             timeout: policy.limits.timeout,
         }
     }
+}
+
+/// Headroom left, under the box's memory limit, for the runner itself (wasmtime, the compiled
+/// module, the guest's stacks), so a guest that asks for too much gets a failed allocation
+/// from wasmtime's limiter before the box's own limit kills the runner.
+const RUNNER_HEADROOM: u64 = 96 << 20;
+
+/// The guest's linear-memory cap for a box limited to `limit` bytes.
+fn guest_memory(limit: u64) -> u64 {
+    limit.saturating_sub(RUNNER_HEADROOM).max(limit / 2)
 }
 
 impl Backend for WasmBackend {

@@ -44,6 +44,9 @@ pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
     // long as the client's session and the host reads what it writes meanwhile: direct unless
     // asked otherwise.
     let policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
+    if policy.backend == airlock_policy::BackendKind::Wasm {
+        anyhow::bail!("airlock wrap runs an MCP server program, and a wasm box has no processes: use --backend native (or gvisor/microvm where built)");
+    }
     warn_full_access(policy.profile);
     let filter = ToolFilter::from_flags(&args.tools.tools, &args.tools.deny_tools)?;
     let audit = Arc::new(AuditSink::open(

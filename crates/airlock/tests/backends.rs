@@ -12,7 +12,7 @@ fn a_backend_that_is_not_built_is_refused_on_every_command_with_exit_125() {
     let ws = TempDir::new("backend-refused");
     let marker = ws.join("ran");
     let script = format!("touch {}", marker.display());
-    for kind in ["gvisor", "microvm", "wasm"] {
+    for kind in ["gvisor", "microvm"] {
         let r = airlock(
             ws.path(),
             &["run", "--backend", kind, "--", "sh", "-c", &script],
@@ -33,6 +33,34 @@ fn a_backend_that_is_not_built_is_refused_on_every_command_with_exit_125() {
             assert!(r.stderr.contains("not built yet"), "{args:?}: {}", r.stderr);
         }
     }
+    // wasm is built: it refuses what needs a process, with its own sentence, before running it.
+    let r = airlock(
+        ws.path(),
+        &[
+            "run",
+            "--backend",
+            "wasm",
+            "--no-stdin",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(r.code, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("a wasm box has no processes"),
+        "{}",
+        r.stderr
+    );
+    let r = airlock(ws.path(), &["wrap", "--backend", "wasm", "--", "true"]);
+    assert_eq!(r.code, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("a wasm box has no processes"),
+        "{}",
+        r.stderr
+    );
+    assert!(!marker.exists(), "wasm: nothing ran");
     let r = airlock(ws.path(), &["run", "--backend", "docker", "--", "true"]);
     assert_eq!(r.code, 125, "{}", r.stderr);
     assert!(
@@ -46,7 +74,7 @@ fn a_backend_that_is_not_built_is_refused_on_every_command_with_exit_125() {
 #[test]
 fn the_policy_file_names_the_backend_and_native_runs() {
     let ws = TempDir::new("backend-file");
-    std::fs::write(ws.join("wasm.toml"), "backend = \"wasm\"\n").unwrap();
+    std::fs::write(ws.join("wasm.toml"), "backend = \"gvisor\"\n").unwrap();
     std::fs::write(ws.join("native.toml"), "backend = \"native\"\n").unwrap();
     std::fs::write(ws.join("bad.toml"), "backend = \"vm\"\n").unwrap();
     let policy = |f: &str| ws.join(f).to_string_lossy().into_owned();
@@ -56,7 +84,7 @@ fn the_policy_file_names_the_backend_and_native_runs() {
     );
     assert_eq!(r.code, 125, "{}", r.stderr);
     assert!(
-        r.stderr.contains("wasm backend is not built yet"),
+        r.stderr.contains("gvisor backend is not built yet"),
         "{}",
         r.stderr
     );
@@ -109,7 +137,7 @@ fn check_lists_every_backend_and_whether_it_can_run_here() {
             ("native", "available"),
             ("gvisor", "not-built"),
             ("microvm", "not-built"),
-            ("wasm", "not-built")
+            ("wasm", "available")
         ]
     );
     let r = airlock(ws.path(), &["check"]);

@@ -726,7 +726,7 @@ fn a_restart_marks_the_old_boxes_ended_and_leaves_nothing_running() {
 fn a_backend_that_is_not_built_is_a_typed_400_and_native_is_the_default() {
     let data = TempDir::new("srv-backend");
     let s = Server::start(&data, &[], None);
-    for kind in ["gvisor", "microvm", "wasm"] {
+    for kind in ["gvisor", "microvm"] {
         let body = format!(r#"{{"backend": "{kind}"}}"#);
         let (status, v) = s.call("POST", "/v1/sandboxes", Some(&body));
         assert_eq!(
@@ -756,7 +756,7 @@ fn a_backend_that_is_not_built_is_a_typed_400_and_native_is_the_default() {
             "--listen",
             "127.0.0.1:0",
             "--backend",
-            "wasm",
+            "gvisor",
             "--data-dir",
         ])
         .arg(other.path())
@@ -764,7 +764,7 @@ fn a_backend_that_is_not_built_is_a_typed_400_and_native_is_the_default() {
         .unwrap();
     assert_eq!(out.status.code(), Some(125));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("wasm backend is not built yet"), "{err}");
+    assert!(err.contains("gvisor backend is not built yet"), "{err}");
 }
 
 #[test]

@@ -1,0 +1,631 @@
+//! The WASM box (`--backend wasm`), end to end through the real binary and the real wasmtime:
+//! CPython for WASI and hand-written WASI modules, attacks that must fail with a clear error
+//! while the host stays untouched, the code interpreter's state across calls, files through
+//! the agent, and an image template. Needs CPython for WASI in target/airlock-wasm
+//! (scripts/test.sh installs it); without it every test fails, saying how to install it.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use airlock_policy::{resolve, PolicyFile, ResolveContext};
+use airlock_runtime::backend::{ImageTemplate, StartOptions, Template, TemplateDefaults};
+use airlock_runtime::{CodeEvent, Language, LiveSandbox, RealHost};
+use common::{airlock, airlock_bin, pids_with_marker, TempDir};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Fails loudly when CPython for WASI is not installed where the backend looks for it.
+fn require_python() {
+    let dir = airlock_wasm::WasmDir::locate(&airlock_bin());
+    assert!(
+        dir.python().is_file(),
+        "CPython for WASI is missing at {}: run scripts/test.sh, or `{}`",
+        dir.python().display(),
+        dir.install_command()
+    );
+}
+
+fn wasm(ws: &Path, flags: &[&str], argv: &[&str]) -> common::Run {
+    require_python();
+    let mut args = vec!["run", "--backend", "wasm", "--no-stdin"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend_from_slice(argv);
+    airlock(ws, &args)
+}
+
+fn policy(ws: &Path, edit: impl FnOnce(&mut PolicyFile)) -> airlock_policy::ResolvedPolicy {
+    let env = BTreeMap::new();
+    let mut file = PolicyFile {
+        workspace: Some(ws.to_string_lossy().into_owned()),
+        backend: Some(airlock_policy::BackendKind::Wasm),
+        ..Default::default()
+    };
+    file.filesystem.changes = Some(airlock_policy::ChangesMode::Direct);
+    edit(&mut file);
+    resolve(
+        &file,
+        &ResolveContext {
+            cwd: ws.to_path_buf(),
+            env: &env,
+            host: &RealHost,
+        },
+    )
+    .unwrap()
+}
+
+fn backends() -> airlock_runtime::backend::Backends {
+    airlock_backends::built_in(&airlock_backends::BackendConfig::new(airlock_bin()))
+}
+
+fn start(ws: &Path, template: &Template) -> LiveSandbox {
+    start_with(ws, template, |_| {})
+}
+
+fn start_with(ws: &Path, template: &Template, edit: impl FnOnce(&mut PolicyFile)) -> LiveSandbox {
+    require_python();
+    let backend = backends()
+        .select(airlock_policy::BackendKind::Wasm)
+        .unwrap();
+    LiveSandbox::start(
+        &*backend,
+        &policy(ws, edit),
+        template,
+        &StartOptions::default(),
+    )
+    .unwrap()
+}
+
+/// A WASI command module from WebAssembly text, written into `dir`.
+fn module(dir: &Path, name: &str, wat: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, wat::parse_str(wat).unwrap()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Prints "hello from wasi\n" with fd_write and exits 7.
+const HELLO: &str = r#"(module
+  (import "wasi_snapshot_preview1" "fd_write" (func $w (param i32 i32 i32 i32) (result i32)))
+  (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "hello from wasi\n")
+  (func (export "_start")
+    (i32.store (i32.const 0) (i32.const 16))
+    (i32.store (i32.const 4) (i32.const 16))
+    (drop (call $w (i32.const 1) (i32.const 0) (i32.const 1) (i32.const 8)))
+    (call $exit (i32.const 7))))"#;
+
+#[test]
+fn python_and_a_wasm_module_by_path_run_and_the_receipt_says_what_the_box_is() {
+    let ws = TempDir::new("wasm-run");
+    let r = wasm(
+        ws.path(),
+        &[],
+        &[
+            "python3",
+            "-c",
+            "import sys; print('hi from', sys.platform)",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "hi from wasi\n");
+    let hello = module(ws.path(), "hello.wasm", HELLO);
+    let r = wasm(ws.path(), &[], &[&hello]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (7, "hello from wasi\n"),
+        "{}",
+        r.stderr
+    );
+
+    let r = airlock(ws.path(), &["receipt", "--backend", "wasm", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let layer = |name: &str| {
+        doc["receipt"]["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["layer"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} layer in {doc}"))
+    };
+    assert!(layer("runtime")["mechanism"]
+        .as_str()
+        .unwrap()
+        .contains("WASI preview 1"));
+    assert!(layer("processes")["mechanism"]
+        .as_str()
+        .unwrap()
+        .starts_with("none"));
+    assert!(layer("threads")["mechanism"]
+        .as_str()
+        .unwrap()
+        .starts_with("none"));
+    assert!(layer("sockets")["mechanism"]
+        .as_str()
+        .unwrap()
+        .starts_with("none"));
+    let preopens = layer("preopens")["detail"].as_str().unwrap().to_string();
+    assert!(
+        preopens.contains(&format!("{} (read-write)", ws.path().display()))
+            && preopens.contains("/tmp (read-write)"),
+        "{preopens}"
+    );
+    // And the native box it runs in.
+    assert_eq!(layer("seccomp")["status"], "enforced");
+    assert_eq!(layer("network")["status"], "enforced");
+}
+
+#[test]
+fn net_proxy_and_full_access_are_refused_before_anything_starts() {
+    let ws = TempDir::new("wasm-net");
+    let marker = ws.join("ran");
+    let code = format!("open({:?}, 'w')", marker.to_string_lossy());
+    for flags in [
+        &["--net", "proxy", "--allow-domain", "example.test"][..],
+        &["--net", "host"],
+        &["--profile", "full-access"],
+    ] {
+        let r = wasm(ws.path(), flags, &["python3", "-c", &code]);
+        assert_eq!(r.code, 125, "{flags:?}: {}", r.stderr);
+        assert!(r.stderr.contains("a wasm box"), "{flags:?}: {}", r.stderr);
+        assert!(!marker.exists(), "{flags:?}: nothing ran");
+    }
+    let r = airlock(
+        ws.path(),
+        &[
+            "receipt",
+            "--backend",
+            "wasm",
+            "--net",
+            "proxy",
+            "--allow-domain",
+            "example.test",
+        ],
+    );
+    assert_eq!(r.code, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("WASI preview 1 has no sockets"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_host_file_outside_the_preopens_cannot_be_read() {
+    let ws = TempDir::new("wasm-read-ws");
+    let outside = TempDir::new("wasm-read-victim");
+    let victim = outside.join("secret.txt");
+    std::fs::write(&victim, "TOPSECRET-wasm").unwrap();
+    let code = format!(
+        r#"
+import os
+for p in [{victim:?}, {ws:?} + "/../" + {name:?} + "/secret.txt", "/etc/passwd", "/proc/self/environ"]:
+    try:
+        print("READ", open(p).read())
+    except OSError as e:
+        print("DENIED", p, type(e).__name__)
+try:
+    print("LIST", os.listdir("/"))
+except OSError as e:
+    print("DENIED / ", type(e).__name__)
+"#,
+        victim = victim.to_string_lossy(),
+        ws = ws.path().to_string_lossy(),
+        name = outside.path().file_name().unwrap().to_string_lossy(),
+    );
+    let r = wasm(ws.path(), &[], &["python3", "-c", &code]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("READ"), "{}", r.stdout);
+    assert!(!r.stdout.contains("TOPSECRET"), "{}", r.stdout);
+    assert_eq!(r.stdout.matches("DENIED").count(), 5, "{}", r.stdout);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "TOPSECRET-wasm");
+}
+
+#[test]
+fn a_read_only_grant_and_a_protected_path_cannot_be_written() {
+    let ws = TempDir::new("wasm-ro-ws");
+    let grant = TempDir::new("wasm-ro-grant");
+    let victim = grant.join("victim.txt");
+    std::fs::write(&victim, "original").unwrap();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    let hook = ws.join(".git/hooks/pre-commit");
+    let code = format!(
+        r#"
+import os
+for p, mode in [({victim:?}, "w"), ({victim:?}, "a"), ({new:?}, "w"), ({hook:?}, "w")]:
+    try:
+        open(p, mode).write("pwned")
+        print("WROTE", p)
+    except OSError as e:
+        print("DENIED", p, type(e).__name__)
+for f, args in [(os.remove, ({victim:?},)), (os.rename, ({victim:?}, {victim:?} + ".x")), (os.mkdir, ({newdir:?},))]:
+    try:
+        f(*args)
+        print("CHANGED", f.__name__)
+    except OSError as e:
+        print("DENIED", f.__name__, type(e).__name__)
+open({ok:?}, "w").write("fine")
+"#,
+        victim = victim.to_string_lossy(),
+        new = grant.join("new.txt").to_string_lossy(),
+        hook = hook.to_string_lossy(),
+        newdir = grant.join("d").to_string_lossy(),
+        ok = ws.join("ok.txt").to_string_lossy(),
+    );
+    let grant_flag = grant.path().to_string_lossy().into_owned();
+    let r = wasm(
+        ws.path(),
+        &["--read", &grant_flag],
+        &["python3", "-c", &code],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.stdout.contains("WROTE") && !r.stdout.contains("CHANGED"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(r.stdout.matches("DENIED").count(), 7, "{}", r.stdout);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original");
+    let left: Vec<_> = std::fs::read_dir(grant.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("victim.txt")]);
+    assert!(!hook.exists(), "the protected hook was not created");
+    // The writable workspace is writable.
+    assert_eq!(std::fs::read_to_string(ws.join("ok.txt")).unwrap(), "fine");
+}
+
+#[test]
+fn a_socket_cannot_be_opened_and_a_listener_on_loopback_sees_nothing() {
+    let ws = TempDir::new("wasm-sock");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let code = format!(
+        r#"
+import socket
+try:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.connect(("127.0.0.1", {port}))
+    print("CONNECTED")
+except Exception as e:
+    print("DENIED", type(e).__name__)
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=1)
+    print("CONNECTED")
+except Exception as e:
+    print("DENIED", type(e).__name__)
+"#
+    );
+    let r = wasm(ws.path(), &[], &["python3", "-c", &code]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.matches("DENIED").count(), 2, "{}", r.stdout);
+    assert!(!r.stdout.contains("CONNECTED"), "{}", r.stdout);
+    match listener.accept() {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the listener was reached: {other:?}"),
+    }
+}
+
+#[test]
+fn a_process_cannot_be_spawned_and_a_shell_is_refused_with_a_sentence() {
+    let ws = TempDir::new("wasm-spawn");
+    let marker = ws.join("spawned");
+    let m = marker.to_string_lossy();
+    let code = format!(
+        r#"
+import os, subprocess
+for name, f in [
+    ("system", lambda: os.system("touch {m}")),
+    ("subprocess", lambda: subprocess.run(["touch", "{m}"])),
+    ("fork", lambda: os.fork()),
+    ("execv", lambda: os.execv("/bin/sh", ["sh", "-c", "touch {m}"])),
+    ("posix_spawn", lambda: os.posix_spawn("/bin/sh", ["sh", "-c", "touch {m}"], {{}})),
+]:
+    try:
+        f()
+        print("SPAWNED", name)
+    except Exception as e:
+        print("DENIED", name, type(e).__name__)
+"#
+    );
+    let r = wasm(ws.path(), &[], &["python3", "-c", &code]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("SPAWNED"), "{}", r.stdout);
+    assert_eq!(r.stdout.matches("DENIED").count(), 5, "{}", r.stdout);
+    assert!(!marker.exists());
+    // Asked for directly, a native program or a shell is refused by the box, not run.
+    for argv in [
+        &["sh", "-c", &format!("touch {m}")][..],
+        &["/usr/bin/touch", &m],
+    ] {
+        let r = wasm(ws.path(), &[], argv);
+        assert_eq!(r.code, 125, "{argv:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("a wasm box has no processes"),
+            "{}",
+            r.stderr
+        );
+        assert!(!marker.exists(), "{argv:?}");
+    }
+}
+
+#[test]
+fn a_memory_bomb_gets_a_clean_error_and_the_box_survives_it() {
+    let ws = TempDir::new("wasm-mem");
+    let r = wasm(
+        ws.path(),
+        &["--memory", "256M"],
+        &["python3", "-c", "x = bytearray(1 << 30)"],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("MemoryError"), "{}", r.stderr);
+    // A module that grows its memory until refused, then traps.
+    let bomb = module(
+        ws.path(),
+        "bomb.wasm",
+        r#"(module
+  (memory (export "memory") 1)
+  (func (export "_start")
+    (loop $grow
+      (br_if $grow (i32.ne (memory.grow (i32.const 256)) (i32.const -1))))
+    unreachable))"#,
+    );
+    let t = Instant::now();
+    let r = wasm(ws.path(), &["--memory", "64M"], &[&bomb]);
+    assert_eq!(r.code, 134, "{}", r.stderr);
+    assert!(r.stderr.contains("trapped"), "{}", r.stderr);
+    assert!(t.elapsed() < Duration::from_secs(20));
+    // Within one box: the interpreter that hit MemoryError answers the next call.
+    let mut s = start_with(ws.path(), &Template::Host, |f| {
+        f.limits.memory = Some(airlock_policy::SizeValue(256 << 20));
+    });
+    let mut ctx = s.channel().create_context(Language::Python, None).unwrap();
+    let mut events = Vec::new();
+    let end = s
+        .channel()
+        .run_code(
+            &mut ctx,
+            "b = [bytearray(1 << 26) for _ in range(100)]",
+            &BTreeMap::new(),
+            None,
+            |e| events.push(e.clone()),
+        )
+        .unwrap();
+    assert_eq!(end.status, "error");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, CodeEvent::Error { name, .. } if name == "MemoryError")),
+        "{events:?}"
+    );
+    let mut out = Vec::new();
+    s.channel()
+        .run_code(&mut ctx, "print(6 * 7)", &BTreeMap::new(), None, |e| {
+            out.push(e.clone())
+        })
+        .unwrap();
+    assert!(
+        out.iter()
+            .any(|e| matches!(e, CodeEvent::Stdout { text, .. } if text == "42\n")),
+        "{out:?}"
+    );
+    s.kill();
+}
+
+#[test]
+fn an_infinite_loop_is_stopped_at_the_timeout_and_leaves_no_process() {
+    let ws = TempDir::new("wasm-loop");
+    let token = format!("loop-token-{}", std::process::id());
+    let code = format!("# {token}\nwhile True: pass");
+    let t = Instant::now();
+    let r = wasm(ws.path(), &["--timeout", "1s"], &["python3", "-c", &code]);
+    assert_eq!(r.code, 124, "{}", r.stderr);
+    assert!(r.stderr.contains("time limit"), "{}", r.stderr);
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    let spin = module(
+        ws.path(),
+        "spin.wasm",
+        r#"(module (func (export "_start") (loop $l (br $l))))"#,
+    );
+    let r = wasm(ws.path(), &["--timeout", "1s"], &[&spin]);
+    assert_eq!(r.code, 124, "{}", r.stderr);
+    assert!(
+        pids_with_marker(&token).is_empty(),
+        "a runner was left behind"
+    );
+}
+
+fn run(
+    s: &mut LiveSandbox,
+    ctx: &mut airlock_runtime::CodeContext,
+    code: &str,
+) -> (Vec<CodeEvent>, String) {
+    let mut events = Vec::new();
+    let end = s
+        .channel()
+        .run_code(
+            ctx,
+            code,
+            &BTreeMap::new(),
+            Some(Duration::from_secs(30)),
+            |e| events.push(e.clone()),
+        )
+        .unwrap();
+    (events, end.status)
+}
+
+#[test]
+fn the_interpreter_keeps_state_reports_user_line_numbers_and_keeps_output_order() {
+    let ws = TempDir::new("wasm-code");
+    let mut s = start(ws.path(), &Template::Host);
+    let mut ctx = s.channel().create_context(Language::Python, None).unwrap();
+    let (_, status) = run(&mut s, &mut ctx, "import sys\ncounter = 40\ndef bump():\n    global counter\n    counter += 1\n    return counter");
+    assert_eq!(status, "ok");
+    let (events, _) = run(&mut s, &mut ctx, "bump()\nbump()");
+    assert_eq!(
+        events,
+        vec![CodeEvent::Result(serde_json::json!({"text/plain": "42"}))]
+    );
+
+    let (events, status) = run(
+        &mut s,
+        &mut ctx,
+        "x = 1\n\ndef broken():\n    return 1 / 0\n\nbroken()\n",
+    );
+    assert_eq!(status, "error");
+    let Some(CodeEvent::Error {
+        name, traceback, ..
+    }) = events.last()
+    else {
+        panic!("{events:?}")
+    };
+    assert_eq!(name, "ZeroDivisionError");
+    let tb = traceback.join("\n");
+    assert!(
+        tb.contains("line 6, in <module>") && tb.contains("line 4, in broken"),
+        "{tb}"
+    );
+    assert!(!tb.contains("python_driver"), "{tb}");
+
+    let (events, _) = run(
+        &mut s,
+        &mut ctx,
+        "for i in range(5):\n    print('out', i)\n    print('err', i, file=sys.stderr)",
+    );
+    let texts: Vec<String> = events
+        .iter()
+        .map(|e| match e {
+            CodeEvent::Stdout { text, .. } => format!("1:{text}"),
+            CodeEvent::Stderr { text, .. } => format!("2:{text}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    let want: Vec<String> = (0..5)
+        .flat_map(|i| [format!("1:out {i}\n"), format!("2:err {i}\n")])
+        .collect();
+    assert_eq!(texts, want);
+
+    // A runaway cell is interrupted at its timeout; the context says its state is lost and a
+    // new one works.
+    let t = Instant::now();
+    let err = s
+        .channel()
+        .run_code(
+            &mut ctx,
+            "while True: pass",
+            &BTreeMap::new(),
+            Some(Duration::from_millis(500)),
+            |_| {},
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("state is lost"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+    let mut fresh = s.channel().create_context(Language::Python, None).unwrap();
+    let (events, _) = run(&mut s, &mut fresh, "1 + 1");
+    assert_eq!(
+        events,
+        vec![CodeEvent::Result(serde_json::json!({"text/plain": "2"}))]
+    );
+    // Other languages need processes a wasm box does not have.
+    let err = s
+        .channel()
+        .create_context(Language::Bash, None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("runs only Python"), "{err}");
+    s.kill();
+}
+
+#[test]
+fn files_go_in_and_out_of_the_preopened_directories_only() {
+    let ws = TempDir::new("wasm-files");
+    let mut s = start(ws.path(), &Template::Host);
+    let inside = ws.join("data.txt").to_string_lossy().into_owned();
+    s.channel().write_file(&inside, b"uploaded").unwrap();
+    assert_eq!(std::fs::read(ws.join("data.txt")).unwrap(), b"uploaded");
+    let out = s
+        .channel()
+        .exec(
+            &[
+                "python3",
+                "-c",
+                &format!("print(open({inside:?}).read().upper())"),
+            ],
+            &[],
+            None,
+            None,
+            1 << 20,
+        )
+        .unwrap();
+    assert_eq!(
+        (out.exit_code, out.stdout.as_slice()),
+        (Some(0), &b"UPLOADED\n"[..])
+    );
+    assert_eq!(s.channel().read_file(&inside).unwrap(), b"uploaded");
+    // The box's own system directories exist for its runner, not for the guest or the API.
+    for path in ["/etc/passwd", "/usr/bin/python3", "/.airlock-wasm/airlock"] {
+        let err = s.channel().read_file(path).unwrap_err().to_string();
+        assert!(
+            err.contains("does not exist in this wasm box"),
+            "{path}: {err}"
+        );
+    }
+    let err = s
+        .channel()
+        .write_file("/usr/evil", b"x")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not exist in this wasm box"), "{err}");
+    s.kill();
+}
+
+#[test]
+fn an_image_template_is_preopened_read_only_at_slash_template() {
+    let ws = TempDir::new("wasm-image-ws");
+    let root = TempDir::new("wasm-image-root");
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    let hello = module(&root.join("bin"), "hello.wasm", HELLO);
+    let _ = hello;
+    std::fs::write(root.join("motd.txt"), "from the image").unwrap();
+    let template = Template::Image(ImageTemplate {
+        name: "tiny".into(),
+        digest: "sha256:test".into(),
+        rootfs: root.path().to_path_buf(),
+        defaults: TemplateDefaults {
+            env: [("GREETING".to_string(), "hi".to_string())].into(),
+            ..Default::default()
+        },
+    });
+    let mut s = start(ws.path(), &template);
+    let out = s
+        .channel()
+        .exec(&["/template/bin/hello.wasm"], &[], None, None, 1 << 20)
+        .unwrap();
+    assert_eq!(
+        (out.exit_code, out.stdout.as_slice()),
+        (Some(7), &b"hello from wasi\n"[..])
+    );
+    let code = "import os\nprint(open('/template/motd.txt').read(), os.environ['GREETING'])\ntry:\n    open('/template/motd.txt', 'w')\nexcept OSError as e:\n    print('DENIED', type(e).__name__)";
+    let out = s
+        .channel()
+        .exec(&["python3", "-c", code], &[], None, None, 1 << 20)
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "from the image hi\nDENIED PermissionError\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("motd.txt")).unwrap(),
+        "from the image"
+    );
+    s.kill();
+}
