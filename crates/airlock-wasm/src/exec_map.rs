@@ -132,3 +132,7 @@ impl ExecMap {
         })
     }
 }
+
+#[cfg(test)]
+#[path = "exec_map_tests.rs"]
+mod tests;

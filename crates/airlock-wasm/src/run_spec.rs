@@ -134,3 +134,7 @@ impl RunSpec {
         Ok(spec)
     }
 }
+
+#[cfg(test)]
+#[path = "run_spec_tests.rs"]
+mod tests;

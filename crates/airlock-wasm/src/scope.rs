@@ -69,3 +69,7 @@ impl Scope {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "scope_tests.rs"]
+mod tests;

@@ -629,3 +629,67 @@ fn an_image_template_is_preopened_read_only_at_slash_template() {
     );
     s.kill();
 }
+
+#[test]
+fn an_unprivileged_user_runs_a_wasm_box_and_its_files_stay_theirs() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    require_python();
+    let (uid, gid, _home) = common::ensure_test_user();
+    let (_bin_dir, bin) = common::binary_for_test_user("wasm-unpriv-bin");
+    // CPython and its compiled form, where the user can read them (the build directory may
+    // sit where the user cannot enter).
+    let installed = airlock_wasm::WasmDir::locate(&airlock_bin());
+    let dir = TempDir::new("wasm-unpriv-dir");
+    let copy = airlock_wasm::WasmDir {
+        root: dir.path().to_path_buf(),
+    };
+    std::fs::create_dir_all(copy.python().parent().unwrap()).unwrap();
+    std::fs::copy(installed.python(), copy.python()).unwrap();
+    std::fs::create_dir_all(copy.cache()).unwrap();
+    for e in std::fs::read_dir(installed.cache()).unwrap().flatten() {
+        std::fs::copy(e.path(), copy.cache().join(e.file_name())).unwrap();
+    }
+    std::process::Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    let t = TempDir::new("wasm-unpriv-ws");
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let ws = t.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::os::unix::fs::chown(&ws, Some(uid), Some(gid)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            common::TEST_USER,
+            "--regid",
+            common::TEST_USER,
+            "--init-groups",
+            "--",
+        ])
+        .arg(&bin)
+        .args([
+            "run",
+            "--backend",
+            "wasm",
+            "--no-stdin",
+            "--",
+            "python3",
+            "-c",
+        ])
+        .arg(format!(
+            "open({:?}, 'w').write('mine'); print('ok')",
+            ws.join("made.txt").to_string_lossy()
+        ))
+        .env("AIRLOCK_WASM_DIR", dir.path())
+        .current_dir(&ws)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n", "{stderr}");
+    let meta = std::fs::metadata(ws.join("made.txt")).unwrap();
+    assert_eq!((meta.uid(), meta.gid()), (uid, gid));
+}
