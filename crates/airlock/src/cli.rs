@@ -135,9 +135,10 @@ pub struct ServeArgs {
     pub new_e2b_key: bool,
     /// Network of E2B sandboxes whose create request sets none: `internet` (any public
     /// destination by name through the egress proxy; private, loopback and metadata addresses
-    /// stay refused) or `none`.
-    #[arg(long, value_name = "MODE", default_value = "internet", value_parser = ["internet", "none"])]
-    pub e2b_network: String,
+    /// stay refused) or `none`. Default: `internet`, or `none` with `--backend wasm` (a wasm
+    /// box has no network).
+    #[arg(long, value_name = "MODE", value_parser = ["internet", "none"])]
+    pub e2b_network: Option<String>,
     /// The kind of box for sandboxes whose create request names none: native, gvisor,
     /// microvm or wasm (native and wasm are built so far).
     #[arg(long, value_name = "KIND", default_value = "native")]

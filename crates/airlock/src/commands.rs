@@ -398,15 +398,17 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
     }
     let airlock_exe = std::env::current_exe()
         .context("cannot find airlock's own executable to start sandbox hosts")?;
-    let e2b_default_network = if args.e2b_network == "none" {
-        airlock_server::E2bDefaultNetwork::None
-    } else {
-        airlock_server::E2bDefaultNetwork::Internet
-    };
     let default_backend = args
         .backend
         .parse::<BackendKind>()
         .map_err(|e| anyhow!("--backend: {e}"))?;
+    let e2b_default_network = match (args.e2b_network.as_deref(), default_backend) {
+        (Some("none"), _) | (None, BackendKind::Wasm) => airlock_server::E2bDefaultNetwork::None,
+        (Some(_), BackendKind::Wasm) => anyhow::bail!(
+            "--e2b-network internet needs the egress proxy, and a wasm box has no network: drop it, or serve another --backend"
+        ),
+        _ => airlock_server::E2bDefaultNetwork::Internet,
+    };
     airlock_server::serve(airlock_server::ServerConfig {
         default_backend,
         listen: args.listen,

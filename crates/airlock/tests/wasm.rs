@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+mod mcp_support;
 
 use airlock_policy::{resolve, PolicyFile, ResolveContext};
 use airlock_runtime::backend::{ImageTemplate, StartOptions, Template, TemplateDefaults};
@@ -692,4 +693,96 @@ fn an_unprivileged_user_runs_a_wasm_box_and_its_files_stay_theirs() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n", "{stderr}");
     let meta = std::fs::metadata(ws.join("made.txt")).unwrap();
     assert_eq!((meta.uid(), meta.gid()), (uid, gid));
+}
+
+#[test]
+fn the_e2b_code_interpreter_sdk_works_with_a_wasm_server_and_refuses_what_needs_processes() {
+    require_python();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = std::env::var_os("E2B_CLIENTS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join("target/e2b-clients"))
+        .join("py-current/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/e2b-clients.sh",
+        python.display()
+    );
+    let data = TempDir::new("wasm-e2b");
+    let serve = common::ServeProcess::start(data.path(), &["--backend", "wasm"]);
+    let out = std::process::Command::new(&python)
+        .arg(root.join("tests/e2b/wasm/check_wasm.py"))
+        .env("E2B_API_KEY", serve.printed_e2b_key.as_deref().unwrap())
+        .env("E2B_API_URL", &serve.base)
+        .env("E2B_SANDBOX_URL", &serve.base)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env_remove("E2B_DOMAIN")
+        .env_remove("HTTP_PROXY")
+        .env_remove("HTTPS_PROXY")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("wasm e2b: ok"),
+        "{text}"
+    );
+    // Serving wasm with an internet default for E2B would be a promise no box keeps.
+    let other = TempDir::new("wasm-e2b-net");
+    let refused = std::process::Command::new(airlock_bin())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--backend",
+            "wasm",
+            "--e2b-network",
+            "internet",
+            "--data-dir",
+        ])
+        .arg(other.path())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("a wasm box has no network"));
+}
+
+#[test]
+fn mcp_run_code_keeps_state_in_a_wasm_box_and_run_command_is_refused_with_a_sentence() {
+    require_python();
+    let ws = TempDir::new("wasm-mcp");
+    let note = ws.join("note.txt").to_string_lossy().into_owned();
+    let steps = serde_json::json!([
+        {"call": "run_code", "args": {"code": "x = 41"}},
+        {"call": "run_code", "args": {"code": "import sys\nprint('x is', x, sys.platform)\nx + 1"}},
+        {"call": "write_file", "args": {"path": note, "content": "from mcp"}},
+        {"call": "run_code", "args": {"code": format!("open({note:?}).read().upper()")}},
+        {"call": "run_command", "args": {"command": "ls"}},
+    ]);
+    let r = mcp_support::run_client(
+        ws.path(),
+        &steps,
+        &mcp_support::stdio(&airlock_bin(), &["mcp", "--backend", "wasm"]),
+    );
+    assert!(!mcp_support::is_error(&r[0]), "{:?}", r[0]);
+    let second = mcp_support::text(&r[1]);
+    assert!(
+        second.contains("x is 41 wasi") && second.contains("42"),
+        "{second}"
+    );
+    assert!(!mcp_support::is_error(&r[2]), "{:?}", r[2]);
+    assert!(mcp_support::text(&r[3]).contains("FROM MCP"), "{:?}", r[3]);
+    assert!(
+        mcp_support::is_error(&r[4]) && mcp_support::text(&r[4]).contains("no processes"),
+        "{:?}",
+        r[4]
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("note.txt")).unwrap(),
+        "from mcp"
+    );
 }
