@@ -11,9 +11,12 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     // The WASM box's runner, before anything else: it starts once per command in a box and
     // takes its arguments verbatim (they are written by the wasm backend, never by hand).
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("wasm-run") {
-        let code = airlock_backends::wasm_run(args.get(2..).unwrap_or_default());
+    if std::env::args_os().nth(1).is_some_and(|a| a == "wasm-run") {
+        let args: Vec<String> = std::env::args_os()
+            .skip(2)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let code = airlock_backends::wasm_run(&args);
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     raise_open_file_limit();
