@@ -1,7 +1,7 @@
 //! What an `exec` request means in a WASM box. There are no processes for code to start: each
 //! command is one run of a WASI module (`python3 …` is CPython for WASI, `/path/x.wasm …` is
 //! that module), turned here into the in-box runner's command line. Anything else — a shell, a
-//! native program, a terminal — is refused with a sentence saying why and what works instead.
+//! native program — is refused with a sentence saying why and what works instead.
 
 use crate::run_spec::{Preopen, RunSpec};
 use airlock_protocol::ExecRequest;
@@ -70,11 +70,6 @@ pub fn driver_launch(argv: &[String]) -> Option<(&str, &str)> {
 impl ExecMap {
     /// The runner's exec for `req`, or why it cannot run.
     pub fn map(&self, req: &ExecRequest) -> Result<ExecRequest, Refusal> {
-        if req.tty.is_some() {
-            return Err(Refusal(
-                "a wasm box has no terminals (WASI preview 1 has none, and there is no shell to talk to): run the command without a PTY".into(),
-            ));
-        }
         let program = req.argv.first().map(String::as_str).unwrap_or_default();
         let (module, argv) = if let Some((interpreter, driver)) = driver_launch(&req.argv) {
             if !PYTHON_NAMES.contains(&base_name(interpreter)) || base_name(driver) != PYTHON_DRIVER
@@ -125,7 +120,9 @@ impl ExecMap {
             argv,
             env: Default::default(),
             cwd: Some("/".into()),
-            tty: None,
+            // On a terminal, the runner's stdio is the terminal (the guest has no terminal API,
+            // but reads and writes it like any stream: `python3` alone is a REPL).
+            tty: req.tty,
             stdin: req.stdin,
             timeout_ms: timeout.map(|t| (t + KILL_GRACE).as_millis() as u64),
             tag: req.tag.clone(),

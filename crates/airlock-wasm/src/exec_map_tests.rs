@@ -84,7 +84,7 @@ fn the_runtimes_python_driver_launch_is_recognised_and_other_drivers_refused() {
 }
 
 #[test]
-fn shells_native_programs_and_terminals_are_refused_with_what_works_instead() {
+fn shells_and_native_programs_are_refused_with_what_works_instead() {
     for argv in [
         &["bash"][..],
         &["/bin/sh", "-c", "true"],
@@ -97,7 +97,12 @@ fn shells_native_programs_and_terminals_are_refused_with_what_works_instead() {
             "{argv:?}: {err}"
         );
     }
+    // A terminal is the runner's stdio: python3 on a PTY runs; a shell on one is still refused.
+    let size = Some(airlock_protocol::TtySize { rows: 24, cols: 80 });
     let mut tty = exec(&["python3"]);
-    tty.tty = Some(airlock_protocol::TtySize { rows: 24, cols: 80 });
-    assert!(map().map(&tty).unwrap_err().0.contains("no terminals"));
+    tty.tty = size;
+    assert_eq!(map().map(&tty).unwrap().tty, size);
+    let mut shell = exec(&["bash", "-i"]);
+    shell.tty = size;
+    assert!(map().map(&shell).unwrap_err().0.contains("no processes"));
 }

@@ -30,7 +30,7 @@ pub fn receipt(
         "processes",
         LayerStatus::Enforced,
         "none: WASI preview 1 has no process API",
-        "code cannot start programs; shells, terminals and native programs are refused",
+        "code cannot start programs; shells and native programs are refused",
     );
     r.add(
         "threads",

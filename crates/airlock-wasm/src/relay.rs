@@ -40,10 +40,6 @@ fn decide(map: &ExecMap, scope: &Scope, req: Request) -> Decision {
             }),
             Err(why) => refuse(ErrorCode::Unsupported, why.0),
         },
-        Op::Resize { .. } => refuse(
-            ErrorCode::Unsupported,
-            "a wasm box has no terminals to resize".into(),
-        ),
         op => match scope.check_op(&op) {
             Ok(()) => Decision::Forward(Request { id, op }),
             Err(why) => refuse(ErrorCode::NotFound, why),

@@ -167,11 +167,11 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
 }
 
 fn cmd_run(args: RunArgs) -> Result<i32> {
-    let policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
+    let mut policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
     if policy.backend != airlock_policy::BackendKind::Native {
-        // A box behind the seam writes its workspace directly unless told otherwise.
-        let policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
-        return crate::attached::run(&policy, &args.command, args.no_stdin);
+        // Only the native box has a change layer: the others write the workspace directly
+        // unless the flags or the policy file say otherwise (then run_attached refuses).
+        policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
     }
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");

@@ -1,6 +1,5 @@
 //! The `airlock` command line.
 
-mod attached;
 mod cli;
 mod client;
 mod commands;

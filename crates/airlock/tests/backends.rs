@@ -47,7 +47,7 @@ fn a_backend_that_is_not_built_is_refused_on_every_command_with_exit_125() {
             &script,
         ],
     );
-    assert_eq!(r.code, 125, "{}", r.stderr);
+    assert_eq!(r.code, 126, "{}", r.stderr);
     assert!(
         r.stderr.contains("a wasm box has no processes"),
         "{}",
