@@ -21,6 +21,8 @@ pub const EXIT_TIMEOUT: i32 = 124;
 pub const EXIT_INTERRUPTED: i32 = 130;
 /// Exit status of a module that trapped (e.g. `unreachable`, out-of-bounds access).
 pub const EXIT_TRAP: i32 = 134;
+/// Exit status when the module does not exist (as a shell's "command not found").
+pub const EXIT_NOT_FOUND: i32 = 127;
 /// Exit status when the runner itself could not start the module.
 pub const EXIT_FAILED: i32 = 125;
 
@@ -69,6 +71,12 @@ pub fn main(args: &[String]) -> i32 {
     };
     match run(&spec) {
         Ok(code) => code,
+        Err(RunError::Engine(EngineError::Read { path, source }))
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            eprintln!("airlock: {}: no such WASI module", path.display());
+            EXIT_NOT_FOUND
+        }
         Err(e) => {
             eprintln!("airlock: {e}");
             EXIT_FAILED
@@ -80,7 +88,11 @@ fn load(engine: &Engine, spec: &RunSpec) -> Result<Module, RunError> {
     if spec.module.extension().is_some_and(|e| e == "cwasm") {
         return Ok(engine::load_compiled(engine, &spec.module)?);
     }
-    Module::from_file(engine, &spec.module).map_err(|e| {
+    let bytes = std::fs::read(&spec.module).map_err(|source| EngineError::Read {
+        path: spec.module.clone(),
+        source,
+    })?;
+    Module::new(engine, &bytes).map_err(|e| {
         RunError::Engine(EngineError::Compile {
             path: spec.module.clone(),
             why: format!("{e:#}"),

@@ -41,6 +41,16 @@ fn policy(
     .unwrap()
 }
 
+/// The test's command for the test backend: `sh` (the shell script `sh -c SCRIPT`), or, in a wasm
+/// box, which has no shell and no processes (WASI runs one module per command), the same
+/// behaviour written in Python for CPython-WASI.
+fn command(sh: &str, py: &str) -> Vec<String> {
+    match common::test_backend_kind() {
+        airlock_policy::BackendKind::Wasm => vec!["python3".into(), "-c".into(), py.into()],
+        _ => vec!["sh".into(), "-c".into(), sh.into()],
+    }
+}
+
 fn pipe() -> (OwnedFd, OwnedFd) {
     let mut fds = [0; 2];
     // SAFETY: a valid array for pipe2 to fill.
@@ -59,9 +69,9 @@ fn drain(fd: OwnedFd) -> std::thread::JoinHandle<Vec<u8>> {
 }
 
 /// Runs `argv` attached to pipes: `input` on its stdin; what it printed.
-fn attached(
+fn attached<S: AsRef<str>>(
     policy: &airlock_policy::ResolvedPolicy,
-    argv: &[&str],
+    argv: &[S],
     input: Option<&[u8]>,
 ) -> (RunResult, String, String) {
     let backend = common::test_backend();
@@ -74,7 +84,7 @@ fn attached(
         let _ = std::io::Write::write_all(&mut std::fs::File::from(in_w), &data);
     });
     let (out, err) = (drain(out_r), drain(err_r));
-    let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+    let argv: Vec<String> = argv.iter().map(|s| s.as_ref().to_string()).collect();
     let result = run_over_agent_with(
         backend.as_ref(),
         policy,
@@ -107,7 +117,11 @@ fn attached(
 fn output_streams_and_exit_code_arrive_as_the_command_gave_them() {
     let ws = TempDir::new("attached-io");
     let p = policy(ws.path(), |_| {});
-    let (r, out, err) = attached(&p, &["sh", "-c", "echo out; echo err >&2; exit 7"], None);
+    let cmd = command(
+        "echo out; echo err >&2; exit 7",
+        "import sys; print('out'); print('err', file=sys.stderr); sys.exit(7)",
+    );
+    let (r, out, err) = attached(&p, &cmd, None);
     assert_eq!((r.exit_code, r.command_exit_code), (7, Some(7)), "{r:?}");
     assert_eq!(out, "out\n");
     assert_eq!(err, "err\n");
@@ -124,7 +138,11 @@ fn stdin_is_relayed_to_the_end() {
     let ws = TempDir::new("attached-stdin");
     let p = policy(ws.path(), |_| {});
     let data: Vec<u8> = (0..200_000u32).map(|i| b'a' + (i % 26) as u8).collect();
-    let (r, out, _) = attached(&p, &["sh", "-c", "wc -c; echo done"], Some(&data));
+    let cmd = command(
+        "wc -c; echo done",
+        "import sys; print(len(sys.stdin.buffer.read())); print('done')",
+    );
+    let (r, out, _) = attached(&p, &cmd, Some(&data));
     assert_eq!(r.exit_code, 0, "{r:?}");
     assert_eq!(
         out.split_whitespace().collect::<Vec<_>>(),
@@ -136,22 +154,45 @@ fn stdin_is_relayed_to_the_end() {
 fn a_command_that_cannot_start_is_127_with_a_reason() {
     let ws = TempDir::new("attached-missing");
     let p = policy(ws.path(), |_| {});
-    let (r, _, _) = attached(&p, &["/no/such/program"], None);
-    assert_eq!(r.exit_code, 127, "{r:?}");
-    let why = r.error.unwrap_or_default();
-    assert!(why.contains("/no/such/program"), "{why}");
+    match common::test_backend_kind() {
+        // A wasm box runs modules by path: a missing one is 127, said by the runner that could
+        // not find it (the run itself started, so the reason is on stderr).
+        airlock_policy::BackendKind::Wasm => {
+            let (r, _, err) = attached(&p, &["/no/such/program.wasm"], None);
+            assert_eq!(r.exit_code, 127, "{r:?}");
+            assert!(err.contains("/no/such/program.wasm"), "{err}");
+        }
+        _ => {
+            let (r, _, _) = attached(&p, &["/no/such/program"], None);
+            assert_eq!(r.exit_code, 127, "{r:?}");
+            let why = r.error.unwrap_or_default();
+            assert!(why.contains("/no/such/program"), "{why}");
+        }
+    }
 }
 
 #[test]
 fn a_signal_death_is_128_plus_the_signal() {
     let ws = TempDir::new("attached-signal");
     let p = policy(ws.path(), |_| {});
-    let (r, _, _) = attached(&p, &["sh", "-c", "kill -TERM $$"], None);
-    assert_eq!(
-        (r.exit_code, r.signal),
-        (128 + libc::SIGTERM, Some(libc::SIGTERM)),
-        "{r:?}"
-    );
+    match common::test_backend_kind() {
+        // A WASI guest has no signals to send (no process API): the attempt fails inside the
+        // guest, which is what a wasm box enforces; the exit is the guest's own.
+        airlock_policy::BackendKind::Wasm => {
+            let code = "import os, signal\ntry:\n    os.kill(os.getpid(), signal.SIGTERM)\nexcept (AttributeError, OSError) as e:\n    print('no signals', type(e).__name__)\n    raise SystemExit(3)";
+            let (r, out, _) = attached(&p, &["python3", "-c", code], None);
+            assert_eq!((r.exit_code, r.signal), (3, None), "{r:?}");
+            assert!(out.starts_with("no signals"), "{out}");
+        }
+        _ => {
+            let (r, _, _) = attached(&p, &["sh", "-c", "kill -TERM $$"], None);
+            assert_eq!(
+                (r.exit_code, r.signal),
+                (128 + libc::SIGTERM, Some(libc::SIGTERM)),
+                "{r:?}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -165,7 +206,11 @@ fn the_deadline_kills_the_command_and_is_124() {
     });
     let marker = format!("attached-timeout-{}", std::process::id());
     let t = Instant::now();
-    let (r, _, _) = attached(&p, &["sh", "-c", &format!("sleep 60; : {marker}")], None);
+    let cmd = command(
+        &format!("sleep 60; : {marker}"),
+        &format!("# {marker}\nwhile True: pass"),
+    );
+    let (r, _, _) = attached(&p, &cmd, None);
     assert_eq!(r.exit_code, 124, "{r:?}");
     assert!(r.limits_hit.contains(&LimitHit::Timeout), "{r:?}");
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
@@ -184,7 +229,11 @@ fn the_output_cap_cuts_the_output_and_kills_the_command() {
             ..LimitsSection::default()
         }
     });
-    let (r, out, err) = attached(&p, &["sh", "-c", "yes; echo never >&2"], None);
+    let cmd = command(
+        "yes; echo never >&2",
+        "import sys\nwhile True:\n    sys.stdout.write('y\\n' * 1000)",
+    );
+    let (r, out, err) = attached(&p, &cmd, None);
     assert!(r.limits_hit.contains(&LimitHit::Output), "{r:?}");
     assert_eq!(
         out.len() + err.len(),
@@ -201,9 +250,12 @@ fn the_box_is_gone_when_the_run_returns() {
     let p = policy(ws.path(), |_| {});
     let marker = format!("attached-bg-{}", std::process::id());
     // A background process that would outlive its parent shell if the box were left running.
+    // A wasm box has no background processes to leave: there, the one run (its runner process)
+    // must be gone, with the box's mounts.
     let script = format!("(sleep 60; : {marker}) & echo started");
+    let py = format!("# {marker}\nprint('started')");
     let mounts = common::host_mounts();
-    let (r, out, _) = attached(&p, &["sh", "-c", &script], None);
+    let (r, out, _) = attached(&p, &command(&script, &py), None);
     assert_eq!((r.exit_code, out.as_str()), (0, "started\n"), "{r:?}");
     let deadline = Instant::now() + Duration::from_secs(5);
     while !common::pids_with_marker(&marker).is_empty() && Instant::now() < deadline {
