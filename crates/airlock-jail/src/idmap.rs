@@ -28,6 +28,12 @@ impl IdmapNamespace {
     /// Creates the namespace with a short-lived child that unshares it. Call from a
     /// single-threaded process.
     pub fn new() -> io::Result<IdmapNamespace> {
+        IdmapNamespace::mapping(0, BOX_HOST_ID)
+    }
+
+    /// A namespace through which a mount shows files stored as `on_disk` (uid and gid) as
+    /// owned by `shown`, and stores what `shown` creates as `on_disk`. Single-threaded callers.
+    pub fn mapping(on_disk: u32, shown: u32) -> io::Result<IdmapNamespace> {
         let (ready_r, ready_w) = crate::sys::pipe()?;
         let (done_r, done_w) = match crate::sys::pipe() {
             Ok(p) => p,
@@ -73,11 +79,11 @@ impl IdmapNamespace {
             }
             std::fs::write(
                 format!("/proc/{pid}/uid_map"),
-                format!("0 {BOX_HOST_ID} 1\n"),
+                format!("{on_disk} {shown} 1\n"),
             )?;
             std::fs::write(
                 format!("/proc/{pid}/gid_map"),
-                format!("0 {BOX_HOST_ID} 1\n"),
+                format!("{on_disk} {shown} 1\n"),
             )?;
             let f = std::fs::File::open(format!("/proc/{pid}/ns/user"))?;
             Ok(IdmapNamespace {

@@ -9,6 +9,13 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// The runsc binary gVisor boxes (--backend gvisor) run under; default: runsc on PATH.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub runsc: Option<PathBuf>,
+    /// The gVisor platform: ptrace, systrap or kvm; default: systrap where runsc has it, else
+    /// ptrace.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub gvisor_platform: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -24,6 +31,10 @@ pub enum Command {
     /// the program that started it (the server). Not for direct use.
     #[command(hide = true)]
     SandboxHost,
+    /// Internal: the host process of one gVisor box (runsc and everything around it), driven
+    /// over descriptor 3 like sandbox-host. Not for direct use.
+    #[command(hide = true)]
+    GvisorHost,
     /// Internal: serve the agent protocol on descriptor N, a connected stream socket to the host
     /// (the init of a box that another backend made). Not for direct use.
     #[command(hide = true)]

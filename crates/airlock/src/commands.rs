@@ -28,11 +28,23 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    if let Some(p) = &cli.runsc {
+        // Single-threaded still: every entry point (and the box host processes) reads it.
+        std::env::set_var(airlock_backends::RUNSC_ENV, p);
+    }
+    if let Some(name) = &cli.gvisor_platform {
+        if let Err(e) = airlock_gvisor::Platform::parse(name) {
+            eprintln!("airlock: {e}");
+            return FAILED;
+        }
+        std::env::set_var(airlock_backends::GVISOR_PLATFORM_ENV, name);
+    }
     let res = match cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Receipt(args) => cmd_receipt(args),
         Command::Check(args) => cmd_check(args),
         Command::SandboxHost => cmd_sandbox_host(),
+        Command::GvisorHost => cmd_gvisor_host(),
         Command::Agent(args) => Ok(airlock_agent::standalone::main_with_args(&[
             "--fd".into(),
             args.fd.to_string(),
@@ -122,6 +134,15 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
         f.fail_if_unavailable = Some(true);
     }
     Ok(base.merge(f))
+}
+
+/// runsc's version and platform, as the gVisor backend would use them.
+fn gvisor_details() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let config = airlock_backends::BackendConfig::new(exe.clone());
+    airlock_gvisor::GvisorBackend::new(exe, config.gvisor)
+        .describe()
+        .ok()
 }
 
 /// The backends this airlock can start boxes with.
@@ -334,6 +355,12 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
         println!("backends (--backend):");
         for b in &report.backends {
             let status = match &b.availability {
+                Availability::Available if b.backend == BackendKind::Gvisor => {
+                    match gvisor_details() {
+                        Some(d) => format!("available ({d})"),
+                        None => "available".to_string(),
+                    }
+                }
                 Availability::Available => "available".to_string(),
                 Availability::Unavailable(why) => format!("cannot run here: {why}"),
                 Availability::NotBuilt => "not built yet in this airlock".to_string(),
@@ -355,6 +382,22 @@ fn cmd_sandbox_host() -> Result<i32> {
     // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
     Ok(airlock_native::sandbox_host_main(control))
+}
+
+fn cmd_gvisor_host() -> Result<i32> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: fcntl only inspects the descriptor number.
+    if unsafe { libc::fcntl(3, libc::F_GETFD) } == -1 {
+        anyhow::bail!(
+            "gvisor-host is started by airlock itself, with its control socket at descriptor 3"
+        );
+    }
+    // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
+    let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
+    let config = airlock_backends::gvisor_from_env();
+    let runsc = airlock_gvisor::Runsc::find(config.runsc.as_deref(), config.platform)
+        .map_err(|e| e.to_string());
+    Ok(airlock_gvisor::gvisor_host_main(control, runsc))
 }
 
 fn cmd_serve(args: ServeArgs) -> Result<i32> {
