@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+/// Where the gofer's own (root) creations are stored until it chowns them.
+const NOBODY: u32 = 65534;
 /// How long the agent may take to greet (the Sentry's start included).
 const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long runsc may take to end after the box is killed.
@@ -148,7 +150,11 @@ fn attach_views(plan: &BundlePlan) -> Result<Option<String>, StartError> {
     }
     // SAFETY: getuid cannot fail.
     let me = unsafe { libc::getuid() };
-    let ns = airlock_jail::idmap::IdmapNamespace::mapping(me, airlock_policy::INSIDE_UID);
+    // The caller's files show as the box user's. runsc's gofer creates files as host root and
+    // then gives them the box user's ids, so root needs a mapping too: its new files are
+    // briefly stored as nobody (65534) until that chown stores them as the caller's.
+    let pairs = [(me, airlock_policy::INSIDE_UID), (NOBODY, 0)];
+    let ns = airlock_jail::idmap::IdmapNamespace::mapping(&pairs);
     let idmapped = ns.and_then(|ns| {
         for m in &plan.user_mounts {
             let tree = airlock_jail::idmap::idmapped_tree(&m.host, &ns, !m.writable)?;

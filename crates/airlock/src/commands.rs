@@ -182,6 +182,13 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
 
 fn cmd_run(args: RunArgs) -> Result<i32> {
     let policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
+    if policy.backend != BackendKind::Native {
+        // Never a native box in its place: the one-shot run of other kinds is not wired yet.
+        anyhow::bail!(
+            "airlock run starts only native boxes in this build; a {} box runs through airlock serve, airlock mcp or the library (LiveSandbox)",
+            policy.backend
+        );
+    }
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
     }
@@ -281,12 +288,32 @@ fn emit(args: &RunArgs, file: Option<&mut std::fs::File>, doc: &str) -> Result<(
 }
 
 fn cmd_receipt(args: ReceiptArgs) -> Result<i32> {
-    let policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
+    let mut policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
+    if policy.backend != BackendKind::Native {
+        // Long-lived boxes write the workspace directly unless told otherwise.
+        policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
+    }
     let argv = if args.command.is_empty() {
         vec!["true".to_string()]
     } else {
         args.command.clone()
     };
+    if policy.backend != BackendKind::Native {
+        let receipt = backends()?
+            .select(policy.backend)?
+            .plan(&policy, &airlock_runtime::backend::Template::Host)?;
+        if args.json {
+            let doc = serde_json::json!({ "policy": policy, "receipt": receipt });
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            println!(
+                "backend {} · profile {} · network {}",
+                policy.backend, policy.profile, policy.network
+            );
+            print!("{receipt}");
+        }
+        return Ok(0);
+    }
     let plan = BoxPlan::new(&policy, &argv, &[])?;
     if args.json {
         let doc = serde_json::json!({ "policy": policy, "receipt": plan.receipt, "rootfs": plan.spec.rootfs });
