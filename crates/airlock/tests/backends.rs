@@ -12,7 +12,7 @@ fn a_backend_that_is_not_built_is_refused_on_every_command_with_exit_125() {
     let ws = TempDir::new("backend-refused");
     let marker = ws.join("ran");
     let script = format!("touch {}", marker.display());
-    for kind in ["gvisor", "microvm", "wasm"] {
+    for kind in ["microvm", "wasm"] {
         let r = airlock(
             ws.path(),
             &["run", "--backend", kind, "--", "sh", "-c", &script],
@@ -41,6 +41,46 @@ fn a_backend_that_is_not_built_is_refused_on_every_command_with_exit_125() {
         "{}",
         r.stderr
     );
+}
+
+#[test]
+fn gvisor_is_built_its_receipt_names_the_sentry_and_a_one_shot_run_never_falls_back_to_native() {
+    let ws = TempDir::new("backend-gvisor");
+    let marker = ws.join("ran");
+    let script = format!("touch {}", marker.display());
+    let r = airlock(
+        ws.path(),
+        &["run", "--backend", "gvisor", "--", "sh", "-c", &script],
+    );
+    assert_eq!(r.code, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("starts only native boxes"),
+        "{}",
+        r.stderr
+    );
+    assert!(!marker.exists(), "no box of another kind ran in its place");
+    let r = airlock(
+        ws.path(),
+        &["receipt", "--backend", "gvisor", "--net", "proxy"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("gVisor Sentry") && r.stdout.contains("egress proxy"),
+        "{}",
+        r.stdout
+    );
+    let r = airlock(
+        ws.path(),
+        &[
+            "receipt",
+            "--backend",
+            "gvisor",
+            "--runsc",
+            "/nonexistent/runsc",
+        ],
+    );
+    assert_eq!(r.code, 125, "{}", r.stderr);
+    assert!(r.stderr.contains("--runsc PATH"), "{}", r.stderr);
 }
 
 #[test]
@@ -107,14 +147,18 @@ fn check_lists_every_backend_and_whether_it_can_run_here() {
         status,
         vec![
             ("native", "available"),
-            ("gvisor", "not-built"),
+            // Root with Debian's runsc (scripts/test.sh installs it).
+            ("gvisor", "available"),
             ("microvm", "not-built"),
             ("wasm", "not-built")
         ]
     );
     let r = airlock(ws.path(), &["check"]);
     assert!(
-        r.stdout.contains("native   available") && r.stdout.contains("gvisor   not built yet"),
+        r.stdout.contains("native   available")
+            && r.stdout.contains("gvisor   available (runsc version")
+            && r.stdout.contains("platform ptrace")
+            && r.stdout.contains("microvm  not built yet"),
         "{}",
         r.stdout
     );
