@@ -9,7 +9,6 @@ use airlock_native::HostProcess;
 use airlock_policy::{BackendKind, ResolvedPolicy};
 use airlock_runtime::backend::{Backend, BackendError, BoxInstance, StartOptions, Template};
 use airlock_runtime::Receipt;
-use std::ffi::OsString;
 use std::path::PathBuf;
 
 /// Which runsc and platform boxes use.
@@ -21,40 +20,34 @@ pub struct GvisorConfig {
     pub platform: Option<Platform>,
 }
 
-impl GvisorConfig {
-    /// The arguments of `airlock gvisor-host` that carry this configuration.
-    pub fn host_args(&self) -> Vec<OsString> {
-        let mut args = Vec::new();
-        if let Some(p) = &self.runsc {
-            args.push("--runsc".into());
-            args.push(p.clone().into_os_string());
-        }
-        if let Some(p) = self.platform {
-            args.push("--platform".into());
-            args.push(p.as_str().into());
-        }
-        args
-    }
-}
-
 /// The gVisor backend. `exe` is the airlock binary (each box is held by `exe gvisor-host`).
 pub struct GvisorBackend {
     exe: PathBuf,
     config: GvisorConfig,
+    /// The runsc found on first use (finding it runs it twice: worth doing once).
+    found: std::sync::OnceLock<Result<Runsc, String>>,
 }
 
 impl GvisorBackend {
     pub fn new(exe: PathBuf, config: GvisorConfig) -> GvisorBackend {
-        GvisorBackend { exe, config }
+        GvisorBackend {
+            exe,
+            config,
+            found: std::sync::OnceLock::new(),
+        }
     }
 
     fn runsc(&self) -> Result<Runsc, BackendError> {
-        Runsc::find(self.config.runsc.as_deref(), self.config.platform).map_err(|e| {
-            BackendError::Unavailable {
+        self.found
+            .get_or_init(|| {
+                Runsc::find(self.config.runsc.as_deref(), self.config.platform)
+                    .map_err(|e| e.to_string())
+            })
+            .clone()
+            .map_err(|why| BackendError::Unavailable {
                 kind: BackendKind::Gvisor,
-                why: e.to_string(),
-            }
-        })
+                why,
+            })
     }
 
     /// runsc's version and platform, for `airlock check`.
@@ -131,11 +124,14 @@ impl Backend for GvisorBackend {
         if let Some(e) = root_needed() {
             return Err(e);
         }
-        // Checked here too, so a missing runsc is a clear error before any process starts.
-        self.runsc()?;
+        // Found here, so a missing runsc is a clear error before any process starts, and
+        // handed to the host process as found.
+        let runsc = self.runsc()?;
+        let resolved = serde_json::to_string(&runsc)
+            .map_err(|e| BackendError::Start(format!("cannot describe runsc: {e}")))?;
         let host = HostProcess {
             subcommand: "gvisor-host",
-            args: self.config.host_args(),
+            args: vec!["--resolved".into(), resolved.into()],
             kind: BackendKind::Gvisor,
         };
         airlock_native::start_hosted(&self.exe, host, policy, template, opts)

@@ -551,14 +551,21 @@ impl RunningBox {
     pub fn close(&mut self) {
         self.agent = None;
         if let Some(mut child) = self.child.take() {
-            let _ = self
-                .runsc
-                .command(&self.layout.state, self.network)
-                .args(["kill", "--all", &self.id, "KILL"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+            match &self.cgroup {
+                // runsc, its gofer and sandbox and every process of the box are in the cgroup:
+                // killing it ends them all at once, with no runsc call to wait for.
+                Some(cg) => cg.kill_all(),
+                None => {
+                    let _ = self
+                        .runsc
+                        .command(&self.layout.state, self.network)
+                        .args(["kill", "--all", &self.id, "KILL"])
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .status();
+                }
+            }
             let deadline = Instant::now() + KILL_GRACE;
             loop {
                 match child.try_wait() {
@@ -568,17 +575,10 @@ impl RunningBox {
                         let _ = child.wait();
                         break;
                     }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+                    Ok(None) => std::thread::sleep(Duration::from_millis(2)),
                 }
             }
-            let _ = self
-                .runsc
-                .command(&self.layout.state, self.network)
-                .args(["delete", "--force", &self.id])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+            // runsc's state is on the tmpfs that goes with this process: no `runsc delete`.
         }
         self.pidfd = None;
         if let Some(proxy) = self.proxy.take() {

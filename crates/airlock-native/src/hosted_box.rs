@@ -316,6 +316,13 @@ impl HostedBox {
 
 impl HostedBox {
     fn simple_request(&mut self, msg: &ToHost, what: &'static str) -> Result<(), BackendError> {
+        if !self.capabilities.pause {
+            return Err(BackendError::Unsupported {
+                kind: self.host.kind,
+                what,
+                why: format!("this backend has no {what} yet"),
+            });
+        }
         match self.request(msg)? {
             FromHost::Ok {} => Ok(()),
             FromHost::Error { message } => Err(BackendError::Unsupported {

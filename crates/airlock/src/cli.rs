@@ -34,7 +34,7 @@ pub enum Command {
     /// Internal: the host process of one gVisor box (runsc and everything around it), driven
     /// over descriptor 3 like sandbox-host. Not for direct use.
     #[command(hide = true)]
-    GvisorHost,
+    GvisorHost(GvisorHostArgs),
     /// Internal: serve the agent protocol on descriptor N, a connected stream socket to the host
     /// (the init of a box that another backend made). Not for direct use.
     #[command(hide = true)]
@@ -60,6 +60,13 @@ pub enum Command {
     /// and the server: tools/list is filtered by --tools/--deny-tools, calls to filtered tools are
     /// refused without reaching the server, and every call goes to --audit FILE.
     Wrap(WrapArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GvisorHostArgs {
+    /// The runsc the backend found (JSON: path, platform, version).
+    #[arg(long, value_name = "JSON")]
+    pub resolved: String,
 }
 
 #[derive(Debug, Args)]

@@ -44,7 +44,7 @@ pub fn main() -> i32 {
         Command::Receipt(args) => cmd_receipt(args),
         Command::Check(args) => cmd_check(args),
         Command::SandboxHost => cmd_sandbox_host(),
-        Command::GvisorHost => cmd_gvisor_host(),
+        Command::GvisorHost(args) => cmd_gvisor_host(&args.resolved),
         Command::Agent(args) => Ok(airlock_agent::standalone::main_with_args(&[
             "--fd".into(),
             args.fd.to_string(),
@@ -411,7 +411,7 @@ fn cmd_sandbox_host() -> Result<i32> {
     Ok(airlock_native::sandbox_host_main(control))
 }
 
-fn cmd_gvisor_host() -> Result<i32> {
+fn cmd_gvisor_host(resolved: &str) -> Result<i32> {
     use std::os::fd::FromRawFd;
     // SAFETY: fcntl only inspects the descriptor number.
     if unsafe { libc::fcntl(3, libc::F_GETFD) } == -1 {
@@ -421,9 +421,8 @@ fn cmd_gvisor_host() -> Result<i32> {
     }
     // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
-    let config = airlock_backends::gvisor_from_env();
-    let runsc = airlock_gvisor::Runsc::find(config.runsc.as_deref(), config.platform)
-        .map_err(|e| e.to_string());
+    let runsc = serde_json::from_str::<airlock_gvisor::Runsc>(resolved)
+        .map_err(|e| format!("bad --resolved for gvisor-host: {e}"));
     Ok(airlock_gvisor::gvisor_host_main(control, runsc))
 }
 
