@@ -356,3 +356,41 @@ fn kill_leaves_no_process_mount_or_cgroup() {
         "a mount was left behind"
     );
 }
+
+#[test]
+fn an_unprivileged_user_is_told_why_gvisor_needs_root_and_what_to_use() {
+    assert!(
+        common::is_root(),
+        "this test runs airlock as the test user and must start as root"
+    );
+    common::ensure_test_user();
+    let (_bin_dir, bin) = common::binary_for_test_user("gv-unpriv-bin");
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            common::TEST_USER,
+            "--regid",
+            common::TEST_USER,
+            "--init-groups",
+            "--",
+        ])
+        .arg(&bin)
+        .args(["check", "--json"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gv = v["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["backend"] == "gvisor")
+        .unwrap()
+        .clone();
+    assert_eq!(gv["status"], "unavailable", "{gv}");
+    let why = gv["why"].as_str().unwrap();
+    assert!(
+        why.contains("needs root") && why.contains("--backend native"),
+        "{why}"
+    );
+}
