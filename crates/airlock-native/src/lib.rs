@@ -24,14 +24,13 @@ mod proxy_channel;
 mod sandbox;
 mod sandbox_host;
 mod sentinel;
-mod signals;
 mod starter_pool;
 mod stdio;
 mod supervisor;
 #[cfg(test)]
 mod test_dir;
-mod tty;
 
+pub use airlock_runtime::attached::{RunOptions, StdinMode};
 pub use control::{ControlMessage, ControlReader};
 pub use hosted_box::HostProcess;
 pub use native_backend::{probe_policy, NativeBackend};
@@ -41,4 +40,4 @@ pub use sandbox::{Sandbox, SandboxOptions};
 pub use sandbox_host::{network_event, sandbox_host_main, FromHost, ToHost, MAX_CONTROL};
 pub use sentinel::Sentinel;
 pub use starter_pool::start_hosted;
-pub use supervisor::{run, RunError, RunOptions, StdinMode};
+pub use supervisor::{run, RunError};

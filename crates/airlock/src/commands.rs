@@ -5,11 +5,12 @@ use crate::cli::{
     SandboxCommand, ServeArgs,
 };
 use crate::client;
-use airlock_native::{run, BoxPlan, RunOptions, StdinMode};
+use airlock_native::{BoxPlan, RunOptions, StdinMode};
 use airlock_policy::{
     parse_duration, parse_size, BackendKind, ChangesMode, DurationValue, PolicyFile, Profile,
     ResolveContext, ResolvedPolicy, SizeValue,
 };
+use airlock_runtime::backend::Template;
 use airlock_runtime::backend::{Availability, Backends};
 use airlock_runtime::{HostReport, RealHost, RunResult};
 use anyhow::{anyhow, Context, Result};
@@ -158,6 +159,12 @@ pub(crate) fn backends() -> Result<Backends> {
 /// how the workspace's writes reach the host, used when neither says.
 pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<ResolvedPolicy> {
     let mut file = policy_file(args)?;
+    // Only the native box has a change layer to apply; every other kind writes the workspace
+    // directly unless told otherwise (and refuses `apply` with a sentence when told).
+    let changes = match file.backend.unwrap_or_default() {
+        BackendKind::Native => changes,
+        _ => ChangesMode::Direct,
+    };
     file.filesystem.changes.get_or_insert(changes);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env: BTreeMap<String, String> = std::env::vars_os()
@@ -181,13 +188,11 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
 }
 
 fn cmd_run(args: RunArgs) -> Result<i32> {
-    let policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
+    let mut policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
     if policy.backend != BackendKind::Native {
-        // Never a native box in its place: the one-shot run of other kinds is not wired yet.
-        anyhow::bail!(
-            "airlock run starts only native boxes in this build; a {} box runs through airlock serve, airlock mcp or the library (LiveSandbox)",
-            policy.backend
-        );
+        // Only the native supervisor has a change layer to apply at the end: other kinds write
+        // the workspace directly unless `--changes apply` is asked (which they refuse).
+        policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
     }
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
@@ -223,7 +228,8 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         ),
         None => None,
     };
-    let outcome = run(&policy, &args.command, &opts);
+    let backend = backends()?.select(policy.backend)?;
+    let outcome = backend.run_attached(&policy, &Template::Host, &args.command, &opts);
     let result = match outcome {
         Ok(r) => r,
         Err(e) => {
@@ -339,8 +345,11 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
             host: &RealHost,
         },
     )?;
-    let res: std::result::Result<RunResult, _> = run(
+    let all = backends()?;
+    let native = all.select(BackendKind::Native)?;
+    let res: std::result::Result<RunResult, _> = native.run_attached(
         &policy,
+        &Template::Host,
         &["true".to_string()],
         &RunOptions {
             stdin: StdinMode::Null,
@@ -362,7 +371,7 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
         receipt,
         can_run,
         // The box above was the native probe; the other kinds are probed here.
-        backends: backends()?.report_with(|kind| {
+        backends: all.report_with(|kind| {
             (kind == BackendKind::Native).then(|| match (&error, can_run) {
                 (_, true) => Ok(()),
                 (Some(e), false) => Err(e.clone()),

@@ -44,21 +44,45 @@ fn a_backend_that_is_not_built_is_refused_on_every_command_with_exit_125() {
 }
 
 #[test]
-fn gvisor_is_built_its_receipt_names_the_sentry_and_a_one_shot_run_never_falls_back_to_native() {
+fn gvisor_is_built_runs_a_command_under_the_sentry_and_its_receipt_says_so() {
     let ws = TempDir::new("backend-gvisor");
-    let marker = ws.join("ran");
-    let script = format!("touch {}", marker.display());
     let r = airlock(
         ws.path(),
-        &["run", "--backend", "gvisor", "--", "sh", "-c", &script],
+        &[
+            "run",
+            "--backend",
+            "gvisor",
+            "--",
+            "sh",
+            "-c",
+            "id -u; uname -r; echo made > made",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let host_release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[0], "1000", "{}", r.stdout);
+    assert_ne!(
+        lines[1],
+        host_release.trim(),
+        "uname must come from gVisor's kernel"
+    );
+    assert_eq!(std::fs::read_to_string(ws.join("made")).unwrap(), "made\n");
+    // A change layer is the native supervisor's: asked for explicitly, gVisor refuses it.
+    let r = airlock(
+        ws.path(),
+        &[
+            "run",
+            "--backend",
+            "gvisor",
+            "--changes",
+            "apply",
+            "--",
+            "true",
+        ],
     );
     assert_eq!(r.code, 125, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("starts only native boxes"),
-        "{}",
-        r.stderr
-    );
-    assert!(!marker.exists(), "no box of another kind ran in its place");
+    assert!(r.stderr.contains("--changes direct"), "{}", r.stderr);
     let r = airlock(
         ws.path(),
         &["receipt", "--backend", "gvisor", "--net", "proxy"],
