@@ -505,8 +505,23 @@ impl RunningBox {
             memory_bytes: cg.and_then(BoxCgroup::current_memory),
             memory_peak_bytes: cg.and_then(BoxCgroup::peak_memory),
             disk_bytes: disk_used(&self.layout.scratch),
-            processes: None,
+            processes: self.processes(),
         }
+    }
+
+    /// The box's processes as the Sentry counts them (`runsc ps`): its own tasks, not the
+    /// host tasks of the Sentry and gofer.
+    fn processes(&self) -> Option<u64> {
+        let out = self
+            .runsc
+            .command(&self.layout.state, self.network)
+            .args(["ps", "--format", "json", &self.id])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        let pids: Vec<i64> = serde_json::from_slice(&out.stdout).ok()?;
+        u64::try_from(pids.len()).ok()
     }
 
     pub fn set_egress(&self, egress: &Egress) -> Result<(), String> {

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 pub enum BundleError {
     #[error("the gvisor backend always gives the box its own root: the full-access profile (the host's filesystem as it is) needs --backend native")]
     HostFilesystem,
+    #[error("the working directory {0} does not exist in the box: give a directory inside the workspace or a grant (or /tmp, the home directory)")]
+    NoCwd(PathBuf),
     #[error("the gvisor backend writes a writable workspace directly (its box is long-lived): use --changes direct, or --backend native for a change layer")]
     ChangeLayer,
 }
@@ -131,6 +133,7 @@ impl BundlePlan {
                 b.add_mount(Mount::bind(view, pin, um.writable), true);
             }
         }
+        check_cwd(&policy.cwd, &user_mounts, &b.scratch)?;
         let mut uncovered = Vec::new();
         for cover in &rootfs.covers {
             match user_host(&user_mounts, &cover.path) {
@@ -215,6 +218,24 @@ impl BundlePlan {
             uncovered,
             image_root: image,
         })
+    }
+}
+
+/// The working directory must exist where the box will see it: in a grant (on the host now),
+/// in the scratch (made fresh), or be `/`.
+fn check_cwd(
+    cwd: &Path,
+    users: &[UserMount],
+    scratch: &[(PathBuf, PathBuf)],
+) -> Result<(), BundleError> {
+    let exists = match user_host(users, cwd) {
+        Some((_, host)) => host.is_dir(),
+        None => cwd == Path::new("/") || scratch.iter().any(|(inside, _)| cwd == inside.as_path()),
+    };
+    if exists {
+        Ok(())
+    } else {
+        Err(BundleError::NoCwd(cwd.to_path_buf()))
     }
 }
 

@@ -132,7 +132,7 @@ pub fn receipt(policy: &ResolvedPolicy, f: &Facts<'_>) -> Result<Receipt, Unenfo
         }
     };
     for (layer, what) in [
-        ("memory", l.memory.map(|m| format!("{m} bytes for the whole sandbox (the Sentry's own memory counts)"))),
+        ("memory", l.memory.map(|m| format!("{m} bytes for the whole sandbox (the Sentry's own memory counts); reaching it ends the whole box, not one process: gVisor has no OOM killer of its own, and the host's kills the Sentry"))),
         ("pids", l.pids.map(|p| format!("{p} tasks, plus {PIDS_OVERHEAD} for the Sentry's and gofer's threads (counted as host tasks)"))),
         ("cpu", l.cpus.map(|c| format!("{c} CPUs for the whole sandbox"))),
     ] {
