@@ -354,11 +354,10 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
             .into_iter()
             .find(|p| cmd(p).contains("runsc-gofer"))
             .expect("the box's gofer runs on the host");
-        let sentry = common::children(parent_of(gofer))
+        common::children(parent_of(gofer))
             .into_iter()
             .find(|p| cmd(p).contains("runsc-sandbox"))
-            .expect("the box's Sentry runs on the host");
-        sentry
+            .expect("the box's Sentry runs on the host")
     } else {
         let marker = format!("1000.{}77", std::process::id());
         let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
