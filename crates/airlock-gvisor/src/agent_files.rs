@@ -15,8 +15,6 @@ const LIBS_INSIDE: &str = "/.airlock/lib";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentFiles {
     exe: PathBuf,
-    /// Whether `exe` is the small standalone `airlock-agent` (else airlock, run as `agent`).
-    standalone: bool,
     /// The dynamic loader (`None`: a static executable).
     loader: Option<PathBuf>,
     lib_dirs: Vec<PathBuf>,
@@ -24,20 +22,12 @@ pub struct AgentFiles {
 
 impl AgentFiles {
     /// The running executable (airlock itself) and the shared objects this process has mapped,
-    /// read from `/proc/self/maps`. Where the small standalone `airlock-agent` lies beside
-    /// airlock (a cargo build, or an install that ships it), that runs instead: under gVisor a
-    /// smaller executable loads faster. It links against a subset of airlock's libraries.
+    /// read from `/proc/self/maps`. (airlock itself, not the smaller `airlock-agent`: only
+    /// airlock carries the seccomp allowlist the agent installs in each command.)
     pub fn of_this_process() -> std::io::Result<AgentFiles> {
         let exe = std::fs::read_link("/proc/self/exe")?;
         let maps = std::fs::read_to_string("/proc/self/maps")?;
-        let mut files = AgentFiles::from_maps(exe, &maps);
-        if let Some(small) = files.exe.parent().map(|d| d.join("airlock-agent")) {
-            if small.is_file() {
-                files.exe = small;
-                files.standalone = true;
-            }
-        }
-        Ok(files)
+        Ok(AgentFiles::from_maps(exe, &maps))
     }
 
     fn from_maps(exe: PathBuf, maps: &str) -> AgentFiles {
@@ -66,7 +56,6 @@ impl AgentFiles {
         }
         AgentFiles {
             exe,
-            standalone: false,
             loader,
             lib_dirs,
         }
@@ -81,8 +70,9 @@ impl AgentFiles {
         m
     }
 
-    /// The box's init: the agent serving its connection on descriptor `fd`.
-    pub fn init_args(&self, fd: u32) -> Vec<String> {
+    /// The box's init: the agent serving its connection on descriptor `fd`, confining each
+    /// command with airlock's seccomp allowlist (`unix` or `inet` sockets).
+    pub fn init_args(&self, fd: u32, sockets: &str) -> Vec<String> {
         let mut args = Vec::new();
         if let (Some(loader), Some(index)) = (
             self.loader.as_ref(),
@@ -103,11 +93,11 @@ impl AgentFiles {
             args.push(libs.join(":"));
         }
         args.push(AGENT_INSIDE.into());
-        if !self.standalone {
-            args.push("agent".into());
-        }
+        args.push("agent".into());
         args.push("--fd".into());
         args.push(fd.to_string());
+        args.push("--seccomp".into());
+        args.push(sockets.into());
         args
     }
 }
@@ -127,7 +117,7 @@ mod tests {
 ";
         let files = AgentFiles::from_maps("/usr/bin/airlock".into(), maps);
         assert_eq!(
-            files.init_args(0),
+            files.init_args(0, "unix"),
             [
                 "/.airlock/lib/0/ld-linux-x86-64.so.2",
                 "--library-path",
@@ -135,7 +125,9 @@ mod tests {
                 "/.airlock/agent",
                 "agent",
                 "--fd",
-                "0"
+                "0",
+                "--seccomp",
+                "unix"
             ]
         );
         let mounts = files.mounts();
@@ -145,6 +137,6 @@ mod tests {
             .all(|(m, _)| m.options.contains(&"ro".to_string())));
         // A static executable needs no loader.
         let static_exe = AgentFiles::from_maps("/a".into(), "");
-        assert_eq!(static_exe.init_args(3)[0], "/.airlock/agent");
+        assert_eq!(static_exe.init_args(3, "inet")[0], "/.airlock/agent");
     }
 }

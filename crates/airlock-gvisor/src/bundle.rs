@@ -175,7 +175,13 @@ impl BundlePlan {
                     gid: INSIDE_GID,
                     additional_gids: Vec::new(),
                 },
-                args: agent.init_args(0),
+                args: agent.init_args(
+                    0,
+                    match policy.network {
+                        NetworkMode::None => "unix",
+                        NetworkMode::Proxy | NetworkMode::Host => "inet",
+                    },
+                ),
                 env,
                 cwd: "/".into(),
                 capabilities: spec::Capabilities::default(),

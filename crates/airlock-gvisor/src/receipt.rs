@@ -49,7 +49,13 @@ pub fn receipt(policy: &ResolvedPolicy, f: &Facts<'_>) -> Result<Receipt, Unenfo
         "kernel",
         LayerStatus::Enforced,
         format!("gVisor Sentry ({}, platform {})", f.runsc.version, f.runsc.platform),
-        "the box's system calls are answered by gVisor's user-space kernel; the host kernel sees only the Sentry's own seccomp-filtered set (what the native box's seccomp and Landlock do is replaced by this)".into(),
+        "the box's system calls are answered by gVisor's user-space kernel; the host kernel sees only the Sentry's own seccomp-filtered set; no Landlock (the Sentry's mounts are the filesystem boundary)".into(),
+    )?;
+    add(
+        "seccomp",
+        LayerStatus::Enforced,
+        "airlock's BPF allowlist, installed by the agent in each command, enforced by the Sentry".into(),
+        "refused as in a native box: ptrace, mount, namespaces, bpf, keyctl, set-ID modes, io_uring, …".into(),
     )?;
     let root = match f.template {
         Template::Host => {
@@ -110,7 +116,7 @@ pub fn receipt(policy: &ResolvedPolicy, f: &Facts<'_>) -> Result<Receipt, Unenfo
             "network",
             LayerStatus::Enforced,
             format!("airlock's network namespace + egress proxy on 127.0.0.1:{} (outside the box)", airlock_native::PROXY_PORT),
-            "runsc uses host sockets in a namespace holding only loopback and the proxy's listener: every connection goes through the allowlist and is audited; the host kernel's socket code is reachable through the Sentry's host-network calls".into(),
+            "runsc uses host sockets in a namespace holding only loopback and the proxy's listener: every connection goes through the allowlist and is audited; the box may also reach its own listeners on that loopback (no Landlock port rule); the host kernel's socket code is reachable through the Sentry's host-network calls".into(),
         )?,
         NetworkMode::Host => add(
             "network",

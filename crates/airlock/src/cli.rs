@@ -74,6 +74,10 @@ pub struct AgentArgs {
     /// The descriptor of the connection to the host.
     #[arg(long, value_name = "N")]
     pub fd: i32,
+    /// Install airlock's seccomp allowlist in every command before it starts (`unix`: local
+    /// sockets only; `inet`: also TCP/UDP), as the native box does.
+    #[arg(long, value_name = "unix|inet")]
+    pub seccomp: Option<String>,
 }
 
 /// Which tools an MCP client may see and call.

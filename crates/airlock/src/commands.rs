@@ -46,10 +46,7 @@ pub fn main() -> i32 {
         Command::Check(args) => cmd_check(args),
         Command::SandboxHost => cmd_sandbox_host(),
         Command::GvisorHost(args) => cmd_gvisor_host(&args.resolved),
-        Command::Agent(args) => Ok(airlock_agent::standalone::main_with_args(&[
-            "--fd".into(),
-            args.fd.to_string(),
-        ])),
+        Command::Agent(args) => cmd_agent(&args),
         Command::Serve(args) => cmd_serve(args),
         Command::Sandbox(args) => cmd_sandbox(args),
         Command::Code(args) => cmd_code(args),
@@ -418,6 +415,38 @@ fn cmd_sandbox_host() -> Result<i32> {
     // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
     Ok(airlock_native::sandbox_host_main(control))
+}
+
+/// Confines each command the agent starts with airlock's seccomp allowlist.
+struct SeccompHooks(airlock_jail::seccomp::SeccompProgram);
+
+impl airlock_agent::AgentHooks for SeccompHooks {
+    fn pre_exec(&self) -> std::io::Result<()> {
+        self.0.install().map_err(std::io::Error::other)
+    }
+}
+
+fn cmd_agent(args: &crate::cli::AgentArgs) -> Result<i32> {
+    use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
+    let Some(sockets) = &args.seccomp else {
+        return Ok(airlock_agent::standalone::main_with_args(&[
+            "--fd".into(),
+            args.fd.to_string(),
+        ]));
+    };
+    let sockets = match sockets.as_str() {
+        "unix" => SocketPolicy::UnixOnly,
+        "inet" => SocketPolicy::UnixAndInet,
+        other => anyhow::bail!("--seccomp {other:?}: use unix or inet"),
+    };
+    let program = SeccompProgram::build(&SeccompProfile { sockets })?;
+    match airlock_agent::standalone::serve_fd_with(args.fd, &SeccompHooks(program)) {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            eprintln!("airlock agent: {e}");
+            Ok(1)
+        }
+    }
 }
 
 fn cmd_gvisor_host(resolved: &str) -> Result<i32> {

@@ -1166,11 +1166,19 @@ fn the_box_cannot_go_around_the_proxy() {
         "LISTENING True",
         "the box's own server did not start"
     );
-    assert_eq!(
-        line("INBOX"),
-        "INBOX EACCES",
-        "TCP connect to a non-proxy port inside the box"
-    );
+    match common::test_backend_kind() {
+        // gVisor has no Landlock: the box may connect to its own listeners. They are on the
+        // loopback of airlock's namespace for this box, which holds nothing else (the direct,
+        // DIRECT6 and origin checks above and below show nothing outside is reached).
+        airlock_policy::BackendKind::Gvisor => {
+            assert_eq!(line("INBOX"), "INBOX connected", "the box's own listener");
+        }
+        _ => assert_eq!(
+            line("INBOX"),
+            "INBOX EACCES",
+            "TCP connect to a non-proxy port inside the box"
+        ),
+    }
     assert_eq!(
         line("PROXY"),
         "PROXY connected",

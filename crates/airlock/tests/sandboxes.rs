@@ -239,16 +239,10 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         );
         text.push_str("NoNewPrivs:\t1\n");
     }
-    // gVisor's processes hold no seccomp filter of their own (Seccomp 0): the Sentry that
-    // answers their system calls is the filter (see the receipt's kernel layer).
-    let seccomp = match common::test_backend_kind() {
-        BackendKind::Gvisor => "Seccomp:\t0",
-        _ => "Seccomp:\t2",
-    };
     assert!(
         text.contains("CapEff:\t0000000000000000")
             && text.contains("NoNewPrivs:\t1")
-            && text.contains(seccomp),
+            && text.contains("Seccomp:\t2"),
         "{text}"
     );
     let out = s
