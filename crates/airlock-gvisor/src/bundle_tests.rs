@@ -57,9 +57,10 @@ fn a_host_box_runs_the_agent_as_uid_1000_without_capabilities_over_the_natives_t
     assert_eq!((s.process.user.uid, s.process.user.gid), (1000, 1000));
     assert!(s.process.no_new_privileges);
     assert_eq!(s.process.capabilities, spec::Capabilities::default());
+    // The agent confines every command with the native box's seccomp allowlist.
     assert_eq!(
-        &s.process.args[s.process.args.len() - 3..],
-        ["agent", "--fd", "0"]
+        &s.process.args[s.process.args.len() - 5..],
+        ["agent", "--fd", "0", "--seccomp", "unix"]
     );
     assert!(s.root.readonly, "the skeleton root is read-only");
     // The host's system directories, read-only, as the native box chooses them.
