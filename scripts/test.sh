@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 # Tools the tests drive inside and around the box: sh, python3 (+ pip, matplotlib, pandas, requests), git, curl, node + npm
 # (the proxy tests run real clients), setpriv/unshare (util-linux), ps (procps), useradd (passwd)
 # for the unprivileged-user tests, bubblewrap + hyperfine for the benchmarks' peers, go (the
-# MCP tests build a Go server fixture, standard library only, to wrap).
-need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go)
+# MCP tests build a Go server fixture, standard library only, to wrap), runsc (the gVisor backend's
+# tests run real gVisor boxes).
+need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc)
 missing=0
 for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
@@ -25,7 +26,7 @@ if [ "$missing" = 1 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine)
+  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine runsc)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
@@ -95,6 +96,10 @@ cargo test --workspace --locked 2>&1 | tee "$log"
 # The agent's suites again, over the standalone executable (`airlock-agent --fd 3`) instead of
 # a forked `serve`: how boxes that airlock does not fork get their agent.
 AIRLOCK_AGENT_CONNECTION=exec cargo test -p airlock-agent --locked --tests 2>&1 | tee -a "$log"
+# The shared box suites again against gVisor boxes (about 30 s; tests/gvisor.rs ran above).
+# attacks.rs is not yet among them: under gVisor it still has cases to mark (see its tests).
+AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test sandboxes --test attached \
+  --test network 2>&1 | tee -a "$log"
 # One closing line for the whole workspace (cargo prints one per test binary, the last being the
 # doc tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

@@ -29,6 +29,11 @@ pub enum StandaloneError {
 
 /// Serves the agent protocol on descriptor `fd` until the host closes it.
 pub fn serve_fd(fd: i32) -> Result<(), StandaloneError> {
+    serve_fd_with(fd, &AlreadyConfined)
+}
+
+/// [`serve_fd`], confining each command with `hooks` before its `execve`.
+pub fn serve_fd_with(fd: i32, hooks: &dyn AgentHooks) -> Result<(), StandaloneError> {
     // SAFETY: fcntl only inspects the descriptor number.
     if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
         return Err(StandaloneError::NotOpen(fd));
@@ -53,7 +58,7 @@ pub fn serve_fd(fd: i32) -> Result<(), StandaloneError> {
     unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
     // SAFETY: the caller handed descriptor `fd` to the agent; nothing else owns it from here.
     let conn = unsafe { OwnedFd::from_raw_fd(fd) };
-    serve(conn, &AlreadyConfined)?;
+    serve(conn, hooks)?;
     Ok(())
 }
 

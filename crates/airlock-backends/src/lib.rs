@@ -6,16 +6,40 @@ use airlock_runtime::backend::Backends;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// The environment variable that carries `--runsc PATH` to every entry point.
+pub const RUNSC_ENV: &str = "AIRLOCK_RUNSC";
+/// The environment variable that carries `--gvisor-platform NAME`.
+pub const GVISOR_PLATFORM_ENV: &str = "AIRLOCK_GVISOR_PLATFORM";
+
 /// What the built-in backends need to know about this host and this airlock.
 #[derive(Debug, Clone)]
 pub struct BackendConfig {
     /// airlock's own executable (native boxes run `airlock sandbox-host` from it).
     pub airlock_exe: PathBuf,
+    /// Which runsc and platform gVisor boxes use (`--runsc`, `--gvisor-platform`).
+    pub gvisor: airlock_gvisor::GvisorConfig,
 }
 
 impl BackendConfig {
+    /// The configuration for `airlock_exe`, with the gVisor choices from [`RUNSC_ENV`] and
+    /// [`GVISOR_PLATFORM_ENV`] (an unknown platform name is reported when a box starts).
     pub fn new(airlock_exe: PathBuf) -> BackendConfig {
-        BackendConfig { airlock_exe }
+        BackendConfig {
+            airlock_exe,
+            gvisor: gvisor_from_env(),
+        }
+    }
+}
+
+/// The gVisor choices the environment carries.
+pub fn gvisor_from_env() -> airlock_gvisor::GvisorConfig {
+    airlock_gvisor::GvisorConfig {
+        runsc: std::env::var_os(RUNSC_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from),
+        platform: std::env::var(GVISOR_PLATFORM_ENV)
+            .ok()
+            .and_then(|p| airlock_gvisor::Platform::parse(&p).ok()),
     }
 }
 
@@ -29,7 +53,14 @@ pub fn built_in(config: &BackendConfig) -> Backends {
         config.airlock_exe.clone(),
         airlock_wasm::WasmDir::locate(&config.airlock_exe),
     );
-    Backends::new(vec![native, Arc::new(wasm)])
+    Backends::new(vec![
+        native,
+        Arc::new(airlock_gvisor::GvisorBackend::new(
+            config.airlock_exe.clone(),
+            config.gvisor.clone(),
+        )),
+        Arc::new(wasm),
+    ])
 }
 
 /// `airlock wasm-run ARGS…`: one WASI run inside a WASM box (started by the wasm backend's

@@ -28,6 +28,17 @@ impl IdmapNamespace {
     /// Creates the namespace with a short-lived child that unshares it. Call from a
     /// single-threaded process.
     pub fn new() -> io::Result<IdmapNamespace> {
+        IdmapNamespace::mapping(&[(0, BOX_HOST_ID)])
+    }
+
+    /// A namespace through which a mount shows files stored as `on_disk` (uid and gid) as
+    /// owned by `shown`, and stores what `shown` creates as `on_disk`, for each pair (neither
+    /// side may repeat). Single-threaded callers.
+    pub fn mapping(pairs: &[(u32, u32)]) -> io::Result<IdmapNamespace> {
+        let map: String = pairs
+            .iter()
+            .map(|(on_disk, shown)| format!("{on_disk} {shown} 1\n"))
+            .collect();
         let (ready_r, ready_w) = crate::sys::pipe()?;
         let (done_r, done_w) = match crate::sys::pipe() {
             Ok(p) => p,
@@ -71,14 +82,8 @@ impl IdmapNamespace {
                     "the helper could not create a user namespace",
                 ));
             }
-            std::fs::write(
-                format!("/proc/{pid}/uid_map"),
-                format!("0 {BOX_HOST_ID} 1\n"),
-            )?;
-            std::fs::write(
-                format!("/proc/{pid}/gid_map"),
-                format!("0 {BOX_HOST_ID} 1\n"),
-            )?;
+            std::fs::write(format!("/proc/{pid}/uid_map"), &map)?;
+            std::fs::write(format!("/proc/{pid}/gid_map"), &map)?;
             let f = std::fs::File::open(format!("/proc/{pid}/ns/user"))?;
             Ok(IdmapNamespace {
                 fd: OwnedFd::from(f),

@@ -6,7 +6,7 @@ use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
 use airlock_policy::{BackendKind, Egress, NetworkMode, ResolvedPolicy};
 use airlock_runtime::backend::{
     BackendError, BoxEnd, BoxInstance, Capabilities, CommandDefaults, NetworkSink, StartOptions,
-    Usage,
+    Template, Usage,
 };
 use airlock_runtime::Receipt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -25,8 +25,31 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a kill waits for the host to clean up before killing it.
 const KILL_GRACE: Duration = Duration::from_secs(10);
 
-/// A native box and the sandbox-host process that holds it.
+/// Which host process holds a box: the subcommand of the airlock binary that serves the
+/// control protocol ([`ToHost`]/[`FromHost`]) and the kind of box it makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostProcess {
+    /// `airlock <subcommand> <args…>` (`sandbox-host` for native boxes).
+    pub subcommand: &'static str,
+    pub args: Vec<std::ffi::OsString>,
+    pub kind: BackendKind,
+}
+
+impl HostProcess {
+    /// The native box's host process.
+    pub fn native() -> HostProcess {
+        HostProcess {
+            subcommand: "sandbox-host",
+            args: Vec::new(),
+            kind: BackendKind::Native,
+        }
+    }
+}
+
+/// A box and the host process that holds it.
 pub(crate) struct HostedBox {
+    host: HostProcess,
+    capabilities: Capabilities,
     child: Option<Child>,
     control: Arc<OwnedFd>,
     replies: Receiver<FromHost>,
@@ -114,10 +137,13 @@ fn read_host(
 }
 
 impl HostedBox {
-    /// Starts `airlock_exe sandbox-host`, which creates the box under `policy`. Blocking.
+    /// Starts `airlock_exe <host.subcommand>`, which creates the box under `policy` from
+    /// `template`. Blocking.
     pub(crate) fn start(
         airlock_exe: &Path,
+        host: HostProcess,
         policy: &ResolvedPolicy,
+        template: &Template,
         opts: &StartOptions,
     ) -> Result<HostedBox, BackendError> {
         let mut fds = [0; 2];
@@ -138,7 +164,8 @@ impl HostedBox {
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let child_fd = theirs.as_raw_fd();
         let mut cmd = Command::new(airlock_exe);
-        cmd.arg("sandbox-host")
+        cmd.arg(host.subcommand)
+            .args(&host.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null());
         // SAFETY: runs in the forked child before exec; dup2 is async-signal-safe and leaves the
@@ -156,8 +183,9 @@ impl HostedBox {
         }
         let mut child = cmd.spawn().map_err(|e| {
             BackendError::Start(format!(
-                "cannot run {} sandbox-host: {e}",
-                airlock_exe.display()
+                "cannot run {} {}: {e}",
+                airlock_exe.display(),
+                host.subcommand
             ))
         })?;
         drop(theirs);
@@ -169,16 +197,33 @@ impl HostedBox {
         let control = Arc::new(ours);
         let start = ToHost::Start {
             policy: Box::new(policy.clone()),
+            template: Box::new(template.clone()),
             audit: opts.audit_file.clone(),
             network_events: opts.network_events.is_some(),
         };
         if let Err(e) = send(&control, &start) {
             return Err(fail(&mut child, e));
         }
-        let (receipt, defaults, agent) = match recv(&control, Some(START_TIMEOUT)) {
-            Ok(Some((FromHost::Started { receipt, env, cwd }, Some(fd)))) => {
-                (receipt, CommandDefaults { env, cwd }, UnixStream::from(fd))
-            }
+        let proxied = policy.network == NetworkMode::Proxy;
+        let (receipt, defaults, agent, capabilities) = match recv(&control, Some(START_TIMEOUT)) {
+            Ok(Some((
+                FromHost::Started {
+                    receipt,
+                    env,
+                    cwd,
+                    capabilities,
+                },
+                Some(fd),
+            ))) => (
+                receipt,
+                CommandDefaults { env, cwd },
+                UnixStream::from(fd),
+                capabilities.unwrap_or(Capabilities {
+                    live_egress: proxied,
+                    pause: false,
+                    snapshot: false,
+                }),
+            ),
             Ok(Some((FromHost::Error { message }, _))) => {
                 return Err(fail(&mut child, BackendError::Start(message)))
             }
@@ -213,6 +258,8 @@ impl HostedBox {
             Err(e) => return Err(fail(&mut child, host_err(e.to_string()))),
         };
         Ok(HostedBox {
+            host,
+            capabilities,
             child: Some(child),
             control,
             replies,
@@ -221,7 +268,7 @@ impl HostedBox {
             receipt,
             defaults,
             agent: Some(agent),
-            proxied: policy.network == NetworkMode::Proxy,
+            proxied,
         })
     }
 
@@ -267,9 +314,30 @@ impl HostedBox {
     }
 }
 
+impl HostedBox {
+    fn simple_request(&mut self, msg: &ToHost, what: &'static str) -> Result<(), BackendError> {
+        if !self.capabilities.pause {
+            return Err(BackendError::Unsupported {
+                kind: self.host.kind,
+                what,
+                why: format!("this backend has no {what} yet"),
+            });
+        }
+        match self.request(msg)? {
+            FromHost::Ok {} => Ok(()),
+            FromHost::Error { message } => Err(BackendError::Unsupported {
+                kind: self.host.kind,
+                what,
+                why: message,
+            }),
+            other => Err(host_err(format!("unexpected reply to {what}: {other:?}"))),
+        }
+    }
+}
+
 impl BoxInstance for HostedBox {
     fn kind(&self) -> BackendKind {
-        BackendKind::Native
+        self.host.kind
     }
 
     fn receipt(&self) -> &Receipt {
@@ -300,17 +368,21 @@ impl BoxInstance for HostedBox {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            live_egress: self.proxied,
-            pause: false,
-            snapshot: false,
-        }
+        self.capabilities
+    }
+
+    fn pause(&mut self) -> Result<(), BackendError> {
+        self.simple_request(&ToHost::Pause {}, "pause")
+    }
+
+    fn resume(&mut self) -> Result<(), BackendError> {
+        self.simple_request(&ToHost::Resume {}, "resume")
     }
 
     fn set_egress(&mut self, egress: &Egress) -> Result<(), BackendError> {
         if !self.proxied {
             return Err(BackendError::Unsupported {
-                kind: BackendKind::Native,
+                kind: self.host.kind,
                 what: "change its network policy",
                 why: "only a box started with --net proxy has an allowlist to change".into(),
             });

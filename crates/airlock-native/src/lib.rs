@@ -32,9 +32,12 @@ mod test_dir;
 
 pub use airlock_runtime::attached::{RunOptions, StdinMode};
 pub use control::{ControlMessage, ControlReader};
+pub use hosted_box::HostProcess;
 pub use native_backend::{probe_policy, NativeBackend};
 pub use output_file::{box_writable_roots, open_output, OutputFileError, OutputMode};
-pub use plan::{BoxPlan, PlanError};
+pub use plan::{proxy_env, BoxPlan, PlanError, PROXY_PORT};
 pub use sandbox::{Sandbox, SandboxOptions};
-pub use sandbox_host::sandbox_host_main;
+pub use sandbox_host::{network_event, sandbox_host_main, FromHost, ToHost, MAX_CONTROL};
+pub use sentinel::Sentinel;
+pub use starter_pool::start_hosted;
 pub use supervisor::{run, RunError};

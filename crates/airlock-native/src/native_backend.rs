@@ -81,9 +81,13 @@ impl Backend for NativeBackend {
                 policy.backend
             )));
         }
-        Ok(Box::new(crate::starter_pool::start(
-            &self.exe, policy, opts,
-        )?))
+        crate::starter_pool::start_hosted(
+            &self.exe,
+            crate::hosted_box::HostProcess::native(),
+            policy,
+            template,
+            opts,
+        )
     }
 
     /// The native box supervises a one-shot command itself (no agent, no sandbox-host: the

@@ -11,7 +11,9 @@
 
 use crate::sandbox::{Sandbox, SandboxOptions};
 use airlock_policy::{Egress, ResolvedPolicy};
-use airlock_runtime::backend::{NetDecision, NetProtocol, NetworkEvent, Usage};
+use airlock_runtime::backend::{
+    Capabilities, NetDecision, NetProtocol, NetworkEvent, Template, Usage,
+};
 use airlock_runtime::Receipt;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -20,15 +22,19 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Largest control message.
-pub(crate) const MAX_CONTROL: usize = 1 << 20;
+pub const MAX_CONTROL: usize = 1 << 20;
 
-/// Messages from the owner to the sandbox host.
+/// Messages from the owner to a box's host process (`airlock sandbox-host`, or another
+/// backend's host process speaking the same protocol).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub(crate) enum ToHost {
+pub enum ToHost {
     /// The first message: start the box.
     Start {
         policy: Box<ResolvedPolicy>,
+        /// The root filesystem to start from.
+        #[serde(default)]
+        template: Box<Template>,
         /// Also append network decisions to this JSON-lines file.
         audit: Option<PathBuf>,
         /// Send each network decision as a `network` message.
@@ -42,18 +48,25 @@ pub(crate) enum ToHost {
     Usage {},
     /// Answer `ok` once every message sent before it (network events included) is on its way.
     Sync {},
+    /// Stop every process of the box in place (backends that can).
+    Pause {},
+    /// Continue a paused box.
+    Resume {},
     Kill {},
 }
 
-/// Messages from the sandbox host to its owner.
+/// Messages from a box's host process to its owner.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub(crate) enum FromHost {
+pub enum FromHost {
     /// The box runs; the agent connection is attached.
     Started {
         receipt: Receipt,
         env: BTreeMap<String, String>,
         cwd: String,
+        /// What the box can do beyond the basics (`None`: what a native box can).
+        #[serde(default)]
+        capabilities: Option<Capabilities>,
     },
     Error {
         message: String,
@@ -82,7 +95,7 @@ fn refuse(control: &OwnedFd, message: String) {
 }
 
 /// The proxy's event as the seam's typed value (the same JSON object as the proxy's own).
-pub(crate) fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
+pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
     NetworkEvent {
         time_ms: u64::try_from(e.time_ms).unwrap_or(u64::MAX),
         protocol: match e.protocol {
@@ -123,9 +136,17 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
             Ok((n, _)) if n > 0 => match serde_json::from_slice::<ToHost>(&buf[..n]) {
                 Ok(ToHost::Start {
                     policy,
+                    template,
                     audit,
                     network_events,
-                }) => (policy, audit, network_events),
+                }) if *template == Template::Host => (policy, audit, network_events),
+                Ok(ToHost::Start { .. }) => {
+                    refuse(
+                        &control,
+                        "a native box starts only from the host template".into(),
+                    );
+                    return 2;
+                }
                 Ok(_) => {
                     refuse(&control, "the first message must be start".into());
                     return 2;
@@ -173,7 +194,12 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
         );
         return 1;
     };
-    let started = FromHost::Started { receipt, env, cwd };
+    let started = FromHost::Started {
+        receipt,
+        env,
+        cwd,
+        capabilities: None,
+    };
     if send(&control, &started, Some(stream.as_raw_fd())).is_err() {
         return 1;
     }
@@ -239,6 +265,9 @@ fn serve(control: &OwnedFd, sandbox: &mut Sandbox, buf: &mut [u8]) {
             },
             Ok(ToHost::Start { .. }) => FromHost::Error {
                 message: "the sandbox is already started".into(),
+            },
+            Ok(ToHost::Pause {} | ToHost::Resume {}) => FromHost::Error {
+                message: "a native box cannot pause yet".into(),
             },
             Err(e) => FromHost::Error {
                 message: format!("bad control message: {e}"),

@@ -6,9 +6,9 @@
 //! permanent threads keeps each box alive exactly as long as the program. There is one pool per
 //! process (made on first use), whatever number of backends the program makes and drops.
 
-use crate::hosted_box::HostedBox;
+use crate::hosted_box::{HostProcess, HostedBox};
 use airlock_policy::ResolvedPolicy;
-use airlock_runtime::backend::{BackendError, StartOptions};
+use airlock_runtime::backend::{BackendError, BoxInstance, StartOptions, Template};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -17,7 +17,14 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 const STARTER_THREADS: usize = 8;
 
 type Reply = Sender<Result<HostedBox, BackendError>>;
-type Job = (PathBuf, ResolvedPolicy, StartOptions, Reply);
+type Job = (
+    PathBuf,
+    HostProcess,
+    ResolvedPolicy,
+    Template,
+    StartOptions,
+    Reply,
+);
 
 static POOL: OnceLock<Result<Mutex<Sender<Job>>, String>> = OnceLock::new();
 
@@ -38,30 +45,42 @@ fn pool() -> Result<&'static Mutex<Sender<Job>>, BackendError> {
     .map_err(|e| BackendError::Start(e.clone()))
 }
 
-/// Starts a box with `exe sandbox-host` from one of the permanent threads and waits for it.
-pub(crate) fn start(
+/// Starts a box with `exe <host.subcommand>` from one of the permanent threads and waits for
+/// it. Any backend whose boxes live in a host process of their own starts them here, so every
+/// box dies with the program (even on SIGKILL) and lives exactly as long as it otherwise.
+pub fn start_hosted(
     exe: &Path,
+    host: HostProcess,
     policy: &ResolvedPolicy,
+    template: &Template,
     opts: &StartOptions,
-) -> Result<HostedBox, BackendError> {
+) -> Result<Box<dyn BoxInstance>, BackendError> {
     let (reply, answer) = channel();
     pool()?
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .send((exe.to_path_buf(), policy.clone(), opts.clone(), reply))
+        .send((
+            exe.to_path_buf(),
+            host,
+            policy.clone(),
+            template.clone(),
+            opts.clone(),
+            reply,
+        ))
         .map_err(|_| BackendError::Start("the box starter threads are gone".into()))?;
-    answer
-        .recv()
-        .map_err(|_| BackendError::Start("a box starter thread died while starting a box".into()))?
+    let hosted = answer.recv().map_err(|_| {
+        BackendError::Start("a box starter thread died while starting a box".into())
+    })??;
+    Ok(Box::new(hosted))
 }
 
 fn serve(jobs: &Mutex<Receiver<Job>>) {
     loop {
         let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
-        let Ok((exe, policy, opts, reply)) = job else {
+        let Ok((exe, host, policy, template, opts, reply)) = job else {
             return;
         };
-        let started = HostedBox::start(&exe, &policy, &opts);
+        let started = HostedBox::start(&exe, host, &policy, &template, &opts);
         // Nobody waits for it any more: it ends at once (dropping it kills it).
         let _ = reply.send(started);
     }

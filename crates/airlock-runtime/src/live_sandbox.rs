@@ -112,6 +112,11 @@ impl LiveSandbox {
         self.instance_mut()?.pause()
     }
 
+    /// Continues a paused box.
+    pub fn resume(&mut self) -> Result<(), BackendError> {
+        self.instance_mut()?.resume()
+    }
+
     /// What the box uses now.
     pub fn usage(&mut self) -> Result<Usage, BackendError> {
         self.instance_mut()?.usage()

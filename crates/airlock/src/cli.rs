@@ -9,6 +9,13 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// The runsc binary gVisor boxes (--backend gvisor) run under; default: runsc on PATH.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub runsc: Option<PathBuf>,
+    /// The gVisor platform: ptrace, systrap or kvm; default: systrap where runsc has it, else
+    /// ptrace.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub gvisor_platform: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -24,6 +31,10 @@ pub enum Command {
     /// the program that started it (the server). Not for direct use.
     #[command(hide = true)]
     SandboxHost,
+    /// Internal: the host process of one gVisor box (runsc and everything around it), driven
+    /// over descriptor 3 like sandbox-host. Not for direct use.
+    #[command(hide = true)]
+    GvisorHost(GvisorHostArgs),
     /// Internal: serve the agent protocol on descriptor N, a connected stream socket to the host
     /// (the init of a box that another backend made). Not for direct use.
     #[command(hide = true)]
@@ -52,10 +63,21 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+pub struct GvisorHostArgs {
+    /// The runsc the backend found (JSON: path, platform, version).
+    #[arg(long, value_name = "JSON")]
+    pub resolved: String,
+}
+
+#[derive(Debug, Args)]
 pub struct AgentArgs {
     /// The descriptor of the connection to the host.
     #[arg(long, value_name = "N")]
     pub fd: i32,
+    /// Install airlock's seccomp allowlist in every command before it starts (`unix`: local
+    /// sockets only; `inet`: also TCP/UDP), as the native box does.
+    #[arg(long, value_name = "unix|inet")]
+    pub seccomp: Option<String>,
 }
 
 /// Which tools an MCP client may see and call.

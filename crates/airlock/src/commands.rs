@@ -29,15 +29,24 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    if let Some(p) = &cli.runsc {
+        // Single-threaded still: every entry point (and the box host processes) reads it.
+        std::env::set_var(airlock_backends::RUNSC_ENV, p);
+    }
+    if let Some(name) = &cli.gvisor_platform {
+        if let Err(e) = airlock_gvisor::Platform::parse(name) {
+            eprintln!("airlock: {e}");
+            return FAILED;
+        }
+        std::env::set_var(airlock_backends::GVISOR_PLATFORM_ENV, name);
+    }
     let res = match cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Receipt(args) => cmd_receipt(args),
         Command::Check(args) => cmd_check(args),
         Command::SandboxHost => cmd_sandbox_host(),
-        Command::Agent(args) => Ok(airlock_agent::standalone::main_with_args(&[
-            "--fd".into(),
-            args.fd.to_string(),
-        ])),
+        Command::GvisorHost(args) => cmd_gvisor_host(&args.resolved),
+        Command::Agent(args) => cmd_agent(&args),
         Command::Serve(args) => cmd_serve(args),
         Command::Sandbox(args) => cmd_sandbox(args),
         Command::Code(args) => cmd_code(args),
@@ -125,6 +134,15 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     Ok(base.merge(f))
 }
 
+/// runsc's version and platform, as the gVisor backend would use them.
+fn gvisor_details() -> Option<String> {
+    let exe = std::env::current_exe().ok()?;
+    let config = airlock_backends::BackendConfig::new(exe.clone());
+    airlock_gvisor::GvisorBackend::new(exe, config.gvisor)
+        .describe()
+        .ok()
+}
+
 /// The backends this airlock can start boxes with.
 pub(crate) fn backends() -> Result<Backends> {
     let exe = std::env::current_exe()
@@ -168,9 +186,9 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
 
 fn cmd_run(args: RunArgs) -> Result<i32> {
     let mut policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
-    if policy.backend != airlock_policy::BackendKind::Native {
-        // Only the native box has a change layer: the others write the workspace directly
-        // unless the flags or the policy file say otherwise (then run_attached refuses).
+    if policy.backend != BackendKind::Native {
+        // Only the native supervisor has a change layer to apply at the end: other kinds write
+        // the workspace directly unless `--changes apply` is asked (which they refuse).
         policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
     }
     if policy.profile == Profile::FullAccess {
@@ -273,13 +291,17 @@ fn emit(args: &RunArgs, file: Option<&mut std::fs::File>, doc: &str) -> Result<(
 }
 
 fn cmd_receipt(args: ReceiptArgs) -> Result<i32> {
-    let policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
+    let mut policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
+    if policy.backend != BackendKind::Native {
+        // Long-lived boxes write the workspace directly unless told otherwise.
+        policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
+    }
     let argv = if args.command.is_empty() {
         vec!["true".to_string()]
     } else {
         args.command.clone()
     };
-    if policy.backend != airlock_policy::BackendKind::Native {
+    if policy.backend != BackendKind::Native {
         let receipt = backends()?
             .select(policy.backend)?
             .plan(&policy, &airlock_runtime::backend::Template::Host)?;
@@ -288,8 +310,8 @@ fn cmd_receipt(args: ReceiptArgs) -> Result<i32> {
             println!("{}", serde_json::to_string_pretty(&doc)?);
         } else {
             println!(
-                "profile {} · network {} · backend {}",
-                policy.profile, policy.network, policy.backend
+                "backend {} · profile {} · network {}",
+                policy.backend, policy.profile, policy.network
             );
             print!("{receipt}");
         }
@@ -366,6 +388,12 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
         println!("backends (--backend):");
         for b in &report.backends {
             let status = match &b.availability {
+                Availability::Available if b.backend == BackendKind::Gvisor => {
+                    match gvisor_details() {
+                        Some(d) => format!("available ({d})"),
+                        None => "available".to_string(),
+                    }
+                }
                 Availability::Available => "available".to_string(),
                 Availability::Unavailable(why) => format!("cannot run here: {why}"),
                 Availability::NotBuilt => "not built yet in this airlock".to_string(),
@@ -387,6 +415,53 @@ fn cmd_sandbox_host() -> Result<i32> {
     // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
     Ok(airlock_native::sandbox_host_main(control))
+}
+
+/// Confines each command the agent starts with airlock's seccomp allowlist.
+struct SeccompHooks(airlock_jail::seccomp::SeccompProgram);
+
+impl airlock_agent::AgentHooks for SeccompHooks {
+    fn pre_exec(&self) -> std::io::Result<()> {
+        self.0.install().map_err(std::io::Error::other)
+    }
+}
+
+fn cmd_agent(args: &crate::cli::AgentArgs) -> Result<i32> {
+    use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
+    let Some(sockets) = &args.seccomp else {
+        return Ok(airlock_agent::standalone::main_with_args(&[
+            "--fd".into(),
+            args.fd.to_string(),
+        ]));
+    };
+    let sockets = match sockets.as_str() {
+        "unix" => SocketPolicy::UnixOnly,
+        "inet" => SocketPolicy::UnixAndInet,
+        other => anyhow::bail!("--seccomp {other:?}: use unix or inet"),
+    };
+    let program = SeccompProgram::build(&SeccompProfile { sockets })?;
+    match airlock_agent::standalone::serve_fd_with(args.fd, &SeccompHooks(program)) {
+        Ok(()) => Ok(0),
+        Err(e) => {
+            eprintln!("airlock agent: {e}");
+            Ok(1)
+        }
+    }
+}
+
+fn cmd_gvisor_host(resolved: &str) -> Result<i32> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: fcntl only inspects the descriptor number.
+    if unsafe { libc::fcntl(3, libc::F_GETFD) } == -1 {
+        anyhow::bail!(
+            "gvisor-host is started by airlock itself, with its control socket at descriptor 3"
+        );
+    }
+    // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
+    let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
+    let runsc = serde_json::from_str::<airlock_gvisor::Runsc>(resolved)
+        .map_err(|e| format!("bad --resolved for gvisor-host: {e}"));
+    Ok(airlock_gvisor::gvisor_host_main(control, runsc))
 }
 
 fn cmd_serve(args: ServeArgs) -> Result<i32> {

@@ -31,8 +31,21 @@ fn unique(tag: &str) -> String {
 /// see each other's live boxes).
 fn airlock_env(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
     use std::os::unix::process::ExitStatusExt;
+    // The shared suite runs against AIRLOCK_TEST_BACKEND: a run naming no backend gets it.
+    let kind = common::test_backend_kind().to_string();
+    let mut args: Vec<&str> = args.to_vec();
+    let names_backend = args
+        .iter()
+        .take_while(|a| **a != "--")
+        .any(|a| a.starts_with("--backend"));
+    if std::env::var_os("AIRLOCK_TEST_BACKEND").is_some()
+        && args.first() == Some(&"run")
+        && !names_backend
+    {
+        args.splice(1..1, ["--backend", kind.as_str()]);
+    }
     let child = Command::new(airlock_bin())
-        .args(args)
+        .args(&args)
         .envs(env.iter().copied())
         .current_dir(cwd)
         .stdin(Stdio::null())

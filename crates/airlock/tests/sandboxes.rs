@@ -5,7 +5,7 @@
 
 mod common;
 
-use airlock_policy::{resolve, PolicyFile, ResolveContext};
+use airlock_policy::{resolve, BackendKind, PolicyFile, ResolveContext};
 use airlock_runtime::backend::{
     BackendError, NetDecision, NetworkEvent, NetworkSink, StartOptions, Template,
 };
@@ -62,6 +62,21 @@ fn parent_of(pid: i32) -> i32 {
     rest.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
+/// Host pids of processes whose mount table holds `path` (a box's host side, by its workspace).
+fn host_pids_mounting(path: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/mountinfo"))
+                .is_ok_and(|m| m.contains(path))
+        })
+        .collect()
+}
+
 /// Host pids of processes whose command line contains `marker`.
 fn host_pids_with(marker: &str) -> Vec<i32> {
     std::fs::read_dir("/proc")
@@ -114,15 +129,33 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
                 s.channel()
                     .exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
                     .unwrap();
+                // gVisor: the box's processes live in the Sentry, not on the host; what the host
+                // runs for the box (its host process, runsc, gofer and sandbox) is found by the
+                // workspace their mounts hold.
+                let gvisor = common::test_backend_kind() == BackendKind::Gvisor;
+                let ws_text = ws.path().to_string_lossy().into_owned();
+                let on_host = || match gvisor {
+                    true => host_pids_mounting(&ws_text),
+                    false => host_pids_with(&marker),
+                };
+                if gvisor {
+                    let script =
+                        format!("cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c {marker}");
+                    let out = s
+                        .channel()
+                        .exec(&["sh", "-c", &script], &[], None, None, 1 << 16);
+                    let out = out.unwrap();
+                    assert_ne!(String::from_utf8_lossy(&out.stdout).trim(), "0", "no sleep");
+                }
                 let deadline = Instant::now() + Duration::from_secs(5);
-                while host_pids_with(&marker).is_empty() {
+                while on_host().is_empty() {
                     assert!(Instant::now() < deadline, "the box's sleep never started");
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 assert!(s.ended().is_none());
                 s.kill();
                 let deadline = Instant::now() + Duration::from_secs(5);
-                while !host_pids_with(&marker).is_empty() {
+                while !on_host().is_empty() {
                     assert!(Instant::now() < deadline, "the box outlived kill()");
                     std::thread::sleep(Duration::from_millis(10));
                 }
@@ -148,10 +181,26 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         .iter()
         .map(|l| l.layer.clone())
         .collect();
-    assert!(
-        layers.contains(&"seccomp".to_string()) && layers.contains(&"landlock".to_string()),
-        "{layers:?}"
-    );
+    match common::test_backend_kind() {
+        // gVisor: the Sentry answers every system call; the host kernel sees only the
+        // Sentry's own filtered set, so the box has no seccomp or Landlock layer of its own.
+        BackendKind::Gvisor => {
+            let kernel = s
+                .receipt()
+                .unwrap()
+                .layers
+                .iter()
+                .find(|l| l.layer == "kernel");
+            assert!(
+                kernel.is_some_and(|l| l.mechanism.contains("gVisor Sentry")),
+                "{layers:?}"
+            );
+        }
+        _ => assert!(
+            layers.contains(&"seccomp".to_string()) && layers.contains(&"landlock".to_string()),
+            "{layers:?}"
+        ),
+    }
     let out = s
         .channel()
         .exec(
@@ -166,7 +215,30 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
             1 << 16,
         )
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if common::test_backend_kind() == BackendKind::Gvisor {
+        // gVisor (2022) has no NoNewPrivs line in /proc/self/status: ask prctl instead.
+        let out = s
+            .channel()
+            .exec(
+                &[
+                    "python3",
+                    "-c",
+                    "import ctypes; print(ctypes.CDLL(None).prctl(39, 0, 0, 0, 0))",
+                ],
+                &[],
+                None,
+                None,
+                1 << 16,
+            )
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "1",
+            "no_new_privs"
+        );
+        text.push_str("NoNewPrivs:\t1\n");
+    }
     assert!(
         text.contains("CapEff:\t0000000000000000")
             && text.contains("NoNewPrivs:\t1")
@@ -262,28 +334,49 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
         Err(BackendError::Unsupported { .. })
     ));
     // The box's init (the agent) dies, killed from the host: the seam says the box has ended.
-    let marker = format!("1000.{}77", std::process::id());
-    let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
-    s.channel()
-        .exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let sleeper = loop {
-        if let Some(p) = host_pids_with(&marker).first() {
-            break *p;
-        }
-        assert!(Instant::now() < deadline, "the box's sleep never started");
-        std::thread::sleep(Duration::from_millis(10));
+    // gVisor: the agent lives in the Sentry, which is what the host can kill (its sandbox
+    // process, found by the workspace its mounts hold).
+    let init = if common::test_backend_kind() == BackendKind::Gvisor {
+        let ws_text = ws.path().to_string_lossy().into_owned();
+        let cmd = |p: &i32| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).into_owned())
+                .unwrap_or_default()
+        };
+        // The gofer holds the workspace; the Sentry is its sibling under `runsc run`.
+        let gofer = host_pids_mounting(&ws_text)
+            .into_iter()
+            .find(|p| cmd(p).contains("runsc-gofer"))
+            .expect("the box's gofer runs on the host");
+        common::children(parent_of(gofer))
+            .into_iter()
+            .find(|p| cmd(p).contains("runsc-sandbox"))
+            .expect("the box's Sentry runs on the host")
+    } else {
+        let marker = format!("1000.{}77", std::process::id());
+        let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
+        s.channel()
+            .exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let sleeper = loop {
+            if let Some(p) = host_pids_with(&marker).first() {
+                break *p;
+            }
+            assert!(Instant::now() < deadline, "the box's sleep never started");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // The sleep was reparented to the box's init (pid 1 inside), its parent on the host.
+        let init = parent_of(sleeper);
+        let status = std::fs::read_to_string(format!("/proc/{init}/status")).unwrap();
+        assert!(
+            status
+                .lines()
+                .any(|l| l.starts_with("NSpid:") && l.ends_with("\t1")),
+            "{status}"
+        );
+        init
     };
-    // The sleep was reparented to the box's init (pid 1 inside), its parent on the host.
-    let init = parent_of(sleeper);
-    let status = std::fs::read_to_string(format!("/proc/{init}/status")).unwrap();
-    assert!(
-        status
-            .lines()
-            .any(|l| l.starts_with("NSpid:") && l.ends_with("\t1")),
-        "{status}"
-    );
     // SAFETY: SIGKILL to the box's init, a process this test started (through the backend).
     assert_eq!(unsafe { libc::kill(init, libc::SIGKILL) }, 0);
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -292,9 +385,12 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
         .expect("the box's end was noticed");
     assert!(end.reason.contains("ended"), "{end:?}");
     assert!(s.usage().is_err());
-    // A native box has no pause yet, and says so instead of pretending.
-    assert!(!s.capabilities().pause);
-    assert!(matches!(s.pause(), Err(BackendError::Unsupported { .. })));
+    // A native box has no pause yet, and says so instead of pretending (gVisor boxes pause:
+    // tests/gvisor.rs).
+    if common::test_backend_kind() != BackendKind::Gvisor {
+        assert!(!s.capabilities().pause);
+        assert!(matches!(s.pause(), Err(BackendError::Unsupported { .. })));
+    }
 }
 
 #[test]
@@ -441,6 +537,15 @@ mod interpreter {
             |e| events.push(e.clone()),
         );
         assert!(err.is_err(), "the bomb's context should die: {events:?}");
+        if common::test_backend_kind() == BackendKind::Gvisor {
+            // gVisor has no OOM killer of its own: the host's kills the Sentry, and with it the
+            // whole box (its receipt says so). The box must then be seen as ended.
+            assert!(
+                s.wait_ended(Duration::from_secs(10)).is_some(),
+                "a gVisor box past its memory limit must end"
+            );
+            return;
+        }
         let (events, _) = run(&mut s, &mut a, "secret", None);
         assert_eq!(result_text(&events).as_deref(), Some("'only in a'"));
         // A fresh context replaces the dead one.

@@ -39,7 +39,7 @@ pub struct BoxEnd {
 
 /// The optional abilities of a running box; each one a box lacks, it says so here, and the
 /// matching method answers [`BackendError::Unsupported`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Capabilities {
     /// `set_egress` can replace the allowlist of a running box (proxied boxes).
     pub live_egress: bool,

@@ -71,12 +71,16 @@ pub fn run_sh(cwd: &Path, flags: &[&str], script: &str) -> Run {
 }
 
 /// Runs `airlock <args>` in `cwd`, stdin from /dev/null. When `AIRLOCK_TEST_BACKEND` is set, an
-/// `airlock run` that names no backend of its own gets `--backend` of [`test_backend_kind`].
+/// `airlock run` that names no backend of its own (no `--backend`, no `--policy` file) gets
+/// `--backend` of [`test_backend_kind`].
 pub fn airlock(cwd: &Path, args: &[&str]) -> Run {
     let backend = test_backend_kind().to_string();
     let mut all: Vec<&str> = args.to_vec();
     let own_flags = all.iter().take_while(|a| **a != "--");
-    let names_backend = own_flags.clone().any(|a| a.starts_with("--backend"));
+    // A policy file may name its own backend: that is what such a test is about.
+    let names_backend = own_flags
+        .clone()
+        .any(|a| a.starts_with("--backend") || a.starts_with("--policy"));
     if std::env::var_os("AIRLOCK_TEST_BACKEND").is_some()
         && all.first() == Some(&"run")
         && !names_backend

@@ -1,0 +1,628 @@
+//! Starting one gVisor box inside its host process, and the running box it becomes: the
+//! bundle, the cgroup, the proxy door, runsc with the agent as init, the agent's hello.
+
+use crate::agent_files::AgentFiles;
+use crate::bundle::{BundlePlan, Prep};
+use crate::layout::Layout;
+use crate::netns::ProxyDoor;
+use crate::receipt::{self, Facts, PIDS_OVERHEAD};
+use crate::runsc::{Runsc, RunscNetwork};
+use airlock_jail::cgroup::{BoxCgroup, CgroupLimits};
+use airlock_native::Sentinel;
+use airlock_policy::{Egress, NetworkMode, ResolvedPolicy};
+use airlock_runtime::backend::{Capabilities, Template, Usage};
+use airlock_runtime::{AgentClient, Receipt};
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where the gofer's own (root) creations are stored until it chowns them.
+const NOBODY: u32 = 65534;
+/// How long the agent may take to greet (the Sentry's start included).
+const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long runsc may take to end after the box is killed.
+const KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// Why the box did not start (a sentence for the owner).
+#[derive(Debug)]
+pub enum StartError {
+    Refused(String),
+}
+
+fn refused(what: &str, e: impl std::fmt::Display) -> StartError {
+    StartError::Refused(format!("{what}: {e}"))
+}
+
+/// What a start is made of.
+pub struct BoxStart<'a> {
+    runsc: &'a Runsc,
+    policy: &'a ResolvedPolicy,
+    template: &'a Template,
+    audit: Option<PathBuf>,
+    on_event: Option<airlock_proxy::audit::EventSink>,
+}
+
+/// A running gVisor box, held by this (host) process.
+pub struct RunningBox {
+    pub receipt: Receipt,
+    pub env: BTreeMap<String, String>,
+    pub cwd: String,
+    pub agent: Option<UnixStream>,
+    runsc: Runsc,
+    network: RunscNetwork,
+    id: String,
+    layout: Layout,
+    child: Option<Child>,
+    pidfd: Option<OwnedFd>,
+    cgroup: Option<BoxCgroup>,
+    proxy: Option<airlock_proxy::server::ProxyHandle>,
+    sentinel: Option<Sentinel>,
+}
+
+/// What the box's limits ask of a host cgroup around runsc.
+fn cgroup_limits(policy: &ResolvedPolicy) -> CgroupLimits {
+    let l = &policy.limits;
+    CgroupLimits {
+        memory_bytes: l.memory,
+        pids: l.pids.map(|p| p.saturating_add(PIDS_OVERHEAD)),
+        cpus: l.cpus,
+    }
+}
+
+fn prepare(prep: &[Prep]) -> std::io::Result<()> {
+    let owner = |p: &Path, boxed: bool| -> std::io::Result<()> {
+        if boxed {
+            std::os::unix::fs::lchown(
+                p,
+                Some(airlock_policy::INSIDE_UID),
+                Some(airlock_policy::INSIDE_GID),
+            )?;
+        }
+        Ok(())
+    };
+    for step in prep {
+        match step {
+            Prep::Dir { path, mode, boxed } => {
+                if !path.exists() {
+                    std::fs::DirBuilder::new()
+                        .recursive(true)
+                        .mode(0o755)
+                        .create(path)?;
+                }
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(*mode))?;
+                owner(path, *boxed)?;
+            }
+            Prep::File {
+                path,
+                contents,
+                boxed,
+            } => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                    owner(parent, *boxed)?;
+                }
+                if !path.exists() || !contents.is_empty() {
+                    std::fs::write(path, contents)?;
+                }
+                owner(path, *boxed)?;
+            }
+            Prep::Symlink { path, target } => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                if path.symlink_metadata().is_err() {
+                    std::os::unix::fs::symlink(target, path)?;
+                }
+            }
+            Prep::Copy { source, path } => {
+                if let Ok(data) = std::fs::read(source) {
+                    if let Some(parent) = path.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    std::fs::write(path, data)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Attaches the idmapped view of every grant (the caller's files shown as the box user's);
+/// where this host cannot, plain binds, and why.
+fn attach_views(plan: &BundlePlan) -> Result<Option<String>, StartError> {
+    if plan.user_mounts.is_empty() {
+        return Ok(None);
+    }
+    for m in &plan.user_mounts {
+        let made = if m.host.is_dir() {
+            std::fs::create_dir_all(&m.view)
+        } else {
+            std::fs::write(&m.view, b"")
+        };
+        made.map_err(|e| refused("cannot make a grant's mount point", e))?;
+    }
+    // SAFETY: getuid cannot fail.
+    let me = unsafe { libc::getuid() };
+    // The caller's files show as the box user's. runsc's gofer creates files as host root and
+    // then gives them the box user's ids, so root needs a mapping too: its new files are
+    // briefly stored as nobody (65534) until that chown stores them as the caller's.
+    let pairs = [(me, airlock_policy::INSIDE_UID), (NOBODY, 0)];
+    let ns = airlock_jail::idmap::IdmapNamespace::mapping(&pairs);
+    let idmapped = ns.and_then(|ns| {
+        for m in &plan.user_mounts {
+            let tree = airlock_jail::idmap::idmapped_tree(&m.host, &ns, !m.writable)?;
+            airlock_jail::idmap::attach(tree.as_raw_fd(), &m.view)?;
+        }
+        Ok(())
+    });
+    match idmapped {
+        Ok(()) => Ok(None),
+        Err(e) => {
+            for m in &plan.user_mounts {
+                bind(&m.host, &m.view, !m.writable)
+                    .map_err(|e| refused("cannot bind a grant", e))?;
+            }
+            Ok(Some(format!("idmapped mounts are unavailable here: {e}")))
+        }
+    }
+}
+
+fn bind(source: &Path, target: &Path, read_only: bool) -> std::io::Result<()> {
+    let s = CString::new(source.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    let t = CString::new(target.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: valid C strings; a bind mount with no data.
+    let rc = unsafe {
+        libc::mount(
+            s.as_ptr(),
+            t.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND | libc::MS_REC,
+            std::ptr::null(),
+        )
+    };
+    if rc == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if read_only {
+        let flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_REC;
+        // SAFETY: remounting the bind we just made read-only.
+        let rc = unsafe {
+            libc::mount(
+                std::ptr::null(),
+                t.as_ptr(),
+                std::ptr::null(),
+                flags,
+                std::ptr::null(),
+            )
+        };
+        if rc == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The egress proxy's rules from the policy's allowlist.
+pub fn egress_rules(e: &Egress) -> Result<airlock_proxy::rules::EgressRules, String> {
+    airlock_proxy::rules::EgressRules::parse(
+        &e.allow_domain,
+        &e.deny_domain,
+        &e.allow_ip,
+        &e.map_host,
+    )
+    .map(|r| r.with_public_internet(e.public_internet))
+    .map_err(|e| format!("invalid network allowlist: {e}"))
+}
+
+impl<'a> BoxStart<'a> {
+    pub fn new(
+        runsc: &'a Runsc,
+        policy: &'a ResolvedPolicy,
+        template: &'a Template,
+        audit: Option<PathBuf>,
+        on_event: Option<airlock_proxy::audit::EventSink>,
+    ) -> BoxStart<'a> {
+        BoxStart {
+            runsc,
+            policy,
+            template,
+            audit,
+            on_event,
+        }
+    }
+
+    /// Starts the box. Call once, from the single-threaded host process. On failure nothing
+    /// is left: runsc is killed, the cgroup removed, and the tmpfs goes with this process.
+    pub fn start(self) -> Result<RunningBox, StartError> {
+        let policy = self.policy;
+        // The sentinel first, while this process has one thread: it removes the cgroup if
+        // this process is killed.
+        let sentinel =
+            Sentinel::start().map_err(|e| refused("cannot start the cleanup sentinel", e))?;
+        let layout = Layout::fixed();
+        let agent_files = AgentFiles::of_this_process()
+            .map_err(|e| refused("cannot find airlock's own executable and libraries", e))?;
+        let plan = BundlePlan::new(policy, self.template, &agent_files, &layout)
+            .map_err(|e| StartError::Refused(e.to_string()))?;
+        layout
+            .enter(policy.limits.disk, plan.image_root.as_deref())
+            .map_err(|e| StartError::Refused(e.to_string()))?;
+        prepare(&plan.prep).map_err(|e| refused("cannot prepare the box's root", e))?;
+        let idmap_gap = attach_views(&plan)?;
+        if idmap_gap.is_some() && policy.fail_if_unavailable {
+            return Err(StartError::Refused(format!(
+                "the policy requires every layer (fail_if_unavailable) but the grants cannot be idmapped: {}",
+                idmap_gap.unwrap_or_default()
+            )));
+        }
+        let config = serde_json::to_vec_pretty(&plan.spec)
+            .map_err(|e| refused("cannot write the OCI config", e))?;
+        std::fs::write(layout.bundle.join("config.json"), config)
+            .map_err(|e| refused("cannot write the OCI config", e))?;
+        let limits = cgroup_limits(policy);
+        let cgroup = match limits.is_empty() {
+            true => None,
+            false => {
+                let name = format!("airlock-gvisor-{}", std::process::id());
+                let cg = BoxCgroup::create(&name, &limits)
+                    .map_err(|e| refused("cannot make the box's cgroup", e))?;
+                for p in cg.paths() {
+                    sentinel.register_cgroup(&p);
+                }
+                Some(cg)
+            }
+        };
+        let receipt = receipt::receipt(
+            policy,
+            &Facts {
+                runsc: self.runsc,
+                plan: &plan,
+                template: self.template,
+                cgroup: cgroup.is_some() || limits.is_empty(),
+                idmap_gap,
+            },
+        )
+        .map_err(|e| StartError::Refused(e.to_string()))?;
+        let (door, network) = match policy.network {
+            NetworkMode::None => (None, RunscNetwork::None),
+            NetworkMode::Proxy => (
+                Some(
+                    ProxyDoor::make(airlock_native::PROXY_PORT)
+                        .map_err(|e| refused("cannot make the box's network namespace", e))?,
+                ),
+                RunscNetwork::Host,
+            ),
+            NetworkMode::Host => (None, RunscNetwork::Host),
+        };
+        let mut running = RunningBox {
+            receipt,
+            env: command_env(policy, self.template),
+            cwd: policy.cwd.to_string_lossy().into_owned(),
+            agent: None,
+            runsc: self.runsc.clone(),
+            network,
+            id: format!("airlock-{}", std::process::id()),
+            layout,
+            child: None,
+            pidfd: None,
+            cgroup,
+            proxy: None,
+            sentinel: Some(sentinel),
+        };
+        let fail = |mut running: RunningBox, e: StartError| {
+            running.close();
+            e
+        };
+        if let Err(e) = running.spawn(door.as_ref().map(|d| &d.netns)) {
+            return Err(fail(running, e));
+        }
+        if let Some(door) = door {
+            let rules = match egress_rules(&policy.egress) {
+                Ok(r) => r,
+                Err(e) => return Err(fail(running, StartError::Refused(e))),
+            };
+            let audit = match &self.audit {
+                Some(path) => match airlock_native::open_output(
+                    path,
+                    airlock_native::OutputMode::Append,
+                    &airlock_native::box_writable_roots(policy),
+                ) {
+                    Ok(f) => Some(f),
+                    Err(e) => return Err(fail(running, refused("cannot open the audit file", e))),
+                },
+                None => None,
+            };
+            let config = airlock_proxy::server::ProxyConfig {
+                rules,
+                max_connections: policy.egress.max_connections as usize,
+                byte_budget: policy.egress.byte_budget,
+                connect_timeout: Duration::from_secs(30),
+                audit,
+                on_event: self.on_event.clone(),
+            };
+            match airlock_proxy::server::start(door.listener, config) {
+                Ok(p) => running.proxy = Some(p),
+                Err(e) => return Err(fail(running, refused("cannot start the egress proxy", e))),
+            }
+        }
+        if let Err(e) = running.greet() {
+            return Err(fail(running, e));
+        }
+        Ok(running)
+    }
+}
+
+/// What commands start with: the template's environment, the policy's allowlist over it, and
+/// the proxy's variables for a proxied box.
+fn command_env(policy: &ResolvedPolicy, template: &Template) -> BTreeMap<String, String> {
+    let mut env = match template {
+        Template::Host => BTreeMap::new(),
+        Template::Image(t) => t.defaults.env.clone(),
+    };
+    env.extend(policy.env.iter().cloned());
+    if policy.network == NetworkMode::Proxy {
+        env.extend(airlock_native::proxy_env());
+    }
+    env
+}
+
+/// Opens each cgroup's `cgroup.procs` for runsc to join before it execs.
+fn cgroup_procs(cg: Option<&BoxCgroup>) -> std::io::Result<Vec<OwnedFd>> {
+    cg.map(|cg| cg.paths())
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(p.join("cgroup.procs"))
+                .map(OwnedFd::from)
+        })
+        .collect()
+}
+
+impl RunningBox {
+    /// Runs `runsc run` with the agent's connection as its stdin and stdout (runsc hands its
+    /// stdio to the container's init), in the box's cgroup and network namespace, dying with
+    /// this process.
+    fn spawn(&mut self, netns: Option<&OwnedFd>) -> Result<(), StartError> {
+        let (ours, theirs) =
+            UnixStream::pair().map_err(|e| refused("cannot make the agent's connection", e))?;
+        let theirs_out = theirs
+            .try_clone()
+            .map_err(|e| refused("cannot make the agent's connection", e))?;
+        let log = std::fs::File::create(&self.layout.log)
+            .map_err(|e| refused("cannot open runsc's log", e))?;
+        let procs = cgroup_procs(self.cgroup.as_ref())
+            .map_err(|e| refused("cannot join the box's cgroup", e))?;
+        let proc_fds: Vec<libc::c_int> = procs.iter().map(AsRawFd::as_raw_fd).collect();
+        let netns_fd = netns.map(AsRawFd::as_raw_fd);
+        let mut cmd = self.runsc.command(&self.layout.state, self.network);
+        cmd.arg("run")
+            .arg("--bundle")
+            .arg(&self.layout.bundle)
+            .arg(&self.id)
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::from(OwnedFd::from(theirs_out)))
+            .stderr(Stdio::from(log))
+            .env_clear()
+            .env("PATH", airlock_policy::DEFAULT_PATH);
+        // SAFETY: in the forked child before exec, only async-signal-safe syscalls on
+        // descriptors opened before the fork and a static buffer.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                for fd in &proc_fds {
+                    if libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if let Some(ns) = netns_fd {
+                    if libc::setns(ns, libc::CLONE_NEWNET) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| refused(&format!("cannot run {}", self.runsc.path.display()), e))?;
+        drop(procs);
+        // SAFETY: pidfd_open on our own child; returns a new descriptor or -1.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
+        self.child = Some(child);
+        if pidfd < 0 {
+            return Err(refused(
+                "cannot watch runsc",
+                std::io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: a fresh descriptor from pidfd_open, ours alone.
+        self.pidfd = Some(unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) });
+        self.agent = Some(ours);
+        Ok(())
+    }
+
+    /// Waits for the agent's hello; if runsc fails first, says why from its log.
+    fn greet(&mut self) -> Result<(), StartError> {
+        let Some(sock) = self.agent.take() else {
+            return Err(StartError::Refused(
+                "the box's agent is not connected".into(),
+            ));
+        };
+        match AgentClient::connect(sock, HELLO_TIMEOUT)
+            .ok()
+            .and_then(AgentClient::into_stream)
+        {
+            Some(stream) => {
+                self.agent = Some(stream);
+                Ok(())
+            }
+            None => {
+                let log = std::fs::read_to_string(&self.layout.log).unwrap_or_default();
+                let last: Vec<&str> = log.lines().rev().take(3).collect();
+                Err(StartError::Refused(format!(
+                    "the box's agent did not greet under runsc{}",
+                    if last.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (runsc: {})",
+                            last.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                        )
+                    }
+                )))
+            }
+        }
+    }
+
+    /// runsc's process, as a pollable descriptor (-1: none).
+    pub fn runsc_pidfd(&self) -> libc::c_int {
+        self.pidfd.as_ref().map_or(-1, AsRawFd::as_raw_fd)
+    }
+
+    pub fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            live_egress: self.proxy.is_some(),
+            pause: true,
+            snapshot: false,
+        }
+    }
+
+    pub fn usage(&self) -> Usage {
+        let cg = self.cgroup.as_ref();
+        Usage {
+            cpu_usec: cg.and_then(BoxCgroup::cpu_usage_usec),
+            memory_bytes: cg.and_then(BoxCgroup::current_memory),
+            memory_peak_bytes: cg.and_then(BoxCgroup::peak_memory),
+            disk_bytes: disk_used(&self.layout.scratch),
+            processes: self.processes(),
+        }
+    }
+
+    /// The box's processes as the Sentry counts them (`runsc ps`): its own tasks, not the
+    /// host tasks of the Sentry and gofer.
+    fn processes(&self) -> Option<u64> {
+        let out = self
+            .runsc
+            .command(&self.layout.state, self.network)
+            .args(["ps", "--format", "json", &self.id])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        let pids: Vec<i64> = serde_json::from_slice(&out.stdout).ok()?;
+        u64::try_from(pids.len()).ok()
+    }
+
+    pub fn set_egress(&self, egress: &Egress) -> Result<(), String> {
+        let Some(proxy) = &self.proxy else {
+            return Err(
+                "the network policy can only change for a box started with --net proxy".into(),
+            );
+        };
+        proxy.set_rules(egress_rules(egress)?);
+        Ok(())
+    }
+
+    fn runsc_call(&self, verb: &str) -> Result<(), String> {
+        let out = self
+            .runsc
+            .command(&self.layout.state, self.network)
+            .arg(verb)
+            .arg(&self.id)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run runsc {verb}: {e}"))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        Err(format!(
+            "runsc {verb} failed: {}",
+            err.lines().last().unwrap_or("").trim()
+        ))
+    }
+
+    pub fn pause(&self) -> Result<(), String> {
+        self.runsc_call("pause")
+    }
+
+    pub fn resume(&self) -> Result<(), String> {
+        self.runsc_call("resume")
+    }
+
+    /// Ends the box and frees what it holds: runsc and everything it started, the proxy, the
+    /// cgroup. (The tmpfs and its mounts go with this process's mount namespace.)
+    pub fn close(&mut self) {
+        self.agent = None;
+        if let Some(mut child) = self.child.take() {
+            match &self.cgroup {
+                // runsc, its gofer and sandbox and every process of the box are in the cgroup:
+                // killing it ends them all at once, with no runsc call to wait for.
+                Some(cg) => cg.kill_all(),
+                None => {
+                    let _ = self
+                        .runsc
+                        .command(&self.layout.state, self.network)
+                        .args(["kill", "--all", &self.id, "KILL"])
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .status();
+                }
+            }
+            let deadline = Instant::now() + KILL_GRACE;
+            loop {
+                match child.try_wait() {
+                    Ok(Some(_)) | Err(_) => break,
+                    Ok(None) if Instant::now() >= deadline => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break;
+                    }
+                    Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+            // runsc's state is on the tmpfs that goes with this process: no `runsc delete`.
+        }
+        self.pidfd = None;
+        if let Some(proxy) = self.proxy.take() {
+            drop(proxy.stop());
+        }
+        if let Some(mut cg) = self.cgroup.take() {
+            cg.kill_all();
+            let _ = cg.destroy();
+        }
+        if let Some(s) = self.sentinel.take() {
+            s.finish();
+        }
+    }
+}
+
+impl Drop for RunningBox {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Bytes used on the scratch tmpfs.
+fn disk_used(scratch: &Path) -> Option<u64> {
+    let p = CString::new(scratch.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs is plain old data; all-zero is a valid value to fill.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and a valid statvfs to fill.
+    if unsafe { libc::statvfs(p.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some((st.f_blocks - st.f_bfree) * st.f_frsize)
+}

@@ -1,0 +1,402 @@
+//! From a resolved policy and a template to an OCI bundle for runsc: the `config.json` and the
+//! few host-side steps that prepare its root. The host system directories a `host` box sees are
+//! the native box's own selection ([`RootfsPlan::from_policy`]), translated op by op, so both
+//! backends show the same tree.
+
+use crate::agent_files::AgentFiles;
+use crate::layout::Layout;
+use crate::spec::{self, Mount, Spec};
+use airlock_jail::rootfs::{FsOp, RealHostFs, RootfsPlan};
+use airlock_policy::{
+    Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, INSIDE_GID, INSIDE_UID,
+};
+use airlock_runtime::backend::Template;
+use std::path::{Path, PathBuf};
+
+/// Why a policy cannot become a gVisor box.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("the gvisor backend always gives the box its own root: the full-access profile (the host's filesystem as it is) needs --backend native")]
+    HostFilesystem,
+    #[error("the working directory {0} does not exist in the box: give a directory inside the workspace or a grant (or /tmp, the home directory)")]
+    NoCwd(PathBuf),
+    #[error("the gvisor backend writes a writable workspace directly (its box is long-lived): use --changes direct, or --backend native for a change layer")]
+    ChangeLayer,
+}
+
+/// One host-side step before runsc starts (inside the box's private tmpfs only).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prep {
+    /// A directory, owned by the box's user when `boxed`.
+    Dir {
+        path: PathBuf,
+        mode: u32,
+        boxed: bool,
+    },
+    File {
+        path: PathBuf,
+        contents: String,
+        boxed: bool,
+    },
+    Symlink {
+        path: PathBuf,
+        target: PathBuf,
+    },
+    /// A small host file copied in (skipped if missing).
+    Copy {
+        source: PathBuf,
+        path: PathBuf,
+    },
+}
+
+/// A user mount (workspace or grant) shown through an idmapped view at `view`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserMount {
+    pub host: PathBuf,
+    pub inside: PathBuf,
+    pub writable: bool,
+    /// Where the idmapped view is attached (inside the private tmpfs).
+    pub view: PathBuf,
+}
+
+/// Everything the host process does to give runsc its bundle.
+#[derive(Debug, Clone)]
+pub struct BundlePlan {
+    pub spec: Spec,
+    pub prep: Vec<Prep>,
+    pub user_mounts: Vec<UserMount>,
+    /// Protected paths that do not exist on the host: this backend cannot cover them.
+    pub uncovered: Vec<PathBuf>,
+    /// The image's root, mounted read-only under a writable layer on the scratch tmpfs.
+    pub image_root: Option<PathBuf>,
+}
+
+/// Where an inside path lives on the host before runsc starts.
+enum Home {
+    /// In a directory airlock made (the root skeleton or the scratch tmpfs): free to prepare.
+    Ours(PathBuf),
+    /// Under a host bind (system or user): must exist already.
+    Host,
+}
+
+fn rel(path: &Path, base: &Path) -> Option<PathBuf> {
+    path.strip_prefix(base).ok().map(Path::to_path_buf)
+}
+
+impl BundlePlan {
+    /// Plans the bundle. `agent` is what the init runs from; `layout` where things go.
+    pub fn new(
+        policy: &ResolvedPolicy,
+        template: &Template,
+        agent: &AgentFiles,
+        layout: &Layout,
+    ) -> Result<BundlePlan, BundleError> {
+        let Some(rootfs) = RootfsPlan::from_policy(policy, &RealHostFs) else {
+            return Err(BundleError::HostFilesystem);
+        };
+        let FilesystemPolicy::Isolated {
+            workspace, grants, ..
+        } = &policy.filesystem
+        else {
+            return Err(BundleError::HostFilesystem);
+        };
+        let image = match template {
+            Template::Host => None,
+            Template::Image(t) => Some(t.rootfs.clone()),
+        };
+        let user_mounts: Vec<UserMount> = workspace
+            .iter()
+            .chain(grants.iter())
+            .enumerate()
+            .map(|(i, m)| UserMount {
+                host: m.host.clone(),
+                inside: m.inside.clone(),
+                writable: m.access == Access::ReadWrite,
+                view: layout.views.join(i.to_string()),
+            })
+            .collect();
+        let mut b = Builder {
+            layout,
+            mounts: Vec::new(),
+            prep: Vec::new(),
+            scratch: Vec::new(),
+        };
+        for op in &rootfs.ops {
+            b.op(op, &user_mounts, image.is_some())?;
+        }
+        for (m, is_dir) in agent.mounts() {
+            b.add_mount(m, is_dir);
+        }
+        for pin in &rootfs.pins {
+            if let Some((um, host)) = user_host(&user_mounts, pin).filter(|(_, h)| h.is_dir()) {
+                let view = um.view.join(rel(&host, &um.host).unwrap_or_default());
+                b.add_mount(Mount::bind(view, pin, um.writable), true);
+            }
+        }
+        check_cwd(&policy.cwd, &user_mounts, &b.scratch)?;
+        let mut uncovered = Vec::new();
+        for cover in &rootfs.covers {
+            match user_host(&user_mounts, &cover.path) {
+                Some((um, host)) if host.symlink_metadata().is_ok() => {
+                    let view = um.view.join(rel(&host, &um.host).unwrap_or_default());
+                    if cover.keep_visible {
+                        b.add_mount(Mount::bind(view, &cover.path, false), host.is_dir());
+                    } else if host.is_dir() {
+                        b.add_mount(Mount::tmpfs(&cover.path, true), true);
+                    } else {
+                        b.add_mount(Mount::bind(&layout.empty_file, &cover.path, false), false);
+                    }
+                }
+                Some(_) if cover.keep_visible => uncovered.push(cover.path.clone()),
+                _ => {}
+            }
+        }
+        let mut env = vec![
+            format!("PATH={}", airlock_policy::DEFAULT_PATH),
+            format!("HOME={}", airlock_policy::INSIDE_HOME),
+        ];
+        if policy.network == NetworkMode::Proxy {
+            env.extend(
+                airlock_native::proxy_env()
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}")),
+            );
+        }
+        let mut namespaces = vec!["pid", "ipc", "uts", "mount"];
+        if policy.network == NetworkMode::None {
+            namespaces.push("network");
+        }
+        let spec = Spec {
+            oci_version: "1.0.2",
+            process: spec::Process {
+                terminal: false,
+                user: spec::User {
+                    uid: INSIDE_UID,
+                    gid: INSIDE_GID,
+                    additional_gids: Vec::new(),
+                },
+                args: agent.init_args(
+                    0,
+                    match policy.network {
+                        NetworkMode::None => "unix",
+                        NetworkMode::Proxy | NetworkMode::Host => "inet",
+                    },
+                ),
+                env,
+                cwd: "/".into(),
+                capabilities: spec::Capabilities::default(),
+                rlimits: vec![
+                    spec::Rlimit {
+                        kind: "RLIMIT_NOFILE",
+                        hard: policy.limits.open_files,
+                        soft: policy.limits.open_files,
+                    },
+                    spec::Rlimit {
+                        kind: "RLIMIT_FSIZE",
+                        hard: policy.limits.file_size,
+                        soft: policy.limits.file_size,
+                    },
+                    spec::Rlimit {
+                        kind: "RLIMIT_CORE",
+                        hard: 0,
+                        soft: 0,
+                    },
+                ],
+                no_new_privileges: true,
+            },
+            root: spec::Root {
+                path: layout.rootfs.clone(),
+                readonly: image.is_none(),
+            },
+            hostname: airlock_jail::identity::HOSTNAME.to_string(),
+            mounts: b.mounts,
+            linux: spec::Linux {
+                namespaces: namespaces
+                    .into_iter()
+                    .map(|kind| spec::Namespace { kind })
+                    .collect(),
+            },
+        };
+        Ok(BundlePlan {
+            spec,
+            prep: b.prep,
+            user_mounts,
+            uncovered,
+            image_root: image,
+        })
+    }
+}
+
+/// The working directory must exist where the box will see it: in a grant (on the host now),
+/// in the scratch (made fresh), or be `/`.
+fn check_cwd(
+    cwd: &Path,
+    users: &[UserMount],
+    scratch: &[(PathBuf, PathBuf)],
+) -> Result<(), BundleError> {
+    let exists = match user_host(users, cwd) {
+        Some((_, host)) => host.is_dir(),
+        None => cwd == Path::new("/") || scratch.iter().any(|(inside, _)| cwd == inside.as_path()),
+    };
+    if exists {
+        Ok(())
+    } else {
+        Err(BundleError::NoCwd(cwd.to_path_buf()))
+    }
+}
+
+/// The user mount holding inside path `p` (the deepest), and `p`'s host path.
+fn user_host<'a>(mounts: &'a [UserMount], p: &Path) -> Option<(&'a UserMount, PathBuf)> {
+    mounts
+        .iter()
+        .filter(|m| p.starts_with(&m.inside))
+        .max_by_key(|m| m.inside.components().count())
+        .and_then(|m| rel(p, &m.inside).map(|r| (m, m.host.join(r))))
+}
+
+struct Builder<'a> {
+    layout: &'a Layout,
+    mounts: Vec<Mount>,
+    prep: Vec<Prep>,
+    /// Inside paths served from the scratch tmpfs: (inside, host directory).
+    scratch: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Builder<'_> {
+    fn op(&mut self, op: &FsOp, users: &[UserMount], image: bool) -> Result<(), BundleError> {
+        match op {
+            // gVisor makes its own /dev (null, zero, full, random, urandom, tty, pts, ptmx, fd
+            // and std* links): nothing of the host's /dev is bound.
+            FsOp::Bind { target, .. } | FsOp::Symlink { link: target, .. }
+                if target.starts_with("/dev") => {}
+            FsOp::Tmpfs { target, .. } | FsOp::Devpts { target } if target.starts_with("/dev") => {}
+            FsOp::Bind {
+                source,
+                target,
+                writable,
+                optional,
+                ..
+            } => {
+                if let Some(u) = users.iter().find(|u| &u.inside == target) {
+                    self.add_mount(Mount::bind(&u.view, target, u.writable), u.host.is_dir());
+                } else if !image && (!optional || source.exists()) {
+                    self.add_mount(Mount::bind(source, target, *writable), source.is_dir());
+                }
+            }
+            // The image brings its own system files; a host box gets the host's.
+            FsOp::Copy { source, target } if !image => {
+                if let Home::Ours(path) = self.home(target) {
+                    self.prep.push(Prep::Copy {
+                        source: source.clone(),
+                        path,
+                    });
+                }
+            }
+            FsOp::Symlink { link, target } if !image => {
+                if let Home::Ours(path) = self.home(link) {
+                    self.prep.push(Prep::Symlink {
+                        path,
+                        target: target.clone(),
+                    });
+                }
+            }
+            FsOp::Copy { .. } | FsOp::Symlink { .. } => {}
+            FsOp::Dir { target, mode } => {
+                if let Home::Ours(path) = self.home(target) {
+                    self.prep.push(Prep::Dir {
+                        path,
+                        mode: *mode,
+                        boxed: false,
+                    });
+                }
+            }
+            FsOp::File { target, contents } => {
+                if let Home::Ours(path) = self.home(target) {
+                    let boxed = self
+                        .scratch
+                        .iter()
+                        .any(|(inside, _)| target.starts_with(inside));
+                    self.prep.push(Prep::File {
+                        path,
+                        contents: contents.clone(),
+                        boxed,
+                    });
+                }
+            }
+            FsOp::Tmpfs { target, .. } => self.add_mount(Mount::tmpfs(target, false), true),
+            FsOp::Devpts { .. } => {}
+            FsOp::Scratch { sub, target } => {
+                let host = self.layout.scratch.join(sub);
+                let mode = if sub == "home" { 0o700 } else { 0o1777 };
+                self.prep.push(Prep::Dir {
+                    path: host.clone(),
+                    mode,
+                    boxed: true,
+                });
+                self.add_mount(Mount::bind(&host, target, true), true);
+                self.scratch.push((target.clone(), host));
+            }
+            FsOp::Proc { target } => self.add_mount(
+                Mount {
+                    destination: target.clone(),
+                    kind: "proc",
+                    source: "proc".into(),
+                    options: vec!["nosuid".into(), "nodev".into(), "noexec".into()],
+                },
+                true,
+            ),
+            FsOp::Overlay { .. } => return Err(BundleError::ChangeLayer),
+        }
+        Ok(())
+    }
+
+    /// Where inside path `p` is on the host now: the deepest mount so far holding it decides.
+    fn home(&self, p: &Path) -> Home {
+        let deepest = self
+            .mounts
+            .iter()
+            .filter(|m| p.starts_with(&m.destination) && m.kind == "bind")
+            .max_by_key(|m| m.destination.components().count());
+        let scratch = self
+            .scratch
+            .iter()
+            .filter(|(inside, _)| p.starts_with(inside))
+            .max_by_key(|(inside, _)| inside.components().count());
+        match (deepest, scratch) {
+            (Some(m), Some((inside, host))) if m.destination == *inside => {
+                Home::Ours(host.join(rel(p, inside).unwrap_or_default()))
+            }
+            (Some(_), _) => Home::Host,
+            (None, _) => Home::Ours(
+                self.layout
+                    .rootfs
+                    .join(rel(p, Path::new("/")).unwrap_or_default()),
+            ),
+        }
+    }
+
+    /// Adds a mount, preparing its mount point (a directory or a file) where it lies in a
+    /// directory airlock made.
+    fn add_mount(&mut self, m: Mount, is_dir: bool) {
+        if let Home::Ours(path) = self.home(&m.destination) {
+            self.prep.push(if is_dir {
+                Prep::Dir {
+                    path,
+                    mode: 0o755,
+                    boxed: false,
+                }
+            } else {
+                Prep::File {
+                    path,
+                    contents: String::new(),
+                    boxed: false,
+                }
+            });
+        }
+        self.mounts.push(m);
+    }
+}
+
+#[cfg(test)]
+#[path = "bundle_tests.rs"]
+mod tests;

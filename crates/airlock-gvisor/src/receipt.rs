@@ -1,0 +1,171 @@
+//! What a gVisor box enforces, layer by layer: what gVisor adds (the Sentry answers the box's
+//! system calls; the host kernel never sees them) and what airlock's own layers still add
+//! around it (a host cgroup, airlock's network namespace and proxy, the mounts it chose).
+
+use crate::bundle::BundlePlan;
+use crate::runsc::Runsc;
+use airlock_policy::{NetworkMode, ResolvedPolicy};
+use airlock_runtime::backend::Template;
+use airlock_runtime::{LayerStatus, Receipt};
+
+/// Host tasks runsc itself needs beyond the box's own processes (the Sentry's and the gofer's
+/// threads), added to the pids limit so the box keeps what the policy gives it.
+pub const PIDS_OVERHEAD: u64 = 128;
+
+/// Why a policy cannot be enforced as asked (with `fail_if_unavailable`).
+#[derive(Debug, thiserror::Error)]
+#[error("the policy requires every layer (fail_if_unavailable) but the gvisor backend cannot enforce {layer}: {detail}")]
+pub struct Unenforceable {
+    pub layer: &'static str,
+    pub detail: String,
+}
+
+/// Facts of this start the receipt depends on.
+pub struct Facts<'a> {
+    pub runsc: &'a Runsc,
+    pub plan: &'a BundlePlan,
+    pub template: &'a Template,
+    /// Whether a host cgroup can be made (memory, pids and CPU limits).
+    pub cgroup: bool,
+    /// Why the grants are not idmapped, if they are not.
+    pub idmap_gap: Option<String>,
+}
+
+/// The receipt of a gVisor box.
+pub fn receipt(policy: &ResolvedPolicy, f: &Facts<'_>) -> Result<Receipt, Unenforceable> {
+    let strict = policy.fail_if_unavailable;
+    let mut r = Receipt::default();
+    let mut add = |layer: &'static str, status: LayerStatus, mech: String, detail: String| {
+        if strict && !matches!(status, LayerStatus::Enforced | LayerStatus::Off) {
+            return Err(Unenforceable {
+                layer,
+                detail: detail.clone(),
+            });
+        }
+        r.add(layer, status, mech, detail);
+        Ok(())
+    };
+    add(
+        "kernel",
+        LayerStatus::Enforced,
+        format!("gVisor Sentry ({}, platform {})", f.runsc.version, f.runsc.platform),
+        "the box's system calls are answered by gVisor's user-space kernel; the host kernel sees only the Sentry's own seccomp-filtered set; no Landlock (the Sentry's mounts are the filesystem boundary)".into(),
+    )?;
+    add(
+        "seccomp",
+        LayerStatus::Enforced,
+        "airlock's BPF allowlist, installed by the agent in each command, enforced by the Sentry".into(),
+        "refused as in a native box: ptrace, mount, namespaces, bpf, keyctl, set-ID modes, io_uring, …".into(),
+    )?;
+    let root = match f.template {
+        Template::Host => {
+            "the host's system directories read-only (the native box's selection)".to_string()
+        }
+        Template::Image(t) => format!(
+            "template {} ({}) read-only under a writable layer on the scratch tmpfs",
+            t.name, t.digest
+        ),
+    };
+    let mut fs_detail = format!(
+        "{root}; workspace and grants as binds with their read-only flags, served by the gofer"
+    );
+    if !f.plan.uncovered.is_empty() {
+        let list: Vec<String> = f
+            .plan
+            .uncovered
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        fs_detail += &format!(
+            "; protected paths that do not exist yet are not covered (a box may create them): {}",
+            list.join(" ")
+        );
+    }
+    add(
+        "filesystem",
+        if f.plan.uncovered.is_empty() {
+            LayerStatus::Enforced
+        } else {
+            LayerStatus::Fallback
+        },
+        "OCI mounts (runsc gofer)".into(),
+        fs_detail,
+    )?;
+    match &f.idmap_gap {
+        None => add(
+            "process",
+            LayerStatus::Enforced,
+            "gVisor credentials".into(),
+            format!("uid {} inside, no capabilities, no_new_privs; grants idmapped so the box's files belong to whoever ran airlock", airlock_policy::INSIDE_UID),
+        )?,
+        Some(why) => add(
+            "process",
+            LayerStatus::Fallback,
+            "gVisor credentials".into(),
+            format!("uid {} inside, no capabilities, no_new_privs; grants are not idmapped ({why}): the box's user may not write them", airlock_policy::INSIDE_UID),
+        )?,
+    }
+    match policy.network {
+        NetworkMode::None => add(
+            "network",
+            LayerStatus::Enforced,
+            "runsc --network=none".into(),
+            "the Sentry has no network device: loopback only, no route, no DNS".into(),
+        )?,
+        NetworkMode::Proxy => add(
+            "network",
+            LayerStatus::Enforced,
+            format!("airlock's network namespace + egress proxy on 127.0.0.1:{} (outside the box)", airlock_native::PROXY_PORT),
+            "runsc uses host sockets in a namespace holding only loopback and the proxy's listener: every connection goes through the allowlist and is audited; the box may also reach its own listeners on that loopback (no Landlock port rule); the host kernel's socket code is reachable through the Sentry's host-network calls".into(),
+        )?,
+        NetworkMode::Host => add(
+            "network",
+            LayerStatus::NotEnforced,
+            "runsc --network=host".into(),
+            "the host's network, unfiltered".into(),
+        )?,
+    }
+    let l = &policy.limits;
+    let cg = |what: Option<String>, layer: &'static str| -> (LayerStatus, String, String) {
+        match (what, f.cgroup) {
+            (None, _) => (LayerStatus::Off, "none".into(), String::new()),
+            (Some(w), true) => (LayerStatus::Enforced, "host cgroup around runsc".into(), w),
+            (Some(w), false) => (
+                LayerStatus::NotEnforced,
+                "none".into(),
+                format!("{w} asked, but no cgroup can be made here for the {layer} limit"),
+            ),
+        }
+    };
+    for (layer, what) in [
+        ("memory", l.memory.map(|m| format!("{m} bytes for the whole sandbox (the Sentry's own memory counts); reaching it ends the whole box, not one process: gVisor has no OOM killer of its own, and the host's kills the Sentry"))),
+        ("pids", l.pids.map(|p| format!("{p} tasks, plus {PIDS_OVERHEAD} for the Sentry's and gofer's threads (counted as host tasks)"))),
+        ("cpu", l.cpus.map(|c| format!("{c} CPUs for the whole sandbox"))),
+    ] {
+        let (status, mech, detail) = cg(what, layer);
+        add(layer, status, mech, detail)?;
+    }
+    add(
+        "disk",
+        LayerStatus::Enforced,
+        "host tmpfs size + RLIMIT_FSIZE".into(),
+        format!(
+            "{} bytes for /tmp, home, /dev/shm{} together; files up to {} bytes",
+            l.disk,
+            if f.plan.image_root.is_some() {
+                " and the image's writable layer"
+            } else {
+                ""
+            },
+            l.file_size
+        ),
+    )?;
+    let names: Vec<&str> = policy.env.iter().map(|(k, _)| k.as_str()).collect();
+    add(
+        "env",
+        LayerStatus::Enforced,
+        "allowlist".into(),
+        names.join(" "),
+    )?;
+    Ok(r)
+}

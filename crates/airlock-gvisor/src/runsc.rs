@@ -1,0 +1,180 @@
+//! The `runsc` binary: where it is, which version and platform it runs, and how it is called.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// How the Sentry intercepts the box's system calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    /// `PTRACE_SYSEMU` on stub processes: works on any Linux host, the slowest.
+    Ptrace,
+    /// seccomp traps in the stub (gVisor 2023 and later): faster, no virtualization needed.
+    Systrap,
+    /// Hardware virtualization (`/dev/kvm`): the fastest where the host offers it.
+    Kvm,
+}
+
+impl Platform {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Ptrace => "ptrace",
+            Platform::Systrap => "systrap",
+            Platform::Kvm => "kvm",
+        }
+    }
+
+    /// Parses a platform name as `--gvisor-platform` takes it.
+    pub fn parse(name: &str) -> Result<Platform, RunscError> {
+        match name {
+            "ptrace" => Ok(Platform::Ptrace),
+            "systrap" => Ok(Platform::Systrap),
+            "kvm" => Ok(Platform::Kvm),
+            other => Err(RunscError::UnknownPlatform(other.to_string())),
+        }
+    }
+}
+
+impl std::fmt::Display for Platform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why runsc cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RunscError {
+    #[error("runsc was not found on PATH: install gVisor (Debian: `apt-get install runsc`) or give its path with --runsc PATH")]
+    NotFound,
+    #[error("{0} does not exist or is not executable: give the path of a runsc binary with --runsc PATH")]
+    NotExecutable(PathBuf),
+    #[error("{path} --version failed: {why}")]
+    Version { path: PathBuf, why: String },
+    #[error("unknown gVisor platform {0:?}: use ptrace, systrap or kvm")]
+    UnknownPlatform(String),
+    #[error("this runsc has no {0} platform: use ptrace, or a newer gVisor")]
+    PlatformMissing(Platform),
+}
+
+/// One runsc binary and the platform boxes run on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Runsc {
+    pub path: PathBuf,
+    pub platform: Platform,
+    /// `runsc --version`'s first line (`runsc version 0.0~20221219.0`).
+    pub version: String,
+}
+
+fn executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// `runsc` on PATH (and the usual system directories, which a minimal PATH may lack).
+fn on_path() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/local/bin", "/usr/bin", "/usr/sbin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join("runsc"))
+        .find(|p| executable(p))
+}
+
+impl Runsc {
+    /// The runsc at `explicit`, or on PATH; `platform` or the best this runsc offers without
+    /// virtualization (systrap where it exists, else ptrace: KVM is chosen only when asked,
+    /// since a host may expose `/dev/kvm` without it working).
+    pub fn find(explicit: Option<&Path>, platform: Option<Platform>) -> Result<Runsc, RunscError> {
+        let path = match explicit {
+            Some(p) if executable(p) => p.to_path_buf(),
+            Some(p) => return Err(RunscError::NotExecutable(p.to_path_buf())),
+            None => on_path().ok_or(RunscError::NotFound)?,
+        };
+        let out = Command::new(&path)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| RunscError::Version {
+                path: path.clone(),
+                why: e.to_string(),
+            })?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let version = text.lines().next().unwrap_or("").trim().to_string();
+        if !out.status.success() || version.is_empty() {
+            return Err(RunscError::Version {
+                path,
+                why: format!("exit status {}", out.status),
+            });
+        }
+        let flags = Command::new(&path)
+            .arg("flags")
+            .stdin(Stdio::null())
+            .output()
+            .map(|o| {
+                let mut t = String::from_utf8_lossy(&o.stdout).into_owned();
+                t.push_str(&String::from_utf8_lossy(&o.stderr));
+                t
+            })
+            .unwrap_or_default();
+        let platform_help = flags
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with("-platform "))
+            .nth(1)
+            .unwrap_or("")
+            .to_string();
+        let offers = |p: Platform| platform_help.contains(p.as_str());
+        let platform = match platform {
+            Some(p) if p == Platform::Ptrace || offers(p) => p,
+            Some(p) => return Err(RunscError::PlatformMissing(p)),
+            None if offers(Platform::Systrap) => Platform::Systrap,
+            None => Platform::Ptrace,
+        };
+        Ok(Runsc {
+            path,
+            platform,
+            version,
+        })
+    }
+
+    /// A `runsc` command with the global flags every call of one box shares: its state
+    /// directory, platform and network mode.
+    pub fn command(&self, state: &Path, network: RunscNetwork) -> Command {
+        let mut cmd = Command::new(&self.path);
+        cmd.args(self.global_args(state, network));
+        cmd
+    }
+
+    /// The global flags, as [`Runsc::command`] passes them.
+    pub fn global_args(&self, state: &Path, network: RunscNetwork) -> Vec<OsString> {
+        let mut root = OsString::from("--root=");
+        root.push(state);
+        vec![
+            root,
+            format!("--platform={}", self.platform).into(),
+            format!("--network={}", network.as_str()).into(),
+            // airlock puts runsc and everything it starts in a cgroup of its own.
+            "--ignore-cgroups".into(),
+            // The box reaches no host unix socket.
+            "--host-uds=none".into(),
+        ]
+    }
+}
+
+/// runsc's `--network`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunscNetwork {
+    /// The Sentry has no network at all (its own loopback only).
+    None,
+    /// The Sentry uses the host sockets of the network namespace runsc runs in (airlock's, with
+    /// only loopback and the proxy's listener, for `--net proxy`).
+    Host,
+}
+
+impl RunscNetwork {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunscNetwork::None => "none",
+            RunscNetwork::Host => "host",
+        }
+    }
+}

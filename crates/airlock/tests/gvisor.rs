@@ -1,0 +1,396 @@
+//! The gVisor backend against a real runsc (Debian's `runsc`; `scripts/test.sh` installs it):
+//! the agent contract in a gVisor box, its receipt, its network door, pause/resume, an image
+//! template, and that nothing is left behind after a kill or a SIGKILL of airlock. A machine
+//! without runsc fails these tests (the start's error says what is missing); it never skips.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use airlock_gvisor::{GvisorBackend, GvisorConfig};
+use airlock_policy::{resolve, BackendKind, NetworkMode, PolicyFile, ResolveContext};
+use airlock_runtime::backend::{
+    ImageTemplate, NetDecision, NetworkEvent, NetworkSink, StartOptions, Template, TemplateDefaults,
+};
+use airlock_runtime::{LiveSandbox, RealHost};
+use common::{airlock_bin, TempDir};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn policy_for(ws: &Path, edit: impl FnOnce(&mut PolicyFile)) -> airlock_policy::ResolvedPolicy {
+    let env = BTreeMap::new();
+    let mut file = PolicyFile {
+        workspace: Some(ws.to_string_lossy().into_owned()),
+        backend: Some(BackendKind::Gvisor),
+        ..Default::default()
+    };
+    file.filesystem.changes = Some(airlock_policy::ChangesMode::Direct);
+    edit(&mut file);
+    resolve(
+        &file,
+        &ResolveContext {
+            cwd: ws.to_path_buf(),
+            env: &env,
+            host: &RealHost,
+        },
+    )
+    .unwrap()
+}
+
+fn backend() -> GvisorBackend {
+    GvisorBackend::new(airlock_bin(), GvisorConfig::default())
+}
+
+fn start(ws: &Path, edit: impl FnOnce(&mut PolicyFile), template: &Template) -> LiveSandbox {
+    start_with(ws, edit, template, &StartOptions::default())
+}
+
+fn start_with(
+    ws: &Path,
+    edit: impl FnOnce(&mut PolicyFile),
+    template: &Template,
+    opts: &StartOptions,
+) -> LiveSandbox {
+    match LiveSandbox::start(&backend(), &policy_for(ws, edit), template, opts) {
+        Ok(s) => s,
+        Err(e) => {
+            panic!("a gVisor box must start here (is runsc installed? apt-get install runsc): {e}")
+        }
+    }
+}
+
+fn sh(s: &mut LiveSandbox, script: &str) -> (i32, String, String) {
+    let out = s
+        .channel()
+        .exec(
+            &["sh", "-c", script],
+            &[],
+            None,
+            Some(Duration::from_secs(30)),
+            1 << 20,
+        )
+        .unwrap();
+    (
+        out.exit_code.unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The gvisor-host processes that are children of this test process, and all they started.
+fn box_processes() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let hosts: Vec<i32> = common::children(me)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("gvisor-host"))
+        })
+        .collect();
+    common::descendants(&hosts)
+}
+
+#[test]
+fn the_agent_serves_a_gvisor_box_as_uid_1000_under_the_sentry() {
+    let ws = TempDir::new("gv-contract");
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    let mut s = start(ws.path(), |_| {}, &Template::Host);
+    let receipt = s.receipt().unwrap().clone();
+    let kernel = receipt.layers.iter().find(|l| l.layer == "kernel").unwrap();
+    assert!(
+        kernel.mechanism.contains("gVisor") && kernel.mechanism.contains("platform ptrace"),
+        "{kernel:?}"
+    );
+    assert_eq!(s.ended(), None);
+    // The Sentry answers uname: not the host kernel's release.
+    let (code, out, err) = sh(
+        &mut s,
+        "id -u; uname -r; cat /proc/self/status | grep CapEff",
+    );
+    assert_eq!(code, 0, "{err}");
+    let host_release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "1000");
+    assert_ne!(
+        lines[1],
+        host_release.trim(),
+        "uname must come from gVisor's kernel"
+    );
+    assert!(lines[2].ends_with("0000000000000000"), "{out}");
+    // stdin reaches the command; its output comes back.
+    let out = s
+        .channel()
+        .exec(&["cat"], &[], Some(b"through the agent"), None, 1 << 16)
+        .unwrap();
+    assert_eq!(out.stdout, b"through the agent");
+    // Files: written inside, they are on the host, owned by whoever ran airlock.
+    let path = ws.join("data.bin");
+    let data = vec![7u8; 300_000];
+    s.channel()
+        .write_file(path.to_str().unwrap(), &data)
+        .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), data);
+    let (code, _, err) = sh(&mut s, "echo from-box > made.txt");
+    assert_eq!(code, 0, "{err}");
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: getuid cannot fail.
+    let me = unsafe { libc::getuid() };
+    assert_eq!(std::fs::metadata(ws.join("made.txt")).unwrap().uid(), me);
+    assert_eq!(s.channel().read_file(path.to_str().unwrap()).unwrap(), data);
+    // A protected file that exists stays read-only, and the host copy is unchanged.
+    let (code, _, _) = sh(&mut s, "echo '[core] hooksPath=/tmp' >> .git/config");
+    assert_ne!(code, 0, "the box wrote a protected file");
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    // Nothing of the host beyond the system dirs: no /root, no host /proc.
+    // (`test -e`, not `ls`: Debian's 2022 runsc refuses statx with AT_NO_AUTOMOUNT, which
+    // coreutils' ls and stat use; a current gVisor accepts it.)
+    let (_, out, _) = sh(
+        &mut s,
+        "test -e /root || echo no-root; cat /proc/1/cmdline | tr '\\0' ' '",
+    );
+    assert!(out.starts_with("no-root"), "{out}");
+    assert!(out.contains("/.airlock/agent"), "PID 1 is the agent: {out}");
+    let usage = s.usage().unwrap();
+    assert!(usage.memory_bytes.is_some_and(|m| m > 0), "{usage:?}");
+    s.kill();
+}
+
+#[test]
+fn pause_stops_the_box_and_resume_continues_it() {
+    let ws = TempDir::new("gv-pause");
+    let mut s = start(ws.path(), |_| {}, &Template::Host);
+    assert!(s.capabilities().pause);
+    let (code, _, err) = sh(
+        &mut s,
+        "(while :; do date +%s%N >> ticks; sleep 0.05; done) >/dev/null 2>&1 &",
+    );
+    assert_eq!(code, 0, "{err}");
+    std::thread::sleep(Duration::from_millis(400));
+    s.pause().unwrap();
+    let before = std::fs::read_to_string(ws.join("ticks"))
+        .unwrap()
+        .lines()
+        .count();
+    std::thread::sleep(Duration::from_millis(600));
+    let during = std::fs::read_to_string(ws.join("ticks"))
+        .unwrap()
+        .lines()
+        .count();
+    assert_eq!(before, during, "a paused box kept running");
+    s.resume().unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    let after = std::fs::read_to_string(ws.join("ticks"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(after > during, "the box did not continue after resume");
+    let (code, out, _) = sh(&mut s, "echo alive");
+    assert_eq!((code, out.as_str()), (0, "alive\n"));
+    s.kill();
+}
+
+#[derive(Default)]
+struct Events(Mutex<Vec<NetworkEvent>>);
+
+impl NetworkSink for Events {
+    fn network_event(&self, event: NetworkEvent) {
+        self.0.lock().unwrap().push(event);
+    }
+}
+
+#[test]
+fn a_proxied_gvisor_box_reaches_only_the_proxy_and_every_decision_is_typed() {
+    let ws = TempDir::new("gv-proxy");
+    // A listener on the host's own loopback that the box must not reach directly.
+    let host_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = host_listener.local_addr().unwrap().port();
+    let events = Arc::new(Events::default());
+    let opts = StartOptions {
+        network_events: Some(events.clone()),
+        audit_file: None,
+    };
+    let mut s = start_with(
+        ws.path(),
+        |f| {
+            f.network.mode = Some(NetworkMode::Proxy);
+            f.network.allow_domain = vec!["allowed.invalid".into()];
+        },
+        &Template::Host,
+        &opts,
+    );
+    // Direct: the host's loopback is not the box's loopback.
+    let script = format!(
+        "python3 -c \"import socket; s=socket.socket(); s.settimeout(3); s.connect(('127.0.0.1', {port})); print('connected')\""
+    );
+    let (code, out, err) = sh(&mut s, &script);
+    assert!(
+        code != 0 && !out.contains("connected"),
+        "the box reached the host's loopback: {out} {err}"
+    );
+    // Through the proxy: a name outside the allowlist is refused, and the refusal is an event.
+    let (_, out, _) = sh(
+        &mut s,
+        "curl -s -o /dev/null -w '%{http_code}' -x http://127.0.0.1:3128 http://denied.invalid/",
+    );
+    assert_eq!(
+        out, "403",
+        "the proxy must refuse a name outside the allowlist"
+    );
+    s.flush_network_events().unwrap();
+    let got = events.0.lock().unwrap().clone();
+    assert!(
+        got.iter()
+            .any(|e| e.host == "denied.invalid" && e.decision == NetDecision::Deny),
+        "{got:?}"
+    );
+    assert!(s.capabilities().live_egress);
+    s.kill();
+    // Nothing reached the host listener.
+    host_listener.set_nonblocking(true).unwrap();
+    assert!(host_listener.accept().is_err());
+}
+
+/// A tiny root: the host's dash and the libraries it needs, nothing else.
+fn tiny_image(dir: &Path) -> Template {
+    let root = dir.join("rootfs");
+    for d in ["bin", "lib/x86_64-linux-gnu", "lib64", "tmp", "etc"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    std::fs::copy("/usr/bin/dash", root.join("bin/sh")).unwrap();
+    std::fs::copy(
+        "/lib/x86_64-linux-gnu/libc.so.6",
+        root.join("lib/x86_64-linux-gnu/libc.so.6"),
+    )
+    .unwrap();
+    std::fs::copy(
+        "/lib64/ld-linux-x86-64.so.2",
+        root.join("lib64/ld-linux-x86-64.so.2"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    std::fs::write(root.join("data/marker"), "tiny\n").unwrap();
+    for p in [root.join("data"), root.join("data/marker")] {
+        std::os::unix::fs::chown(&p, Some(1000), Some(1000)).unwrap();
+    }
+    Template::Image(ImageTemplate {
+        name: "tiny".into(),
+        digest: "sha256:test".into(),
+        rootfs: root,
+        defaults: TemplateDefaults::default(),
+    })
+}
+
+#[test]
+fn an_image_template_is_the_root_read_only_under_a_capped_writable_layer() {
+    let ws = TempDir::new("gv-image");
+    let img = TempDir::new("gv-image-root");
+    let template = tiny_image(img.path());
+    let mut s = start(
+        ws.path(),
+        |f| f.limits.disk = Some(airlock_policy::SizeValue(4 << 20)),
+        &template,
+    );
+    let (code, out, err) = sh(
+        &mut s,
+        "read a < /data/marker; echo changed > /data/marker; read b < /data/marker; echo $a $b; \
+         test -e /usr/bin/python3 && echo host-python; exit 0",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out, "tiny changed\n",
+        "the image is the root, writable through its layer only"
+    );
+    assert_eq!(
+        std::fs::read_to_string(img.join("rootfs/data/marker")).unwrap(),
+        "tiny\n",
+        "the image itself is unchanged"
+    );
+    // The layer is capped by --disk (4 MiB): a 6 MiB write fails, and none of it is in the image.
+    let (code, _, _) = sh(
+        &mut s,
+        "i=0; while [ $i -lt 96 ]; do printf '%65536s' x >> /data/big || exit 7; i=$((i+1)); done",
+    );
+    assert_eq!(code, 7, "the writable layer is not capped by --disk");
+    assert!(
+        std::fs::metadata(img.join("rootfs/data/big")).is_err(),
+        "the layer wrote into the image"
+    );
+    s.kill();
+}
+
+#[test]
+fn kill_leaves_no_process_mount_or_cgroup() {
+    let ws = TempDir::new("gv-kill");
+    let mut s = start(
+        ws.path(),
+        |f| f.limits.memory = Some(airlock_policy::SizeValue(512 << 20)),
+        &Template::Host,
+    );
+    let (code, _, _) = sh(&mut s, "sleep 1000 > /dev/null 2>&1 &");
+    assert_eq!(code, 0);
+    let procs = box_processes();
+    assert!(
+        procs.len() >= 3,
+        "runsc, its gofer and sandbox run: {procs:?}"
+    );
+    s.kill();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while procs.iter().any(|p| common::alive(*p)) {
+        assert!(
+            Instant::now() < deadline,
+            "left behind: {:?}",
+            procs
+                .iter()
+                .filter(|p| common::alive(**p))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !common::host_mounts().contains("/run/airlock-gvisor"),
+        "a mount was left behind"
+    );
+}
+
+#[test]
+fn an_unprivileged_user_is_told_why_gvisor_needs_root_and_what_to_use() {
+    assert!(
+        common::is_root(),
+        "this test runs airlock as the test user and must start as root"
+    );
+    common::ensure_test_user();
+    let (_bin_dir, bin) = common::binary_for_test_user("gv-unpriv-bin");
+    let out = std::process::Command::new("setpriv")
+        .args([
+            "--reuid",
+            common::TEST_USER,
+            "--regid",
+            common::TEST_USER,
+            "--init-groups",
+            "--",
+        ])
+        .arg(&bin)
+        .args(["check", "--json"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gv = v["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["backend"] == "gvisor")
+        .unwrap()
+        .clone();
+    assert_eq!(gv["status"], "unavailable", "{gv}");
+    let why = gv["why"].as_str().unwrap();
+    assert!(
+        why.contains("needs root") && why.contains("--backend native"),
+        "{why}"
+    );
+}
