@@ -6,7 +6,7 @@ use airlock_policy::BackendKind;
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     /// The kind exists in the vocabulary but this build of airlock has no implementation.
-    #[error("the {0} backend is not built yet in this airlock; use --backend native (the only one available)")]
+    #[error("the {0} backend is not built yet in this airlock; `airlock check` lists the backends it has")]
     NotBuilt(BackendKind),
     /// The backend exists but this host cannot run it.
     #[error("the {kind} backend cannot run on this host: {why}")]
