@@ -11,6 +11,7 @@
 //! Backends get a [`Template`](airlock_runtime::backend::Template) from [`TemplateStore::get`]
 //! and mount its root read-only under a per-box writable layer.
 
+mod apply;
 mod digest;
 mod error;
 mod import;
@@ -21,6 +22,7 @@ mod oci;
 mod store;
 mod tree;
 
+pub use apply::apply_template;
 pub use digest::tree_digest;
 pub use error::TemplateError;
 pub use import::{import, ImportOptions, ImportReport};

@@ -42,6 +42,7 @@ pub fn main() -> i32 {
         Command::Code(args) => cmd_code(args),
         Command::Mcp(args) => crate::mcp::cmd_mcp(args),
         Command::Wrap(args) => crate::mcp::cmd_wrap(args),
+        Command::Template(cmd) => crate::templates::cmd_template(cmd),
     };
     res.unwrap_or_else(|e| {
         eprintln!("airlock: {e:#}");
@@ -62,6 +63,7 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
             .transpose()
             .map_err(|e| anyhow!("--profile: {e}"))?,
         workspace: args.workspace.clone(),
+        template: args.template.clone(),
         backend: args
             .backend
             .as_deref()
@@ -147,7 +149,11 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
         env: &env,
         host: &RealHost,
     };
-    let policy = airlock_policy::resolve(&file, &ctx)?;
+    let mut policy = airlock_policy::resolve(&file, &ctx)?;
+    if let Some(name) = &file.template {
+        let store = airlock_template::TemplateStore::open(&data_dir(args.data_dir.clone())?)?;
+        airlock_template::apply_template(&mut policy, &store.get(name)?)?;
+    }
     // Refused here, before anything starts, when this airlock has no such backend.
     backends()?.select(policy.backend)?;
     for (what, raw, real) in airlock_policy::redirected_grants(&file, &ctx) {
@@ -357,9 +363,9 @@ fn cmd_sandbox_host() -> Result<i32> {
     Ok(airlock_native::sandbox_host_main(control))
 }
 
-fn cmd_serve(args: ServeArgs) -> Result<i32> {
-    let connections = serve_connection_limits(&args)?;
-    let data_dir = match args.data_dir {
+/// `--data-dir`, else `$XDG_DATA_HOME/airlock`, else `~/.local/share/airlock`.
+pub(crate) fn data_dir(flag: Option<std::path::PathBuf>) -> Result<std::path::PathBuf> {
+    Ok(match flag {
         Some(dir) => dir,
         None => match (
             std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()),
@@ -371,7 +377,12 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
                 anyhow::bail!("neither XDG_DATA_HOME nor HOME is set; pass --data-dir DIR")
             }
         },
-    };
+    })
+}
+
+fn cmd_serve(args: ServeArgs) -> Result<i32> {
+    let connections = serve_connection_limits(&args)?;
+    let data_dir = data_dir(args.data_dir.clone())?;
     if args.max_running == 0 {
         anyhow::bail!("--max-running 0 would never run a box; give at least 1");
     }
