@@ -186,6 +186,7 @@ impl BoxPlan {
         let base = match &policy.template {
             Some(t) => RootBase::Template {
                 lower: t.rootfs.clone(),
+                keep_layer: t.keep_layer.clone(),
             },
             None => RootBase::Tmpfs,
         };

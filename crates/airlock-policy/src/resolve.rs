@@ -184,6 +184,11 @@ pub struct RootTemplate {
     pub digest: String,
     /// The template's root directory (never written by a box).
     pub rootfs: PathBuf,
+    /// Template builds only: a host directory that keeps the box's root layer (its `upper`
+    /// and `work`), so the build's changes outlive the box. `None`: the layer is on the box's
+    /// tmpfs and goes with it.
+    #[serde(default)]
+    pub keep_layer: Option<PathBuf>,
 }
 
 fn direct() -> ChangesMode {

@@ -37,6 +37,7 @@ pub fn apply_template(
         name: t.name.clone(),
         digest: t.digest.clone(),
         rootfs: t.rootfs.clone(),
+        keep_layer: None,
     });
     Ok(())
 }

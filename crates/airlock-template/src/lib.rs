@@ -12,20 +12,26 @@
 //! and mount its root read-only under a per-box writable layer.
 
 mod apply;
+mod build;
 mod digest;
 mod error;
+mod host_config;
 mod import;
 mod layer;
 mod lease;
+mod merge;
 mod meta;
 mod oci;
+mod spec;
 mod store;
 mod tree;
 
 pub use apply::apply_template;
+pub use build::{build, BuildBox, BuildOptions, BuildOutcome};
 pub use digest::tree_digest;
 pub use error::TemplateError;
 pub use import::{import, ImportOptions, ImportReport};
 pub use lease::{hold, TemplateLease};
 pub use meta::{TemplateMeta, TemplateSource};
+pub use spec::TemplateSpec;
 pub use store::{valid_name, Staged, StoredTemplate, TemplateStore};

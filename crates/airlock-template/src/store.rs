@@ -153,7 +153,9 @@ impl TemplateStore {
             remove_tree(&dir)?;
         }
         std::fs::create_dir(&dir).map_err(io_err("create", &dir))?;
-        set_mode(&dir, 0o700)?;
+        // Searchable, not listable: a build box (another uid when root starts it) opens its
+        // kept layer below.
+        set_mode(&dir, 0o711)?;
         let rootfs = dir.join("rootfs");
         std::fs::create_dir(&rootfs).map_err(io_err("create", &rootfs))?;
         set_mode(&rootfs, 0o755)?;

@@ -57,6 +57,11 @@ pub enum Command {
 
 #[derive(Debug, Subcommand)]
 pub enum TemplateCommand {
+    /// Build a template from a spec (TOML): a Debian suite and packages (mmdebstrap, from the
+    /// mirror the host's apt uses), then pip and npm packages, files and commands, run inside a
+    /// box that reaches only the package indexes the host is configured with. An unchanged spec
+    /// is answered from the store at once.
+    Build(TemplateBuildArgs),
     /// Import an OCI image layout directory or a `docker save` / `podman save` tarball.
     Import(TemplateImportArgs),
     /// List the stored templates.
@@ -83,6 +88,20 @@ pub struct TemplateNameArgs {
     pub store: TemplateStoreArgs,
     /// The template's name.
     pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateBuildArgs {
+    #[command(flatten)]
+    pub store: TemplateStoreArgs,
+    /// Store it under this name (default: the spec's `name`).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Build even if the store holds this spec's result.
+    #[arg(long)]
+    pub force: bool,
+    /// The spec file.
+    pub spec: PathBuf,
 }
 
 #[derive(Debug, Args)]

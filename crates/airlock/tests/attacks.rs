@@ -31,8 +31,9 @@ fn unique(tag: &str) -> String {
 /// see each other's live boxes).
 fn airlock_env(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
     use std::os::unix::process::ExitStatusExt;
+    let template = common::test_template();
     let child = Command::new(airlock_bin())
-        .args(args)
+        .args(common::with_test_template(args, &template))
         .envs(env.iter().copied())
         .current_dir(cwd)
         .stdin(Stdio::null())
@@ -573,15 +574,18 @@ fn attack_fifo_left_where_the_next_run_mounts_does_not_hang_it() {
     let data = ws.join("data");
     let script = format!("test -p data; echo isfifo=$?; echo {marker}");
     let mut next = Command::new(airlock_bin())
-        .args([
-            "run",
-            "--read",
-            data.to_str().unwrap(),
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ])
+        .args(common::with_test_template(
+            &[
+                "run",
+                "--read",
+                data.to_str().unwrap(),
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ],
+            &common::test_template(),
+        ))
         .current_dir(&ws)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -763,7 +767,10 @@ fn placeholder_swap_race(tag: &str, end: RaceEnd) {
         s(&go)
     );
     let mut a = Command::new(airlock_bin())
-        .args(["run", "--read", &s(&signal), "--", "sh", "-c", &script])
+        .args(common::with_test_template(
+            &["run", "--read", &s(&signal), "--", "sh", "-c", &script],
+            &common::test_template(),
+        ))
         .current_dir(&w)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

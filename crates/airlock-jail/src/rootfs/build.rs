@@ -164,15 +164,22 @@ pub fn enter(
     // A template's tree, opened (or taken premade, idmapped) before anything is mounted.
     let lower = match &plan.base {
         RootBase::Tmpfs => None,
-        RootBase::Template { lower } => Some(match premade_for(lower) {
+        RootBase::Template { lower, .. } => Some(match premade_for(lower) {
             Some(fd) => Lower::Premade(fd),
             None => Lower::Opened(open_path(lower, false).map_err(ctx("open template", lower))?),
         }),
     };
+    let kept_layer = match &plan.base {
+        RootBase::Template {
+            keep_layer: Some(dir),
+            ..
+        } => Some(open_path(dir, true).map_err(ctx("open the kept layer", dir))?),
+        _ => None,
+    };
     let on_template = lower.is_some();
     let (root, scratch) = match lower {
         None => host_root(plan)?,
-        Some(lower) => template_root(plan, lower)?,
+        Some(lower) => template_root(plan, lower, kept_layer)?,
     };
     let root = root.as_path();
     let scratch = scratch.as_path();

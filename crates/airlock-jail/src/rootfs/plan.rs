@@ -150,6 +150,9 @@ pub enum RootBase {
         /// The template's root directory on the host (or, for a root-started box, the key of
         /// its premade idmapped mount).
         lower: PathBuf,
+        /// A host directory keeping the root's writable layer (`upper/`, `work/`) beyond the
+        /// box (template builds); `None`: the layer is on the scratch tmpfs.
+        keep_layer: Option<PathBuf>,
     },
 }
 

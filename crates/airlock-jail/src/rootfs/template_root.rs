@@ -25,16 +25,34 @@ pub(super) enum Lower {
 /// Mounts the box's scratch tmpfs on /tmp of its private namespace, with the template (bound
 /// read-only), the root's writable layer and the overlay of the two, which becomes the root.
 /// Returns (root, scratch).
+/// `kept_layer`, when given (an O_PATH descriptor of a host directory), holds the root's
+/// writable layer instead of the scratch tmpfs, so it outlives the box (template builds).
 pub(super) fn template_root(
     plan: &RootfsPlan,
     lower: Lower,
+    kept_layer: Option<libc::c_int>,
 ) -> Result<(PathBuf, PathBuf), RootfsError> {
     let scratch = PathBuf::from("/tmp");
     super::build::mount_scratch(plan, &scratch)?;
+    let layer = match kept_layer {
+        None => scratch.clone(),
+        Some(fd) => {
+            let at = scratch.join(".root-layer");
+            let res = mkdir_all(&at, 0o700)
+                .map_err(ctx("mkdir", &at))
+                .and_then(|()| {
+                    mount(Some(&fd_path(fd)), &at, None, libc::MS_BIND, None)
+                        .map_err(ctx("bind the kept layer", &at))
+                });
+            crate::sys::close(fd);
+            res?;
+            at
+        }
+    };
     let (tree, upper, work, root) = (
         scratch.join(".template"),
-        scratch.join(".root-upper"),
-        scratch.join(".root-work"),
+        layer.join(".root-upper"),
+        layer.join(".root-work"),
         scratch.join(".root"),
     );
     for d in [&tree, &upper, &work, &root] {

@@ -70,10 +70,31 @@ pub fn run_sh(cwd: &Path, flags: &[&str], script: &str) -> Run {
     airlock(cwd, &args)
 }
 
+/// The template the suites' boxes start from (`AIRLOCK_TEST_TEMPLATE=NAME`, a template in the
+/// default data dir), or `None` for `host`.
+pub fn test_template() -> Option<String> {
+    std::env::var("AIRLOCK_TEST_TEMPLATE")
+        .ok()
+        .filter(|t| !t.is_empty() && t != "host")
+}
+
+/// `args` of an `airlock run` with `--template` added when the suite runs on a template. Not for
+/// full-access boxes: they show the host's own filesystem, so there is no root to replace.
+pub fn with_test_template<'a>(args: &[&'a str], template: &'a Option<String>) -> Vec<&'a str> {
+    let mut all = args.to_vec();
+    if let (Some(t), Some(&"run")) = (template, args.first()) {
+        if !args.contains(&"full-access") {
+            all.splice(1..1, ["--template", t.as_str()]);
+        }
+    }
+    all
+}
+
 /// Runs `airlock <args>` in `cwd`, stdin from /dev/null.
 pub fn airlock(cwd: &Path, args: &[&str]) -> Run {
+    let template = test_template();
     let out = Command::new(airlock_bin())
-        .args(args)
+        .args(with_test_template(args, &template))
         .current_dir(cwd)
         .stdin(Stdio::null())
         .output()
