@@ -187,6 +187,12 @@ pub struct CodeArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// Point a template name clients ask for at a stored template, e.g.
+    /// `--template-alias base=code-interpreter` (repeatable). Without one,
+    /// `code-interpreter-v1` is the stored `code-interpreter` when there is one; other names
+    /// start on the host's system dirs.
+    #[arg(long, value_name = "NAME=TEMPLATE")]
+    pub template_alias: Vec<String>,
     /// HOST:PORT to listen on (port 0 picks a free port).
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7777")]
     pub listen: String,

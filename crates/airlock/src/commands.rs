@@ -397,7 +397,21 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         .backend
         .parse::<BackendKind>()
         .map_err(|e| anyhow!("--backend: {e}"))?;
+    let mut template_aliases = std::collections::BTreeMap::new();
+    for a in &args.template_alias {
+        let (alias, name) = a.split_once('=').ok_or_else(|| {
+            anyhow!("--template-alias {a:?}: write NAME=TEMPLATE, e.g. base=code-interpreter")
+        })?;
+        template_aliases.insert(alias.to_string(), name.to_string());
+    }
+    if !template_aliases.contains_key("code-interpreter-v1") {
+        let store = airlock_template::TemplateStore::open(&data_dir)?;
+        if store.inspect("code-interpreter").is_ok() {
+            template_aliases.insert("code-interpreter-v1".into(), "code-interpreter".into());
+        }
+    }
     airlock_server::serve(airlock_server::ServerConfig {
+        template_aliases,
         default_backend,
         listen: args.listen,
         data_dir,
