@@ -386,3 +386,87 @@ fn an_unprivileged_user_imports_and_runs_a_template() {
         uid
     );
 }
+
+/// A spec build end to end: mmdebstrap's base (cached in the store by its packages), a file,
+/// build commands run in a box whose only network is the proxy to the host's package indexes
+/// (a listener on the host's loopback is never reached), the box's writes folded into the
+/// template (a removal too), and the unchanged spec answered from the store in under a second.
+#[test]
+fn a_spec_builds_in_a_box_and_an_unchanged_spec_is_answered_from_the_cache() {
+    let dir = TempDir::new("tpl-build");
+    // Under target/: the Debian base is downloaded once and kept there across runs.
+    let data = Path::new(env!("CARGO_TARGET_TMPDIR")).join("template-build-store");
+    let data_s = data.display().to_string();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::fs::write(dir.join("motd"), "built by a spec\n").unwrap();
+    let spec = format!(
+        r#"name = "built"
+[debian]
+suite = "bookworm"
+packages = ["python3"]
+[[files]]
+source = "motd"
+target = "/etc/motd"
+[build]
+run = [
+  "id -u > /etc/builder-uid",
+  "python3 -c 'import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:{port}/\", timeout=5)' && echo reached > /etc/net || echo refused > /etc/net",
+  "rm /usr/bin/perl",
+]
+[defaults]
+env = {{ BUILT = "yes" }}
+"#
+    );
+    std::fs::write(dir.join("spec.toml"), spec).unwrap();
+    let spec_path = dir.join("spec.toml").display().to_string();
+    let build = |extra: &[&str]| {
+        let mut args = vec!["template", "build", "--data-dir", &data_s];
+        args.extend_from_slice(extra);
+        args.push(&spec_path);
+        let started = std::time::Instant::now();
+        let r = airlock(dir.path(), &args);
+        (r, started.elapsed())
+    };
+    let (first, _) = build(&[]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        first.stdout.starts_with("built built sha256:"),
+        "{}",
+        first.stdout
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the build box reached the host's loopback"
+    );
+    let bases = || {
+        std::fs::read_dir(data.join("templates/bases"))
+            .unwrap()
+            .count()
+    };
+    let bases_before = bases();
+    let (second, took) = build(&[]);
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second.stdout.starts_with("cached built sha256:"),
+        "{}",
+        second.stdout
+    );
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "a cached build took {took:?}"
+    );
+    assert_eq!(bases(), bases_before);
+    assert_eq!(
+        first.stdout.split_whitespace().nth(2),
+        second.stdout.split_whitespace().nth(2)
+    );
+    let r = airlock(
+        dir.path(),
+        &["run", "--data-dir", &data_s, "--template", "built", "--workspace", "none", "--", "sh", "-c",
+          "cat /etc/motd /etc/builder-uid /etc/net; echo $BUILT; test -e /usr/bin/perl && echo perl; python3 -c 'print(6*7)'"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "built by a spec\n1000\nrefused\nyes\n42\n");
+}
