@@ -24,18 +24,17 @@ mod proxy_channel;
 mod sandbox;
 mod sandbox_host;
 mod sentinel;
-mod signals;
 mod starter_pool;
 mod stdio;
 mod supervisor;
 #[cfg(test)]
 mod test_dir;
-mod tty;
 
+pub use airlock_runtime::attached::{RunOptions, StdinMode};
 pub use control::{ControlMessage, ControlReader};
 pub use native_backend::{probe_policy, NativeBackend};
 pub use output_file::{box_writable_roots, open_output, OutputFileError, OutputMode};
 pub use plan::{BoxPlan, PlanError};
 pub use sandbox::{Sandbox, SandboxOptions};
 pub use sandbox_host::sandbox_host_main;
-pub use supervisor::{run, RunError, RunOptions, StdinMode};
+pub use supervisor::{run, RunError};

@@ -5,11 +5,12 @@ use crate::cli::{
     SandboxCommand, ServeArgs,
 };
 use crate::client;
-use airlock_native::{run, BoxPlan, RunOptions, StdinMode};
+use airlock_native::{BoxPlan, RunOptions, StdinMode};
 use airlock_policy::{
     parse_duration, parse_size, BackendKind, ChangesMode, DurationValue, PolicyFile, Profile,
     ResolveContext, ResolvedPolicy, SizeValue,
 };
+use airlock_runtime::backend::Template;
 use airlock_runtime::backend::{Availability, Backends};
 use airlock_runtime::{HostReport, RealHost, RunResult};
 use anyhow::{anyhow, Context, Result};
@@ -139,6 +140,12 @@ pub(crate) fn backends() -> Result<Backends> {
 /// how the workspace's writes reach the host, used when neither says.
 pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<ResolvedPolicy> {
     let mut file = policy_file(args)?;
+    // Only the native box has a change layer to apply; every other kind writes the workspace
+    // directly unless told otherwise (and refuses `apply` with a sentence when told).
+    let changes = match file.backend.unwrap_or_default() {
+        BackendKind::Native => changes,
+        _ => ChangesMode::Direct,
+    };
     file.filesystem.changes.get_or_insert(changes);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env: BTreeMap<String, String> = std::env::vars_os()
@@ -150,10 +157,14 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
         host: &RealHost,
     };
     let mut policy = airlock_policy::resolve(&file, &ctx)?;
-    if let Some(name) = &file.template {
-        let store = airlock_template::TemplateStore::open(&data_dir(args.data_dir.clone())?)?;
-        airlock_template::apply_template(&mut policy, &store.get(name)?)?;
+    let template = template_of(args, &file)?;
+    if let Template::Image(t) = &template {
+        // The template's own backend, unless the flags or the policy file name one.
+        if let (None, Some(kind)) = (file.backend, t.defaults.backend) {
+            policy.backend = kind;
+        }
     }
+    airlock_template::apply_template(&mut policy, &template)?;
     // Refused here, before anything starts, when this airlock has no such backend.
     backends()?.select(policy.backend)?;
     for (what, raw, real) in airlock_policy::redirected_grants(&file, &ctx) {
@@ -165,8 +176,21 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
     Ok(policy)
 }
 
+/// The template the flags or the policy file name (`--template`, `template = "…"`), from the
+/// store in `--data-dir` (else the default data dir); `host` when neither names one.
+pub(crate) fn template_of(args: &PolicyArgs, file: &PolicyFile) -> Result<Template> {
+    match &file.template {
+        None => Ok(Template::Host),
+        Some(name) => {
+            let store = airlock_template::TemplateStore::open(&data_dir(args.data_dir.clone())?)?;
+            Ok(store.get(name)?)
+        }
+    }
+}
+
 fn cmd_run(args: RunArgs) -> Result<i32> {
     let policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
+    let template = template_of(&args.policy, &policy_file(&args.policy)?)?;
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
     }
@@ -201,7 +225,8 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         ),
         None => None,
     };
-    let outcome = run(&policy, &args.command, &opts);
+    let backend = backends()?.select(policy.backend)?;
+    let outcome = backend.run_attached(&policy, &template, &args.command, &opts);
     let result = match outcome {
         Ok(r) => r,
         Err(e) => {
@@ -297,8 +322,11 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
             host: &RealHost,
         },
     )?;
-    let res: std::result::Result<RunResult, _> = run(
+    let all = backends()?;
+    let native = all.select(BackendKind::Native)?;
+    let res: std::result::Result<RunResult, _> = native.run_attached(
         &policy,
+        &Template::Host,
         &["true".to_string()],
         &RunOptions {
             stdin: StdinMode::Null,
@@ -320,7 +348,7 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
         receipt,
         can_run,
         // The box above was the native probe; the other kinds are probed here.
-        backends: backends()?.report_with(|kind| {
+        backends: all.report_with(|kind| {
             (kind == BackendKind::Native).then(|| match (&error, can_run) {
                 (_, true) => Ok(()),
                 (Some(e), false) => Err(e.clone()),
