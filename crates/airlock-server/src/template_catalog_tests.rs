@@ -59,6 +59,16 @@ fn stored_templates_and_aliases_are_picked_and_unknown_names_list_what_exists() 
             .contains("code-interpreter-v1, code-interpreter, tiny"),
         "{e2b}"
     );
+    // The served OpenAPI document lists exactly these names (and null).
+    let doc: serde_json::Value = serde_json::from_str(&crate::routes::openapi::with_templates(
+        &catalog.known(crate::template::BUILTIN),
+    ))
+    .unwrap();
+    assert_eq!(
+        doc.pointer("/components/schemas/CreateRequest/properties/template/enum")
+            .unwrap(),
+        &serde_json::json!(["base", "user", "code-interpreter", "tiny", null])
+    );
     // An alias of a template the store lacks is refused at start.
     let bad = BTreeMap::from([("base".to_string(), "missing".to_string())]);
     assert!(TemplateCatalog::new(store, bad)
