@@ -76,6 +76,11 @@ cargo test --workspace --locked 2>&1 | tee "$log"
 # The agent's suites again, over the standalone executable (`airlock-agent --fd 3`) instead of
 # a forked `serve`: how boxes that airlock does not fork get their agent.
 AIRLOCK_AGENT_CONNECTION=exec cargo test -p airlock-agent --locked --tests 2>&1 | tee -a "$log"
+# The native escape and network suites again, with every box on a template root built from
+# tests/templates/suite.toml (built once, cached in target/xdg/airlock by the spec's digest).
+target/debug/airlock template build --data-dir target/xdg/airlock tests/templates/suite.toml
+AIRLOCK_TEST_TEMPLATE=suite XDG_DATA_HOME=$PWD/target/xdg \
+  cargo test -p airlock --locked --test attacks --test network 2>&1 | tee -a "$log"
 # One closing line for the whole workspace (cargo prints one per test binary, the last being the
 # doc tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

@@ -262,6 +262,12 @@ fn debootstrap(
     let mut dir_modes = DirModes::new();
     layer::apply(tree, 1, BufReader::new(file), report, &mut dir_modes)?;
     layer::finish_dirs(tree, &dir_modes).map_err(io_err("set modes in", tree.root()))?;
+    // mmdebstrap leaves the host's own resolver config and host name in the tree: not the
+    // template's to keep.
+    for leak in ["etc/resolv.conf", "etc/hostname"] {
+        let p = tree.root().join(leak);
+        Tree::clear(&p).map_err(io_err("remove", &p))?;
+    }
     report.layers += 1;
     Ok(())
 }

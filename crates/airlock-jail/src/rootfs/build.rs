@@ -419,6 +419,8 @@ fn run_op(
             .map_err(ctx("mount proc", target))?;
         }
         FsOp::Overlay { target } => overlay(&under(root, target), target, scratch)?,
+        // Made so by `make_real_path` on a template root; a fresh root has nothing there.
+        FsOp::Absent { .. } => {}
         FsOp::Devpts { target } => {
             let t = under(root, target);
             mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;

@@ -120,6 +120,11 @@ pub enum FsOp {
     Devpts {
         target: PathBuf,
     },
+    /// Nothing at `target`: on a template root, what the template has there is removed from the
+    /// box's own layer (the host's resolver config, `/sys`); a fresh root has nothing there.
+    Absent {
+        target: PathBuf,
+    },
     /// An overlay over what is mounted at `target` (its read-only lower layer), whose upper
     /// layer lives on the scratch tmpfs: the box's writes there count against the scratch cap
     /// and stay in the layer until the supervisor applies them to the host.
@@ -263,6 +268,16 @@ impl RootfsPlan {
                 }),
                 HostNode::Missing => {}
             }
+        }
+        if !host_system {
+            // What a `host` box does not have either: a resolver config (unless it shares the
+            // host's network, below) and /sys.
+            ops.push(FsOp::Absent {
+                target: "/etc/resolv.conf".into(),
+            });
+            ops.push(FsOp::Absent {
+                target: "/sys".into(),
+            });
         }
         if policy.network == NetworkMode::Host {
             ops.push(bind(

@@ -11,7 +11,7 @@ use super::build::{ctx, fd_path, mkdir_all, mount, set_attr};
 use super::{FsOp, NodeKind, RootfsError, RootfsPlan};
 use crate::mount_attr::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 use std::io;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// A template's tree as the lower layer of the root.
@@ -130,6 +130,7 @@ pub(super) fn make_real_path(root: &Path, op: &FsOp) -> Result<(), RootfsError> 
         ),
         FsOp::Copy { target, .. } | FsOp::File { target, .. } => (target, Want::File),
         FsOp::Symlink { link, .. } => (link, Want::Nothing),
+        FsOp::Absent { target } => (target, Want::Nothing),
         FsOp::Dir { target, .. }
         | FsOp::Tmpfs { target, .. }
         | FsOp::Scratch { target, .. }
@@ -139,6 +140,12 @@ pub(super) fn make_real_path(root: &Path, op: &FsOp) -> Result<(), RootfsError> 
     };
     let rel = target.strip_prefix("/").unwrap_or(target);
     let count = rel.components().count();
+    // The overlay's own directories carry its device number; anything else on the way is
+    // another mount (the workspace, a grant, a scratch view, /dev): not the template's content,
+    // and never touched here.
+    let root_dev = std::fs::symlink_metadata(root)
+        .map_err(ctx("inspect", root))?
+        .dev();
     let mut at = root.to_path_buf();
     for (i, part) in rel.components().enumerate() {
         at.push(part);
@@ -148,6 +155,12 @@ pub(super) fn make_real_path(root: &Path, op: &FsOp) -> Result<(), RootfsError> 
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(e) => return Err(ctx("inspect", &at)(e)),
         };
+        if found
+            .as_ref()
+            .is_some_and(|m| m.is_dir() && m.dev() != root_dev)
+        {
+            return Ok(());
+        }
         let fits = match (&found, want) {
             (Some(m), Want::Dir) => m.is_dir(),
             (Some(m), Want::File) => m.file_type().is_file(),
