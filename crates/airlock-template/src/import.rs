@@ -162,7 +162,16 @@ fn apply_layer(
     let file = std::fs::File::open(&l.path).map_err(io_err("read layer", &l.path))?;
     let blob_hash = Rc::new(RefCell::new(Sha256::new()));
     let diff_hash = Rc::new(RefCell::new(Sha256::new()));
-    let mut blob = BufReader::with_capacity(1 << 16, Hashing::new(file, &blob_hash));
+    // An uncompressed layer's blob is its tar stream: one digest serves as both.
+    let mut probe = BufReader::with_capacity(1 << 16, file);
+    let gzip = probe
+        .fill_buf()
+        .map_err(io_err("read layer", &l.path))?
+        .starts_with(&[0x1f, 0x8b]);
+    let mut blob = BufReader::with_capacity(
+        1 << 16,
+        Hashing::new(probe, if gzip { &blob_hash } else { &diff_hash }).or_skip(!gzip),
+    );
     let head = blob.fill_buf().map_err(io_err("read layer", &l.path))?;
     let plain: Box<dyn Read> = match head {
         [0x1f, 0x8b, ..] => Box::new(flate2::read::GzDecoder::new(blob)),
@@ -186,8 +195,12 @@ fn apply_layer(
     }
     drained?;
     drop(stream);
+    let diff = format!("sha256:{}", hex(&diff_hash.take().finalize()));
     if let Some(expected) = &l.digest {
-        let actual = format!("sha256:{}", hex(&blob_hash.take().finalize()));
+        let actual = match gzip {
+            true => format!("sha256:{}", hex(&blob_hash.take().finalize())),
+            false => diff.clone(),
+        };
         if &actual != expected {
             return Err(TemplateError::DigestMismatch {
                 what: format!("layer {index}"),
@@ -196,7 +209,7 @@ fn apply_layer(
             });
         }
     }
-    let actual = format!("sha256:{}", hex(&diff_hash.take().finalize()));
+    let actual = diff;
     if actual != diff_id {
         return Err(TemplateError::DigestMismatch {
             what: format!("layer {index} (uncompressed, rootfs.diff_ids)"),
@@ -376,22 +389,32 @@ impl<R: Read> Read for Capped<R> {
 
 struct Hashing<R> {
     inner: R,
-    hash: Rc<RefCell<Sha256>>,
+    hash: Option<Rc<RefCell<Sha256>>>,
 }
 
 impl<R> Hashing<R> {
     fn new(inner: R, hash: &Rc<RefCell<Sha256>>) -> Hashing<R> {
         Hashing {
             inner,
-            hash: Rc::clone(hash),
+            hash: Some(Rc::clone(hash)),
         }
+    }
+
+    /// Hashes nothing when `skip` (the same bytes are hashed further along).
+    fn or_skip(mut self, skip: bool) -> Hashing<R> {
+        if skip {
+            self.hash = None;
+        }
+        self
     }
 }
 
 impl<R: Read> Read for Hashing<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.hash.borrow_mut().update(&buf[..n]);
+        if let Some(h) = &self.hash {
+            h.borrow_mut().update(&buf[..n]);
+        }
         Ok(n)
     }
 }
