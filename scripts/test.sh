@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 # (the proxy tests run real clients), setpriv/unshare (util-linux), ps (procps), useradd (passwd)
 # for the unprivileged-user tests, bubblewrap + hyperfine for the benchmarks' peers, go (the
 # MCP tests build a Go server fixture, standard library only, to wrap), runsc (the gVisor backend's
-# tests run real gVisor boxes).
-need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc)
+# tests run real gVisor boxes), mmdebstrap (builds the templates the template tests and the
+# suites' template runs use).
+need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc mmdebstrap)
 missing=0
 for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
@@ -26,7 +27,7 @@ if [ "$missing" = 1 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine runsc)
+  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine runsc mmdebstrap)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
@@ -104,6 +105,11 @@ AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test sandboxes --te
 # sandboxes.rs and network.rs are not yet among them: their cases are shell commands, which a
 # wasm box refuses, and still need their wasm counterparts marked.
 AIRLOCK_TEST_BACKEND=wasm cargo test -p airlock --locked --test attached 2>&1 | tee -a "$log"
+# The native escape and network suites again, with every box on a template root built from
+# tests/templates/suite.toml (built once, cached in target/xdg/airlock by the spec's digest).
+target/debug/airlock template build --data-dir target/xdg/airlock tests/templates/suite.toml
+AIRLOCK_TEST_TEMPLATE=suite XDG_DATA_HOME=$PWD/target/xdg \
+  cargo test -p airlock --locked --test attacks --test network 2>&1 | tee -a "$log"
 # One closing line for the whole workspace (cargo prints one per test binary, the last being the
 # doc tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

@@ -325,6 +325,11 @@ impl Builder<'_> {
             }
             FsOp::Tmpfs { target, .. } => self.add_mount(Mount::tmpfs(target, false), true),
             FsOp::Devpts { .. } => {}
+            // What a template leaves at a path the native box hides (its resolver config, /sys)
+            // stays visible under gVisor: the Sentry serves its own /sys, and a resolver config
+            // names servers the box has no route to (its only door is the proxy, which resolves
+            // on the host).
+            FsOp::Absent { .. } => {}
             FsOp::Scratch { sub, target } => {
                 let host = self.layout.scratch.join(sub);
                 let mode = if sub == "home" { 0o700 } else { 0o1777 };

@@ -10,9 +10,10 @@
 
 mod build;
 mod plan;
+mod template_root;
 
 pub use build::enter;
-pub use plan::{Cover, FsOp, HostFs, HostNode, NodeKind, RealHostFs, RootfsPlan};
+pub use plan::{Cover, FsOp, HostFs, HostNode, NodeKind, RealHostFs, RootBase, RootfsPlan};
 use std::io;
 use std::path::PathBuf;
 

@@ -36,6 +36,8 @@ pub(crate) struct Started {
     /// The workspace's change layer (its upper directory), to apply once the box is gone.
     pub changes: Option<std::os::fd::OwnedFd>,
     pub receipt: Receipt,
+    /// The box's hold on its template: the store refuses to remove it while this lives.
+    pub _template_lease: Option<airlock_template::TemplateLease>,
 }
 
 impl Launch<'_> {
@@ -48,6 +50,12 @@ impl Launch<'_> {
         after_spawn: impl FnOnce(),
     ) -> Result<Started, RunError> {
         let policy = self.policy;
+        let template_lease = match &policy.template {
+            Some(t) => Some(
+                airlock_template::hold(&t.rootfs).map_err(|e| RunError::Template(e.to_string()))?,
+            ),
+            None => None,
+        };
         let mut plan = BoxPlan::with_cgroups(
             policy,
             self.argv,
@@ -158,6 +166,7 @@ impl Launch<'_> {
             proxy,
             changes,
             receipt: plan.receipt,
+            _template_lease: template_lease,
         })
     }
 }

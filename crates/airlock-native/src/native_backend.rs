@@ -37,14 +37,15 @@ pub fn probe_policy() -> Result<ResolvedPolicy, airlock_policy::PolicyError> {
     )
 }
 
-fn check_template(template: &Template) -> Result<(), BackendError> {
-    match template {
-        Template::Host => Ok(()),
-        Template::Image(t) => Err(BackendError::Invalid(format!(
-            "the native backend cannot start template {:?} yet: only the host template is built",
-            t.name
-        ))),
-    }
+/// `policy` on `template`: the template's tree as the box's root, its env and cwd as defaults.
+fn on_template(
+    policy: &ResolvedPolicy,
+    template: &Template,
+) -> Result<ResolvedPolicy, BackendError> {
+    let mut policy = policy.clone();
+    airlock_template::apply_template(&mut policy, template)
+        .map_err(|e| BackendError::Invalid(e.to_string()))?;
+    Ok(policy)
 }
 
 impl Backend for NativeBackend {
@@ -62,8 +63,8 @@ impl Backend for NativeBackend {
     }
 
     fn plan(&self, policy: &ResolvedPolicy, template: &Template) -> Result<Receipt, BackendError> {
-        check_template(template)?;
-        BoxPlan::new(policy, &["true".to_string()], &[])
+        let policy = on_template(policy, template)?;
+        BoxPlan::new(&policy, &["true".to_string()], &[])
             .map(|p| p.receipt)
             .map_err(|e| BackendError::Invalid(e.to_string()))
     }
@@ -74,7 +75,7 @@ impl Backend for NativeBackend {
         template: &Template,
         opts: &StartOptions,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
-        check_template(template)?;
+        let policy = &on_template(policy, template)?;
         if policy.backend != BackendKind::Native {
             return Err(BackendError::Invalid(format!(
                 "the policy asks for the {} backend, not native",
@@ -100,7 +101,7 @@ impl Backend for NativeBackend {
         argv: &[String],
         opts: &RunOptions,
     ) -> Result<RunResult, BackendError> {
-        check_template(template)?;
-        crate::run(policy, argv, opts).map_err(|e| BackendError::Run(e.to_string()))
+        let policy = on_template(policy, template)?;
+        crate::run(&policy, argv, opts).map_err(|e| BackendError::Run(e.to_string()))
     }
 }

@@ -6,7 +6,7 @@ use airlock_jail::cgroup::{self, CgroupLimits, CgroupSupport};
 use airlock_jail::idmap::BOX_HOST_ID;
 use airlock_jail::landlock::{self, FsAccess, LandlockRules};
 use airlock_jail::rlimits::RlimitPlan;
-use airlock_jail::rootfs::{Cover, RealHostFs, RootfsPlan};
+use airlock_jail::rootfs::{Cover, RealHostFs, RootBase, RootfsPlan};
 use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
 use airlock_jail::spawn::{BoxMain, BoxSpec, IdMap, Namespaces};
 use airlock_policy::{
@@ -188,7 +188,14 @@ impl BoxPlan {
         let isolated = matches!(policy.filesystem, FilesystemPolicy::Isolated { .. });
 
         // Filesystem.
-        let rootfs = RootfsPlan::from_policy(policy, &RealHostFs).map(|mut p| {
+        let base = match &policy.template {
+            Some(t) => RootBase::Template {
+                lower: t.rootfs.clone(),
+                keep_layer: t.keep_layer.clone(),
+            },
+            None => RootBase::Tmpfs,
+        };
+        let rootfs = RootfsPlan::on_base(policy, base, &RealHostFs).map(|mut p| {
             p.covers.extend(extra_covers.iter().map(|c| Cover {
                 path: c.clone(),
                 keep_visible: true,
@@ -226,8 +233,17 @@ impl BoxPlan {
                     ),
                     None => "no workspace".into(),
                 };
+                let root = match &policy.template {
+                    None => "fresh tmpfs root; /usr and system dirs read-only".to_string(),
+                    Some(t) => format!(
+                        "root from template {} ({}) read-only under the box's own writable layer (overlayfs on its tmpfs, counted in the {} total, gone with the box)",
+                        t.name,
+                        t.digest,
+                        human(policy.limits.disk)
+                    ),
+                };
                 let mut detail = format!(
-                    "fresh tmpfs root; /usr and system dirs read-only; synthesized /etc/passwd, group, hosts; new /proc and /dev; /tmp and {INSIDE_HOME} on tmpfs capped at {}; {ws}",
+                    "{root}; synthesized /etc/passwd, group, hosts; new /proc and /dev; /tmp and {INSIDE_HOME} on tmpfs capped at {}; {ws}",
                     human(policy.limits.disk)
                 );
                 for g in grants {
@@ -348,7 +364,13 @@ impl BoxPlan {
             )?;
             None
         } else {
-            let mut paths = vec![(PathBuf::from("/"), FsAccess::ReadExec)];
+            // On a template the root is the box's own writable layer (mounts still hold the
+            // read-only grants and protected paths).
+            let root_access = match policy.template {
+                Some(_) => FsAccess::ReadWrite,
+                None => FsAccess::ReadExec,
+            };
+            let mut paths = vec![(PathBuf::from("/"), root_access)];
             for p in ["/tmp", INSIDE_HOME, "/dev", "/proc"] {
                 paths.push((p.into(), FsAccess::ReadWrite));
             }
@@ -598,25 +620,31 @@ impl BoxPlan {
             premade_mounts: Vec::new(),
             changes_channel: None,
         };
-        let idmapped_grants = match (&policy.filesystem, idmapped) {
-            (
-                FilesystemPolicy::Isolated {
-                    workspace, grants, ..
-                },
-                true,
-            ) => workspace
-                .iter()
-                .chain(grants.iter())
-                .map(|m| {
-                    (
-                        m.host.clone(),
-                        m.inside.clone(),
-                        m.access == Access::ReadOnly,
-                    )
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
+        let mut idmapped_grants: Vec<(PathBuf, PathBuf, bool)> =
+            match (&policy.filesystem, idmapped) {
+                (
+                    FilesystemPolicy::Isolated {
+                        workspace, grants, ..
+                    },
+                    true,
+                ) => workspace
+                    .iter()
+                    .chain(grants.iter())
+                    .map(|m| {
+                        (
+                            m.host.clone(),
+                            m.inside.clone(),
+                            m.access == Access::ReadOnly,
+                        )
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+        if let (Some(t), true) = (&policy.template, idmapped) {
+            // The template's tree (owned by root, who stored it) seen as the box user's own, so
+            // the box's writable layer can copy its files up.
+            idmapped_grants.push((t.rootfs.clone(), t.rootfs.clone(), true));
+        }
         Ok(BoxPlan {
             spec,
             cgroup: (!cg.is_empty()).then_some(cg),

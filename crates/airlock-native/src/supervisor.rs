@@ -28,6 +28,8 @@ pub enum RunError {
     Cgroup(#[from] CgroupError),
     #[error("cannot prepare protected paths: {0}")]
     Placeholders(#[source] io::Error),
+    #[error("cannot use the template: {0}")]
+    Template(String),
     #[error("cannot start the cleanup sentinel: {0}")]
     Sentinel(#[source] io::Error),
     #[error("cannot set up the box's input and output: {0}")]

@@ -45,6 +45,8 @@ pub struct PolicyFile {
     pub profile: Option<Profile>,
     /// The kind of box that enforces the policy (default: native).
     pub backend: Option<BackendKind>,
+    /// The template the box's root comes from (default: `host`, the host's system dirs).
+    pub template: Option<String>,
     /// `DIR[:PATH_INSIDE]`; DIR relative to the current directory.
     pub workspace: Option<String>,
     /// Refuse to start when a layer cannot be enforced on this host (instead of falling back and
@@ -159,6 +161,7 @@ impl PolicyFile {
         }
         pick(&mut self.profile, over.profile);
         pick(&mut self.backend, over.backend);
+        pick(&mut self.template, over.template);
         pick(&mut self.workspace, over.workspace);
         pick(&mut self.fail_if_unavailable, over.fail_if_unavailable);
         self.filesystem.read.extend(over.filesystem.read);

@@ -26,6 +26,7 @@ pub use profile::{NetworkMode, Profile};
 pub use protected::{ProtectedKind, ProtectedPath, PROTECTED_PATHS};
 pub use resolve::{
     redirected_grants, resolve, Access, Egress, FilesystemPolicy, HostView, Limits, Mount,
-    ResolveContext, ResolvedPolicy, DEFAULT_PATH, INSIDE_GID, INSIDE_HOME, INSIDE_UID, INSIDE_USER,
+    ResolveContext, ResolvedPolicy, RootTemplate, DEFAULT_PATH, INSIDE_GID, INSIDE_HOME,
+    INSIDE_UID, INSIDE_USER,
 };
 pub use units::{parse_duration, parse_size, DurationValue, SizeValue};

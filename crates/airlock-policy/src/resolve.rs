@@ -169,6 +169,26 @@ pub struct ResolvedPolicy {
     /// How a writable workspace's changes reach the host.
     #[serde(default = "direct")]
     pub changes: ChangesMode,
+    /// The template the box's root is made from; `None` is the host's system dirs. The policy
+    /// only names it (`template = "…"`); whoever owns the template store fills in where it is.
+    #[serde(default)]
+    pub template: Option<RootTemplate>,
+}
+
+/// A stored template a box's root is made from: its read-only tree goes under a per-box
+/// writable layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RootTemplate {
+    pub name: String,
+    /// `sha256:…`, named in receipts.
+    pub digest: String,
+    /// The template's root directory (never written by a box).
+    pub rootfs: PathBuf,
+    /// Template builds only: a host directory that keeps the box's root layer (its `upper`
+    /// and `work`), so the build's changes outlive the box. `None`: the layer is on the box's
+    /// tmpfs and goes with it.
+    #[serde(default)]
+    pub keep_layer: Option<PathBuf>,
 }
 
 fn direct() -> ChangesMode {
@@ -216,6 +236,7 @@ pub fn resolve(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Result<ResolvedPo
         // Callers that say nothing (long-lived sandboxes, the server) write the workspace
         // directly; `airlock run` asks for `apply` unless told otherwise.
         changes: file.filesystem.changes.unwrap_or(ChangesMode::Direct),
+        template: None,
     })
 }
 

@@ -144,6 +144,8 @@ impl ApiError {
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
+    #[error("cannot use the template store: {0}")]
+    Templates(String),
     #[error("cannot open the store")]
     Store(#[from] StoreError),
     #[error("cannot read random bytes from /dev/urandom for the API key or tokens")]

@@ -61,6 +61,7 @@ fn app() -> App {
         max_running: 4,
         default_backend: airlock_policy::BackendKind::Native,
         e2b_default_network: crate::E2bDefaultNetwork::None,
+        templates: crate::template_catalog::TemplateCatalog::empty(),
     };
     let state = app_state(store, backends, &settings, hash(KEY), hash(E2B_KEY)).unwrap();
     App {

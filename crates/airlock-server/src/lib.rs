@@ -28,6 +28,7 @@ mod server;
 mod service;
 mod state;
 mod template;
+mod template_catalog;
 mod transfer;
 pub mod untrusted;
 mod view;

@@ -4,7 +4,7 @@
 pub(crate) mod code;
 mod exec;
 mod files;
-mod openapi;
+pub(crate) mod openapi;
 pub(crate) mod sandboxes;
 
 use crate::state::AppState;

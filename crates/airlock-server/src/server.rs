@@ -42,6 +42,8 @@ pub struct ServerConfig {
     pub e2b_default_network: E2bDefaultNetwork,
     /// Caps on connections and the header timeout.
     pub connections: ConnectionLimits,
+    /// Names clients ask for (`base`, `code-interpreter-v1`) → stored templates.
+    pub template_aliases: std::collections::BTreeMap<String, String>,
 }
 
 pub use crate::e2b::DefaultNetwork as E2bDefaultNetwork;
@@ -51,6 +53,7 @@ pub(crate) struct AppSettings {
     pub max_running: usize,
     pub default_backend: airlock_policy::BackendKind,
     pub e2b_default_network: E2bDefaultNetwork,
+    pub templates: crate::template_catalog::TemplateCatalog,
 }
 
 /// The handlers' shared state over `store`, starting boxes with `backends`: the session manager
@@ -96,6 +99,7 @@ pub(crate) fn app_state(
         backends,
         default_backend: settings.default_backend,
         e2b,
+        templates: Arc::new(settings.templates.clone()),
     })
 }
 
@@ -143,6 +147,13 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     let backends = airlock_backends::built_in(&airlock_backends::BackendConfig::new(
         config.airlock_exe.clone(),
     ));
+    let template_store = airlock_template::TemplateStore::open(&config.data_dir)
+        .map_err(|e| ServerError::Templates(e.to_string()))?;
+    let templates = crate::template_catalog::TemplateCatalog::new(
+        template_store,
+        config.template_aliases.clone(),
+    )
+    .map_err(ServerError::Templates)?;
     let state = app_state(
         store,
         backends.clone(),
@@ -150,6 +161,7 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             max_running: config.max_running,
             default_backend: config.default_backend,
             e2b_default_network: config.e2b_default_network,
+            templates,
         },
         api_key_hash,
         e2b_key_hash,

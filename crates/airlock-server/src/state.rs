@@ -23,6 +23,8 @@ pub struct AppState {
     pub default_backend: airlock_policy::BackendKind,
     /// The E2B gateway's own state (its API key, raw sandbox tokens for signed URLs).
     pub e2b: Arc<crate::e2b::E2bState>,
+    /// The templates sandboxes can start from.
+    pub templates: Arc<crate::template_catalog::TemplateCatalog>,
 }
 
 impl AppState {

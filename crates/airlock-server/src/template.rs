@@ -14,6 +14,44 @@ use std::collections::BTreeMap;
 /// The templates a box can be made from, and each one's working directory.
 const TEMPLATES: &[(&str, &str)] = &[("base", "/tmp"), ("user", INSIDE_HOME)];
 
+/// The built-in templates' names (the host's system dirs).
+pub const BUILTIN: &[&str] = &["base", "user"];
+
+/// The template a create request names: a stored one (by name or alias) with its working
+/// directory (the template's own, else the user's home), else a built-in one. Unknown: a 400
+/// naming every template that exists.
+pub fn pick(
+    name: Option<&str>,
+    catalog: &crate::template_catalog::TemplateCatalog,
+) -> Result<(String, String, airlock_runtime::backend::Template), ApiError> {
+    let asked = name.unwrap_or("base");
+    match catalog.lookup(asked) {
+        Ok(Some(t)) => return Ok((asked.to_string(), INSIDE_HOME.to_string(), t)),
+        Ok(None) => {}
+        Err(why) => return Err(FieldError::new("template", why).into()),
+    }
+    match template(name) {
+        Ok((n, cwd)) => Ok((n, cwd.to_string(), airlock_runtime::backend::Template::Host)),
+        Err(_) => Err(FieldError::new(
+            "template",
+            format!(
+                "no template {asked:?}; the ones that exist are: {}",
+                catalog.known(BUILTIN).join(", ")
+            ),
+        )
+        .into()),
+    }
+}
+
+/// Puts a picked template under a resolved policy.
+pub fn apply(
+    policy: &mut ResolvedPolicy,
+    template: &airlock_runtime::backend::Template,
+) -> Result<(), ApiError> {
+    airlock_template::apply_template(policy, template)
+        .map_err(|e| FieldError::new("template", e.to_string()).into())
+}
+
 /// The template's name (default `base`) and its working directory.
 pub fn template(name: Option<&str>) -> Result<(String, &'static str), ApiError> {
     let name = name.unwrap_or("base");

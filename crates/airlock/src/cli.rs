@@ -60,6 +60,74 @@ pub enum Command {
     /// and the server: tools/list is filtered by --tools/--deny-tools, calls to filtered tools are
     /// refused without reaching the server, and every call goes to --audit FILE.
     Wrap(WrapArgs),
+    /// Manage templates: read-only root filesystems boxes start from (`--template NAME`),
+    /// imported from OCI images and stored once under the data directory.
+    #[command(subcommand)]
+    Template(TemplateCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TemplateCommand {
+    /// Build a template from a spec (TOML): a Debian suite and packages (mmdebstrap, from the
+    /// mirror the host's apt uses), then pip and npm packages, files and commands, run inside a
+    /// box that reaches only the package indexes the host is configured with. An unchanged spec
+    /// is answered from the store at once.
+    Build(TemplateBuildArgs),
+    /// Import an OCI image layout directory or a `docker save` / `podman save` tarball.
+    Import(TemplateImportArgs),
+    /// List the stored templates.
+    Ls(TemplateStoreArgs),
+    /// Print one template's record (digest, source, defaults, size) as JSON.
+    Inspect(TemplateNameArgs),
+    /// Remove a template (refused while a running box uses it).
+    Rm(TemplateNameArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateStoreArgs {
+    /// Where templates are stored (default: $XDG_DATA_HOME/airlock or ~/.local/share/airlock).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateNameArgs {
+    #[command(flatten)]
+    pub store: TemplateStoreArgs,
+    /// The template's name.
+    pub name: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateBuildArgs {
+    #[command(flatten)]
+    pub store: TemplateStoreArgs,
+    /// Store it under this name (default: the spec's `name`).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Build even if the store holds this spec's result.
+    #[arg(long)]
+    pub force: bool,
+    /// The spec file.
+    pub spec: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct TemplateImportArgs {
+    #[command(flatten)]
+    pub store: TemplateStoreArgs,
+    /// The name to store it under (default: the image's tag, else the file's name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The most the image may unpack to, over all layers: a larger one (or a decompression
+    /// bomb) is refused.
+    #[arg(long, value_name = "SIZE", default_value = "16G")]
+    pub max_size: String,
+    /// The image: an OCI layout directory or a tarball.
+    pub path: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -141,6 +209,12 @@ pub struct CodeArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// Point a template name clients ask for at a stored template, e.g.
+    /// `--template-alias base=code-interpreter` (repeatable). Without one,
+    /// `code-interpreter-v1` is the stored `code-interpreter` when there is one; other names
+    /// start on the host's system dirs.
+    #[arg(long, value_name = "NAME=TEMPLATE")]
+    pub template_alias: Vec<String>,
     /// HOST:PORT to listen on (port 0 picks a free port).
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:7777")]
     pub listen: String,
@@ -234,8 +308,15 @@ pub struct CheckArgs {
 /// Policy flags, shared by `run` and `receipt`. They override `--policy FILE`.
 #[derive(Debug, Args, Default)]
 pub struct PolicyArgs {
-    /// The kind of box: native | gvisor | microvm | wasm (default: native; native and wasm are
-    /// built so far).
+    /// The box's root filesystem: `host` (the host's system dirs, read-only; the default) or a
+    /// stored template (`airlock template ls`), read-only under the box's own writable layer.
+    #[arg(long, value_name = "NAME")]
+    pub template: Option<String>,
+    /// Where templates are stored (default: $XDG_DATA_HOME/airlock or ~/.local/share/airlock).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The kind of box: native | gvisor | microvm | wasm (default: native; `airlock check` says
+    /// which this host can run).
     #[arg(long, value_name = "KIND")]
     pub backend: Option<String>,
     /// read-only | workspace-write | full-access (default: workspace-write).

@@ -52,6 +52,7 @@ pub fn main() -> i32 {
         Command::Code(args) => cmd_code(args),
         Command::Mcp(args) => crate::mcp::cmd_mcp(args),
         Command::Wrap(args) => crate::mcp::cmd_wrap(args),
+        Command::Template(cmd) => crate::templates::cmd_template(cmd),
     };
     res.unwrap_or_else(|e| {
         eprintln!("airlock: {e:#}");
@@ -72,6 +73,7 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
             .transpose()
             .map_err(|e| anyhow!("--profile: {e}"))?,
         workspace: args.workspace.clone(),
+        template: args.template.clone(),
         backend: args
             .backend
             .as_deref()
@@ -172,7 +174,15 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
         env: &env,
         host: &RealHost,
     };
-    let policy = airlock_policy::resolve(&file, &ctx)?;
+    let mut policy = airlock_policy::resolve(&file, &ctx)?;
+    let template = template_of(args, &file)?;
+    if let Template::Image(t) = &template {
+        // The template's own backend, unless the flags or the policy file name one.
+        if let (None, Some(kind)) = (file.backend, t.defaults.backend) {
+            policy.backend = kind;
+        }
+    }
+    airlock_template::apply_template(&mut policy, &template)?;
     // Refused here, before anything starts, when this airlock has no such backend.
     backends()?.select(policy.backend)?;
     for (what, raw, real) in airlock_policy::redirected_grants(&file, &ctx) {
@@ -184,6 +194,18 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
     Ok(policy)
 }
 
+/// The template the flags or the policy file name (`--template`, `template = "…"`), from the
+/// store in `--data-dir` (else the default data dir); `host` when neither names one.
+pub(crate) fn template_of(args: &PolicyArgs, file: &PolicyFile) -> Result<Template> {
+    match &file.template {
+        None => Ok(Template::Host),
+        Some(name) => {
+            let store = airlock_template::TemplateStore::open(&data_dir(args.data_dir.clone())?)?;
+            Ok(store.get(name)?)
+        }
+    }
+}
+
 fn cmd_run(args: RunArgs) -> Result<i32> {
     let mut policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
     if policy.backend != BackendKind::Native {
@@ -191,6 +213,7 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         // the workspace directly unless `--changes apply` is asked (which they refuse).
         policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
     }
+    let template = template_of(&args.policy, &policy_file(&args.policy)?)?;
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
     }
@@ -226,7 +249,7 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         None => None,
     };
     let backend = backends()?.select(policy.backend)?;
-    let outcome = backend.run_attached(&policy, &Template::Host, &args.command, &opts);
+    let outcome = backend.run_attached(&policy, &template, &args.command, &opts);
     let result = match outcome {
         Ok(r) => r,
         Err(e) => {
@@ -464,9 +487,9 @@ fn cmd_gvisor_host(resolved: &str) -> Result<i32> {
     Ok(airlock_gvisor::gvisor_host_main(control, runsc))
 }
 
-fn cmd_serve(args: ServeArgs) -> Result<i32> {
-    let connections = serve_connection_limits(&args)?;
-    let data_dir = match args.data_dir {
+/// `--data-dir`, else `$XDG_DATA_HOME/airlock`, else `~/.local/share/airlock`.
+pub(crate) fn data_dir(flag: Option<std::path::PathBuf>) -> Result<std::path::PathBuf> {
+    Ok(match flag {
         Some(dir) => dir,
         None => match (
             std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()),
@@ -478,7 +501,12 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
                 anyhow::bail!("neither XDG_DATA_HOME nor HOME is set; pass --data-dir DIR")
             }
         },
-    };
+    })
+}
+
+fn cmd_serve(args: ServeArgs) -> Result<i32> {
+    let connections = serve_connection_limits(&args)?;
+    let data_dir = data_dir(args.data_dir.clone())?;
     if args.max_running == 0 {
         anyhow::bail!("--max-running 0 would never run a box; give at least 1");
     }
@@ -495,7 +523,21 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         ),
         _ => airlock_server::E2bDefaultNetwork::Internet,
     };
+    let mut template_aliases = std::collections::BTreeMap::new();
+    for a in &args.template_alias {
+        let (alias, name) = a.split_once('=').ok_or_else(|| {
+            anyhow!("--template-alias {a:?}: write NAME=TEMPLATE, e.g. base=code-interpreter")
+        })?;
+        template_aliases.insert(alias.to_string(), name.to_string());
+    }
+    if !template_aliases.contains_key("code-interpreter-v1") {
+        let store = airlock_template::TemplateStore::open(&data_dir)?;
+        if store.inspect("code-interpreter").is_ok() {
+            template_aliases.insert("code-interpreter-v1".into(), "code-interpreter".into());
+        }
+    }
     airlock_server::serve(airlock_server::ServerConfig {
+        template_aliases,
         default_backend,
         listen: args.listen,
         data_dir,

@@ -84,6 +84,11 @@ fn policy_flags(p: &PolicyArgs) -> Vec<String> {
         }
     };
     one("backend", p.backend.clone());
+    one("template", p.template.clone());
+    one(
+        "data-dir",
+        p.data_dir.as_ref().map(|d| d.display().to_string()),
+    );
     one("profile", p.profile.clone());
     one("workspace", p.workspace.clone());
     one("changes", p.changes.clone());
@@ -126,6 +131,8 @@ mod tests {
     /// here but not to `policy_flags` fails the round trip.
     const ALL: &[&str] = &[
         "--backend=native",
+        "--template=t",
+        "--data-dir=/data",
         "--profile=read-only",
         "--workspace=/w",
         "--read=/r",

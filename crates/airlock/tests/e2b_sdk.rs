@@ -306,3 +306,90 @@ fn an_unprivileged_server_passes_the_current_python_suite() {
     s.stop();
     assert!(outcome.passed, "{}", tail(&outcome.output, 150));
 }
+
+/// The code-interpreter template (`templates/code-interpreter.toml`), built once into
+/// `target/airlock-templates` (later runs find it in the store's cache by the spec's digest), and
+/// a fresh data dir that holds it (hard links: the store's trees are never written).
+fn data_dir_with_code_interpreter() -> TempDir {
+    let cache = repo_root().join("target/airlock-templates");
+    let build = Command::new(common::airlock_bin())
+        .args(["template", "build", "--data-dir"])
+        .arg(&cache)
+        .arg(repo_root().join("templates/code-interpreter.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        build.status.success(),
+        "building the code-interpreter template failed (mmdebstrap and the host's apt mirror are needed; scripts/test.sh installs mmdebstrap): {}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let data = TempDir::new("e2b-template");
+    let cp = Command::new("cp")
+        .arg("-al")
+        .arg(cache.join("templates"))
+        .arg(data.join("templates"))
+        .status()
+        .unwrap();
+    assert!(
+        cp.success(),
+        "cannot link the template store into the data dir"
+    );
+    data
+}
+
+/// E2B's code-interpreter SDK, unchanged, against the built template: `Sandbox.create(template=…)`
+/// (by its stored name, and by E2B's own `code-interpreter-v1`, which the server aliases to it)
+/// and the canonical pandas example. The box runs on the template's root, not the host's /usr.
+#[test]
+fn the_code_interpreter_sdk_runs_pandas_on_the_built_template() {
+    let clients = Clients::find();
+    let data = data_dir_with_code_interpreter();
+    let mut serve = ServeProcess::start(data.path(), &[]);
+    let key = e2b_key(&serve);
+    let script = r#"
+import os, sys
+from e2b_code_interpreter import Sandbox
+for name in ["code-interpreter", "code-interpreter-v1"]:
+    sbx = Sandbox.create(template=name)
+    try:
+        sbx.files.write("/home/user/data.csv", "a,b\n1,2\n3,4\n5,9\n")
+        ex = sbx.run_code("import pandas as pd\npd.read_csv('/home/user/data.csv').describe()")
+        assert ex.error is None, ex.error
+        text = ex.text or "".join(r.text or "" for r in ex.results)
+        assert "mean" in text and "3.0" in text, text
+        # The host has hyperfine (scripts/test.sh installs it); the template does not.
+        probe = sbx.commands.run("test -e /usr/bin/hyperfine && echo host-root || echo template-root")
+        assert probe.stdout.strip() == "template-root", probe.stdout
+        print(name, "ok")
+    finally:
+        sbx.kill()
+try:
+    Sandbox.create(template="no-such-template")
+    print("unknown template accepted")
+    sys.exit(1)
+except Exception as e:
+    assert "code-interpreter" in str(e), str(e)
+    print("unknown refused")
+"#;
+    let out = Command::new(&clients.py_current)
+        .args(["-c", script])
+        .env("E2B_API_KEY", &key)
+        .env("E2B_API_URL", &serve.base)
+        .env("E2B_SANDBOX_URL", &serve.base)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env_remove("HTTP_PROXY")
+        .env_remove("HTTPS_PROXY")
+        .output()
+        .unwrap();
+    serve.stop();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        tail(&String::from_utf8_lossy(&out.stderr), 60)
+    );
+    assert_eq!(
+        stdout,
+        "code-interpreter ok\ncode-interpreter-v1 ok\nunknown refused\n"
+    );
+}

@@ -1838,7 +1838,7 @@ fn a_proxy_out_of_descriptors_waits_instead_of_spinning_and_recovers() {
     args.extend_from_slice(SVC);
     args.extend_from_slice(&["--", "python3", "flood.py", &port]);
     let mut cmd = Command::new(airlock_bin());
-    cmd.args(&args)
+    cmd.args(common::with_test_template(&args, &common::test_template()))
         .current_dir(ws.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -2,7 +2,8 @@
 //! before exec), and entering it with pivot_root.
 
 use super::plan::{CHANGES_DIR, EMPTY_DIR, EMPTY_FILE, PROC_MASKED, PROC_READ_ONLY};
-use super::{Cover, FsOp, NodeKind, RootfsError, RootfsPlan};
+use super::template_root::{make_real_path, template_root, Lower};
+use super::{Cover, FsOp, NodeKind, RootBase, RootfsError, RootfsPlan};
 use crate::mount_attr::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 use crate::sys::{cstring, cvt, cvt_long};
 use std::ffi::CString;
@@ -10,7 +11,10 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-fn ctx<'a>(step: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> RootfsError + 'a {
+pub(super) fn ctx<'a>(
+    step: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> RootfsError + 'a {
     move |source| RootfsError {
         step,
         path: path.to_path_buf(),
@@ -22,7 +26,7 @@ fn c(path: &Path) -> io::Result<CString> {
     cstring(path.as_os_str().as_bytes())
 }
 
-fn mount(
+pub(super) fn mount(
     src: Option<&Path>,
     target: &Path,
     fstype: Option<&str>,
@@ -48,7 +52,7 @@ fn mount(
 }
 
 /// Sets mount attributes on `path` (and every mount below it when `recursive`).
-fn set_attr(path: &Path, set: u64, recursive: bool) -> io::Result<()> {
+pub(super) fn set_attr(path: &Path, set: u64, recursive: bool) -> io::Result<()> {
     let p = c(path)?;
     let flags = if recursive { libc::AT_RECURSIVE } else { 0 };
     crate::mount_attr::set(libc::AT_FDCWD, &p, flags, set, None)
@@ -61,11 +65,11 @@ fn open_path(path: &Path, nofollow: bool) -> io::Result<libc::c_int> {
     cvt(unsafe { libc::open(p.as_ptr(), flags) })
 }
 
-fn fd_path(fd: libc::c_int) -> PathBuf {
+pub(super) fn fd_path(fd: libc::c_int) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{fd}"))
 }
 
-fn mkdir_all(path: &Path, mode: u32) -> io::Result<()> {
+pub(super) fn mkdir_all(path: &Path, mode: u32) -> io::Result<()> {
     let p = c(path)?;
     // SAFETY: p is a valid C string.
     if unsafe { libc::mkdir(p.as_ptr(), mode) } == 0 {
@@ -157,30 +161,33 @@ pub fn enter(
         sources.push(fd);
     }
 
-    // The new root: a small tmpfs, later read-only. It is mounted on the host's /tmp in this
-    // private namespace (sources were opened above, so nothing under /tmp is lost).
-    let root = Path::new("/tmp");
-    mount(
-        Some(Path::new("airlock-root")),
-        root,
-        Some("tmpfs"),
-        libc::MS_NOSUID | libc::MS_NODEV,
-        Some("size=4m,nr_inodes=4096,mode=0755"),
-    )
-    .map_err(ctx("mount root tmpfs", root))?;
-    let scratch = under(root, Path::new("/.airlock/scratch"));
-    mkdir_all(&scratch, 0o700).map_err(ctx("mkdir", &scratch))?;
-    let scratch_opts = format!("size={},mode=0755", plan.scratch_size);
-    mount(
-        Some(Path::new("airlock-scratch")),
-        &scratch,
-        Some("tmpfs"),
-        libc::MS_NOSUID | libc::MS_NODEV,
-        Some(&scratch_opts),
-    )
-    .map_err(ctx("mount scratch tmpfs", &scratch))?;
+    // A template's tree, opened (or taken premade, idmapped) before anything is mounted.
+    let lower = match &plan.base {
+        RootBase::Tmpfs => None,
+        RootBase::Template { lower, .. } => Some(match premade_for(lower) {
+            Some(fd) => Lower::Premade(fd),
+            None => Lower::Opened(open_path(lower, false).map_err(ctx("open template", lower))?),
+        }),
+    };
+    let kept_layer = match &plan.base {
+        RootBase::Template {
+            keep_layer: Some(dir),
+            ..
+        } => Some(open_path(dir, true).map_err(ctx("open the kept layer", dir))?),
+        _ => None,
+    };
+    let on_template = lower.is_some();
+    let (root, scratch) = match lower {
+        None => host_root(plan)?,
+        Some(lower) => template_root(plan, lower, kept_layer)?,
+    };
+    let root = root.as_path();
+    let scratch = scratch.as_path();
 
     for (op, src) in plan.ops.iter().zip(&sources) {
+        if on_template {
+            make_real_path(root, op)?;
+        }
         match op {
             FsOp::Bind { target, kind, .. } if premade_for(target).is_some() => {
                 let t = under(root, target);
@@ -192,7 +199,7 @@ pub fn enter(
                 crate::idmap::attach(fd, &t).map_err(ctx("attach idmapped mount", target))?;
                 crate::sys::close(fd);
             }
-            _ => run_op(op, *src, root, &scratch)?,
+            _ => run_op(op, *src, root, scratch)?,
         }
     }
     for fd in sources.into_iter().flatten() {
@@ -212,15 +219,51 @@ pub fn enter(
         }
         None => None,
     };
-    // The scratch tmpfs stays alive through its views; its staging mount goes away.
-    let sc = c(&scratch).map_err(ctx("umount scratch", &scratch))?;
-    // SAFETY: sc is a valid C string.
-    cvt(unsafe { libc::umount2(sc.as_ptr(), libc::MNT_DETACH) })
-        .map_err(ctx("umount scratch", &scratch))?;
+    if !on_template {
+        // The scratch tmpfs stays alive through its views; its staging mount goes away. (On a
+        // template the root overlay itself sits on the scratch: it goes with the old root.)
+        let sc = c(scratch).map_err(ctx("umount scratch", scratch))?;
+        // SAFETY: sc is a valid C string.
+        cvt(unsafe { libc::umount2(sc.as_ptr(), libc::MNT_DETACH) })
+            .map_err(ctx("umount scratch", scratch))?;
+    }
 
     pivot(root)?;
-    after_pivot(plan)?;
+    after_pivot(plan, on_template)?;
     Ok(changes)
+}
+
+/// The `host` root: a small tmpfs on the host's /tmp of this private namespace (sources were
+/// opened already, so nothing under /tmp is lost), later read-only, with the scratch tmpfs
+/// staged inside it. Returns (root, scratch).
+fn host_root(plan: &RootfsPlan) -> Result<(PathBuf, PathBuf), RootfsError> {
+    let root = Path::new("/tmp");
+    mount(
+        Some(Path::new("airlock-root")),
+        root,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some("size=4m,nr_inodes=4096,mode=0755"),
+    )
+    .map_err(ctx("mount root tmpfs", root))?;
+    let scratch = under(root, Path::new("/.airlock/scratch"));
+    mkdir_all(&scratch, 0o700).map_err(ctx("mkdir", &scratch))?;
+    mount_scratch(plan, &scratch)?;
+    Ok((root.to_path_buf(), scratch))
+}
+
+/// The box's scratch tmpfs (its /tmp, home, /dev/shm, change layer and, on a template, root
+/// layer), capped at the policy's disk size.
+pub(super) fn mount_scratch(plan: &RootfsPlan, scratch: &Path) -> Result<(), RootfsError> {
+    let scratch_opts = format!("size={},mode=0755", plan.scratch_size);
+    mount(
+        Some(Path::new("airlock-scratch")),
+        scratch,
+        Some("tmpfs"),
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(&scratch_opts),
+    )
+    .map_err(ctx("mount scratch tmpfs", scratch))
 }
 
 fn open_dir(path: &Path) -> io::Result<libc::c_int> {
@@ -376,6 +419,8 @@ fn run_op(
             .map_err(ctx("mount proc", target))?;
         }
         FsOp::Overlay { target } => overlay(&under(root, target), target, scratch)?,
+        // Made so by `make_real_path` on a template root; a fresh root has nothing there.
+        FsOp::Absent { .. } => {}
         FsOp::Devpts { target } => {
             let t = under(root, target);
             mkdir_all(&t, 0o755).map_err(ctx("mkdir", target))?;
@@ -410,7 +455,7 @@ fn pivot(root: &Path) -> Result<(), RootfsError> {
     Ok(())
 }
 
-fn after_pivot(plan: &RootfsPlan) -> Result<(), RootfsError> {
+fn after_pivot(plan: &RootfsPlan, on_template: bool) -> Result<(), RootfsError> {
     // Pins first: a self-bind made after the covers would hide them.
     for pin in &plan.pins {
         pin_path(pin)?;
@@ -443,6 +488,19 @@ fn after_pivot(plan: &RootfsPlan) -> Result<(), RootfsError> {
             )
             .map_err(ctx("read-only", &p))?;
         }
+    }
+    if on_template {
+        // The root is the box's own writable layer; only airlock's placeholders stay fixed.
+        let own = Path::new("/.airlock");
+        mount(Some(own), own, None, libc::MS_BIND | libc::MS_REC, None)
+            .map_err(ctx("bind", own))?;
+        set_attr(
+            own,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            true,
+        )
+        .map_err(ctx("read-only", own))?;
+        return Ok(());
     }
     let slash = Path::new("/");
     set_attr(

@@ -120,6 +120,11 @@ pub enum FsOp {
     Devpts {
         target: PathBuf,
     },
+    /// Nothing at `target`: on a template root, what the template has there is removed from the
+    /// box's own layer (the host's resolver config, `/sys`); a fresh root has nothing there.
+    Absent {
+        target: PathBuf,
+    },
     /// An overlay over what is mounted at `target` (its read-only lower layer), whose upper
     /// layer lives on the scratch tmpfs: the box's writes there count against the scratch cap
     /// and stay in the layer until the supervisor applies them to the host.
@@ -136,9 +141,31 @@ pub struct Cover {
     pub keep_visible: bool,
 }
 
+/// What the root itself is, before the ops run on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum RootBase {
+    /// A small fresh tmpfs, read-only once built, holding the host's system dirs (`host`).
+    #[default]
+    Tmpfs,
+    /// An overlay: a template's tree read-only below, a writable layer on the scratch tmpfs
+    /// (counted in its cap) above, gone with the box. Its content is the template's and so
+    /// untrusted: nothing on the way to a mount point or a written file is ever followed.
+    Template {
+        /// The template's root directory on the host (or, for a root-started box, the key of
+        /// its premade idmapped mount).
+        lower: PathBuf,
+        /// A host directory keeping the root's writable layer (`upper/`, `work/`) beyond the
+        /// box (template builds); `None`: the layer is on the scratch tmpfs.
+        keep_layer: Option<PathBuf>,
+    },
+}
+
 /// Everything needed to build an isolated root.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RootfsPlan {
+    /// What the root is made of.
+    pub base: RootBase,
     pub ops: Vec<FsOp>,
     pub covers: Vec<Cover>,
     /// Directories inside a protected mount that hold protected paths (e.g. `.git`). Each is
@@ -191,6 +218,17 @@ impl RootfsPlan {
 
     /// Plans the root for an isolated policy; `None` for `FilesystemPolicy::Host`.
     pub fn from_policy(policy: &ResolvedPolicy, host: &dyn HostFs) -> Option<RootfsPlan> {
+        RootfsPlan::on_base(policy, RootBase::Tmpfs, host)
+    }
+
+    /// [`RootfsPlan::from_policy`] on a given base: on a template, the template supplies the
+    /// system dirs and `/etc`, and only the box's identity files, devices, scratch, `/proc`
+    /// and the user mounts are added.
+    pub fn on_base(
+        policy: &ResolvedPolicy,
+        base: RootBase,
+        host: &dyn HostFs,
+    ) -> Option<RootfsPlan> {
         let FilesystemPolicy::Isolated {
             workspace,
             grants,
@@ -200,7 +238,8 @@ impl RootfsPlan {
             return None;
         };
         let mut ops = Vec::new();
-        for dir in SYSTEM_DIRS {
+        let host_system = base == RootBase::Tmpfs;
+        for dir in SYSTEM_DIRS.iter().filter(|_| host_system) {
             match host.node(Path::new(dir)) {
                 HostNode::Dir => ops.push(bind(dir, dir, false, NodeKind::Dir, false)),
                 HostNode::Symlink(to) => ops.push(FsOp::Symlink {
@@ -214,7 +253,7 @@ impl RootfsPlan {
             target: "/etc".into(),
             mode: 0o755,
         });
-        for entry in ETC_ENTRIES {
+        for entry in ETC_ENTRIES.iter().filter(|_| host_system) {
             let path = Path::new("/etc").join(entry);
             match host.node(&path) {
                 HostNode::Dir => ops.push(bind(&path, &path, false, NodeKind::Dir, true)),
@@ -229,6 +268,16 @@ impl RootfsPlan {
                 }),
                 HostNode::Missing => {}
             }
+        }
+        if !host_system {
+            // What a `host` box does not have either: a resolver config (unless it shares the
+            // host's network, below) and /sys.
+            ops.push(FsOp::Absent {
+                target: "/etc/resolv.conf".into(),
+            });
+            ops.push(FsOp::Absent {
+                target: "/sys".into(),
+            });
         }
         if policy.network == NetworkMode::Host {
             ops.push(bind(
@@ -367,6 +416,7 @@ impl RootfsPlan {
             });
         }
         Some(RootfsPlan {
+            base,
             ops,
             covers,
             pins,

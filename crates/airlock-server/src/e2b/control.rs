@@ -14,6 +14,7 @@ use crate::service::sandboxes::{audit, check_metadata, create_session, timeout_m
 use crate::state::AppState;
 use crate::template::resolve_policy;
 use airlock_policy::{BackendKind, INSIDE_HOME};
+use airlock_runtime::backend::Template;
 use airlock_sessions::{SessionSpec, SessionState};
 use airlock_store::{SandboxFilter, SandboxRecord, SandboxState, MAX_PAGE};
 use axum::body::Bytes;
@@ -70,15 +71,25 @@ pub struct NewSandbox {
     pub mcp: Option<Value>,
 }
 
-/// The template's name and working directory, or not_found.
-pub fn template(name: Option<&str>) -> Result<(String, &'static str), E2bError> {
+/// The template's name, working directory and root: a stored template (by name, or an alias
+/// such as `code-interpreter-v1` the server was started with), else one of [`TEMPLATES`] on the
+/// host's system dirs; or not_found naming the ones that exist.
+pub fn template(
+    name: Option<&str>,
+    catalog: &crate::template_catalog::TemplateCatalog,
+) -> Result<(String, &'static str, Template), E2bError> {
     let name = name.unwrap_or("base");
+    match catalog.lookup(name) {
+        Ok(Some(t)) => return Ok((name.to_string(), INSIDE_HOME, t)),
+        Ok(None) => {}
+        Err(why) => return Err(E2bError::NotFound(why)),
+    }
     if TEMPLATES.contains(&name) {
-        return Ok((name.to_string(), INSIDE_HOME));
+        return Ok((name.to_string(), INSIDE_HOME, Template::Host));
     }
     Err(E2bError::NotFound(format!(
-        "template {name:?} not found; airlock offers {}",
-        TEMPLATES.join(" and ")
+        "template {name:?} not found; the templates that exist are: {}",
+        catalog.known(TEMPLATES).join(", ")
     )))
 }
 
@@ -87,8 +98,9 @@ pub fn plan(
     req: NewSandbox,
     default_network: super::DefaultNetwork,
     backend: BackendKind,
+    catalog: &crate::template_catalog::TemplateCatalog,
 ) -> Result<SessionSpec, E2bError> {
-    let (template, cwd) = template(req.template_id.as_deref())?;
+    let (template, cwd, root) = template(req.template_id.as_deref(), catalog)?;
     if req.auto_pause == Some(true) {
         return Err(E2bError::InvalidArgument(
             "autoPause is not supported: airlock cannot pause sandboxes yet; leave it off".into(),
@@ -134,7 +146,8 @@ pub fn plan(
         }),
         backend: None,
     };
-    let policy = resolve_policy(&mut native, cwd, backend).map_err(E2bError::from)?;
+    let mut policy = resolve_policy(&mut native, cwd, backend).map_err(E2bError::from)?;
+    crate::template::apply(&mut policy, &root).map_err(E2bError::from)?;
     let payload = serde_json::to_value(&policy)
         .map_err(|e| E2bError::Internal(format!("the policy cannot be encoded: {e}")))?;
     Ok(SessionSpec {
@@ -175,6 +188,7 @@ pub fn plan_body(body: &[u8]) -> Result<SessionSpec, E2bError> {
         parse_body(body)?,
         super::DefaultNetwork::default(),
         BackendKind::default(),
+        &crate::template_catalog::TemplateCatalog::empty(),
     )
 }
 
@@ -227,7 +241,12 @@ async fn create_inner(
 ) -> Result<Response, E2bError> {
     require_api_key(&state.e2b, &headers)?;
     let req: NewSandbox = parse_body(&body)?;
-    let spec = plan(req, state.e2b.default_network, state.default_backend)?;
+    let spec = plan(
+        req,
+        state.e2b.default_network,
+        state.default_backend,
+        &state.templates,
+    )?;
     state
         .backends
         .select(state.default_backend)

@@ -4,12 +4,16 @@ use super::*;
 
 #[test]
 fn templates_map_to_boxes_in_the_home() {
-    assert_eq!(template(None).unwrap(), ("base".to_string(), INSIDE_HOME));
+    let none = crate::template_catalog::TemplateCatalog::empty();
     assert_eq!(
-        template(Some("code-interpreter-v1")).unwrap().0,
+        template(None, &none).unwrap(),
+        ("base".to_string(), INSIDE_HOME, Template::Host)
+    );
+    assert_eq!(
+        template(Some("code-interpreter-v1"), &none).unwrap().0,
         "code-interpreter-v1"
     );
-    let e = template(Some("nope")).unwrap_err();
+    let e = template(Some("nope"), &none).unwrap_err();
     assert_eq!(e.http_status().as_u16(), 404);
     assert!(e.to_string().contains("base"));
 }
@@ -24,6 +28,7 @@ fn create_requests_plan_a_session() {
         req,
         super::super::DefaultNetwork::Internet,
         airlock_policy::BackendKind::Native,
+        &crate::template_catalog::TemplateCatalog::empty(),
     )
     .unwrap();
     assert_eq!(spec.timeout_ms, Some(60_000));
@@ -39,6 +44,7 @@ fn create_requests_plan_a_session() {
         default,
         super::super::DefaultNetwork::Internet,
         airlock_policy::BackendKind::Native,
+        &crate::template_catalog::TemplateCatalog::empty(),
     )
     .unwrap();
     assert_eq!(spec.timeout_ms, Some(300_000));
@@ -55,7 +61,8 @@ fn create_requests_plan_a_session() {
             plan(
                 req,
                 super::super::DefaultNetwork::Internet,
-                airlock_policy::BackendKind::Native
+                airlock_policy::BackendKind::Native,
+                &crate::template_catalog::TemplateCatalog::empty(),
             )
             .is_err(),
             "{bad}"

@@ -7,7 +7,7 @@ use crate::requests::{parse, CreateRequest, TimeoutRequest};
 use crate::secrets::{new_sandbox_id, new_token};
 use crate::service::sandboxes::{audit, create_session, timeout_ms};
 use crate::state::AppState;
-use crate::template::{resolve_policy, template};
+use crate::template::{pick, resolve_policy};
 use crate::view::{self, SandboxView};
 use crate::ApiError;
 use airlock_sessions::SessionSpec;
@@ -25,10 +25,11 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<SandboxView>), ApiError> {
     let caller = require_key(&state, &headers)?;
     let mut req: CreateRequest = parse(&body, true)?;
-    let (template, cwd) = template(req.template.as_deref())?;
+    let (template, cwd, root) = pick(req.template.as_deref(), &state.templates)?;
     req.check()?;
     let timeout_ms = req.timeout.map(timeout_ms).transpose()?;
-    let policy = resolve_policy(&mut req, cwd, state.default_backend)?;
+    let mut policy = resolve_policy(&mut req, &cwd, state.default_backend)?;
+    crate::template::apply(&mut policy, &root)?;
     state
         .backends
         .select(policy.backend)

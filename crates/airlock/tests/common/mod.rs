@@ -70,16 +70,36 @@ pub fn run_sh(cwd: &Path, flags: &[&str], script: &str) -> Run {
     airlock(cwd, &args)
 }
 
-/// Runs `airlock <args>` in `cwd`, stdin from /dev/null. When `AIRLOCK_TEST_BACKEND` is set, an
-/// `airlock run` that names no backend of its own (no `--backend`, no `--policy` file) gets
-/// `--backend` of [`test_backend_kind`].
-pub fn airlock(cwd: &Path, args: &[&str]) -> Run {
+/// The template the suites' boxes start from (`AIRLOCK_TEST_TEMPLATE=NAME`, a template in the
+/// default data dir), or `None` for `host`.
+pub fn test_template() -> Option<String> {
+    std::env::var("AIRLOCK_TEST_TEMPLATE")
+        .ok()
+        .filter(|t| !t.is_empty() && t != "host")
+}
+
+/// `args` of an `airlock run` with `--template` added when the suite runs on a template. Not for
+/// full-access boxes: they show the host's own filesystem, so there is no root to replace.
+pub fn with_test_template<'a>(args: &[&'a str], template: &'a Option<String>) -> Vec<&'a str> {
+    let mut all = args.to_vec();
+    if let (Some(t), Some(&"run")) = (template, args.first()) {
+        if !args.contains(&"full-access") {
+            all.splice(1..1, ["--template", t.as_str()]);
+        }
+    }
+    all
+}
+
+/// `args` of an `airlock` invocation as the shared suites run it. When `AIRLOCK_TEST_BACKEND` is
+/// set, an `airlock run` that names no backend of its own (no `--backend`, no `--policy` file,
+/// which may name one: that is what such a test is about) gets `--backend` of
+/// [`test_backend_kind`]; with `AIRLOCK_TEST_TEMPLATE`, it gets `--template` too.
+pub fn test_run_args(args: &[&str]) -> Vec<String> {
     let backend = test_backend_kind().to_string();
     let mut all: Vec<&str> = args.to_vec();
-    let own_flags = all.iter().take_while(|a| **a != "--");
-    // A policy file may name its own backend: that is what such a test is about.
-    let names_backend = own_flags
-        .clone()
+    let names_backend = all
+        .iter()
+        .take_while(|a| **a != "--")
         .any(|a| a.starts_with("--backend") || a.starts_with("--policy"));
     if std::env::var_os("AIRLOCK_TEST_BACKEND").is_some()
         && all.first() == Some(&"run")
@@ -87,8 +107,17 @@ pub fn airlock(cwd: &Path, args: &[&str]) -> Run {
     {
         all.splice(1..1, ["--backend", backend.as_str()]);
     }
+    let template = test_template();
+    with_test_template(&all, &template)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs `airlock <args>` in `cwd` (as [`test_run_args`] makes them), stdin from /dev/null.
+pub fn airlock(cwd: &Path, args: &[&str]) -> Run {
     let out = Command::new(airlock_bin())
-        .args(&all)
+        .args(test_run_args(args))
         .current_dir(cwd)
         .stdin(Stdio::null())
         .output()
