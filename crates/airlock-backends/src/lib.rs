@@ -21,7 +21,10 @@ impl BackendConfig {
 
 /// Every backend built into this airlock (whether this host can run it is each one's `probe`).
 pub fn built_in(config: &BackendConfig) -> Backends {
-    Backends::new(vec![Arc::new(airlock_native::NativeBackend::new(
-        config.airlock_exe.clone(),
-    ))])
+    Backends::new(vec![
+        Arc::new(airlock_native::NativeBackend::new(
+            config.airlock_exe.clone(),
+        )),
+        Arc::new(airlock_microvm::MicrovmBackend::beside(&config.airlock_exe)),
+    ])
 }

@@ -82,7 +82,7 @@ fn refuse(control: &OwnedFd, message: String) {
 }
 
 /// The proxy's event as the seam's typed value (the same JSON object as the proxy's own).
-pub(crate) fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
+pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
     NetworkEvent {
         time_ms: u64::try_from(e.time_ms).unwrap_or(u64::MAX),
         protocol: match e.protocol {
