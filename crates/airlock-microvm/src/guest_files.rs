@@ -74,7 +74,7 @@ impl GuestFiles {
             modules,
             init,
             agent,
-            cache: dir.join("cache"),
+            cache: cache_dir(dir),
         })
     }
 
@@ -93,6 +93,30 @@ impl GuestFiles {
         }
         Ok(found)
     }
+}
+
+/// Where built pieces are cached: `AIRLOCK_MICROVM_CACHE`, else `dir/cache` when this user can
+/// write there, else the user's own cache directory (an unprivileged airlock beside a root-owned
+/// build).
+fn cache_dir(dir: &Path) -> PathBuf {
+    if let Some(c) = std::env::var_os("AIRLOCK_MICROVM_CACHE") {
+        return PathBuf::from(c);
+    }
+    let own = dir.join("cache");
+    let writable = |p: &Path| {
+        std::fs::create_dir_all(p).is_ok()
+            && std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
+                // SAFETY: a valid NUL-terminated path.
+                .is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0)
+    };
+    if writable(&own) {
+        return own;
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("airlock").join("microvm")
 }
 
 fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {

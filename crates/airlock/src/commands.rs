@@ -161,6 +161,11 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
 
 fn cmd_run(args: RunArgs) -> Result<i32> {
     let policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
+    if policy.backend != airlock_policy::BackendKind::Native {
+        // The one-shot supervisor below is the native box's; never run a native box when
+        // another kind was asked for.
+        anyhow::bail!("airlock run --backend {} is not wired to that backend in this build (one-shot runs are native only); start a long-lived {} box through airlock serve or airlock mcp instead", policy.backend, policy.backend);
+    }
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
     }
@@ -266,6 +271,22 @@ fn cmd_receipt(args: ReceiptArgs) -> Result<i32> {
     } else {
         args.command.clone()
     };
+    if policy.backend != airlock_policy::BackendKind::Native {
+        let receipt = backends()?
+            .select(policy.backend)?
+            .plan(&policy, &airlock_runtime::backend::Template::Host)?;
+        if args.json {
+            let doc = serde_json::json!({ "policy": policy, "receipt": receipt });
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            println!(
+                "profile {} · network {} · backend {}",
+                policy.profile, policy.network, policy.backend
+            );
+            print!("{receipt}");
+        }
+        return Ok(0);
+    }
     let plan = BoxPlan::new(&policy, &argv, &[])?;
     if args.json {
         let doc = serde_json::json!({ "policy": policy, "receipt": plan.receipt, "rootfs": plan.spec.rootfs });

@@ -12,7 +12,7 @@ fn a_backend_that_is_not_built_is_refused_on_every_command_with_exit_125() {
     let ws = TempDir::new("backend-refused");
     let marker = ws.join("ran");
     let script = format!("touch {}", marker.display());
-    for kind in ["gvisor", "microvm", "wasm"] {
+    for kind in ["gvisor", "wasm"] {
         let r = airlock(
             ws.path(),
             &["run", "--backend", kind, "--", "sh", "-c", &script],
@@ -33,6 +33,22 @@ fn a_backend_that_is_not_built_is_refused_on_every_command_with_exit_125() {
             assert!(r.stderr.contains("not built yet"), "{args:?}: {}", r.stderr);
         }
     }
+    // microvm is built, but the one-shot `run` supervisor is native: it refuses rather than
+    // run a native box in its place.
+    let r = airlock(
+        ws.path(),
+        &["run", "--backend", "microvm", "--", "sh", "-c", &script],
+    );
+    assert_eq!(r.code, 125, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not wired to that backend"),
+        "{}",
+        r.stderr
+    );
+    assert!(!marker.exists(), "nothing ran");
+    let r = airlock(ws.path(), &["receipt", "--backend", "microvm"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("microVM"), "{}", r.stdout);
     let r = airlock(ws.path(), &["run", "--backend", "docker", "--", "true"]);
     assert_eq!(r.code, 125, "{}", r.stderr);
     assert!(
@@ -108,7 +124,7 @@ fn check_lists_every_backend_and_whether_it_can_run_here() {
         vec![
             ("native", "available"),
             ("gvisor", "not-built"),
-            ("microvm", "not-built"),
+            ("microvm", "available"),
             ("wasm", "not-built")
         ]
     );

@@ -726,7 +726,7 @@ fn a_restart_marks_the_old_boxes_ended_and_leaves_nothing_running() {
 fn a_backend_that_is_not_built_is_a_typed_400_and_native_is_the_default() {
     let data = TempDir::new("srv-backend");
     let s = Server::start(&data, &[], None);
-    for kind in ["gvisor", "microvm", "wasm"] {
+    for kind in ["gvisor", "wasm"] {
         let body = format!(r#"{{"backend": "{kind}"}}"#);
         let (status, v) = s.call("POST", "/v1/sandboxes", Some(&body));
         assert_eq!(
