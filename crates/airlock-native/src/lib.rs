@@ -24,14 +24,13 @@ mod proxy_channel;
 mod sandbox;
 mod sandbox_host;
 mod sentinel;
-mod signals;
 mod starter_pool;
 mod stdio;
 mod supervisor;
 #[cfg(test)]
 mod test_dir;
-mod tty;
 
+pub use airlock_runtime::attached::{RunOptions, StdinMode};
 pub use control::{ControlMessage, ControlReader};
 pub use native_backend::{probe_policy, NativeBackend};
 pub use output_file::{box_writable_roots, open_output, OutputFileError, OutputMode};
@@ -39,4 +38,4 @@ pub use placeholders::{create as create_placeholders, remove as remove_placehold
 pub use plan::{proxy_env, BoxPlan, PlanError, PROXY_PORT};
 pub use sandbox::{Sandbox, SandboxOptions};
 pub use sandbox_host::{network_event, sandbox_host_main};
-pub use supervisor::{run, RunError, RunOptions, StdinMode};
+pub use supervisor::{run, RunError};

@@ -3,8 +3,9 @@
 
 use crate::plan::BoxPlan;
 use airlock_policy::{BackendKind, ResolvedPolicy};
+use airlock_runtime::attached::RunOptions;
 use airlock_runtime::backend::{Backend, BackendError, BoxInstance, StartOptions, Template};
-use airlock_runtime::Receipt;
+use airlock_runtime::{Receipt, RunResult};
 use std::path::PathBuf;
 
 /// The native backend. `exe` is the airlock binary (it runs `exe sandbox-host` for each box).
@@ -83,5 +84,19 @@ impl Backend for NativeBackend {
         Ok(Box::new(crate::starter_pool::start(
             &self.exe, policy, opts,
         )?))
+    }
+
+    /// The native box supervises a one-shot command itself (no agent, no sandbox-host: the
+    /// command is the box's first process), which is what makes `airlock run` start in a few
+    /// milliseconds.
+    fn run_attached(
+        &self,
+        policy: &ResolvedPolicy,
+        template: &Template,
+        argv: &[String],
+        opts: &RunOptions,
+    ) -> Result<RunResult, BackendError> {
+        check_template(template)?;
+        crate::run(policy, argv, opts).map_err(|e| BackendError::Run(e.to_string()))
     }
 }

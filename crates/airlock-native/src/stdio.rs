@@ -1,8 +1,8 @@
 //! The box's standard input and output, as the supervisor sets them up.
 
-use crate::tty::{copy_winsize, is_tty, open_pty, RawMode};
 use crate::{RunError, RunOptions, StdinMode};
 use airlock_jail::spawn::StdioFds;
+use airlock_runtime::attached::tty::{copy_winsize, is_tty, open_pty, RawMode};
 use std::io;
 
 /// The box's stdio: a pty, or pipes for stdout/stderr plus airlock's stdin.

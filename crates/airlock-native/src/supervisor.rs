@@ -6,36 +6,16 @@ use crate::placeholders;
 use crate::plan::PlanError;
 use crate::sandbox_host::network_event;
 use crate::sentinel::Sentinel;
-use crate::signals::SignalGuard;
 use crate::stdio::BoxIo;
-use crate::tty::copy_winsize;
 use airlock_jail::cgroup::{BoxCgroup, CgroupError};
 use airlock_jail::spawn::{BoxMain, SpawnError, SpawnedBox};
 use airlock_jail::{write_all, StatusRecord};
 use airlock_policy::ResolvedPolicy;
+use airlock_runtime::attached::tty::copy_winsize;
+use airlock_runtime::attached::{RunOptions, SignalGuard};
 use airlock_runtime::{ChangeIssue, ChangesReport, Event, LimitHit, Receipt, RunResult};
 use std::io;
 use std::time::{Duration, Instant};
-
-/// What the box's stdin is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum StdinMode {
-    /// A pseudo-terminal when airlock's stdin is a terminal, else airlock's stdin itself.
-    #[default]
-    Auto,
-    /// /dev/null.
-    Null,
-}
-
-/// How to run.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    pub stdin: StdinMode,
-    /// A JSON-lines file that receives every network decision as it happens (proxied boxes).
-    pub audit: Option<std::path::PathBuf>,
-    /// A descriptor to read control messages from while the box runs (see `control`).
-    pub control_fd: Option<libc::c_int>,
-}
 
 /// Why a run could not happen (airlock's failure, exit status 125).
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +66,7 @@ fn run_planned(
     sentinel: &Sentinel,
     extra_covers: &[std::path::PathBuf],
 ) -> Result<RunResult, RunError> {
-    let signals = SignalGuard::block()?;
+    let signals = SignalGuard::block().map_err(RunError::Stdio)?;
     let io = BoxIo::new(opts)?;
     let launch = Launch {
         policy,

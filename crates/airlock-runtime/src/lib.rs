@@ -7,6 +7,7 @@
 //! `airlock-native`, behind the seam like any other backend.
 
 mod agent_client;
+pub mod attached;
 pub mod backend;
 mod channel;
 mod channel_process;

@@ -5,11 +5,12 @@ use crate::cli::{
     SandboxCommand, ServeArgs,
 };
 use crate::client;
-use airlock_native::{run, BoxPlan, RunOptions, StdinMode};
+use airlock_native::{BoxPlan, RunOptions, StdinMode};
 use airlock_policy::{
     parse_duration, parse_size, BackendKind, ChangesMode, DurationValue, PolicyFile, Profile,
     ResolveContext, ResolvedPolicy, SizeValue,
 };
+use airlock_runtime::backend::Template;
 use airlock_runtime::backend::{Availability, Backends};
 use airlock_runtime::{HostReport, RealHost, RunResult};
 use anyhow::{anyhow, Context, Result};
@@ -137,6 +138,12 @@ pub(crate) fn backends() -> Result<Backends> {
 /// how the workspace's writes reach the host, used when neither says.
 pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<ResolvedPolicy> {
     let mut file = policy_file(args)?;
+    // Only the native box has a change layer to apply; every other kind writes the workspace
+    // directly unless told otherwise (and refuses `apply` with a sentence when told).
+    let changes = match file.backend.unwrap_or_default() {
+        BackendKind::Native => changes,
+        _ => ChangesMode::Direct,
+    };
     file.filesystem.changes.get_or_insert(changes);
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     let env: BTreeMap<String, String> = std::env::vars_os()
@@ -161,11 +168,6 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
 
 fn cmd_run(args: RunArgs) -> Result<i32> {
     let policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
-    if policy.backend != airlock_policy::BackendKind::Native {
-        // The one-shot supervisor below is the native box's; never run a native box when
-        // another kind was asked for.
-        anyhow::bail!("airlock run --backend {} is not wired to that backend in this build (one-shot runs are native only); start a long-lived {} box through airlock serve or airlock mcp instead", policy.backend, policy.backend);
-    }
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
     }
@@ -200,7 +202,8 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         ),
         None => None,
     };
-    let outcome = run(&policy, &args.command, &opts);
+    let backend = backends()?.select(policy.backend)?;
+    let outcome = backend.run_attached(&policy, &Template::Host, &args.command, &opts);
     let result = match outcome {
         Ok(r) => r,
         Err(e) => {
@@ -312,8 +315,11 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
             host: &RealHost,
         },
     )?;
-    let res: std::result::Result<RunResult, _> = run(
+    let all = backends()?;
+    let native = all.select(BackendKind::Native)?;
+    let res: std::result::Result<RunResult, _> = native.run_attached(
         &policy,
+        &Template::Host,
         &["true".to_string()],
         &RunOptions {
             stdin: StdinMode::Null,
@@ -335,7 +341,7 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
         receipt,
         can_run,
         // The box above was the native probe; the other kinds are probed here.
-        backends: backends()?.report_with(|kind| {
+        backends: all.report_with(|kind| {
             (kind == BackendKind::Native).then(|| match (&error, can_run) {
                 (_, true) => Ok(()),
                 (Some(e), false) => Err(e.clone()),

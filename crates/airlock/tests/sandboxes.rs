@@ -5,13 +5,12 @@
 
 mod common;
 
-use airlock_native::NativeBackend;
 use airlock_policy::{resolve, PolicyFile, ResolveContext};
 use airlock_runtime::backend::{
     BackendError, NetDecision, NetworkEvent, NetworkSink, StartOptions, Template,
 };
 use airlock_runtime::{LiveSandbox, RealHost};
-use common::{airlock_bin, TempDir};
+use common::TempDir;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,6 +22,7 @@ fn policy_for(
     let env = BTreeMap::new();
     let mut file = PolicyFile {
         workspace: Some(ws.to_string_lossy().into_owned()),
+        backend: Some(common::test_backend_kind()),
         ..Default::default()
     };
     edit(&mut file);
@@ -46,8 +46,14 @@ fn remote_with(
     edit: impl FnOnce(&mut PolicyFile),
     opts: &StartOptions,
 ) -> LiveSandbox {
-    let backend = NativeBackend::new(airlock_bin());
-    LiveSandbox::start(&backend, &policy_for(ws, edit), &Template::Host, opts).unwrap()
+    let backend = common::test_backend();
+    LiveSandbox::start(
+        backend.as_ref(),
+        &policy_for(ws, edit),
+        &Template::Host,
+        opts,
+    )
+    .unwrap()
 }
 
 fn parent_of(pid: i32) -> i32 {
@@ -297,6 +303,7 @@ fn a_bad_policy_fails_cleanly() {
     let env = BTreeMap::new();
     let file = PolicyFile {
         workspace: Some(ws.path().to_string_lossy().into_owned()),
+        backend: Some(common::test_backend_kind()),
         ..Default::default()
     };
     let mut policy = resolve(
@@ -309,10 +316,15 @@ fn a_bad_policy_fails_cleanly() {
     )
     .unwrap();
     policy.cwd = "/does/not/exist".into();
-    let backend = NativeBackend::new(airlock_bin());
-    let err = LiveSandbox::start(&backend, &policy, &Template::Host, &StartOptions::default())
-        .err()
-        .expect("the box cannot start");
+    let backend = common::test_backend();
+    let err = LiveSandbox::start(
+        backend.as_ref(),
+        &policy,
+        &Template::Host,
+        &StartOptions::default(),
+    )
+    .err()
+    .expect("the box cannot start");
     assert!(err.to_string().contains("/does/not/exist"), "{err}");
 }
 

@@ -24,6 +24,9 @@ pub enum BackendError {
     /// The request was refused as invalid (what was wrong and how to fix it).
     #[error("{0}")]
     Invalid(String),
+    /// A one-shot run could not happen (the backend's own sentence, as it gave it).
+    #[error("{0}")]
+    Run(String),
     /// The box has ended; nothing more can be asked of it.
     #[error("the box has ended ({0})")]
     Ended(String),

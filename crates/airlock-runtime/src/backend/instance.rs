@@ -1,7 +1,8 @@
 //! The two halves of the seam: a [`Backend`] starts boxes, a [`BoxInstance`] is one running box.
 
 use super::{BackendError, NetworkEvent, Template, Usage};
-use crate::Receipt;
+use crate::attached::RunOptions;
+use crate::{Receipt, RunResult};
 use airlock_policy::{BackendKind, Egress, ResolvedPolicy};
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixStream;
@@ -65,6 +66,21 @@ pub trait Backend: Send + Sync {
         template: &Template,
         opts: &StartOptions,
     ) -> Result<Box<dyn BoxInstance>, BackendError>;
+
+    /// Runs one command in a new box, attached to airlock's own stdio (`airlock run`), and ends
+    /// the box. The default runs it through the box's agent ([`run_over_agent`]); a backend with a
+    /// faster one-shot path overrides it. An error is airlock's own failure (exit 125).
+    ///
+    /// [`run_over_agent`]: crate::attached::run_over_agent
+    fn run_attached(
+        &self,
+        policy: &ResolvedPolicy,
+        template: &Template,
+        argv: &[String],
+        opts: &RunOptions,
+    ) -> Result<RunResult, BackendError> {
+        crate::attached::run_over_agent(self, policy, template, argv, opts)
+    }
 }
 
 /// One running box. Dropping it (or [`BoxInstance::kill`]) ends the box and frees everything it

@@ -70,10 +70,21 @@ pub fn run_sh(cwd: &Path, flags: &[&str], script: &str) -> Run {
     airlock(cwd, &args)
 }
 
-/// Runs `airlock <args>` in `cwd`, stdin from /dev/null.
+/// Runs `airlock <args>` in `cwd`, stdin from /dev/null. When `AIRLOCK_TEST_BACKEND` is set, an
+/// `airlock run` that names no backend of its own gets `--backend` of [`test_backend_kind`].
 pub fn airlock(cwd: &Path, args: &[&str]) -> Run {
+    let backend = test_backend_kind().to_string();
+    let mut all: Vec<&str> = args.to_vec();
+    let own_flags = all.iter().take_while(|a| **a != "--");
+    let names_backend = own_flags.clone().any(|a| a.starts_with("--backend"));
+    if std::env::var_os("AIRLOCK_TEST_BACKEND").is_some()
+        && all.first() == Some(&"run")
+        && !names_backend
+    {
+        all.splice(1..1, ["--backend", backend.as_str()]);
+    }
     let out = Command::new(airlock_bin())
-        .args(args)
+        .args(&all)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .output()
@@ -390,4 +401,23 @@ pub fn alive(pid: i32) -> bool {
         && !stat
             .rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+}
+
+/// The kind of box the shared suites run against: `AIRLOCK_TEST_BACKEND` (`native` when unset).
+/// `scripts/test.sh` runs the suites once per built backend.
+pub fn test_backend_kind() -> airlock_policy::BackendKind {
+    match std::env::var("AIRLOCK_TEST_BACKEND") {
+        Err(_) => airlock_policy::BackendKind::Native,
+        Ok(s) => s
+            .parse()
+            .unwrap_or_else(|e| panic!("AIRLOCK_TEST_BACKEND={s:?}: {e}")),
+    }
+}
+
+/// The backend of [`test_backend_kind`], as `airlock` itself builds it.
+pub fn test_backend() -> std::sync::Arc<dyn airlock_runtime::backend::Backend> {
+    let kind = test_backend_kind();
+    airlock_backends::built_in(&airlock_backends::BackendConfig::new(airlock_bin()))
+        .select(kind)
+        .unwrap_or_else(|e| panic!("AIRLOCK_TEST_BACKEND={kind}: {e}"))
 }

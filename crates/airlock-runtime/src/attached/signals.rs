@@ -1,11 +1,10 @@
 //! Signals airlock forwards to the box.
 
-use crate::RunError;
 use std::io;
 
-/// Blocks the signals airlock forwards (read through a signalfd) and restores the mask on drop.
-pub(crate) struct SignalGuard {
-    pub(crate) fd: libc::c_int,
+/// Blocks the signals airlock forwards (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH) (read through a signalfd) and restores the mask on drop.
+pub struct SignalGuard {
+    pub fd: libc::c_int,
     old: libc::sigset_t,
 }
 
@@ -18,7 +17,7 @@ const FORWARD: &[libc::c_int] = &[
 ];
 
 impl SignalGuard {
-    pub(crate) fn block() -> Result<SignalGuard, RunError> {
+    pub fn block() -> io::Result<SignalGuard> {
         // SAFETY: sigset_t values are plain data initialised by sigemptyset.
         let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
         // SAFETY: as above.
@@ -37,12 +36,12 @@ impl SignalGuard {
             let e = io::Error::last_os_error();
             // SAFETY: restoring the previous mask.
             unsafe { libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-            return Err(RunError::Stdio(e));
+            return Err(e);
         }
         Ok(SignalGuard { fd, old })
     }
 
-    pub(crate) fn read(&self) -> Option<libc::c_int> {
+    pub fn read(&self) -> Option<libc::c_int> {
         // SAFETY: signalfd_siginfo is plain data.
         let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
         let size = std::mem::size_of::<libc::signalfd_siginfo>();
