@@ -13,6 +13,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// How many template snapshots (one per VM layout, ~90-170 MiB each) the cache keeps.
+const WARM_KEEP: usize = 4;
+
 /// The QEMU binary used unless `AIRLOCK_MICROVM_QEMU` names another.
 const QEMU: &str = "qemu-system-x86_64";
 
@@ -94,6 +97,7 @@ impl MicrovmBackend {
     fn ready_vm(files: &GuestFiles, spec: &VmSpec) -> Result<Ready, MicrovmError> {
         let warm = Self::warm_path(files, spec);
         if warm.is_file() {
+            crate::cache::touch(&warm);
             let started = std::time::Instant::now();
             match boot::start_vm(spec, Some(snapshot::open(&warm)?)) {
                 Ok(vm) => {
@@ -116,6 +120,9 @@ impl MicrovmBackend {
         wait_line(&mut vm, INIT_WAITING, boot::BOOT_TIMEOUT)?;
         let booted = started.elapsed();
         let saved = snapshot::save(&mut vm, &warm, false).is_ok();
+        if let Some(dir) = warm.parent() {
+            crate::cache::prune(dir, ".vmstate", WARM_KEEP);
+        }
         Ok(Ready {
             vm,
             how: format!(
@@ -152,6 +159,19 @@ impl MicrovmBackend {
             opts,
             format!("restored from box snapshot {name}"),
         )
+    }
+
+    /// Removes the box snapshot `name` (a missing one is not an error).
+    pub fn remove_snapshot(&self, name: &str) -> Result<(), BackendError> {
+        let files = self.files()?;
+        let path = snapshot::path(&Self::snapshots(&files), name)?;
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BackendError::Host(format!(
+                "cannot remove the snapshot {}: {e}",
+                path.display()
+            ))),
+            _ => Ok(()),
+        }
     }
 
     fn snapshots(files: &GuestFiles) -> PathBuf {

@@ -32,3 +32,27 @@ pub fn commit(tmp: &Path, path: &Path) -> Result<(), MicrovmError> {
         MicrovmError::io(format!("cannot place {}", path.display()), e)
     })
 }
+
+/// Keeps the `keep` most recently used files of `dir` whose names end with `suffix`, removing
+/// the rest (template snapshots are large: the cache must not grow with every layout seen).
+pub fn prune(dir: &Path, suffix: &str, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut found: Vec<(std::time::SystemTime, std::path::PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    found.sort_by(|a, b| b.0.cmp(&a.0));
+    for (_, path) in found.into_iter().skip(keep) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Marks `path` as just used (for [`prune`]).
+pub fn touch(path: &Path) {
+    if let Ok(f) = std::fs::File::options().append(true).open(path) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}

@@ -49,10 +49,12 @@ pub fn cached(files: &GuestFiles) -> Result<PathBuf, MicrovmError> {
     let digest = hex(&hash.finalize()[..12]);
     let path = files.cache.join(format!("initramfs-{digest}.cpio"));
     if path.is_file() {
+        crate::cache::touch(&path);
         return Ok(path);
     }
     let archive = newc(&entries);
     crate::cache::put(&path, &archive)?;
+    crate::cache::prune(&files.cache, ".cpio", 2);
     Ok(path)
 }
 

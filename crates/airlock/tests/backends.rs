@@ -34,10 +34,20 @@ fn a_backend_that_is_not_built_is_refused_on_every_command_with_exit_125() {
         }
     }
     // microvm is built: `run` starts a VM (its own kernel), never a native box in its place.
-    let r = airlock(ws.path(), &["run", "--backend", "microvm", "--", "uname", "-v"]);
+    let r = airlock(
+        ws.path(),
+        &["run", "--backend", "microvm", "--", "uname", "-v"],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let host = std::process::Command::new("uname").arg("-v").output().unwrap();
-    assert_ne!(r.stdout, String::from_utf8_lossy(&host.stdout), "ran on the host's kernel");
+    let host = std::process::Command::new("uname")
+        .arg("-v")
+        .output()
+        .unwrap();
+    assert_ne!(
+        r.stdout,
+        String::from_utf8_lossy(&host.stdout),
+        "ran on the host's kernel"
+    );
     let r = airlock(ws.path(), &["receipt", "--backend", "microvm"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("microVM"), "{}", r.stdout);

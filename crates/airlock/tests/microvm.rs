@@ -458,6 +458,7 @@ fn a_snapshot_restores_a_box_with_its_processes_and_files_intact() {
     );
     assert_eq!((out.as_str(), code), ("state-before\nalive\n", Some(0)));
     r.kill();
+    b.remove_snapshot(&name).unwrap();
     // A box with host directories mounted says why it cannot be snapshotted.
     let ws2 = TempDir::new("mvm-snap-host");
     let instance = b

@@ -64,14 +64,11 @@ fn confine_and_exec(cfg: &GuestConfig, conn: RawFd) -> Result<()> {
         "cannot enter the box's root".into()
     })?;
     let cwd = cstr(&cfg.cwd)?;
-    let slash = cstr("/")?;
-    // SAFETY: valid paths; the box's cwd may be missing, then / is used.
-    if unsafe { libc::chdir(cwd.as_ptr()) } == -1 {
-        // SAFETY: a valid path.
-        cvt(unsafe { libc::chdir(slash.as_ptr()) }, || {
-            "cannot enter /".into()
-        })?;
-    }
+    // SAFETY: a valid path (checked to exist before the fork).
+    let ret = unsafe { libc::chdir(cwd.as_ptr()) };
+    cvt(ret, || {
+        format!("cannot enter the working directory {}", cfg.cwd)
+    })?;
     limit(libc::RLIMIT_NOFILE, cfg.open_files)?;
     limit(libc::RLIMIT_FSIZE, cfg.file_size)?;
     drop_privileges(cfg.uid, cfg.gid)?;

@@ -87,6 +87,12 @@ fn bad(what: &str) -> InitError {
 /// Builds the box and starts the agent; its pid.
 fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
     rootfs::build(cfg)?;
+    if !std::path::Path::new(&format!("{}{}", rootfs::NEW_ROOT, cfg.cwd)).is_dir() {
+        return Err(bad(&format!(
+            "the working directory {} does not exist in the box: give one inside the workspace or a grant",
+            cfg.cwd
+        )));
+    }
     if let Some(max) = cfg.pids {
         mkdir_all("/cgroup")?;
         mount(
