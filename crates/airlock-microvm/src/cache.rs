@@ -44,7 +44,7 @@ pub fn prune(dir: &Path, suffix: &str, keep: usize) {
         .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .collect();
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
     for (_, path) in found.into_iter().skip(keep) {
         let _ = std::fs::remove_file(path);
     }
