@@ -1166,9 +1166,16 @@ fn the_box_cannot_go_around_the_proxy() {
         "LISTENING True",
         "the box's own server did not start"
     );
+    let inbox = match common::test_backend_kind() {
+        // A VM's loopback is its own kernel's: a server the box runs there is the box talking
+        // to itself, and nothing behind it reaches the host (the door is the only exit).
+        // Native boxes share nothing either, but Landlock refuses such connects outright.
+        airlock_policy::BackendKind::Microvm => "INBOX connected",
+        _ => "INBOX EACCES",
+    };
     assert_eq!(
         line("INBOX"),
-        "INBOX EACCES",
+        inbox,
         "TCP connect to a non-proxy port inside the box"
     );
     assert_eq!(
