@@ -48,10 +48,10 @@ pub struct GuestConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum GuestRoot {
-    /// The host's system directories (9p tag `usr`, read-only), its selected `/etc` entries
-    /// (9p tag `etc`, read-only, only `etc` entries bound) and the host's top-level links.
+    /// The host's system directories (9p tag `usr`, read-only), the box's `/etc` staged by the
+    /// host (9p tag `etc`, read-only: the selected host entries and the identity files) and the
+    /// host's top-level links.
     Host {
-        etc: Vec<String>,
         /// Top-level symlinks to replicate (`bin` → `usr/bin`).
         links: Vec<(String, String)>,
     },

@@ -70,7 +70,7 @@ impl MicrovmBackend {
                 Some((image::cached(&files.cache, t)?, image::FSTYPE.to_string()))
             }
         };
-        let plan = box_plan::plan(policy, template, image)?;
+        let plan = box_plan::plan(policy, template, image, &files.cache)?;
         let initramfs = initramfs::cached(&files)?;
         let spec = VmSpec {
             qemu: self.qemu.clone(),

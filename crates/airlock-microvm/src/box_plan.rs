@@ -19,43 +19,6 @@ pub const MIN_MEMORY_MIB: u64 = 128;
 /// The most vCPUs a box may ask for.
 const MAX_VCPUS: u32 = 16;
 
-/// Host `/etc` entries shown in a host-template box (the native box's list: what loaders,
-/// TLS, locales and interpreters need; no credentials).
-pub const ETC_ENTRIES: &[&str] = &[
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "alternatives",
-    "ssl",
-    "ca-certificates",
-    "ca-certificates.conf",
-    "localtime",
-    "timezone",
-    "nsswitch.conf",
-    "protocols",
-    "services",
-    "mime.types",
-    "magic",
-    "magic.mime",
-    "inputrc",
-    "bash.bashrc",
-    "profile",
-    "terminfo",
-    "gai.conf",
-    "host.conf",
-    "os-release",
-    "debian_version",
-    "python3",
-    "python3.11",
-    "python3.12",
-    "python3.13",
-    "perl",
-    "manpath.config",
-    "locale.alias",
-    "matplotlibrc",
-    "fonts",
-];
-
 /// The VM a box needs.
 #[derive(Debug, Clone)]
 pub struct BoxPlan {
@@ -80,6 +43,7 @@ pub fn plan(
     policy: &ResolvedPolicy,
     template: &Template,
     image: Option<(PathBuf, String)>,
+    cache: &Path,
 ) -> Result<BoxPlan, MicrovmError> {
     let FilesystemPolicy::Isolated {
         workspace,
@@ -119,14 +83,16 @@ pub fn plan(
                 host: "/usr".into(),
                 read_only: true,
             });
+            // SAFETY: geteuid and getegid cannot fail.
+            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+            let etc = crate::etc_stage::staged(cache, INSIDE_USER, uid, gid, INSIDE_HOME)?;
             shares.push(Share {
                 tag: "etc".into(),
-                host: "/etc".into(),
+                host: etc,
                 read_only: true,
             });
             (
                 GuestRoot::Host {
-                    etc: ETC_ENTRIES.iter().map(|s| s.to_string()).collect(),
                     links: host_links(),
                 },
                 None,

@@ -13,6 +13,7 @@ mod cache;
 mod door;
 mod egress;
 mod error;
+mod etc_stage;
 mod guest_files;
 mod image;
 mod initramfs;

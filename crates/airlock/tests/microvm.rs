@@ -530,6 +530,21 @@ fn killing_airlock_kills_its_vms_and_leaves_nothing_behind() {
     assert_eq!(resp.into_string().unwrap(), "vm\n");
     let qemu = qemus_of(serve.pid());
     assert_eq!(qemu.len(), 1, "the server's VM: {qemu:?}");
+    // What QEMU exports: /usr read-only and a staged /etc, never the host's own /etc.
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", qemu[0])).unwrap();
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(
+        cmdline.contains("path=/usr,security_model=none,readonly=on"),
+        "{cmdline}"
+    );
+    assert!(
+        !cmdline.contains("path=/etc,") && !cmdline.contains("path=/,"),
+        "{cmdline}"
+    );
+    assert!(
+        !cmdline.contains("-netdev") && !cmdline.contains("-nic"),
+        "{cmdline}"
+    );
     // SAFETY: SIGKILL to the server this test started.
     unsafe { libc::kill(serve.pid(), libc::SIGKILL) };
     assert!(

@@ -3,7 +3,7 @@
 //! the shares, the protected and denied paths. Nothing of the initramfs (the agent's port, the
 //! modules, the disk devices) is reachable from inside it.
 
-use super::sys::{bind, mkdir_all, mount, umount, write_file, Result};
+use super::sys::{bind, mkdir_all, mount, write_file, Result};
 use crate::config::{GuestConfig, GuestRoot};
 use std::path::Path;
 
@@ -15,8 +15,6 @@ const AGENT: &str = "/airlock-agent";
 
 /// Where the box's root is built (the agent is chrooted into it).
 pub const NEW_ROOT: &str = "/newroot";
-/// Host `/etc` share, mounted only while its selected entries are bound.
-const HOST_ETC: &str = "/hostetc";
 /// The read-only image and the writable layer of an image root.
 const LOWER: &str = "/lower";
 const UPPER: &str = "/upper";
@@ -50,10 +48,13 @@ fn tmpfs(target: &str, bytes: u64, mode: &str) -> Result<()> {
 /// Builds the whole root.
 pub fn build(cfg: &GuestConfig) -> Result<()> {
     match &cfg.root {
-        GuestRoot::Host { etc, links } => host_root(cfg, etc, links)?,
+        GuestRoot::Host { links } => host_root(cfg, links)?,
         GuestRoot::Disk { fstype } => disk_root(cfg, fstype)?,
     }
-    identity(cfg)?;
+    if matches!(cfg.root, GuestRoot::Disk { .. }) {
+        // The host stages a host root's /etc with these files; an image's own /etc gets them.
+        identity(cfg)?;
+    }
     write_file(&r(AGENT_INSIDE), b"")?;
     bind(AGENT, &r(AGENT_INSIDE), true)?;
     devices()?;
@@ -98,51 +99,25 @@ pub fn build(cfg: &GuestConfig) -> Result<()> {
     Ok(())
 }
 
-fn host_root(cfg: &GuestConfig, etc: &[String], links: &[(String, String)]) -> Result<()> {
+fn host_root(cfg: &GuestConfig, links: &[(String, String)]) -> Result<()> {
     tmpfs(NEW_ROOT, cfg.disk_bytes, "0755")?;
-    mkdir_all(&r("/usr"))?;
-    mount(
-        "usr",
-        &r("/usr"),
-        "9p",
-        libc::MS_RDONLY | libc::MS_NODEV,
-        Some("trans=virtio,version=9p2000.L,msize=262144,cache=loose"),
-    )?;
+    let opts = "trans=virtio,version=9p2000.L,msize=262144,cache=loose";
+    for (tag, at) in [("usr", "/usr"), ("etc", "/etc")] {
+        mkdir_all(&r(at))?;
+        mount(
+            tag,
+            &r(at),
+            "9p",
+            libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID,
+            Some(opts),
+        )?;
+    }
     for (link, target) in links {
         std::os::unix::fs::symlink(target, r(link)).map_err(super::sys::io_err(format!(
             "cannot link {link} to {target}"
         )))?;
     }
-    mkdir_all(HOST_ETC)?;
-    mount(
-        "etc",
-        HOST_ETC,
-        "9p",
-        libc::MS_RDONLY | libc::MS_NODEV,
-        Some("trans=virtio,version=9p2000.L,cache=none"),
-    )?;
-    mkdir_all(&r("/etc"))?;
-    for entry in etc {
-        let host = format!("{HOST_ETC}/{entry}");
-        let target = r(&format!("/etc/{entry}"));
-        let Ok(meta) = std::fs::symlink_metadata(&host) else {
-            continue;
-        };
-        if meta.file_type().is_symlink() {
-            if let Ok(to) = std::fs::read_link(&host) {
-                let _ = std::os::unix::fs::symlink(to, &target);
-            }
-        } else if meta.is_dir() {
-            mkdir_all(&target)?;
-            bind(&host, &target, true)?;
-        } else {
-            let data = std::fs::read(&host)
-                .map_err(super::sys::io_err(format!("cannot read /etc/{entry}")))?;
-            write_file(&target, &data)?;
-        }
-    }
-    // The binds keep what they show; the share itself leaves the box's view.
-    umount(HOST_ETC)
+    Ok(())
 }
 
 fn disk_root(cfg: &GuestConfig, fstype: &str) -> Result<()> {

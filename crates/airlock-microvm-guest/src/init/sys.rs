@@ -73,13 +73,6 @@ pub fn bind(source: &str, target: &str, read_only: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn umount(target: &str) -> Result<()> {
-    let t = cstr(target)?;
-    // SAFETY: a valid NUL-terminated path.
-    let ret = unsafe { libc::umount2(t.as_ptr(), libc::MNT_DETACH) };
-    cvt(ret, || format!("cannot unmount {target}")).map(|_| ())
-}
-
 pub fn mkdir_all(path: &str) -> Result<()> {
     std::fs::create_dir_all(path).map_err(io_err(format!("cannot make directory {path}")))
 }
