@@ -565,3 +565,43 @@ fn killing_airlock_kills_its_vms_and_leaves_nothing_behind() {
         .collect();
     assert!(strays.is_empty(), "{strays:?}");
 }
+
+#[test]
+fn an_unprivileged_user_runs_a_microvm_box_with_its_own_uid_and_no_root() {
+    let (uid, gid, home) = common::ensure_test_user();
+    let (_bin_dir, bin) = common::binary_for_test_user("mvm-rootless-bin");
+    let ws = TempDir::new("mvm-rootless");
+    std::os::unix::fs::chown(ws.path(), Some(uid), Some(gid)).unwrap();
+    let guest = airlock_bin()
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("microvm");
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", common::TEST_USER, "--regid", common::TEST_USER, "--init-groups", "--"])
+        .arg(&bin)
+        .args(["run", "--backend", "microvm", "--", "sh", "-c"])
+        .arg("id -u; uname -r; echo mine > f; grep -c . /proc/self/status >/dev/null && grep CapEff /proc/self/status")
+        .current_dir(ws.path())
+        .env("HOME", &home)
+        .env("AIRLOCK_MICROVM_DIR", &guest)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], uid.to_string(), "{stdout}");
+    assert_eq!(lines[1], guest_release(), "{stdout}");
+    assert_eq!(lines[2], "CapEff:\t0000000000000000", "{stdout}");
+    // The box's file is the caller's, as the caller wrote it.
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(ws.join("f")).unwrap();
+    assert_eq!(
+        (meta.uid(), std::fs::read(ws.join("f")).unwrap()),
+        (uid, b"mine\n".to_vec())
+    );
+    // The VM ran as the user: QEMU's cache went to the user's home, not the build's.
+    assert!(Path::new(&home).join(".cache/airlock/microvm").is_dir());
+}
