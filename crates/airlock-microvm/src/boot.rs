@@ -21,7 +21,9 @@ const RESTORE_TIMEOUT: Duration = Duration::from_secs(60);
 /// A VM whose init waits for its config (booted cold, or restored from a template snapshot).
 pub fn start_vm(spec: &VmSpec, snapshot: Option<std::fs::File>) -> Result<Vm, MicrovmError> {
     let restoring = snapshot.is_some();
+    let t = std::time::Instant::now();
     let mut vm = Vm::spawn(spec, snapshot)?;
+    trace("QEMU up (monitor greeted)", t);
     if restoring {
         let loaded = vm
             .qmp
@@ -33,8 +35,19 @@ pub fn start_vm(spec: &VmSpec, snapshot: Option<std::fs::File>) -> Result<Vm, Mi
                 vm.console_tail()
             )));
         }
+        trace("snapshot loaded and running", t);
     }
     Ok(vm)
+}
+
+/// With `AIRLOCK_MICROVM_TRACE` set, prints how long a start phase took (for benchmarks).
+pub fn trace(what: &str, since: std::time::Instant) {
+    if std::env::var_os("AIRLOCK_MICROVM_TRACE").is_some() {
+        eprintln!(
+            "airlock microvm: {what}: {} ms",
+            since.elapsed().as_millis()
+        );
+    }
 }
 
 /// Sends the config, waits for the box, and greets the agent; the agent's stream.
@@ -52,6 +65,7 @@ pub fn configure(
     stream
         .write_all(&line)
         .map_err(|e| MicrovmError::io("cannot send the box's config to the guest", e))?;
+    let t = std::time::Instant::now();
     let answer = read_line(&mut stream, timeout).map_err(|e| {
         MicrovmError::Boot(format!(
             "{e}; the guest's console said: {}",
@@ -62,12 +76,14 @@ pub fn configure(
         let said = answer.strip_prefix("error: ").unwrap_or(&answer);
         return Err(MicrovmError::Guest(said.to_string()));
     }
+    trace("guest built the box", t);
     let client = AgentClient::connect(stream, HELLO_TIMEOUT).map_err(|e| {
         MicrovmError::Boot(format!(
             "the guest's agent did not greet: {e}; console: {}",
             vm.console_tail()
         ))
     })?;
+    trace("agent greeted", t);
     client
         .into_stream()
         .ok_or_else(|| MicrovmError::Boot("the agent's connection cannot be handed over".into()))
