@@ -23,6 +23,7 @@ const QEMU: &str = "qemu-system-x86_64";
 pub struct MicrovmBackend {
     dir: PathBuf,
     qemu: PathBuf,
+    pool: crate::warm_pool::WarmPool,
 }
 
 /// A VM ready for its config, and how it got there.
@@ -36,7 +37,11 @@ impl MicrovmBackend {
     pub fn new(dir: PathBuf) -> MicrovmBackend {
         let qemu = std::env::var_os("AIRLOCK_MICROVM_QEMU")
             .map_or_else(|| PathBuf::from(QEMU), PathBuf::from);
-        MicrovmBackend { dir, qemu }
+        MicrovmBackend {
+            dir,
+            qemu,
+            pool: crate::warm_pool::WarmPool::default(),
+        }
     }
 
     /// The guest files of an airlock at `airlock_exe` (`target/<profile>/airlock` →
@@ -340,7 +345,21 @@ impl Backend for MicrovmBackend {
         plan.guest
             .protect
             .extend(covers.iter().map(|c| c.to_string_lossy().into_owned()));
-        let ready = Self::ready_vm(&files, &spec)?;
+        let ready = match self.pool.take(&spec) {
+            Some(vm) => Ready {
+                vm,
+                how: "taken from the warm pool (restored ahead of time, no boot)".into(),
+            },
+            None => Self::ready_vm(&files, &spec)?,
+        };
+        {
+            let (files, spec2) = (files.clone(), spec.clone());
+            self.pool.refill(&spec, move || {
+                let warm = Self::warm_path(&files, &spec2);
+                let file = snapshot::open(&warm).ok()?;
+                boot::start_vm(&spec2, Some(file)).ok()
+            });
+        }
         let plan_copy = plan.clone();
         self.finish(
             ready.vm,

@@ -122,3 +122,10 @@ fn read_line(stream: &mut UnixStream, timeout: Duration) -> Result<String, Strin
     stream.set_read_timeout(None).map_err(|e| e.to_string())?;
     Ok(String::from_utf8_lossy(&line).into_owned())
 }
+
+/// With `AIRLOCK_MICROVM_TRACE` set, prints `what`.
+pub fn trace_note(what: &str) {
+    if std::env::var_os("AIRLOCK_MICROVM_TRACE").is_some() {
+        eprintln!("airlock microvm: {what}");
+    }
+}

@@ -24,6 +24,7 @@ mod snapshot;
 mod starter;
 mod usage;
 mod vm;
+mod warm_pool;
 
 pub use backend::MicrovmBackend;
 pub use error::MicrovmError;
