@@ -79,6 +79,10 @@ cargo test --workspace --locked 2>&1 | tee "$log"
 # The agent's suites again, over the standalone executable (`airlock-agent --fd 3`) instead of
 # a forked `serve`: how boxes that airlock does not fork get their agent.
 AIRLOCK_AGENT_CONNECTION=exec cargo test -p airlock-agent --locked --tests 2>&1 | tee -a "$log"
+# The shared suites (library contract, attached runs, escapes, the proxy) again against the
+# microVM backend, under TCG here (its VMs restore from template snapshots, so this is minutes).
+AIRLOCK_TEST_BACKEND=microvm cargo test -p airlock --locked --test sandboxes --test attached \
+  --test attacks --test network 2>&1 | tee -a "$log"
 # One closing line for the whole workspace (cargo prints one per test binary, the last being the
 # doc tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
