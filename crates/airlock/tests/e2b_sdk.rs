@@ -324,6 +324,11 @@ fn the_current_python_suite_passes_against_microvm_boxes() {
     suite
         .extra_env
         .push(("AIRLOCK_E2B_BOX_UID", uid.to_string()));
+    if uid == 0 {
+        suite
+            .extra_env
+            .push(("AIRLOCK_E2B_BOX_OWNER", "root".into()));
+    }
     let data = TempDir::new("e2b-sdk-microvm");
     let serve = ServeProcess::start(data.path(), &["--backend", "microvm"]);
     let key = e2b_key(&serve);
