@@ -60,6 +60,21 @@ impl Connection {
 
     pub(crate) fn reply(&mut self, reply: &Reply) {
         match reply.encode() {
+            Ok(body) if body.len() > airlock_protocol::MAX_BODY => {
+                // Dropping it would leave the caller waiting forever: answer, with what to do.
+                let too_big = Reply::error(
+                    reply.id,
+                    ErrorCode::Limit,
+                    format!(
+                        "the answer would be {} bytes, over the {}-byte limit of one reply: ask for less (a smaller depth, or one sub-directory at a time)",
+                        body.len(),
+                        airlock_protocol::MAX_BODY
+                    ),
+                );
+                if let Ok(body) = too_big.encode() {
+                    self.queue_control(FrameKind::Reply, body);
+                }
+            }
             Ok(body) => self.queue_control(FrameKind::Reply, body),
             Err(e) => eprintln!("airlock-agent: could not encode a reply: {e}"),
         }

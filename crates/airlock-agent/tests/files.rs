@@ -249,3 +249,33 @@ fn recursive_watch_sees_changes_in_new_subdirectories() {
     assert_eq!(err.code, ErrorCode::NotFound);
     assert_eq!(a.finish(), 0);
 }
+
+/// A listing whose answer would not fit in one reply frame gets an error reply naming the limit
+/// (it used to be dropped, and the caller waited until its own timeout).
+#[test]
+fn a_listing_too_large_for_one_reply_is_refused_not_dropped() {
+    let dir = scratch("biglist");
+    let long = "n".repeat(150);
+    for i in 0..5000 {
+        std::fs::write(dir.join(format!("{long}-{i:05}")), b"").unwrap();
+    }
+    let mut a = start();
+    let c = &mut a.client;
+    let err = c
+        .call(Op::ListDir {
+            path: dir.display().to_string(),
+            depth: 1,
+        })
+        .body::<ListDirReply>()
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::Limit, "{err:?}");
+    assert!(err.message.contains("smaller depth"), "{}", err.message);
+    // The connection is still good for the next request.
+    let s: Entry = c
+        .call(Op::Stat {
+            path: dir.join(format!("{long}-00001")).display().to_string(),
+        })
+        .body()
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(s.kind, EntryKind::File);
+}

@@ -137,7 +137,7 @@ pub fn send_with_fds(channel: libc::c_int, payload: &[u8], fds: &[libc::c_int]) 
 }
 
 /// The most descriptors one message carries.
-pub const MAX_FDS: usize = 4;
+pub const MAX_FDS: usize = 64;
 
 /// Receives one message into `buf` and the descriptor attached to it, if any (close-on-exec).
 /// `Ok((0, None))` means the peer closed the channel.

@@ -44,9 +44,14 @@ pub struct EgressPlan {
     pub byte_budget: Option<u64>,
 }
 
+/// The loopback names a proxied box reaches directly, never through the proxy: the box's own
+/// loopback (its network namespace's), where its dev servers, databases and daemons listen.
+pub const NO_PROXY: &str = "localhost,127.0.0.1,::1";
+
 /// What tools inside a proxied box need to find the proxy: the usual variables (upper and lower
-/// case), SOCKS with remote DNS for ALL_PROXY, an empty NO_PROXY (so `localhost` is not silently
-/// sent direct, where nothing answers), and the settings npm, pip and Java read.
+/// case), SOCKS with remote DNS for ALL_PROXY, NO_PROXY naming the box's own loopback (which is
+/// not the host's: the box has a network namespace of its own), and the settings npm, pip and
+/// Java read.
 pub fn proxy_env() -> Vec<(String, String)> {
     let http = format!("http://127.0.0.1:{PROXY_PORT}");
     let socks = format!("socks5h://127.0.0.1:{PROXY_PORT}");
@@ -55,7 +60,7 @@ pub fn proxy_env() -> Vec<(String, String)> {
         ("HTTP_PROXY", &http),
         ("HTTPS_PROXY", &http),
         ("ALL_PROXY", &socks),
-        ("NO_PROXY", &String::new()),
+        ("NO_PROXY", &NO_PROXY.to_string()),
         ("npm_config_proxy", &http),
         ("npm_config_https_proxy", &http),
         ("PIP_PROXY", &http),
@@ -67,7 +72,7 @@ pub fn proxy_env() -> Vec<(String, String)> {
     }
     env.push((
         "JAVA_TOOL_OPTIONS".into(),
-        format!("-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort={PROXY_PORT} -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort={PROXY_PORT} -Dhttp.nonProxyHosts="),
+        format!("-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort={PROXY_PORT} -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort={PROXY_PORT} -Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]"),
     ));
     env
 }
@@ -359,9 +364,11 @@ impl BoxPlan {
                     paths.push((m.inside.clone(), FsAccess::ReadWrite));
                 }
             }
-            // Proxied: TCP connect only to the proxy (ABI 4+); the network namespace already has
-            // no other route, this is defence in depth.
-            let tcp_connect_ports = (proxied && abi >= 4).then(|| vec![PROXY_PORT]);
+            // No TCP-port rule: a box with a network namespace reaches nothing but its own
+            // loopback (where the proxy's door is one listener among the box's own), and
+            // Landlock's rule is by port alone, so it would refuse the box's processes talking
+            // to each other (a dev server and its client) while protecting nothing more.
+            let tcp_connect_ports = None;
             let rules = LandlockRules {
                 paths,
                 tcp_connect_ports,
@@ -375,17 +382,12 @@ impl BoxPlan {
                 LayerStatus::Enforced,
                 format!("Landlock ABI {}", st.abi),
                 format!(
-                    "writes only to the writable mounts{}{}",
+                    "writes only to the writable mounts{}",
                     if st.scoped {
                         "; signals and abstract unix sockets scoped to the box"
                     } else {
                         ""
                     },
-                    if rules.tcp_connect_ports.is_some() {
-                        format!("; TCP connect only to the proxy port {PROXY_PORT}")
-                    } else {
-                        String::new()
-                    }
                 ),
             );
             Some(rules)
@@ -426,7 +428,7 @@ impl BoxPlan {
                     LayerStatus::Enforced,
                     format!("network namespace + egress proxy on 127.0.0.1:{PROXY_PORT} (outside the box)"),
                     format!(
-                        "{}; names resolved on the host, private/loopback/link-local/metadata addresses refused unless --allow-ip; at most {} connections{}",
+                        "{}; names resolved on the host, private/loopback/link-local/metadata addresses refused unless --allow-ip; at most {} connections{}; the box's own loopback is direct ({NO_PROXY}), the host's is not reachable",
                         grants.join(", "),
                         e.max_connections,
                         e.byte_budget.map(|b| format!(", {} in total", human(b))).unwrap_or_default()

@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 /// The longest message: a cgroup directory's path.
 const MAX_MESSAGE: usize = libc::PATH_MAX as usize + 64;
+/// The first line of a message that registers several placeholders.
+const BATCH_HEADER: &str = "placeholders";
 
 /// The supervisor's end of the sentinel's socket.
 pub struct Sentinel {
@@ -68,10 +70,32 @@ impl Sentinel {
     }
 
     /// Registers placeholders to remove if airlock dies, handing over their directories.
+    ///
+    /// They go in as few messages as the descriptor and size limits allow (each message wakes
+    /// the sentinel once): `placeholders\n<record>\n<record>…`, two descriptors per record.
     pub fn register_placeholders(&self, made: &[Placeholder]) {
+        let mut batch = String::from(BATCH_HEADER);
+        let mut fds: Vec<libc::c_int> = Vec::new();
         for p in made {
-            let record = format!("placeholder {}", p.entry.record());
-            self.send(&record, &p.entry.fds());
+            let record = p.entry.record();
+            if record.contains('\n') {
+                // Never split across lines: this one goes alone, in the one-record form.
+                self.send(&format!("placeholder {record}"), &p.entry.fds());
+                continue;
+            }
+            let full = batch.len() + 1 + record.len() > MAX_MESSAGE
+                || fds.len() + 2 > airlock_jail::net::MAX_FDS;
+            if full && !fds.is_empty() {
+                self.send(&batch, &fds);
+                batch.truncate(BATCH_HEADER.len());
+                fds.clear();
+            }
+            batch.push('\n');
+            batch.push_str(&record);
+            fds.extend(p.entry.fds());
+        }
+        if !fds.is_empty() {
+            self.send(&batch, &fds);
         }
     }
 
@@ -129,7 +153,11 @@ fn sentinel_main(fd: libc::c_int) -> ! {
     let mut work = Work::default();
     let mut buf = vec![0u8; MAX_MESSAGE];
     loop {
-        match airlock_jail::net::recv_with_fds(channel.as_raw_fd(), &mut buf, 2) {
+        match airlock_jail::net::recv_with_fds(
+            channel.as_raw_fd(),
+            &mut buf,
+            airlock_jail::net::MAX_FDS,
+        ) {
             // End of file: airlock is gone (or closed its end after `done`).
             Ok((0, fds)) if fds.is_empty() => break,
             Ok((n, fds)) => {
@@ -176,6 +204,17 @@ impl Work {
             return Done::Yes;
         }
         let mut fds = fds.into_iter();
+        if let Some(records) = text.strip_prefix(BATCH_HEADER) {
+            for record in records.split('\n').skip(1) {
+                let (Some(parent), Some(pin)) = (fds.next(), fds.next()) else {
+                    break;
+                };
+                if let Some(entry) = MadeEntry::from_record(record, parent, pin) {
+                    self.placeholders.push(entry);
+                }
+            }
+            return Done::No;
+        }
         match (text.split_once(' '), fds.next(), fds.next()) {
             (Some(("cgroup", p)), None, None) => self.cgroups.push(PathBuf::from(p)),
             (Some(("placeholder", record)), Some(parent), Some(pin)) => {

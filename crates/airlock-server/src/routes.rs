@@ -10,6 +10,7 @@ pub(crate) mod sandboxes;
 use crate::state::AppState;
 use crate::ApiError;
 use axum::extract::DefaultBodyLimit;
+use axum::response::IntoResponse;
 use axum::routing::{delete, get, post};
 use axum::Router;
 
@@ -70,8 +71,13 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/sandboxes/{id}/contexts/{ctx}", delete(code::delete))
         .merge(crate::e2b::control_routes())
-        .fallback(|| async {
-            ApiError::NotFound("no such route; see GET /openapi.json for the API".into())
+        .fallback(|req: axum::extract::Request| async move {
+            if crate::e2b::is_native_path(req.uri().path()) {
+                ApiError::NotFound("no such route; see GET /openapi.json for the API".into())
+                    .into_response()
+            } else {
+                crate::e2b::unserved(req.method(), req.uri().path())
+            }
         })
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(

@@ -62,6 +62,15 @@ pub fn resolve_policy(
     };
     let mut policy = airlock_policy::resolve(&file, &ctx)
         .map_err(|e| ApiError::Invalid(format!("the policy is refused: {e}")))?;
+    if policy.network == NetworkMode::Host {
+        // A server's boxes run code for API callers: the host's unfiltered network (its
+        // loopback services, the metadata address, the LAN) is never theirs to ask for.
+        return Err(FieldError::new(
+            "policy.network.mode",
+            "\"host\" is refused over the API: a server's boxes never get the host's unfiltered network; use \"proxy\" with allow_domain for what the box may reach, or \"none\"",
+        )
+        .into());
+    }
     if policy.network == NetworkMode::Proxy {
         // The box's proxy parses these when the box starts; a bad one is the caller's error, so
         // it is refused here (400) rather than failing the box (500).

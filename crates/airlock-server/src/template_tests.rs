@@ -45,3 +45,24 @@ fn filesystem_grants_and_unknown_fields_are_refused() {
     assert!(parse::<CreateRequest>(b"{", false).is_err());
     assert!(parse::<CreateRequest>(b"", true).is_ok());
 }
+
+#[test]
+fn the_hosts_unfiltered_network_is_refused_over_the_api() {
+    let mut req: CreateRequest =
+        parse(br#"{"policy":{"network":{"mode":"host"}}}"#, false).unwrap();
+    let err = resolve_policy(&mut req, "/tmp", BackendKind::Native).unwrap_err();
+    assert_eq!(err.code(), "invalid");
+    let text = err.to_string();
+    assert!(
+        text.contains("policy.network.mode") && text.contains("proxy"),
+        "{text}"
+    );
+    for ok in ["none", "proxy"] {
+        let body = format!(r#"{{"policy":{{"network":{{"mode":"{ok}"}}}}}}"#);
+        let mut req: CreateRequest = parse(body.as_bytes(), false).unwrap();
+        assert!(
+            resolve_policy(&mut req, "/tmp", BackendKind::Native).is_ok(),
+            "{ok}"
+        );
+    }
+}

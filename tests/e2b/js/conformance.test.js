@@ -150,6 +150,19 @@ describe('commands', () => {
     })
   })
 
+  test('fast large output arrives whole', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      for (const n of [200_000, 1_000_000, 8_000_000]) {
+        let seen = 0
+        const r = await sbx.commands.run(`head -c ${n} /dev/zero | tr '\\0' a; echo end >&2`, { onStdout: (d) => { seen += d.length }, timeoutMs: 60_000 })
+        assert.equal(r.stdout.length, n)
+        assert.ok(/^a*$/.test(r.stdout))
+        assert.equal(seen, n)
+        assert.equal(r.stderr, 'end\n')
+      }
+    })
+  })
+
   test('per-command timeout', T, async () => {
     await withSandbox({}, async (sbx) => {
       const started = Date.now()
@@ -298,8 +311,9 @@ describe('network', () => {
       server.close()
     }
   }
+  // Through the proxy: `--noproxy ''` overrides NO_PROXY (which keeps loopback in the box).
   const fetchIn = async (sbx, url) =>
-    (await sbx.commands.run(`curl -sS --max-time 10 -o /tmp/body -w '%{http_code}' ${url}; echo " exit=$?"; cat /tmp/body 2>/dev/null; true`, { timeoutMs: 30_000 })).stdout
+    (await sbx.commands.run(`curl --noproxy '' -sS --max-time 10 -o /tmp/body -w '%{http_code}' ${url}; echo " exit=$?"; cat /tmp/body 2>/dev/null; true`, { timeoutMs: 30_000 })).stdout
 
   test('allowOut grants, allowInternetAccess=false and denyOut refuse', T, async () => {
     await withServer(async (url, secret, seen) => {
@@ -317,6 +331,32 @@ describe('network', () => {
         assert.ok(!out.includes(secret), out)
       })
       assert.equal(seen.length, 1, 'the denied sandboxes never reached the server')
+    })
+  })
+
+  test("in-box loopback works in every network mode and is the box's own", T, async () => {
+    await withServer(async (url, secret, seen) => {
+      const port = new URL(url).port
+      const script = [
+        'mkdir -p /tmp/www && echo box-own > /tmp/www/inbox.txt',
+        `python3 -m http.server ${port} --bind 127.0.0.1 --directory /tmp/www >/dev/null 2>&1 &`,
+        `hex=$(printf '0100007F:%04X' ${port})`,
+        `for _ in $(seq 100); do awk -v a="$hex" '$2 == a && $4 == "0A" {f=1} END {exit !f}' /proc/net/tcp && break; sleep 0.05; done`,
+        'echo "NO_PROXY=${NO_PROXY:-}"',
+        `got=$(curl -sS --max-time 10 http://127.0.0.1:${port}/inbox.txt); echo "by-address $got exit=$?"`,
+        `got=$(curl -sS --max-time 10 http://localhost:${port}/inbox.txt); echo "by-name $got exit=$?"`,
+        'kill %1',
+      ].join('\n')
+      for (const [opts, noProxy] of [[{}, 'localhost,127.0.0.1,::1'], [{ allowInternetAccess: false }, '']]) {
+        await withSandbox(opts, async (sbx) => {
+          const lines = (await sbx.commands.run(script, { timeoutMs: 30_000 })).stdout.split('\n')
+          assert.ok(lines.includes(`NO_PROXY=${noProxy}`), lines.join('\n'))
+          assert.ok(lines.includes('by-address box-own exit=0'), lines.join('\n'))
+          assert.ok(lines.includes('by-name box-own exit=0'), lines.join('\n'))
+          assert.ok(!lines.join('\n').includes(secret))
+        })
+      }
+      assert.equal(seen.length, 0, "the host's server on the same port saw nothing")
     })
   })
 })

@@ -166,3 +166,32 @@ async def wait_for(what, check, seconds=10.0, interval=0.1):
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"timed out after {seconds} s waiting until {what}")
         await asyncio.sleep(interval)
+
+
+async def raised_while_killed(sdk, sbx, call, after=1.5):
+    """Runs `call()` (an SDK call that lasts until the box ends) while the sandbox is killed
+    `after` seconds in, from elsewhere (another task or thread); returns what `call` raised."""
+    if sdk.is_async:
+        async def killer():
+            await asyncio.sleep(after)
+            await sdk.Sandbox.kill(sbx.sandbox_id)
+
+        task = asyncio.create_task(killer())
+        try:
+            await call()
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            raised = e
+        else:
+            raised = None
+        await task
+        return raised
+    timer = threading.Timer(after, lambda: sdk.Sandbox.kill(sbx.sandbox_id))
+    timer.start()
+    try:
+        call()
+    except Exception as e:  # noqa: BLE001
+        raised = e
+    else:
+        raised = None
+    timer.join()
+    return raised

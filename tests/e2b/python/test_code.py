@@ -3,6 +3,8 @@
 languages python, js and bash."""
 import base64
 
+from conftest import raised_while_killed
+
 
 async def test_state_persists_across_calls_and_text_is_the_last_value(sdk):
     async with sdk.sandbox(code=True) as sbx:
@@ -133,3 +135,13 @@ async def test_bash(sdk):
         errs = await sdk(sbx.run_code, "echo oops >&2", language="bash")
         assert errs.logs.stderr == ["oops\n"]
 
+
+
+async def test_killed_mid_run_code_is_the_sdks_sandbox_killed_error(sdk):
+    """A box killed during `run_code` drops the execution's stream, as E2B's kernel connection
+    drops with its sandbox: the SDK then raises its "sandbox was killed" timeout error, never an
+    execution that ended normally with an error inside it."""
+    async with sdk.sandbox(code=True) as sbx:
+        raised = await raised_while_killed(sdk, sbx, lambda: sbx.run_code("import time\nprint('started')\ntime.sleep(30)", timeout=50))
+        assert isinstance(raised, sdk.e2b.TimeoutException), repr(raised)
+        assert "The sandbox was killed while the request was in progress" in str(raised), repr(raised)

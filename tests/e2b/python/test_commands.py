@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import wait_for
+from conftest import raised_while_killed, wait_for
 
 
 async def test_run_captures_stdout_stderr_and_exit_code(sdk):
@@ -158,3 +158,33 @@ async def test_pty_create_input_and_resize(sdk):
         else:
             result = handle.wait()
         assert result.exit_code == 0
+
+
+async def test_fast_large_output_arrives_whole(sdk):
+    """Output written as fast as the box can (a build log, a `cat` of a data file) arrives whole,
+    in order, through the stream and the callback alike: nothing resets the connection."""
+    async with sdk.sandbox() as sbx:
+        for n in (200_000, 1_000_000, 8_000_000):
+            seen = []
+            result = await sdk(sbx.commands.run, f"head -c {n} /dev/zero | tr '\\0' a; echo end >&2", on_stdout=seen.append, timeout=60)
+            assert len(result.stdout) == n and result.stdout == "a" * n, (n, len(result.stdout))
+            assert sum(map(len, seen)) == n
+            assert result.stderr == "end\n"
+            assert result.exit_code == 0
+
+
+async def test_killed_mid_command_is_the_sdks_sandbox_killed_error(sdk):
+    """A box killed under a streaming command drops the stream (as envd's connection drops with
+    its sandbox), so the SDK probes the box and raises its "killed mid-request" error."""
+    async with sdk.sandbox() as sbx:
+        raised = await raised_while_killed(sdk, sbx, lambda: sbx.commands.run("echo started; sleep 30", timeout=50))
+        assert raised is not None, "the command ended normally although its sandbox was killed"
+        if hasattr(sdk.e2b, "SandboxNotRunningException"):
+            assert isinstance(raised, sdk.e2b.SandboxNotRunningException), repr(raised)
+            assert "The sandbox was killed or reached its end of life while the request was in flight" in str(raised), repr(raised)
+        else:
+            # e2b 2.45 makes any dropped stream a timeout; whether it probes the box first
+            # depends on how its transport reports the drop, so both of its wordings count.
+            assert isinstance(raised, sdk.e2b.TimeoutException), repr(raised)
+            assert "killed or reached its end of life" in str(raised) or "likely due to sandbox timeout" in str(raised), repr(raised)
+            assert "lost the sandbox" not in str(raised), "the stream ended with an error frame instead of dropping"

@@ -80,3 +80,28 @@ async def test_killed_sandbox_refuses_further_work(sdk):
         await sdk(sbx.commands.run, "echo never")
     with pytest.raises(sdk.e2b.SandboxException):
         await sdk(sbx.files.read, "/home/user/anything")
+
+
+async def test_unserved_e2b_routes_answer_501_in_e2bs_shape(sdk):
+    """Routes of E2B's API airlock does not serve (fork, snapshots, network updates, template
+    aliases) answer 501 as `{"code", "message"}`: the SDK raises its own error carrying the
+    message (it crashed with `KeyError: 'code'` on airlock's native error shape)."""
+    async with sdk.sandbox() as sbx:
+        calls = []
+        if hasattr(sbx, "update_network"):
+            calls.append(("update_network", lambda: sbx.update_network({"deny_out": ["192.0.2.1"]})))
+        if hasattr(sbx, "create_snapshot"):
+            calls.append(("create_snapshot", lambda: sbx.create_snapshot()))
+        if hasattr(sbx, "fork"):
+            calls.append(("fork", lambda: sbx.fork()))
+        assert calls, "this SDK has none of the unserved calls"
+        for name, call in calls:
+            with pytest.raises(sdk.e2b.SandboxException) as raised:
+                await sdk(call)
+            assert "not supported by airlock's E2B gateway" in str(raised.value), (name, raised.value)
+        if hasattr(sdk.e2b, "Template") and hasattr(sdk.e2b.Template, "alias_exists"):
+            with pytest.raises(sdk.e2b.SandboxException) as raised:
+                await sdk(sdk.e2b.Template.alias_exists, "some-alias")
+            assert "not supported" in str(raised.value), raised.value
+        # Still running: the refusals changed nothing.
+        assert await sdk(sbx.is_running) is True

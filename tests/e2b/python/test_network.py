@@ -7,9 +7,11 @@ server is reachable only through airlock's egress proxy, which refuses loopback 
 grants that address: the positive case (allow_out 127.0.0.1) proves the path works, so the
 denials below are real denials and not a broken setup."""
 
-# Fetches URL from inside the box the way ordinary code does (curl honours the proxy variables
-# airlock sets), prints the HTTP status and body; `curl` exits non-zero when it cannot connect.
-FETCH = "curl -sS --max-time 10 -o /tmp/body -w '%{{http_code}}' {url}; echo \" exit=$?\"; cat /tmp/body 2>/dev/null; true"
+# Fetches URL from inside the box through the egress proxy (curl honours the proxy variables
+# airlock sets; `--noproxy ''` overrides NO_PROXY, which sends loopback to the box's own loopback,
+# so that the host's server is asked for through the proxy), prints the HTTP status and body;
+# `curl` exits non-zero when it cannot connect.
+FETCH = "curl --noproxy '' -sS --max-time 10 -o /tmp/body -w '%{{http_code}}' {url}; echo \" exit=$?\"; cat /tmp/body 2>/dev/null; true"
 
 
 def refused(out):
@@ -59,7 +61,7 @@ async def test_default_network_refuses_loopback(sdk, loopback_server):
         assert refused(out), out
         assert loopback_server.requests == []
         assert loopback_server.secret not in out
-        headers = await sdk(sbx.commands.run, f"curl -sS --max-time 10 -D - -o /dev/null {loopback_server.url} || true", timeout=30)
+        headers = await sdk(sbx.commands.run, f"curl --noproxy '' -sS --max-time 10 -D - -o /dev/null {loopback_server.url} || true", timeout=30)
         assert headers.stdout.startswith("HTTP/1.1 403"), headers.stdout
         assert "x-airlock-denied" in headers.stdout.lower()
 
@@ -70,3 +72,31 @@ async def test_allow_out_of_another_address_does_not_grant_loopback(sdk, loopbac
         assert refused(out), out
         assert loopback_server.requests == []
         assert loopback_server.secret not in out
+
+
+# A server of the box's own on 127.0.0.1:PORT and two fetches of it (by address and by name),
+# as a dev server and its client would do; prints NO_PROXY and each fetch's body and exit code.
+INBOX = """mkdir -p /tmp/www && echo box-own > /tmp/www/inbox.txt
+python3 -m http.server {port} --bind 127.0.0.1 --directory /tmp/www >/dev/null 2>&1 &
+hex=$(printf '0100007F:%04X' {port})
+for _ in $(seq 100); do awk -v a="$hex" '$2 == a && $4 == "0A" {{f=1}} END {{exit !f}}' /proc/net/tcp && break; sleep 0.05; done
+echo "NO_PROXY=${{NO_PROXY:-}} no_proxy=${{no_proxy:-}}"
+got=$(curl -sS --max-time 10 http://127.0.0.1:{port}/inbox.txt); echo "by-address $got exit=$?"
+got=$(curl -sS --max-time 10 http://localhost:{port}/inbox.txt); echo "by-name $got exit=$?"
+kill %1"""
+
+
+async def test_processes_in_a_box_talk_over_its_own_loopback_in_every_mode(sdk, loopback_server):
+    """A box's own 127.0.0.1 works whatever its network (E2B's default goes through the proxy,
+    which loopback must not), and it is the box's own: the host's server on the same port sees
+    nothing."""
+    for opts, proxied in (({}, True), ({"allow_internet_access": False}, False)):
+        async with sdk.sandbox(**opts) as sbx:
+            out = (await sdk(sbx.commands.run, INBOX.format(port=loopback_server.port), timeout=30)).stdout
+            lines = out.splitlines()
+            want_env = "localhost,127.0.0.1,::1" if proxied else ""
+            assert f"NO_PROXY={want_env} no_proxy={want_env}" in lines, (opts, out)
+            assert "by-address box-own exit=0" in lines, (opts, out)
+            assert "by-name box-own exit=0" in lines, (opts, out)
+            assert loopback_server.secret not in out
+            assert loopback_server.requests == []

@@ -251,7 +251,14 @@ impl EnvelopeReader {
     }
 }
 
-/// Parses the request of a server-stream call: exactly one envelope.
+/// How long a server-stream request's body may take to end after its one message.
+const REQUEST_END_WAIT: Duration = Duration::from_secs(10);
+
+/// Parses the request of a server-stream call: exactly one envelope, and the body read to its
+/// end. The end matters: a request body left unread (a chunked body's last chunk arriving after
+/// its message) makes the server close the connection with bytes unread when the response
+/// ends, which the kernel answers with a reset that destroys whatever of a large, fast response
+/// the client had not read yet ("Connection reset by peer").
 pub async fn parse_stream_request<T: DeserializeOwned>(
     headers: &HeaderMap,
     body: Body,
@@ -261,12 +268,26 @@ pub async fn parse_stream_request<T: DeserializeOwned>(
         .next_message::<T>()
         .await?
         .ok_or_else(|| invalid("the streaming request carries no message"))?;
-    Ok(first)
+    match tokio::time::timeout(REQUEST_END_WAIT, reader.next()).await {
+        Ok(Ok(None)) => Ok(first),
+        Ok(Ok(Some(env))) if env.flags & FLAG_END_STREAM != 0 => Ok(first),
+        Ok(Ok(Some(_))) => Err(invalid(
+            "a server-streaming request carries exactly one message; this one sent more",
+        )),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(invalid(format!(
+            "the streaming request's body did not end within {} s of its message",
+            REQUEST_END_WAIT.as_secs()
+        ))),
+    }
 }
 
 /// A streamed response: 200 `application/connect+json`, one data frame per `Ok` message as it
 /// arrives, then the end frame. An `Err` item ends the stream with that error in the end frame;
 /// the sender being dropped ends it with `{}`. Errors mid-stream keep HTTP 200, as Connect says.
+/// The one exception is the box ending under the stream ([`E2bError::SandboxGone`]): envd dies
+/// with its sandbox, so its clients see the connection drop, never an end frame, and that drop
+/// is what the SDKs read as "the sandbox was killed". The stream is dropped the same way.
 pub fn stream_response(rx: mpsc::Receiver<Result<Value, E2bError>>) -> Response {
     let frames = futures_util::stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;
@@ -274,11 +295,18 @@ pub fn stream_response(rx: mpsc::Receiver<Result<Value, E2bError>>) -> Response 
             Some(Ok(message)) => {
                 Some((Ok::<Bytes, std::io::Error>(data_frame(&message)), Some(rx)))
             }
+            Some(Err(e)) if e.drops_stream() => Some((Err(dropped(&e)), None)),
             Some(Err(e)) => Some((Ok(end_frame(Some(&e))), None)),
             None => Some((Ok(end_frame(None)), None)),
         }
     });
     stream_with(Body::from_stream(frames))
+}
+
+/// The body error that makes the server drop a streamed response's connection mid-stream (no
+/// last chunk is sent), as a client of a killed envd sees it.
+pub fn dropped(e: &E2bError) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, e.to_string())
 }
 
 /// `response` with `Connection: close`: for answers given before the request's body was read to

@@ -136,6 +136,44 @@ async fn stream_requests_accept_chunked_bodies_and_refuse_truncation() {
     assert_eq!(none.connect_code(), "invalid_argument");
 }
 
+/// The request body is read to its end (a last chunk that arrives late included), so the
+/// connection never closes with request bytes unread; a second message is refused.
+#[tokio::test]
+async fn stream_requests_are_read_to_their_end_and_carry_one_message() {
+    let env = envelope(0, br#"{"path":"/x"}"#);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    let body = Body::from_stream(tokio_stream_of(rx));
+    tx.send(Ok(env.clone())).await.unwrap();
+    let late = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        tx.send(Ok(end_frame(None))).await.unwrap();
+    });
+    let started = std::time::Instant::now();
+    let v: serde_json::Value = parse_stream_request(&headers(STREAM_CONTENT_TYPE), body)
+        .await
+        .unwrap();
+    assert_eq!(v["path"], "/x");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(150),
+        "returned before the body ended"
+    );
+    late.await.unwrap();
+    let mut two = env.to_vec();
+    two.extend_from_slice(&env);
+    let e =
+        parse_stream_request::<serde_json::Value>(&headers(STREAM_CONTENT_TYPE), Body::from(two))
+            .await
+            .unwrap_err();
+    assert_eq!(e.connect_code(), "invalid_argument");
+    assert!(e.to_string().contains("exactly one message"), "{e}");
+}
+
+fn tokio_stream_of(
+    mut rx: tokio::sync::mpsc::Receiver<Result<Bytes, std::io::Error>>,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::io::Error>> {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
 #[tokio::test]
 async fn client_streams_yield_every_message() {
     let mut wire = envelope(0, br#"{"n":1}"#).to_vec();

@@ -75,6 +75,12 @@ impl E2bError {
         }
     }
 
+    /// Whether a stream under way ends by dropping its connection rather than with this error
+    /// in it: the sandbox ended under it (killed or timed out), where envd's connection drops.
+    pub fn drops_stream(&self) -> bool {
+        matches!(self, E2bError::SandboxGone(_))
+    }
+
     /// The HTTP status on the plain-HTTP surfaces (control plane, `/files`).
     pub fn http_status(&self) -> StatusCode {
         match self {

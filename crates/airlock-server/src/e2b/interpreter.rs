@@ -268,7 +268,13 @@ async fn execute_inner(
             Ok(Err(e)) => {
                 let value = match e {
                     SandboxError::Setup { message, .. } => message,
-                    other => E2bError::from(other).to_string(),
+                    other => match E2bError::from(other) {
+                        gone if gone.drops_stream() => {
+                            let _ = tx.blocking_send(Out::Fail(gone));
+                            return;
+                        }
+                        other => other.to_string(),
+                    },
                 };
                 let _ = tx.blocking_send(Out::Line(json!({"type": "error", "name": "ExecutionAborted", "value": value, "traceback": ""})));
                 let _ = tx.blocking_send(Out::Line(json!({"type": "end_of_execution"})));
@@ -295,6 +301,11 @@ async fn execute_inner(
                     ))
                 }
                 Ok(Some(Out::Line(v))) => return Some((Ok(line(&v)), Some(rx))),
+                // The box ended under the execution: the connection drops, as the kernel's
+                // does when E2B's sandbox is killed (the SDKs then say it was killed).
+                Ok(Some(Out::Fail(e))) if e.drops_stream() => {
+                    return Some((Err(super::connect::dropped(&e)), None))
+                }
                 Ok(Some(Out::Fail(e))) => {
                     let v = json!({"type": "error", "name": "UnexpectedEndOfExecution", "value": e.to_string(), "traceback": ""});
                     let mut bytes = line(&v).to_vec();

@@ -240,6 +240,23 @@ async fn forward(router: Router, req: Request) -> Response {
     }
 }
 
+/// Whether `path` belongs to airlock's native API (everything else is E2B's API).
+pub fn is_native_path(path: &str) -> bool {
+    path == "/v1/sandboxes" || path.starts_with("/v1/sandboxes/") || path == "/openapi.json"
+}
+
+/// The answer to an E2B API route airlock does not serve (fork, snapshots, templates, network
+/// updates, …): 501 in E2B's shape (`{"code", "message"}`), which the SDKs turn into their own
+/// error with the message, rather than a shape they cannot read.
+pub fn unserved(method: &axum::http::Method, path: &str) -> Response {
+    E2bError::Unimplemented(format!(
+        "{method} {path} is not supported by airlock's E2B gateway (it serves sandbox create, \
+         connect, list, info, timeout, kill and metrics; see the README's E2B section for what \
+         is not supported and why)"
+    ))
+    .rest_response()
+}
+
 /// The control-plane routes, merged into the normal router.
 pub fn control_routes() -> Router<AppState> {
     control::routes()
