@@ -108,14 +108,13 @@ fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
         std::fs::write(format!("{}/pids.max", confine::BOX_CGROUP), max.to_string())
             .map_err(io_err("cannot cap the box's processes"))?;
     }
+    // The box's own loopback, in every network mode (there is no other interface).
+    door::loopback_up()?;
     let listener = match cfg.proxy_port {
-        Some(p) => {
-            door::loopback_up()?;
-            Some(
-                std::net::TcpListener::bind(("127.0.0.1", p))
-                    .map_err(io_err(format!("cannot listen on the proxy port {p}")))?,
-            )
-        }
+        Some(p) => Some(
+            std::net::TcpListener::bind(("127.0.0.1", p))
+                .map_err(io_err(format!("cannot listen on the proxy port {p}")))?,
+        ),
         None => None,
     };
     let (ours, theirs) = UnixStream::pair().map_err(io_err("cannot make the agent's socket"))?;
