@@ -139,7 +139,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MODE", default_value = "internet", value_parser = ["internet", "none"])]
     pub e2b_network: String,
     /// The kind of box for sandboxes whose create request names none: native, gvisor,
-    /// microvm or wasm (only native is built so far).
+    /// microvm or wasm (native and microvm are built).
     #[arg(long, value_name = "KIND", default_value = "native")]
     pub backend: String,
     /// Connections held at once. When full, the connection idle the longest (no request in
@@ -211,8 +211,8 @@ pub struct CheckArgs {
 /// Policy flags, shared by `run` and `receipt`. They override `--policy FILE`.
 #[derive(Debug, Args, Default)]
 pub struct PolicyArgs {
-    /// The kind of box: native | gvisor | microvm | wasm (default: native; only native is built
-    /// so far).
+    /// The kind of box: native | gvisor | microvm | wasm (default: native; native and microvm
+    /// are built).
     #[arg(long, value_name = "KIND")]
     pub backend: Option<String>,
     /// read-only | workspace-write | full-access (default: workspace-write).
