@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 # for the unprivileged-user tests, bubblewrap + hyperfine for the benchmarks' peers, go (the
 # MCP tests build a Go server fixture, standard library only, to wrap), runsc (the gVisor backend's
 # tests run real gVisor boxes), mmdebstrap (builds the templates the template tests and the
-# suites' template runs use).
-need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc mmdebstrap)
+# suites' template runs use), QEMU and mkfs.erofs for the microVM backend (its guest kernel is
+# fetched below by scripts/microvm-guest.sh).
+need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc mmdebstrap qemu-system-x86_64 mkfs.erofs dpkg-deb)
 missing=0
 for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
@@ -27,7 +28,7 @@ if [ "$missing" = 1 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine runsc mmdebstrap)
+  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine runsc mmdebstrap qemu-system-x86 erofs-utils)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
@@ -88,6 +89,9 @@ cargo build --workspace --all-targets --locked
 target/debug/airlock run --backend wasm --workspace none --no-stdin -- python3 -c pass
 chmod -R a+rX "$wasm_dir"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The microVM backend's guest (Debian's kernel, extracted under target/microvm, and the static
+# init and agent); cached, fast when done.
+scripts/microvm-guest.sh
 # E2B's official SDKs (PyPI and npm, pinned in tests/e2b) for the E2B conformance suite; fast when
 # already installed.
 scripts/e2b-clients.sh
@@ -110,6 +114,10 @@ AIRLOCK_TEST_BACKEND=wasm cargo test -p airlock --locked --test attached 2>&1 | 
 target/debug/airlock template build --data-dir target/xdg/airlock tests/templates/suite.toml
 AIRLOCK_TEST_TEMPLATE=suite XDG_DATA_HOME=$PWD/target/xdg \
   cargo test -p airlock --locked --test attacks --test network 2>&1 | tee -a "$log"
+# The shared suites (library contract, attached runs, escapes, the proxy) again against the
+# microVM backend, under TCG here (its VMs restore from template snapshots, so this is minutes).
+AIRLOCK_TEST_BACKEND=microvm cargo test -p airlock --locked --test sandboxes --test attached \
+  --test attacks --test network 2>&1 | tee -a "$log"
 # One closing line for the whole workspace (cargo prints one per test binary, the last being the
 # doc tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

@@ -60,6 +60,7 @@ pub fn built_in(config: &BackendConfig) -> Backends {
             config.gvisor.clone(),
         )),
         Arc::new(wasm),
+        Arc::new(airlock_microvm::MicrovmBackend::beside(&config.airlock_exe)),
     ])
 }
 

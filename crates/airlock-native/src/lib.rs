@@ -35,6 +35,7 @@ pub use control::{ControlMessage, ControlReader};
 pub use hosted_box::HostProcess;
 pub use native_backend::{probe_policy, NativeBackend};
 pub use output_file::{box_writable_roots, open_output, OutputFileError, OutputMode};
+pub use placeholders::{create as create_placeholders, remove as remove_placeholders, Placeholder};
 pub use plan::{proxy_env, BoxPlan, PlanError, PROXY_PORT};
 pub use sandbox::{Sandbox, SandboxOptions};
 pub use sandbox_host::{network_event, sandbox_host_main, FromHost, ToHost, MAX_CONTROL};

@@ -117,6 +117,11 @@ impl LiveSandbox {
         self.instance_mut()?.resume()
     }
 
+    /// Saves the box's state under `name` (where its backend can; see [`Capabilities`]).
+    pub fn snapshot(&mut self, name: &str) -> Result<(), BackendError> {
+        self.instance_mut()?.snapshot(name)
+    }
+
     /// What the box uses now.
     pub fn usage(&mut self) -> Result<Usage, BackendError> {
         self.instance_mut()?.usage()

@@ -211,6 +211,9 @@ impl<H> Table<H> {
             Ok(h) => {
                 r.slot = BoxSlot::Ready(h);
                 r.state = SessionState::Running;
+                // Its life counts from when it runs: a slow start (a VM restoring, a busy
+                // host) must not eat the lifetime the caller asked for.
+                r.deadline_ms = now.saturating_add(r.life_ms);
             }
             Err(message) => {
                 r.slot = BoxSlot::Empty;

@@ -236,7 +236,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MODE", value_parser = ["internet", "none"])]
     pub e2b_network: Option<String>,
     /// The kind of box for sandboxes whose create request names none: native, gvisor,
-    /// microvm or wasm (native and wasm are built so far).
+    /// microvm or wasm (`airlock check` says which this host can run).
     #[arg(long, value_name = "KIND", default_value = "native")]
     pub backend: String,
     /// Connections held at once. When full, the connection idle the longest (no request in

@@ -169,6 +169,11 @@ struct Outcome {
 /// Runs `suite` against `server`, bounded by SUITE_LIMIT; the suite's processes are killed (by
 /// their process group, which this function created) if it overruns.
 fn run_suite(suite: &Suite, server: &E2bServer) -> Outcome {
+    run_suite_within(suite, server, SUITE_LIMIT)
+}
+
+/// [`run_suite`] with its own time limit.
+fn run_suite_within(suite: &Suite, server: &E2bServer, limit: Duration) -> Outcome {
     use std::os::unix::process::CommandExt;
     let logs = TempDir::new("e2b-suite");
     let log_path = logs.join("output.txt");
@@ -209,7 +214,7 @@ fn run_suite(suite: &Suite, server: &E2bServer) -> Outcome {
         if let Some(status) = child.try_wait().unwrap() {
             break Some(status);
         }
-        if started.elapsed() > SUITE_LIMIT {
+        if started.elapsed() > limit {
             // SAFETY: signals the process group this function created for the suite.
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
@@ -221,7 +226,7 @@ fn run_suite(suite: &Suite, server: &E2bServer) -> Outcome {
     if status.is_none() {
         output.push_str(&format!(
             "\n[killed: the suite ran longer than {} s]\n",
-            SUITE_LIMIT.as_secs()
+            limit.as_secs()
         ));
     }
     Outcome {
@@ -391,5 +396,45 @@ except Exception as e:
     assert_eq!(
         stdout,
         "code-interpreter ok\ncode-interpreter-v1 ok\nunknown refused\n"
+    );
+}
+
+/// The same SDK against a server whose boxes are microVMs (`--backend microvm`): create,
+/// `commands.run`, files, `run_code`, each answered by an agent in its own guest kernel.
+#[test]
+fn the_current_python_suite_passes_against_microvm_boxes() {
+    let clients = Clients::find();
+    let mut suite = suites(&clients).into_iter().next().unwrap();
+    // A microVM's box user has the server's uid (no capabilities), not the native 1000.
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    suite
+        .extra_env
+        .push(("AIRLOCK_E2B_BOX_UID", uid.to_string()));
+    if uid == 0 {
+        suite
+            .extra_env
+            .push(("AIRLOCK_E2B_BOX_OWNER", "root".into()));
+    }
+    let data = TempDir::new("e2b-sdk-microvm");
+    let serve = ServeProcess::start(data.path(), &["--backend", "microvm"]);
+    let key = e2b_key(&serve);
+    let server = E2bServer {
+        serve,
+        key,
+        _data: data,
+    };
+    // Every create restores a VM under TCG (about a second here, more on a loaded machine).
+    let outcome = run_suite_within(&suite, &server, Duration::from_secs(600));
+    eprintln!(
+        "microvm: {}: {} in {:.1} s",
+        suite.name,
+        if outcome.passed { "passed" } else { "FAILED" },
+        outcome.took.as_secs_f64()
+    );
+    assert!(
+        outcome.passed,
+        "the E2B SDK against microVM boxes failed:\n{}",
+        tail(&outcome.output, 120)
     );
 }

@@ -1217,6 +1217,7 @@ fn the_box_cannot_go_around_the_proxy() {
         "LISTENING True",
         "the box's own server did not start"
     );
+    // Every kind: a native box's own loopback, a VM's own kernel's loopback.
     assert_eq!(
         line("INBOX"),
         "INBOX connected",

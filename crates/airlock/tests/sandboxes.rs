@@ -56,6 +56,19 @@ fn remote_with(
     .unwrap()
 }
 
+/// The uid the box's processes have. Native: 1000, the box user of its user namespace (files
+/// are idmapped to it). microvm: the caller's own uid, with no capabilities — 9p shares have
+/// no id mapping, so that is the uid under which files keep the caller's ownership.
+fn box_uid() -> String {
+    match common::test_backend_kind() {
+        airlock_policy::BackendKind::Microvm => {
+            // SAFETY: geteuid cannot fail.
+            unsafe { libc::geteuid() }.to_string()
+        }
+        _ => "1000".to_string(),
+    }
+}
+
 fn parent_of(pid: i32) -> i32 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let (_, rest) = stat.rsplit_once(')').unwrap();
@@ -108,9 +121,10 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
                         1 << 16,
                     )
                     .unwrap();
+                let uid = box_uid();
                 assert_eq!(
-                    (out.stdout.as_slice(), out.exit_code),
-                    (&b"1000\n"[..], Some(0))
+                    (String::from_utf8_lossy(&out.stdout).trim(), out.exit_code),
+                    (uid.as_str(), Some(0))
                 );
                 let out = s
                     .channel()
@@ -129,6 +143,20 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
                 s.channel()
                     .exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
                     .unwrap();
+                if common::test_backend_kind() == airlock_policy::BackendKind::Microvm {
+                    // A VM's processes live in its own kernel, invisible on the host: the sleep
+                    // is found inside, and the VM's end on kill() is checked by microvm.rs
+                    // (through a server, whose QEMU children are its boxes alone).
+                    let find = format!("grep -l {marker} /proc/[0-9]*/cmdline");
+                    let out = s
+                        .channel()
+                        .exec(&["sh", "-c", &find], &[], None, None, 1 << 16)
+                        .unwrap();
+                    assert_eq!(out.exit_code, Some(0), "the box's sleep never started");
+                    assert!(s.ended().is_none());
+                    s.kill();
+                    return;
+                }
                 // gVisor: the box's processes live in the Sentry, not on the host; what the host
                 // runs for the box (its host process, runsc, gofer and sandbox) is found by the
                 // workspace their mounts hold.
@@ -181,7 +209,14 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         .iter()
         .map(|l| l.layer.clone())
         .collect();
-    match common::test_backend_kind() {
+    let kind = common::test_backend_kind();
+    match kind {
+        // A VM's boundary is its own kernel under QEMU: no seccomp or Landlock in the guest
+        // (its receipt says so); capabilities and no_new_privs still hold.
+        airlock_policy::BackendKind::Microvm => assert!(
+            layers.contains(&"isolation".to_string()) && layers.contains(&"privileges".to_string()),
+            "{layers:?}"
+        ),
         // gVisor: the Sentry answers every system call; the host kernel sees only the
         // Sentry's own filtered set, so the box has no seccomp or Landlock layer of its own.
         BackendKind::Gvisor => {
@@ -239,10 +274,14 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         );
         text.push_str("NoNewPrivs:\t1\n");
     }
+    let seccomp = match kind {
+        airlock_policy::BackendKind::Microvm => "Seccomp:\t0",
+        _ => "Seccomp:\t2",
+    };
     assert!(
         text.contains("CapEff:\t0000000000000000")
             && text.contains("NoNewPrivs:\t1")
-            && text.contains("Seccomp:\t2"),
+            && text.contains(seccomp),
         "{text}"
     );
     let out = s
@@ -325,7 +364,11 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
     let usage = s.usage().unwrap();
     assert!(usage.cpu_usec.unwrap_or(0) >= 10_000, "{usage:?}");
     assert!(usage.memory_bytes.unwrap_or(0) > 0, "{usage:?}");
-    assert!(usage.processes.unwrap_or(0) >= 1, "{usage:?}");
+    match common::test_backend_kind() {
+        // The guest's processes live in the guest kernel; the host sees one QEMU process.
+        airlock_policy::BackendKind::Microvm => assert_eq!(usage.processes, None, "{usage:?}"),
+        _ => assert!(usage.processes.unwrap_or(0) >= 1, "{usage:?}"),
+    }
     // A box without a proxy says it cannot change its allowlist, instead of pretending.
     let egress = policy_for(ws.path(), |_| {}).egress;
     assert!(!s.capabilities().live_egress);
@@ -333,6 +376,23 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
         s.set_egress(&egress),
         Err(BackendError::Unsupported { .. })
     ));
+    if common::test_backend_kind() == airlock_policy::BackendKind::Microvm {
+        // The guest's init is PID 1 of the guest kernel, out of the host's reach; its agent is
+        // killed from inside instead (the box's own uid may signal it), which ends the VM.
+        let out = s
+            .channel()
+            .exec(&["sh", "-c", "kill -9 $PPID"], &[], None, None, 1 << 16);
+        assert!(out.is_err() || out.is_ok_and(|o| o.exit_code != Some(0)));
+        let end = s
+            .wait_ended(Duration::from_secs(10))
+            .expect("the box's end was noticed");
+        assert!(end.reason.contains("ended"), "{end:?}");
+        assert!(s.usage().is_err());
+        // A microVM pauses (QEMU stops its vCPUs), but not once it has ended.
+        assert!(s.capabilities().pause);
+        assert!(matches!(s.pause(), Err(BackendError::Ended(_))));
+        return;
+    }
     // The box's init (the agent) dies, killed from the host: the seam says the box has ended.
     // gVisor: the agent lives in the Sentry, which is what the host can kill (its sandbox
     // process, found by the workspace its mounts hold).
@@ -472,7 +532,7 @@ mod interpreter {
                 }
             })
             .collect();
-        assert_eq!(out, "1000\n1\n");
+        assert_eq!(out, format!("{}\n1\n", box_uid()));
         // A matplotlib figure comes back as a PNG without show().
         let (events, _) = run(&mut s, &mut ctx, "import matplotlib.pyplot as plt\nplt.figure(figsize=(4,3), dpi=100)\nplt.plot([1,2,3])\n", None);
         let png = events.iter().find_map(|e| match e {

@@ -1,0 +1,240 @@
+//! Builds the box's root at [`NEW_ROOT`] from the host's config: the template read-only, a
+//! capped writable layer, a fresh `/dev` with only harmless nodes, `/proc`, `/tmp` and home,
+//! the shares, the protected and denied paths. Nothing of the initramfs (the agent's port, the
+//! modules, the disk devices) is reachable from inside it.
+
+use super::sys::{bind, mkdir_all, mount, write_file, Result};
+use crate::config::{GuestConfig, GuestRoot};
+use std::path::Path;
+
+/// Where the agent appears inside the box (a read-only bind of the initramfs's copy: the
+/// template's root need not hold one, nor a libc for it).
+pub const AGENT_INSIDE: &str = "/.airlock/agent";
+/// The agent in the initramfs.
+const AGENT: &str = "/airlock-agent";
+
+/// Where the box's root is built (the agent is chrooted into it).
+pub const NEW_ROOT: &str = "/newroot";
+/// The read-only image and the writable layer of an image root.
+const LOWER: &str = "/lower";
+const UPPER: &str = "/upper";
+
+/// Device nodes made in the box's `/dev`: (name, char major, minor).
+const DEV_NODES: &[(&str, u32, u32)] = &[
+    ("null", 1, 3),
+    ("zero", 1, 5),
+    ("full", 1, 7),
+    ("random", 1, 8),
+    ("urandom", 1, 9),
+    ("tty", 5, 0),
+];
+
+fn r(path: &str) -> String {
+    format!("{NEW_ROOT}{path}")
+}
+
+fn tmpfs(target: &str, bytes: u64, mode: &str) -> Result<()> {
+    mkdir_all(target)?;
+    let data = format!("size={bytes},mode={mode}");
+    mount(
+        "tmpfs",
+        target,
+        "tmpfs",
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some(&data),
+    )
+}
+
+/// Builds the whole root.
+pub fn build(cfg: &GuestConfig) -> Result<()> {
+    match &cfg.root {
+        GuestRoot::Host { links } => host_root(cfg, links)?,
+        GuestRoot::Disk { fstype } => disk_root(cfg, fstype)?,
+    }
+    if matches!(cfg.root, GuestRoot::Disk { .. }) {
+        // The host stages a host root's /etc with these files; an image's own /etc gets them.
+        identity(cfg)?;
+    }
+    write_file(&r(AGENT_INSIDE), b"")?;
+    bind(AGENT, &r(AGENT_INSIDE), true)?;
+    devices()?;
+    mkdir_all(&r("/proc"))?;
+    mount(
+        "proc",
+        &r("/proc"),
+        "proc",
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )?;
+    tmpfs(&r("/tmp"), cfg.disk_bytes, "1777")?;
+    tmpfs(&r(&cfg.home), cfg.disk_bytes, "0755")?;
+    chown(&r(&cfg.home), cfg.uid, cfg.gid)?;
+    for share in &cfg.shares {
+        let target = r(&share.inside);
+        mkdir_all(&target)?;
+        let flags =
+            libc::MS_NOSUID | libc::MS_NODEV | if share.read_only { libc::MS_RDONLY } else { 0 };
+        mount(
+            &share.tag,
+            &target,
+            "9p",
+            flags,
+            Some("trans=virtio,version=9p2000.L,msize=262144,cache=none"),
+        )?;
+    }
+    for path in &cfg.protect {
+        let target = r(path);
+        if Path::new(&target).exists() {
+            bind(&target, &target, true)?;
+        }
+    }
+    for path in &cfg.deny {
+        hide(&r(path))?;
+    }
+    if matches!(cfg.root, GuestRoot::Host { .. }) {
+        // The host root's own tmpfs (its links, mount points and /etc) becomes read-only.
+        let flags = libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+        mount("tmpfs", NEW_ROOT, "tmpfs", flags, None)?;
+    }
+    Ok(())
+}
+
+fn host_root(cfg: &GuestConfig, links: &[(String, String)]) -> Result<()> {
+    tmpfs(NEW_ROOT, cfg.disk_bytes, "0755")?;
+    let opts = "trans=virtio,version=9p2000.L,msize=262144,cache=loose";
+    for (tag, at) in [("usr", "/usr"), ("etc", "/etc")] {
+        mkdir_all(&r(at))?;
+        mount(
+            tag,
+            &r(at),
+            "9p",
+            libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID,
+            Some(opts),
+        )?;
+    }
+    for (link, target) in links {
+        std::os::unix::fs::symlink(target, r(link)).map_err(super::sys::io_err(format!(
+            "cannot link {link} to {target}"
+        )))?;
+    }
+    Ok(())
+}
+
+fn disk_root(cfg: &GuestConfig, fstype: &str) -> Result<()> {
+    mkdir_all(LOWER)?;
+    mount(
+        "/dev/vda",
+        LOWER,
+        fstype,
+        libc::MS_RDONLY | libc::MS_NODEV,
+        None,
+    )?;
+    tmpfs(UPPER, cfg.disk_bytes, "0755")?;
+    mkdir_all(&format!("{UPPER}/data"))?;
+    mkdir_all(&format!("{UPPER}/work"))?;
+    mkdir_all(NEW_ROOT)?;
+    let data = format!("lowerdir={LOWER},upperdir={UPPER}/data,workdir={UPPER}/work");
+    mount("overlay", NEW_ROOT, "overlay", libc::MS_NODEV, Some(&data))
+}
+
+/// `/etc/passwd`, group, hosts and hostname: the box user and nothing of the host's users.
+fn identity(cfg: &GuestConfig) -> Result<()> {
+    let mut passwd = format!(
+        "{}:x:{}:{}:{}:{}:/bin/bash\n",
+        cfg.user, cfg.uid, cfg.gid, cfg.user, cfg.home
+    );
+    if cfg.uid != 0 {
+        passwd.push_str("root:x:0:0:root:/root:/usr/sbin/nologin\n");
+    }
+    passwd.push_str("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+    let mut group = format!("{}:x:{}:\n", cfg.user, cfg.gid);
+    if cfg.gid != 0 {
+        group.push_str("root:x:0:\n");
+    }
+    group.push_str("nogroup:x:65534:\n");
+    let hosts = "127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost ip6-loopback\n";
+    let files: [(&str, &[u8]); 4] = [
+        ("/etc/passwd", passwd.as_bytes()),
+        ("/etc/group", group.as_bytes()),
+        ("/etc/hosts", hosts.as_bytes()),
+        ("/etc/hostname", b"airlock\n"),
+    ];
+    for (path, data) in files {
+        let _ = std::fs::remove_file(r(path));
+        write_file(&r(path), data)?;
+    }
+    Ok(())
+}
+
+fn devices() -> Result<()> {
+    let dev = r("/dev");
+    // Not nodev: its few nodes must open. Nothing else can be made here (no CAP_MKNOD).
+    mkdir_all(&dev)?;
+    mount(
+        "tmpfs",
+        &dev,
+        "tmpfs",
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        Some("size=1m,mode=0755"),
+    )?;
+    for (name, major, minor) in DEV_NODES {
+        let path = super::sys::cstr(&format!("{dev}/{name}"))?;
+        // SAFETY: a valid path; makedev of small constants.
+        let ret = unsafe {
+            libc::mknod(
+                path.as_ptr(),
+                libc::S_IFCHR | 0o666,
+                libc::makedev(*major, *minor),
+            )
+        };
+        super::sys::cvt(ret, || format!("cannot make /dev/{name}"))?;
+        // SAFETY: a valid path.
+        unsafe { libc::chmod(path.as_ptr(), 0o666) };
+    }
+    mkdir_all(&format!("{dev}/pts"))?;
+    mount(
+        "devpts",
+        &format!("{dev}/pts"),
+        "devpts",
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    )?;
+    for (link, to) in [
+        ("ptmx", "pts/ptmx"),
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(to, format!("{dev}/{link}"))
+            .map_err(super::sys::io_err(format!("cannot link /dev/{link}")))?;
+    }
+    tmpfs(&format!("{dev}/shm"), 64 << 20, "1777")?;
+    Ok(())
+}
+
+/// Covers `target` with an empty read-only node of its kind.
+fn hide(target: &str) -> Result<()> {
+    let Ok(meta) = std::fs::metadata(target) else {
+        return Ok(());
+    };
+    if meta.is_dir() {
+        mount(
+            "tmpfs",
+            target,
+            "tmpfs",
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+            Some("size=4k,mode=0555"),
+        )
+    } else {
+        write_file("/identity-empty", b"")?;
+        bind("/identity-empty", target, true)
+    }
+}
+
+fn chown(path: &str, uid: u32, gid: u32) -> Result<()> {
+    let p = super::sys::cstr(path)?;
+    // SAFETY: a valid path.
+    let ret = unsafe { libc::chown(p.as_ptr(), uid, gid) };
+    super::sys::cvt(ret, || format!("cannot hand {path} to the box user")).map(|_| ())
+}

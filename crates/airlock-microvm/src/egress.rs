@@ -1,0 +1,53 @@
+//! The box's own egress proxy, on a host loopback port only the door connects to.
+
+use crate::MicrovmError;
+use airlock_policy::Egress;
+use airlock_proxy::rules::EgressRules;
+use airlock_proxy::server::{ProxyConfig, ProxyHandle};
+use airlock_runtime::backend::StartOptions;
+use std::time::Duration;
+
+/// The allowlist as the proxy's rules.
+pub fn rules(egress: &Egress) -> Result<EgressRules, MicrovmError> {
+    EgressRules::parse(
+        &egress.allow_domain,
+        &egress.deny_domain,
+        &egress.allow_ip,
+        &egress.map_host,
+    )
+    .map(|r| r.with_public_internet(egress.public_internet))
+    .map_err(|e| MicrovmError::Invalid(format!("invalid network allowlist: {e}")))
+}
+
+/// Starts the proxy for a box with `egress`, reporting to `opts`' sink and audit file.
+pub fn start(egress: &Egress, opts: &StartOptions) -> Result<ProxyHandle, MicrovmError> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .map_err(|e| MicrovmError::io("cannot listen for the box's proxy", e))?;
+    let audit = match &opts.audit_file {
+        Some(path) => Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| {
+                    MicrovmError::io(format!("cannot open the audit file {}", path.display()), e)
+                })?,
+        ),
+        None => None,
+    };
+    let on_event = opts.network_events.clone().map(|sink| {
+        let f: airlock_proxy::audit::EventSink =
+            std::sync::Arc::new(move |e| sink.network_event(airlock_native::network_event(e)));
+        f
+    });
+    let config = ProxyConfig {
+        rules: rules(egress)?,
+        max_connections: egress.max_connections as usize,
+        byte_budget: egress.byte_budget,
+        connect_timeout: Duration::from_secs(30),
+        audit,
+        on_event,
+    };
+    airlock_proxy::server::start(listener, config)
+        .map_err(|e| MicrovmError::io("cannot start the box's proxy", e))
+}

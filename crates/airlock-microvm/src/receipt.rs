@@ -1,0 +1,102 @@
+//! What a microVM box enforces, layer by layer, said plainly (TCG is slow; which layers the
+//! VM boundary holds and which the guest kernel holds).
+
+use crate::accel::AccelChoice;
+use crate::box_plan::BoxPlan;
+use crate::vm::Accel;
+use airlock_runtime::backend::Template;
+use airlock_runtime::{LayerStatus, Receipt};
+
+/// The receipt of a box planned as `plan` under `accel`.
+pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: &str) -> Receipt {
+    let mut r = Receipt::default();
+    let (status, speed) = match accel.accel {
+        Accel::Kvm => (LayerStatus::Enforced, "hardware virtualization (KVM)".to_string()),
+        Accel::Tcg => (
+            LayerStatus::Enforced,
+            "software emulation (TCG): every guest instruction is translated, so commands run several times slower than on the host and a cold boot takes seconds".to_string(),
+        ),
+    };
+    r.add(
+        "isolation",
+        status,
+        format!("microVM: its own Linux kernel under QEMU's microvm machine, {}", accel.accel.as_str()),
+        format!(
+            "the box's system calls are answered by the guest kernel; the host is reached only through QEMU's virtio-mmio devices (serial ports, 9p shares, a read-only disk); {speed} ({})",
+            accel.why
+        ),
+    );
+    r.add(
+        "vmm",
+        LayerStatus::Fallback,
+        "QEMU's own seccomp filter (-sandbox: no exec, no privilege changes)",
+        "QEMU runs as the calling user with no namespaces or cgroup of its own (no jailer yet); a VMM escape lands with that user's rights",
+    );
+    let root = match template {
+        Template::Host => "the host's /usr and selected /etc entries over read-only 9p (QEMU refuses writes), a read-only tmpfs root".to_string(),
+        Template::Image(t) => format!("template {} ({}) as a read-only erofs disk under a tmpfs layer", t.name, t.digest),
+    };
+    let shares: Vec<String> = plan
+        .guest
+        .shares
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                s.inside,
+                if s.read_only {
+                    "read-only (QEMU refuses writes)"
+                } else {
+                    "read-write"
+                }
+            )
+        })
+        .collect();
+    r.add(
+        "filesystem",
+        LayerStatus::Enforced,
+        "virtio-9p shares and a guest-built root",
+        format!(
+            "{root}; shares: {}; protected paths under writable shares bound read-only by the guest kernel (existing ones); the box has no capabilities to undo a mount",
+            if shares.is_empty() { "none".to_string() } else { shares.join(", ") }
+        ),
+    );
+    if plan.proxied {
+        r.add(
+            "network",
+            LayerStatus::Enforced,
+            "no network device; the egress proxy's door over a virtio-serial port",
+            format!("the only way out is 127.0.0.1:{} in the guest, carried to airlock's proxy on the host, which applies the allowlist and audit", airlock_native::PROXY_PORT),
+        );
+    } else {
+        r.add(
+            "network",
+            LayerStatus::Enforced,
+            "no network device",
+            "the VM has no NIC; only its own loopback",
+        );
+    }
+    r.add(
+        "limits",
+        LayerStatus::Enforced,
+        "the VM's size and the guest kernel",
+        format!(
+            "memory: {} MiB of guest RAM; vCPUs: {}; processes: {}; /tmp, home and the writable layer: tmpfs capped at {} bytes each",
+            plan.memory_mib,
+            plan.vcpus,
+            plan.guest.pids.map_or("uncapped".to_string(), |p| format!("{p} (guest pids cgroup)")),
+            plan.guest.disk_bytes
+        ),
+    );
+    r.add(
+        "privileges",
+        LayerStatus::Enforced,
+        "chroot, empty capability sets, locked securebits, no_new_privs",
+        format!(
+            "the agent and everything it runs have uid {} inside the guest and no capabilities",
+            plan.guest.uid
+        ),
+    );
+    r.add("start", LayerStatus::Off, start.to_string(), String::new());
+    r
+}

@@ -1,0 +1,68 @@
+//! A VM's state saved to a file through QEMU's migration (to a descriptor passed over the
+//! monitor), and restored with `-incoming`. Template snapshots are taken once per VM layout,
+//! while the init waits for its config, so every later box of that layout starts by restoring
+//! instead of booting.
+
+use crate::vm::Vm;
+use crate::MicrovmError;
+use serde_json::json;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long writing a snapshot may take.
+const SAVE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where the snapshot `name` lives under `dir`; a name is letters, digits, `-`, `_`, `.`.
+pub fn path(dir: &Path, name: &str) -> Result<PathBuf, MicrovmError> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if !ok {
+        return Err(MicrovmError::Invalid(format!(
+            "snapshot name {name:?} is not valid: use letters, digits, '-', '_' and '.', not starting with '.'"
+        )));
+    }
+    Ok(dir.join(format!("{name}.vmstate")))
+}
+
+/// Saves `vm` to `path` (atomically). The VM is stopped for the save; it runs on afterwards
+/// unless `keep_stopped`.
+pub fn save(vm: &mut Vm, path: &Path, keep_stopped: bool) -> Result<(), MicrovmError> {
+    let tmp = crate::cache::temp_beside(path)?;
+    let result = save_to(vm, &tmp, keep_stopped);
+    match result {
+        Ok(()) => crate::cache::commit(&tmp, path),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn save_to(vm: &mut Vm, tmp: &Path, keep_stopped: bool) -> Result<(), MicrovmError> {
+    let file = std::fs::File::create(tmp)
+        .map_err(|e| MicrovmError::io(format!("cannot create {}", tmp.display()), e))?;
+    vm.qmp.execute("stop", json!({}))?;
+    vm.qmp.execute_with_fd(
+        "getfd",
+        json!({"fdname": "snapshot"}),
+        Some(file.as_raw_fd()),
+    )?;
+    drop(file);
+    vm.qmp.execute("migrate", json!({"uri": "fd:snapshot"}))?;
+    vm.qmp.wait_migration(SAVE_TIMEOUT)?;
+    if !keep_stopped {
+        vm.qmp.execute("cont", json!({}))?;
+    }
+    Ok(())
+}
+
+/// Opens a snapshot to restore.
+pub fn open(path: &Path) -> Result<std::fs::File, MicrovmError> {
+    std::fs::File::open(path)
+        .map_err(|e| MicrovmError::io(format!("cannot open the snapshot {}", path.display()), e))
+}
