@@ -29,8 +29,12 @@ fn policy(
     .unwrap()
 }
 
+/// A workspace of this test's own (tests run in parallel and each removes its own at the end).
 fn workspace() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("airlock-gvisor-bundle-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir =
+        std::env::temp_dir().join(format!("airlock-gvisor-bundle-{}-{n}", std::process::id()));
     std::fs::create_dir_all(dir.join(".git")).unwrap();
     std::fs::write(dir.join(".git/config"), "[core]\n").unwrap();
     dir.canonicalize().unwrap()
