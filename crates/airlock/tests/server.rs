@@ -1194,15 +1194,24 @@ fn code_is_interrupted_when_its_client_leaves_and_a_dead_context_is_replaced() {
     let t0 = Instant::now();
     assert_eq!(result_text(&code(&s, &id, json!({"code": "x"}))), "41");
     assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
-    let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
-    assert!(
+    // The interrupted cell's event is recorded when the server notices its client left, which
+    // may come after the next cell has run: wait for it (bounded).
+    let interrupted = |ev: &serde_json::Value| {
         ev["events"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|e| e["kind"] == "code" && e["detail"]["status"] == "interrupted"),
-        "{ev}"
-    );
+            .any(|e| e["kind"] == "code" && e["detail"]["status"] == "interrupted")
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let ev = loop {
+        let (_, ev) = s.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
+        if interrupted(&ev) || Instant::now() >= deadline {
+            break ev;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(interrupted(&ev), "{ev}");
     // A context whose process dies says so and is replaced on the next call.
     let died = code(
         &s,
