@@ -13,7 +13,9 @@ mod plan;
 mod template_root;
 
 pub use build::enter;
-pub use plan::{Cover, FsOp, HostFs, HostNode, NodeKind, RealHostFs, RootBase, RootfsPlan};
+pub use plan::{
+    Cover, FsOp, HostFs, HostNode, NodeKind, RealHostFs, RootBase, RootfsPlan, ETC_ENTRIES,
+};
 use std::io;
 use std::path::PathBuf;
 

@@ -7,41 +7,9 @@ use crate::MicrovmError;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// Host `/etc` entries shown in a host-template box (the native box's list).
-pub const ETC_ENTRIES: &[&str] = &[
-    "ld.so.cache",
-    "ld.so.conf",
-    "ld.so.conf.d",
-    "alternatives",
-    "ssl",
-    "ca-certificates",
-    "ca-certificates.conf",
-    "localtime",
-    "timezone",
-    "nsswitch.conf",
-    "protocols",
-    "services",
-    "mime.types",
-    "magic",
-    "magic.mime",
-    "inputrc",
-    "bash.bashrc",
-    "profile",
-    "terminfo",
-    "gai.conf",
-    "host.conf",
-    "os-release",
-    "debian_version",
-    "python3",
-    "python3.11",
-    "python3.12",
-    "python3.13",
-    "perl",
-    "manpath.config",
-    "locale.alias",
-    "matplotlibrc",
-    "fonts",
-];
+/// Host `/etc` entries shown in a host-template box: the native box's own list, so both
+/// backends show the same files and a change to the list reaches both.
+pub use airlock_jail::rootfs::ETC_ENTRIES;
 
 /// How many staged `/etc` trees the cache keeps.
 const KEEP: usize = 4;

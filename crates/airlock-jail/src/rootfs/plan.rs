@@ -13,7 +13,7 @@ const SYSTEM_DIRS: &[&str] = &[
 ];
 /// Host `/etc` entries bound read-only when present: what the dynamic loader, TLS, locales,
 /// time zones, shells and interpreters need. No credentials (no shadow, no gitconfig, no npmrc).
-const ETC_ENTRIES: &[&str] = &[
+pub const ETC_ENTRIES: &[&str] = &[
     "ld.so.cache",
     "ld.so.conf",
     "ld.so.conf.d",
