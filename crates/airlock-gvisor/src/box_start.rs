@@ -494,7 +494,7 @@ impl RunningBox {
         Capabilities {
             live_egress: self.proxy.is_some(),
             pause: true,
-            snapshot: false,
+            checkpoint: None,
         }
     }
 

@@ -142,47 +142,6 @@ impl MicrovmBackend {
         })
     }
 
-    /// Starts a box from the snapshot `name` taken of a running box ([`BoxInstance::snapshot`])
-    /// with the same policy and template: its memory, processes and files as they were.
-    pub fn restore(
-        &self,
-        name: &str,
-        policy: &ResolvedPolicy,
-        template: &Template,
-        opts: &StartOptions,
-    ) -> Result<Box<dyn BoxInstance>, BackendError> {
-        let (files, plan, mut spec) = self.prepare(policy, template)?;
-        spec.accel = accel::choose(&spec, &files.cache).accel;
-        let path = snapshot::path(&Self::snapshots(&files), name)?;
-        let vm = boot::start_vm(&spec, Some(snapshot::open(&path)?))?;
-        self.finish(
-            vm,
-            None,
-            (files, plan, Placeholders::default()),
-            &spec,
-            template,
-            opts,
-            format!("restored from box snapshot {name}"),
-        )
-    }
-
-    /// Removes the box snapshot `name` (a missing one is not an error).
-    pub fn remove_snapshot(&self, name: &str) -> Result<(), BackendError> {
-        let files = self.files()?;
-        let path = snapshot::path(&Self::snapshots(&files), name)?;
-        match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BackendError::Host(format!(
-                "cannot remove the snapshot {}: {e}",
-                path.display()
-            ))),
-            _ => Ok(()),
-        }
-    }
-
-    fn snapshots(files: &GuestFiles) -> PathBuf {
-        files.cache.join("snapshots")
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn finish(
         &self,
@@ -225,7 +184,6 @@ impl MicrovmBackend {
             agent: Some(agent),
             proxy,
             no_snapshot,
-            snapshots: Self::snapshots(&files),
             _placeholders: placeholders,
             vm,
         }))
@@ -321,6 +279,28 @@ impl Backend for MicrovmBackend {
             "cold boot (then saved as the template snapshot)"
         };
         Ok(crate::receipt::receipt(&plan, template, &choice, how))
+    }
+
+    fn restore(
+        &self,
+        dir: &Path,
+        policy: &ResolvedPolicy,
+        template: &Template,
+        opts: &StartOptions,
+    ) -> Result<Box<dyn BoxInstance>, BackendError> {
+        let (files, plan, mut spec) = self.prepare(policy, template)?;
+        spec.accel = accel::choose(&spec, &files.cache).accel;
+        let path = snapshot::in_checkpoint(dir);
+        let vm = boot::start_vm(&spec, Some(snapshot::open(&path)?))?;
+        self.finish(
+            vm,
+            None,
+            (files, plan, Placeholders::default()),
+            &spec,
+            template,
+            opts,
+            format!("restored from the checkpoint {}", dir.display()),
+        )
     }
 
     fn start(

@@ -5,7 +5,8 @@ use crate::vm::Vm;
 use airlock_policy::{BackendKind, Egress};
 use airlock_proxy::server::ProxyHandle;
 use airlock_runtime::backend::{
-    BackendError, BoxEnd, BoxInstance, Capabilities, CommandDefaults, Usage,
+    BackendError, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointKind, CheckpointOptions,
+    CommandDefaults, Usage,
 };
 use airlock_runtime::Receipt;
 use serde_json::json;
@@ -20,7 +21,6 @@ pub struct MicrovmBox {
     pub(crate) proxy: Option<ProxyHandle>,
     /// Why the box cannot be snapshotted, if it cannot (live host shares are mounted).
     pub(crate) no_snapshot: Option<String>,
-    pub(crate) snapshots: std::path::PathBuf,
     /// The protected paths made empty on the host for this box, removed when it ends.
     pub(crate) _placeholders: Placeholders,
 }
@@ -89,7 +89,7 @@ impl BoxInstance for MicrovmBox {
         Capabilities {
             live_egress: self.proxy.is_some(),
             pause: true,
-            snapshot: self.no_snapshot.is_none(),
+            checkpoint: self.no_snapshot.is_none().then_some(CheckpointKind::Memory),
         }
     }
 
@@ -113,12 +113,23 @@ impl BoxInstance for MicrovmBox {
         self.monitor("cont")
     }
 
-    fn snapshot(&mut self, name: &str) -> Result<(), BackendError> {
+    fn checkpoint(
+        &mut self,
+        dir: &std::path::Path,
+        opts: &CheckpointOptions,
+    ) -> Result<Checkpoint, BackendError> {
         if let Some(why) = &self.no_snapshot {
-            return Err(unsupported("take a snapshot", why.clone()));
+            return Err(unsupported("take a checkpoint", why.clone()));
         }
-        let path = crate::snapshot::path(&self.snapshots, name).map_err(BackendError::from)?;
-        crate::snapshot::save(&mut self.vm, &path, false).map_err(BackendError::from)
+        let path = crate::snapshot::in_checkpoint(dir);
+        crate::snapshot::save(&mut self.vm, &path, opts.then_stop).map_err(BackendError::from)?;
+        if opts.then_stop {
+            self.vm.kill();
+        }
+        Ok(Checkpoint {
+            kind: CheckpointKind::Memory,
+            mechanism: "qemu-migration".into(),
+        })
     }
 
     fn kill(self: Box<Self>) {

@@ -1,7 +1,7 @@
 //! A VM's state saved to a file through QEMU's migration (to a descriptor passed over the
-//! monitor), and restored with `-incoming`. Template snapshots are taken once per VM layout,
-//! while the init waits for its config, so every later box of that layout starts by restoring
-//! instead of booting.
+//! monitor), and restored with `-incoming`. Box checkpoints are one such file; template
+//! snapshots are taken once per VM layout, while the init waits for its config, so every later
+//! box of that layout starts by restoring instead of booting.
 
 use crate::vm::Vm;
 use crate::MicrovmError;
@@ -13,20 +13,9 @@ use std::time::Duration;
 /// How long writing a snapshot may take.
 const SAVE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Where the snapshot `name` lives under `dir`; a name is letters, digits, `-`, `_`, `.`.
-pub fn path(dir: &Path, name: &str) -> Result<PathBuf, MicrovmError> {
-    let ok = !name.is_empty()
-        && name.len() <= 128
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-    if !ok {
-        return Err(MicrovmError::Invalid(format!(
-            "snapshot name {name:?} is not valid: use letters, digits, '-', '_' and '.', not starting with '.'"
-        )));
-    }
-    Ok(dir.join(format!("{name}.vmstate")))
+/// The VM state file inside a box checkpoint's directory.
+pub fn in_checkpoint(dir: &Path) -> PathBuf {
+    dir.join("vm.state")
 }
 
 /// Saves `vm` to `path` (atomically). The VM is stopped for the save; it runs on afterwards

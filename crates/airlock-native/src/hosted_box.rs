@@ -221,7 +221,7 @@ impl HostedBox {
                 capabilities.unwrap_or(Capabilities {
                     live_egress: proxied,
                     pause: false,
-                    snapshot: false,
+                    checkpoint: None,
                 }),
             ),
             Ok(Some((FromHost::Error { message }, _))) => {

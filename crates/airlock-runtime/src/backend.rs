@@ -15,7 +15,8 @@ mod usage;
 
 pub use error::BackendError;
 pub use instance::{
-    Backend, BoxEnd, BoxInstance, Capabilities, CommandDefaults, NetworkSink, StartOptions,
+    Backend, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointKind, CheckpointOptions,
+    CommandDefaults, NetworkSink, StartOptions,
 };
 pub use network_event::{NetDecision, NetProtocol, NetworkEvent};
 pub use registry::{Availability, BackendReport, Backends};

@@ -4,8 +4,8 @@
 
 use crate::agent_client::{AgentClient, AgentError};
 use crate::backend::{
-    Backend, BackendError, BoxEnd, BoxInstance, Capabilities, CommandDefaults, StartOptions,
-    Template, Usage,
+    Backend, BackendError, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointOptions,
+    CommandDefaults, StartOptions, Template, Usage,
 };
 use crate::channel::AgentChannel;
 use crate::error::SandboxError;
@@ -117,9 +117,14 @@ impl LiveSandbox {
         self.instance_mut()?.resume()
     }
 
-    /// Saves the box's state under `name` (where its backend can; see [`Capabilities`]).
-    pub fn snapshot(&mut self, name: &str) -> Result<(), BackendError> {
-        self.instance_mut()?.snapshot(name)
+    /// Writes the box's state into `dir` (where its backend can; see [`Capabilities`] and
+    /// [`BoxInstance::checkpoint`]).
+    pub fn checkpoint(
+        &mut self,
+        dir: &std::path::Path,
+        opts: &CheckpointOptions,
+    ) -> Result<Checkpoint, BackendError> {
+        self.instance_mut()?.checkpoint(dir, opts)
     }
 
     /// What the box uses now.

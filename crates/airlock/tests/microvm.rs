@@ -12,8 +12,8 @@ use airlock_policy::{
     PolicyFile, ResolveContext, SizeValue,
 };
 use airlock_runtime::backend::{
-    Backend, ImageTemplate, NetDecision, NetworkEvent, NetworkSink, StartOptions, Template,
-    TemplateDefaults,
+    Backend, CheckpointKind, CheckpointOptions, ImageTemplate, NetDecision, NetworkEvent,
+    NetworkSink, StartOptions, Template, TemplateDefaults,
 };
 use airlock_runtime::{LiveSandbox, RealHost};
 use common::{airlock_bin, children, TempDir};
@@ -437,20 +437,29 @@ fn a_snapshot_restores_a_box_with_its_processes_and_files_intact() {
     let t = Template::Image(image);
     let b = backend();
     let instance = b.start(&p, &t, &StartOptions::default()).unwrap();
-    assert!(instance.capabilities().snapshot && instance.capabilities().pause);
+    assert_eq!(
+        instance.capabilities().checkpoint,
+        Some(CheckpointKind::Memory)
+    );
+    assert!(instance.capabilities().pause);
     let mut s = LiveSandbox::connect(instance).unwrap();
     let (pid, _, _) = sh(
         &mut s,
         "echo state-before > /tmp/state; sleep 1000 >/dev/null 2>&1 & echo $!",
     );
     let pid = pid.trim().to_string();
-    let name = format!("t{}", std::process::id());
-    s.snapshot(&name).unwrap();
+    let checkpoint = TempDir::new("mvm-snap-ckpt");
+    let taken = s
+        .checkpoint(checkpoint.path(), &CheckpointOptions::default())
+        .unwrap();
+    assert_eq!(taken.kind, CheckpointKind::Memory);
     // The box runs on after its snapshot, and what it does next is not in the snapshot.
     let (_, _, code) = sh(&mut s, "echo state-after > /tmp/state");
     assert_eq!(code, Some(0));
     s.kill();
-    let restored = b.restore(&name, &p, &t, &StartOptions::default()).unwrap();
+    let restored = b
+        .restore(checkpoint.path(), &p, &t, &StartOptions::default())
+        .unwrap();
     let mut r = LiveSandbox::connect(restored).unwrap();
     let (out, _, code) = sh(
         &mut r,
@@ -458,7 +467,6 @@ fn a_snapshot_restores_a_box_with_its_processes_and_files_intact() {
     );
     assert_eq!((out.as_str(), code), ("state-before\nalive\n", Some(0)));
     r.kill();
-    b.remove_snapshot(&name).unwrap();
     // A box with host directories mounted says why it cannot be snapshotted.
     let ws2 = TempDir::new("mvm-snap-host");
     let instance = b
@@ -468,9 +476,12 @@ fn a_snapshot_restores_a_box_with_its_processes_and_files_intact() {
             &StartOptions::default(),
         )
         .unwrap();
-    assert!(!instance.capabilities().snapshot);
+    assert_eq!(instance.capabilities().checkpoint, None);
     let mut h = LiveSandbox::connect(instance).unwrap();
-    let err = h.snapshot("nope").unwrap_err().to_string();
+    let err = h
+        .checkpoint(checkpoint.path(), &CheckpointOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("9p"), "{err}");
     h.kill();
 }

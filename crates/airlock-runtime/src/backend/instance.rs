@@ -6,7 +6,7 @@ use crate::{Receipt, RunResult};
 use airlock_policy::{BackendKind, Egress, ResolvedPolicy};
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Receives a box's network decisions as they happen (from any thread).
@@ -43,8 +43,37 @@ pub struct BoxEnd {
 pub struct Capabilities {
     /// `set_egress` can replace the allowlist of a running box (proxied boxes).
     pub live_egress: bool,
+    /// `pause`/`resume` stop and continue the box in place, its memory kept resident.
     pub pause: bool,
-    pub snapshot: bool,
+    /// What [`BoxInstance::checkpoint`] can keep, or `None` when it cannot checkpoint at all.
+    pub checkpoint: Option<CheckpointKind>,
+}
+
+/// What a checkpoint keeps of a box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointKind {
+    /// Memory, processes and files: a restored box continues where it was.
+    Memory,
+    /// Only the box's own writable files (its writable layer, its scratch and home): a restored
+    /// box starts its processes anew.
+    Files,
+}
+
+/// How to take a checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CheckpointOptions {
+    /// End the box once its state is written (a pause that gives its memory back), instead of
+    /// letting it run on.
+    pub then_stop: bool,
+}
+
+/// What a checkpoint wrote.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Checkpoint {
+    pub kind: CheckpointKind,
+    /// How it was taken, for receipts and logs (`qemu-migration`, `runsc-checkpoint`, `files`).
+    pub mechanism: String,
 }
 
 /// A kind of box. Implementations live in their own crates; the runtime only knows the seam.
@@ -66,6 +95,27 @@ pub trait Backend: Send + Sync {
         template: &Template,
         opts: &StartOptions,
     ) -> Result<Box<dyn BoxInstance>, BackendError>;
+
+    /// Starts a box from a checkpoint that [`BoxInstance::checkpoint`] wrote into `dir` for a box
+    /// of this kind with the same policy and template, possibly in another process (after a
+    /// server restart). May be called many times on one checkpoint (a fork): each box gets its
+    /// own copy of the writable state, and `dir` is never changed. The caller (the store) has
+    /// already checked the checkpoint's integrity; a backend still refuses files it cannot parse
+    /// rather than trusting them.
+    fn restore(
+        &self,
+        dir: &Path,
+        policy: &ResolvedPolicy,
+        template: &Template,
+        opts: &StartOptions,
+    ) -> Result<Box<dyn BoxInstance>, BackendError> {
+        let _ = (dir, policy, template, opts);
+        Err(BackendError::Unsupported {
+            kind: self.kind(),
+            what: "restore a checkpoint",
+            why: "this backend has no checkpoints yet".into(),
+        })
+    }
 
     /// Runs one command in a new box, attached to airlock's own stdio (`airlock run`), and ends
     /// the box. The default runs it through the box's agent ([`run_over_agent`]); a backend with a
@@ -153,14 +203,22 @@ pub trait BoxInstance: Send {
         })
     }
 
-    /// Saves the box's state (memory where the backend can, and its writable files) under
-    /// `name` in the store, for a later restore or fork.
-    fn snapshot(&mut self, name: &str) -> Result<(), BackendError> {
-        let _ = name;
+    /// Writes the box's state (memory where [`Capabilities::checkpoint`] says so, and its own
+    /// writable files) into `dir`, an empty directory that the caller made for it, readable only
+    /// by the caller's user, for a later [`Backend::restore`] or fork. The backend only writes
+    /// files under `dir`; the caller makes the checkpoint atomic (it writes into a temporary
+    /// directory and renames it) and records a digest of every file before it trusts any of
+    /// them. The box runs on afterwards (paused boxes stay paused) unless `opts.then_stop`.
+    fn checkpoint(
+        &mut self,
+        dir: &Path,
+        opts: &CheckpointOptions,
+    ) -> Result<Checkpoint, BackendError> {
+        let _ = (dir, opts);
         Err(BackendError::Unsupported {
             kind: self.kind(),
-            what: "take a snapshot",
-            why: "this backend has no snapshots yet".into(),
+            what: "take a checkpoint",
+            why: "this backend has no checkpoints yet".into(),
         })
     }
 
