@@ -467,23 +467,107 @@ fn a_snapshot_restores_a_box_with_its_processes_and_files_intact() {
     );
     assert_eq!((out.as_str(), code), ("state-before\nalive\n", Some(0)));
     r.kill();
-    // A box with host directories mounted says why it cannot be snapshotted.
-    let ws2 = TempDir::new("mvm-snap-host");
+}
+
+#[test]
+fn a_box_with_a_workspace_checkpoints_and_two_restores_of_it_diverge() {
+    let ws = TempDir::new("mvm-ckpt-ws");
+    std::fs::write(ws.join("kept"), "host file\n").unwrap();
+    let p = policy(ws.path(), |_| {});
+    let b = backend();
     let instance = b
-        .start(
-            &policy(ws2.path(), |_| {}),
-            &Template::Host,
-            &StartOptions::default(),
-        )
+        .start(&p, &Template::Host, &StartOptions::default())
         .unwrap();
-    assert_eq!(instance.capabilities().checkpoint, None);
-    let mut h = LiveSandbox::connect(instance).unwrap();
-    let err = h
-        .checkpoint(checkpoint.path(), &CheckpointOptions::default())
+    assert_eq!(
+        instance.capabilities().checkpoint,
+        Some(CheckpointKind::Memory)
+    );
+    let mut s = LiveSandbox::connect(instance).unwrap();
+    let ws_in = ws.path().display().to_string();
+    let (_, _, code) = sh(
+        &mut s,
+        "echo before > /tmp/state; echo layer > /home/user/mine",
+    );
+    assert_eq!(code, Some(0));
+    // A process sitting in the workspace holds the share: the checkpoint is refused, saying
+    // why, and the box runs on with its workspace mounted.
+    let (pid, _, _) = sh(
+        &mut s,
+        &format!("cd {ws_in} && (sleep 1000 >/dev/null 2>&1 & echo $!)"),
+    );
+    let busy = TempDir::new("mvm-ckpt-busy");
+    let err = s
+        .checkpoint(busy.path(), &CheckpointOptions::default())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("9p"), "{err}");
-    h.kill();
+    assert!(err.contains("working directory"), "{err}");
+    let (out, _, _) = sh(&mut s, &format!("cat {ws_in}/kept; kill {}", pid.trim()));
+    assert_eq!(
+        out, "host file\n",
+        "the workspace is attached again after a refusal"
+    );
+    // Idle, it checkpoints, and the box runs on with the workspace attached again.
+    let checkpoint = TempDir::new("mvm-ckpt");
+    let t0 = Instant::now();
+    s.checkpoint(checkpoint.path(), &CheckpointOptions::default())
+        .unwrap();
+    eprintln!("checkpoint of an idle box with shares: {:?}", t0.elapsed());
+    let (out, _, code) = sh(
+        &mut s,
+        &format!("echo after > /tmp/state; echo written-after > {ws_in}/after; cat {ws_in}/kept"),
+    );
+    assert_eq!((out.as_str(), code), ("host file\n", Some(0)));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("after")).unwrap(),
+        "written-after\n"
+    );
+    // then_stop: the VM is saved and freed.
+    let before: Vec<i32> = qemus_of(std::process::id() as i32);
+    let last = TempDir::new("mvm-ckpt-stop");
+    s.checkpoint(last.path(), &CheckpointOptions { then_stop: true })
+        .unwrap();
+    assert!(
+        wait_gone(&before, Duration::from_secs(10)),
+        "then_stop left its QEMU running"
+    );
+    s.kill();
+    // Two restores of one checkpoint (a fork): each has its own copy of the VM's memory, so of
+    // /tmp, home and the root's writable layer; both see the host's workspace as it is now.
+    let mut forks: Vec<LiveSandbox> = (0..2)
+        .map(|_| {
+            LiveSandbox::connect(
+                b.restore(
+                    checkpoint.path(),
+                    &p,
+                    &Template::Host,
+                    &StartOptions::default(),
+                )
+                .unwrap(),
+            )
+            .unwrap()
+        })
+        .collect();
+    for (i, f) in forks.iter_mut().enumerate() {
+        let (_, _, code) = sh(f, &format!("echo fork-{i} > /tmp/state"));
+        assert_eq!(code, Some(0));
+    }
+    for (i, f) in forks.iter_mut().enumerate() {
+        let (out, _, code) = sh(
+            f,
+            &format!("cat /tmp/state /home/user/mine {ws_in}/kept {ws_in}/after"),
+        );
+        assert_eq!(
+            (out.as_str(), code),
+            (
+                format!("fork-{i}\nlayer\nhost file\nwritten-after\n").as_str(),
+                Some(0)
+            ),
+            "fork {i} sees another's memory or lost its workspace"
+        );
+    }
+    for f in forks {
+        f.kill();
+    }
 }
 
 #[test]

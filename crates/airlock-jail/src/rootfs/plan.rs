@@ -392,21 +392,16 @@ impl RootfsPlan {
                 });
             }
             if m.protect && kind == NodeKind::Dir {
-                for p in PROTECTED_PATHS {
-                    if let Some(parent) = Path::new(p.relative)
-                        .parent()
-                        .filter(|d| !d.as_os_str().is_empty())
-                    {
-                        let pin = m.inside.join(parent);
-                        if !pins.contains(&pin) {
-                            pins.push(pin);
-                        }
+                let (mount_pins, protected) = protected_under(&m.inside);
+                for pin in mount_pins {
+                    if !pins.contains(&pin) {
+                        pins.push(pin);
                     }
-                    covers.push(Cover {
-                        path: m.inside.join(p.relative),
-                        keep_visible: true,
-                    });
                 }
+                covers.extend(protected.into_iter().map(|path| Cover {
+                    path,
+                    keep_visible: true,
+                }));
             }
         }
         for d in deny {
@@ -423,6 +418,28 @@ impl RootfsPlan {
             scratch_size: policy.limits.disk,
         })
     }
+}
+
+/// The protected paths of a protected directory mounted at `root`: the directories holding
+/// protected paths, to pin (bind onto themselves, so they cannot be renamed or replaced), and
+/// the protected paths themselves, to cover read-only, pins first. Every box kind that exports a
+/// writable directory uses this one selection.
+pub fn protected_under(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut pins: Vec<PathBuf> = Vec::new();
+    let mut covers = Vec::new();
+    for p in PROTECTED_PATHS {
+        if let Some(parent) = Path::new(p.relative)
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            let pin = root.join(parent);
+            if !pins.contains(&pin) {
+                pins.push(pin);
+            }
+        }
+        covers.push(root.join(p.relative));
+    }
+    (pins, covers)
 }
 
 /// Git ignore patterns for the protected files at a repository's root (empty directories are

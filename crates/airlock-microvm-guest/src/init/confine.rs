@@ -63,11 +63,12 @@ fn confine_and_exec(cfg: &GuestConfig, conn: RawFd) -> Result<()> {
     cvt(unsafe { libc::chroot(root.as_ptr()) }, || {
         "cannot enter the box's root".into()
     })?;
-    let cwd = cstr(&cfg.cwd)?;
-    // SAFETY: a valid path (checked to exist before the fork).
-    let ret = unsafe { libc::chdir(cwd.as_ptr()) };
-    cvt(ret, || {
-        format!("cannot enter the working directory {}", cfg.cwd)
+    // The agent itself stays at "/" (every command it starts is given its own working
+    // directory): a share it sat in could not be detached for a checkpoint.
+    let slash = cstr("/")?;
+    // SAFETY: a valid path.
+    cvt(unsafe { libc::chdir(slash.as_ptr()) }, || {
+        "cannot enter the box's root".into()
     })?;
     limit(libc::RLIMIT_NOFILE, cfg.open_files)?;
     limit(libc::RLIMIT_FSIZE, cfg.file_size)?;

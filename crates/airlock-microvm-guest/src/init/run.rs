@@ -2,8 +2,8 @@
 //! end the VM when the agent ends.
 
 use super::sys::{io_err, mkdir_all, mount, InitError, Result};
-use super::{confine, door, modules, ports, relay, rootfs};
-use crate::config::{GuestConfig, INIT_READY, INIT_WAITING, PORT_AGENT, PORT_NET};
+use super::{confine, ctl, door, modules, ports, relay, rootfs};
+use crate::config::{GuestConfig, INIT_READY, INIT_WAITING, PORT_AGENT, PORT_CTL, PORT_NET};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -133,6 +133,8 @@ fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
         .map_err(io_err("cannot share the agent port"))?;
     writeln!(out, "{INIT_READY}").map_err(io_err("cannot tell the host the box is ready"))?;
     relay::start(out, ours).map_err(io_err("cannot start the agent's relay"))?;
+    let control = ports::open(PORT_CTL)?;
+    ctl::start(control, cfg.clone()).map_err(io_err("cannot serve the control port"))?;
     if let Some(listener) = listener {
         let net = ports::open(PORT_NET)?;
         door::start(listener, net).map_err(io_err("cannot start the proxy's door"))?;
