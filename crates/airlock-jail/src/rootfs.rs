@@ -15,7 +15,7 @@ mod template_root;
 pub use build::enter;
 pub use plan::{
     protected_under, Cover, FsOp, HostFs, HostNode, NodeKind, RealHostFs, RootBase, RootfsPlan,
-    ETC_ENTRIES,
+    ETC_ENTRIES, PROC_MASKED, PROC_READ_ONLY,
 };
 use std::io;
 use std::path::PathBuf;

@@ -32,7 +32,8 @@ pub struct GuestConfig {
     pub protect: Vec<String>,
     /// Paths inside the box hidden behind an empty read-only node.
     pub deny: Vec<String>,
-    /// Size cap of every writable tmpfs (/tmp, home, the root's writable layer), bytes.
+    /// Size cap of the one tmpfs holding /tmp, home, /dev/shm and the root's writable layer
+    /// together, bytes.
     pub disk_bytes: u64,
     /// Largest file a box process may write (RLIMIT_FSIZE).
     pub file_size: u64,

@@ -85,7 +85,7 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
         LayerStatus::Enforced,
         "the VM's size and the guest kernel",
         format!(
-            "memory: {} MiB of guest RAM; vCPUs: {}; processes: {}; /tmp, home and the writable layer: tmpfs capped at {} bytes each",
+            "memory: {} MiB of guest RAM; vCPUs: {}; processes: {}; /tmp, home, /dev/shm and the writable layer: one tmpfs capped at {} bytes together (the workspace and writable grants are live host directories, not counted in it)",
             plan.memory_mib,
             plan.vcpus,
             plan.guest.pids.map_or("uncapped".to_string(), |p| format!("{p} (guest pids cgroup)")),
@@ -95,7 +95,7 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
     r.add(
         "privileges",
         LayerStatus::Enforced,
-        "chroot, empty capability sets, locked securebits, no_new_privs",
+        "chroot, empty capability sets, locked securebits, no_new_privs, the native box's seccomp filter, hidepid /proc",
         format!(
             "the agent and everything it runs have uid {} inside the guest and no capabilities",
             plan.guest.uid

@@ -50,7 +50,7 @@ pub const ETC_ENTRIES: &[&str] = &[
 /// Device nodes bound from the host's /dev.
 const DEV_NODES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 /// /proc entries covered with an empty file (information leaks or dangerous triggers).
-pub(super) const PROC_MASKED: &[&str] = &[
+pub const PROC_MASKED: &[&str] = &[
     "kcore",
     "keys",
     "timer_list",
@@ -59,7 +59,7 @@ pub(super) const PROC_MASKED: &[&str] = &[
     "kallsyms",
 ];
 /// /proc subtrees made read-only.
-pub(super) const PROC_READ_ONLY: &[&str] = &["sys", "irq", "bus", "fs"];
+pub const PROC_READ_ONLY: &[&str] = &["sys", "irq", "bus", "fs"];
 /// Where the box keeps its empty placeholders (inside the read-only root).
 pub(super) const EMPTY_FILE: &str = "/.airlock/empty";
 pub(super) const EMPTY_DIR: &str = "/.airlock/empty.d";

@@ -17,7 +17,9 @@ const AGENT: &str = "/airlock-agent";
 pub const NEW_ROOT: &str = "/newroot";
 /// The read-only image and the writable layer of an image root.
 const LOWER: &str = "/lower";
-const UPPER: &str = "/upper";
+const UPPER: &str = "/scratch/layer";
+/// The box's capped scratch tmpfs (outside its root).
+const SCRATCH: &str = "/scratch";
 
 /// Device nodes made in the box's `/dev`: (name, char major, minor).
 const DEV_NODES: &[(&str, u32, u32)] = &[
@@ -47,9 +49,23 @@ fn tmpfs(target: &str, bytes: u64, mode: &str) -> Result<()> {
 
 /// Builds the whole root.
 pub fn build(cfg: &GuestConfig) -> Result<()> {
+    // One capped tmpfs holds everything the box writes outside its shares (as the native
+    // box's scratch): the root's writable layer, /tmp, home and /dev/shm share its cap.
+    tmpfs(SCRATCH, cfg.disk_bytes, "0755")?;
+    for (dir, mode) in [
+        ("layer", 0o755),
+        ("tmp", 0o1777),
+        ("home", 0o755),
+        ("shm", 0o1777),
+    ] {
+        let p = format!("{SCRATCH}/{dir}");
+        mkdir_all(&p)?;
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(mode))
+            .map_err(super::sys::io_err(format!("cannot set the mode of {p}")))?;
+    }
     match &cfg.root {
         GuestRoot::Host { links } => host_root(cfg, links)?,
-        GuestRoot::Disk { fstype } => disk_root(cfg, fstype)?,
+        GuestRoot::Disk { fstype } => disk_root(fstype)?,
     }
     if matches!(cfg.root, GuestRoot::Disk { .. }) {
         // The host stages a host root's /etc with these files; an image's own /etc gets them.
@@ -58,16 +74,15 @@ pub fn build(cfg: &GuestConfig) -> Result<()> {
     write_file(&r(AGENT_INSIDE), b"")?;
     bind(AGENT, &r(AGENT_INSIDE), true)?;
     devices()?;
-    mkdir_all(&r("/proc"))?;
-    mount(
-        "proc",
-        &r("/proc"),
-        "proc",
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        None,
-    )?;
-    tmpfs(&r("/tmp"), cfg.disk_bytes, "1777")?;
-    tmpfs(&r(&cfg.home), cfg.disk_bytes, "0755")?;
+    proc_fs()?;
+    for (dir, at) in [
+        ("tmp", "/tmp"),
+        ("home", cfg.home.as_str()),
+        ("shm", "/dev/shm"),
+    ] {
+        mkdir_all(&r(at))?;
+        bind(&format!("{SCRATCH}/{dir}"), &r(at), false)?;
+    }
     chown(&r(&cfg.home), cfg.uid, cfg.gid)?;
     attach_shares(cfg, &[])?;
     for path in &cfg.deny {
@@ -241,7 +256,7 @@ fn host_root(cfg: &GuestConfig, links: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
-fn disk_root(cfg: &GuestConfig, fstype: &str) -> Result<()> {
+fn disk_root(fstype: &str) -> Result<()> {
     mkdir_all(LOWER)?;
     mount(
         "/dev/vda",
@@ -250,7 +265,6 @@ fn disk_root(cfg: &GuestConfig, fstype: &str) -> Result<()> {
         libc::MS_RDONLY | libc::MS_NODEV,
         None,
     )?;
-    tmpfs(UPPER, cfg.disk_bytes, "0755")?;
     mkdir_all(&format!("{UPPER}/data"))?;
     mkdir_all(&format!("{UPPER}/work"))?;
     mkdir_all(NEW_ROOT)?;
@@ -283,6 +297,35 @@ fn identity(cfg: &GuestConfig) -> Result<()> {
     for (path, data) in files {
         let _ = std::fs::remove_file(r(path));
         write_file(&r(path), data)?;
+    }
+    Ok(())
+}
+
+/// The box's `/proc`: only the box user's own processes are visible in it (hidepid: not the
+/// init, the kernel's threads or anything else the guest runs as root), and the entries the
+/// native box masks or keeps read-only are masked or read-only here too (the same list).
+fn proc_fs() -> Result<()> {
+    let at = r("/proc");
+    mkdir_all(&at)?;
+    mount(
+        "proc",
+        &at,
+        "proc",
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        Some("hidepid=invisible"),
+    )?;
+    write_file("/proc-empty", b"")?;
+    for name in airlock_jail::rootfs::PROC_MASKED {
+        let p = format!("{at}/{name}");
+        if Path::new(&p).exists() {
+            bind("/proc-empty", &p, true)?;
+        }
+    }
+    for name in airlock_jail::rootfs::PROC_READ_ONLY {
+        let p = format!("{at}/{name}");
+        if Path::new(&p).is_dir() {
+            bind(&p, &p, true)?;
+        }
     }
     Ok(())
 }
@@ -330,7 +373,6 @@ fn devices() -> Result<()> {
         std::os::unix::fs::symlink(to, format!("{dev}/{link}"))
             .map_err(super::sys::io_err(format!("cannot link /dev/{link}")))?;
     }
-    tmpfs(&format!("{dev}/shm"), 64 << 20, "1777")?;
     Ok(())
 }
 

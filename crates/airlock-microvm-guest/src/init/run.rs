@@ -4,6 +4,7 @@
 use super::sys::{io_err, mkdir_all, mount, InitError, Result};
 use super::{confine, ctl, door, modules, ports, relay, rootfs};
 use crate::config::{GuestConfig, INIT_READY, INIT_WAITING, PORT_AGENT, PORT_CTL, PORT_NET};
+use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -117,11 +118,19 @@ fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
         ),
         None => None,
     };
+    let sockets = match cfg.proxy_port {
+        Some(_) => SocketPolicy::UnixAndInet,
+        None => SocketPolicy::UnixOnly,
+    };
+    let filter = SeccompProgram::build(&SeccompProfile { sockets }).map_err(|e| InitError {
+        what: format!("cannot build the syscall filter: {e}"),
+        source: std::io::Error::from(std::io::ErrorKind::InvalidData),
+    })?;
     let (ours, theirs) = UnixStream::pair().map_err(io_err("cannot make the agent's socket"))?;
     // SAFETY: the init has no other threads yet; the child only makes syscalls and execs.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        let e = confine::exec_agent(cfg, theirs.as_raw_fd());
+        let e = confine::exec_agent(cfg, theirs.as_raw_fd(), &filter);
         eprintln!("airlock-vm-init: {e}");
         // SAFETY: ending the forked child without running the parent's destructors.
         unsafe { libc::_exit(127) };
