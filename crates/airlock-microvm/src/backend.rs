@@ -156,7 +156,8 @@ impl MicrovmBackend {
         how: String,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
         let proxy = if plan.proxied {
-            let proxy = crate::egress::start(&airlock_policy_egress(&plan), opts)?;
+            let proxy =
+                crate::egress::start(&airlock_policy_egress(&plan), opts, &plan.box_writable)?;
             if let Some(net) = vm.net.take() {
                 crate::door::serve(net, proxy.local_addr()).map_err(|e| {
                     BackendError::Start(format!("cannot serve the box's network door: {e}"))

@@ -35,6 +35,9 @@ pub struct BoxPlan {
     pub egress: airlock_policy::Egress,
     /// Host paths QEMU's mount namespace pins, holds read-only or hides.
     pub covers: Vec<HostCover>,
+    /// The host directories the box can write (the audit file is never opened through a
+    /// symlink in them).
+    pub box_writable: Vec<PathBuf>,
 }
 
 fn refuse(msg: &str) -> MicrovmError {
@@ -201,6 +204,7 @@ pub fn plan(
         proxied,
         egress: policy.egress.clone(),
         covers,
+        box_writable: airlock_native::box_writable_roots(policy),
     })
 }
 

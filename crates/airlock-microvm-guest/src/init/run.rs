@@ -118,10 +118,9 @@ fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
         ),
         None => None,
     };
-    let sockets = match cfg.proxy_port {
-        Some(_) => SocketPolicy::UnixAndInet,
-        None => SocketPolicy::UnixOnly,
-    };
+    // As the native box's: inet sockets are allowed (without --net proxy there is only the
+    // guest's loopback to reach).
+    let sockets = SocketPolicy::UnixAndInet;
     let filter = SeccompProgram::build(&SeccompProfile { sockets }).map_err(|e| InitError {
         what: format!("cannot build the syscall filter: {e}"),
         source: std::io::Error::from(std::io::ErrorKind::InvalidData),
