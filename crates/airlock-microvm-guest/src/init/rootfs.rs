@@ -65,7 +65,7 @@ pub fn build(cfg: &GuestConfig) -> Result<()> {
     }
     match &cfg.root {
         GuestRoot::Host { links } => host_root(cfg, links)?,
-        GuestRoot::Disk { fstype } => disk_root(fstype)?,
+        GuestRoot::Disk { fstype } => disk_root(cfg, fstype)?,
     }
     if matches!(cfg.root, GuestRoot::Disk { .. }) {
         // The host stages a host root's /etc with these files; an image's own /etc gets them.
@@ -256,7 +256,7 @@ fn host_root(cfg: &GuestConfig, links: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
-fn disk_root(fstype: &str) -> Result<()> {
+fn disk_root(cfg: &GuestConfig, fstype: &str) -> Result<()> {
     mkdir_all(LOWER)?;
     mount(
         "/dev/vda",
@@ -266,6 +266,8 @@ fn disk_root(fstype: &str) -> Result<()> {
         None,
     )?;
     mkdir_all(&format!("{UPPER}/data"))?;
+    // The merged root's own directory is the upper's: the box user's, as the image's files are.
+    chown(&format!("{UPPER}/data"), cfg.uid, cfg.gid)?;
     mkdir_all(&format!("{UPPER}/work"))?;
     mkdir_all(NEW_ROOT)?;
     let data = format!("lowerdir={LOWER},upperdir={UPPER}/data,workdir={UPPER}/work");
