@@ -41,10 +41,26 @@ fn start() -> Result<()> {
         mount(fs, target, fs, libc::MS_NOSUID, None)?;
     }
     modules::load_all()?;
+    // Everything that does not depend on the config is done before the greeting, so a VM
+    // restored from the template snapshot (taken right after it) skips it: the syscall filter
+    // (the native box's, inet sockets allowed as there: without --net proxy only the guest's
+    // loopback is there to reach), and the page cache and freed pages given back as zeros
+    // (init_on_free) so the snapshot holds less.
+    let filter = SeccompProgram::build(&SeccompProfile {
+        sockets: SocketPolicy::UnixAndInet,
+    })
+    .map_err(|e| InitError {
+        what: format!("cannot build the syscall filter: {e}"),
+        source: std::io::Error::from(std::io::ErrorKind::InvalidData),
+    })?;
+    // SAFETY: sync takes no arguments.
+    unsafe { libc::sync() };
+    let _ = std::fs::write("/proc/sys/vm/drop_caches", b"3");
+    let _ = std::fs::write("/proc/sys/vm/compact_memory", b"1");
     let mut port = ports::open(PORT_AGENT)?;
     writeln!(port, "{INIT_WAITING}").map_err(io_err("cannot greet the host"))?;
     let cfg = read_config(&mut port)?;
-    match build(&cfg, &port) {
+    match build(&cfg, &port, &filter) {
         Ok(agent_pid) => reap_until(agent_pid),
         Err(e) => {
             let _ = writeln!(port, "error: {e}");
@@ -86,7 +102,7 @@ fn bad(what: &str) -> InitError {
 }
 
 /// Builds the box and starts the agent; its pid.
-fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
+fn build(cfg: &GuestConfig, port: &File, filter: &SeccompProgram) -> Result<libc::pid_t> {
     rootfs::build(cfg)?;
     if !std::path::Path::new(&format!("{}{}", rootfs::NEW_ROOT, cfg.cwd)).is_dir() {
         return Err(bad(&format!(
@@ -118,18 +134,11 @@ fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
         ),
         None => None,
     };
-    // As the native box's: inet sockets are allowed (without --net proxy there is only the
-    // guest's loopback to reach).
-    let sockets = SocketPolicy::UnixAndInet;
-    let filter = SeccompProgram::build(&SeccompProfile { sockets }).map_err(|e| InitError {
-        what: format!("cannot build the syscall filter: {e}"),
-        source: std::io::Error::from(std::io::ErrorKind::InvalidData),
-    })?;
     let (ours, theirs) = UnixStream::pair().map_err(io_err("cannot make the agent's socket"))?;
     // SAFETY: the init has no other threads yet; the child only makes syscalls and execs.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        let e = confine::exec_agent(cfg, theirs.as_raw_fd(), &filter);
+        let e = confine::exec_agent(cfg, theirs.as_raw_fd(), filter);
         eprintln!("airlock-vm-init: {e}");
         // SAFETY: ending the forked child without running the parent's destructors.
         unsafe { libc::_exit(127) };
