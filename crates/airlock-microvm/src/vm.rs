@@ -196,7 +196,7 @@ impl VmSpec {
 /// and given, and the delay-loop calibration skipped.
 fn kernel_cmdline() -> String {
     format!(
-        "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz={} tsc=reliable lpj=4000000 no_timer_check init_on_free=1 rdinit=/init",
+        "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz={} tsc=reliable lpj=4000000 no_timer_check rdinit=/init",
         tsc_khz()
     )
 }

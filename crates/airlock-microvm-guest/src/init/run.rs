@@ -44,8 +44,8 @@ fn start() -> Result<()> {
     // Everything that does not depend on the config is done before the greeting, so a VM
     // restored from the template snapshot (taken right after it) skips it: the syscall filter
     // (the native box's, inet sockets allowed as there: without --net proxy only the guest's
-    // loopback is there to reach), and the page cache and freed pages given back as zeros
-    // (init_on_free) so the snapshot holds less.
+    // loopback is there to reach), and the page cache and free memory given back as zeros, so
+    // the snapshot holds less (QEMU writes a zero page as a few bytes).
     let filter = SeccompProgram::build(&SeccompProfile {
         sockets: SocketPolicy::UnixAndInet,
     })
@@ -53,10 +53,7 @@ fn start() -> Result<()> {
         what: format!("cannot build the syscall filter: {e}"),
         source: std::io::Error::from(std::io::ErrorKind::InvalidData),
     })?;
-    // SAFETY: sync takes no arguments.
-    unsafe { libc::sync() };
-    let _ = std::fs::write("/proc/sys/vm/drop_caches", b"3");
-    let _ = std::fs::write("/proc/sys/vm/compact_memory", b"1");
+    give_back_memory();
     let mut port = ports::open(PORT_AGENT)?;
     writeln!(port, "{INIT_WAITING}").map_err(io_err("cannot greet the host"))?;
     let cfg = read_config(&mut port)?;
@@ -65,6 +62,42 @@ fn start() -> Result<()> {
         Err(e) => {
             let _ = writeln!(port, "error: {e}");
             Err(e)
+        }
+    }
+}
+
+/// Drops the page cache, then zeroes the free memory once: every free page is taken (the
+/// kernel zeroes what it hands out) and given back. Best effort; a failure only costs size.
+fn give_back_memory() {
+    // SAFETY: sync takes no arguments.
+    unsafe { libc::sync() };
+    let _ = std::fs::write("/proc/sys/vm/drop_caches", b"3");
+    let free_kib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemFree:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<usize>().ok())
+        })
+        .unwrap_or(0);
+    // Leave room for the kernel's reserves.
+    let bytes = free_kib.saturating_sub(24 * 1024) * 1024;
+    if bytes == 0 {
+        return;
+    }
+    // SAFETY: a fresh private anonymous mapping, unmapped right after; no pointer escapes.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE | libc::MAP_NORESERVE,
+            -1,
+            0,
+        );
+        if p != libc::MAP_FAILED {
+            libc::munmap(p, bytes);
         }
     }
 }
