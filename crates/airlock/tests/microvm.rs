@@ -565,9 +565,27 @@ fn a_box_with_a_workspace_checkpoints_and_two_restores_of_it_diverge() {
             "fork {i} sees another's memory or lost its workspace"
         );
     }
+    // A restored box's protected paths hold as a started box's do (its placeholders are made
+    // again before QEMU starts, so QEMU's jail and the guest both hold them).
+    let (out, _, _) = sh(
+        &mut forks[0],
+        &format!("mkdir -p {ws_in}/.git/hooks && echo MADE-HOOKS; echo x >> {ws_in}/.bashrc && echo WROTE-RC; true"),
+    );
+    assert!(
+        !out.contains("MADE-HOOKS") && !out.contains("WROTE-RC"),
+        "{out}"
+    );
     for f in forks {
         f.kill();
     }
+    assert!(
+        !ws.join(".git/hooks").exists(),
+        "the restored box made .git/hooks on the host"
+    );
+    assert!(
+        !ws.join(".bashrc").exists(),
+        "the restored box left a .bashrc on the host"
+    );
 }
 
 #[test]

@@ -81,8 +81,9 @@ fn give_back_memory() {
                 .and_then(|v| v.parse::<usize>().ok())
         })
         .unwrap_or(0);
-    // Leave room for the kernel's reserves.
-    let bytes = free_kib.saturating_sub(24 * 1024) * 1024;
+    // A quarter of it, and 64 MiB at least, is left alone: the kernel's reserves and the
+    // mapping's page tables need room, and an out-of-memory here would end PID 1 (the VM).
+    let bytes = (free_kib / 4 * 3).saturating_sub(64 * 1024) * 1024;
     if bytes == 0 {
         return;
     }
