@@ -232,6 +232,23 @@ describe('files', () => {
     })
   })
 
+  test('as envd: remove of a missing path, mode bits, symlink info, CHMOD events', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      await sbx.files.remove('/home/user/never-was')
+      await sbx.commands.run('cd /home/user && mkdir -m 750 p && echo x > p/t && ln -s p/t ln && ln -s p dl')
+      const dir = await sbx.files.getInfo('/home/user/p')
+      assert.deepEqual([dir.mode, dir.permissions], [0o750, 'drwxr-x---'])
+      const ln = await sbx.files.getInfo('/home/user/ln')
+      assert.deepEqual([ln.type, ln.symlinkTarget, ln.path], ['file', '/home/user/p/t', '/home/user/ln'])
+      assert.deepEqual([(await sbx.files.getInfo('/home/user/dl')).type], ['dir'])
+      const events = []
+      const handle = await sbx.files.watchDir('/home/user/p', (e) => events.push(e))
+      await sbx.commands.run('chmod 600 /home/user/p/t')
+      await waitFor('the watch reports CHMOD of t', () => events.some((e) => e.name === 't' && e.type === e2b.FilesystemEventType.CHMOD))
+      await handle.stop()
+    })
+  })
+
   test('upload and download URLs', T, async () => {
     await withSandbox({}, async (sbx) => {
       const up = await sbx.uploadUrl('/home/user/up.txt')
