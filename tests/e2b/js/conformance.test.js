@@ -293,6 +293,26 @@ describe('code', () => {
     }, true)
   })
 
+  test('as E2B: dedent, unquoted str text, default contexts, top-level await, imports, charts, data', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const listed = await sbx.listCodeContexts()
+      assert.ok(['python', 'javascript'].every((l) => listed.some((c) => c.language === l)), JSON.stringify(listed))
+      const dedented = await sbx.runCode('\n    x = 2\n    if x:\n        print("in")\n    x * 3\n')
+      assert.deepEqual([dedented.error, dedented.text, dedented.logs.stdout], [undefined, '6', ['in\n']])
+      assert.equal((await sbx.runCode("'hello'")).text, 'hello')
+      assert.equal((await sbx.runCode("!echo from shell")).logs.stdout.join(''), 'from shell\n')
+      const awaited = await sbx.runCode('const v = await Promise.resolve(20)\nv + 1', { language: 'js' })
+      assert.equal(awaited.text, '21')
+      const imported = await sbx.runCode("import { basename } from 'node:path'\nbasename('/a/b.txt')", { language: 'js' })
+      assert.equal(imported.text, 'b.txt')
+      const chart = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 4])\nplt.title("t")\nplt.show()')
+      assert.equal(chart.results[0].chart.type, 'line')
+      assert.deepEqual(chart.results[0].chart.elements[0].points, [[1, 3], [2, 4]])
+      const frame = await sbx.runCode("import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+      assert.deepEqual(frame.results[0].data, { a: [1, 2] })
+    }, true)
+  })
+
   test('contexts and languages', T, async () => {
     await withSandbox({}, async (sbx) => {
       const ctx = await sbx.createCodeContext({ cwd: '/tmp' })
