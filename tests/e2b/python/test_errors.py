@@ -82,13 +82,11 @@ async def test_killed_sandbox_refuses_further_work(sdk):
 
 
 async def test_unserved_e2b_routes_answer_501_in_e2bs_shape(sdk):
-    """Routes of E2B's API airlock does not serve (fork, snapshots, network updates, template
-    aliases) answer 501 as `{"code", "message"}`: the SDK raises its own error carrying the
+    """Routes of E2B's API airlock does not serve (fork, snapshots, template aliases; network
+    updates are served: test_network.py) answer 501 as `{"code", "message"}`: the SDK raises its own error carrying the
     message (it crashed with `KeyError: 'code'` on airlock's native error shape)."""
     async with sdk.sandbox() as sbx:
         calls = []
-        if hasattr(sbx, "update_network"):
-            calls.append(("update_network", lambda: sbx.update_network({"deny_out": ["192.0.2.1"]})))
         if hasattr(sbx, "create_snapshot"):
             calls.append(("create_snapshot", lambda: sbx.create_snapshot()))
         if hasattr(sbx, "fork"):

@@ -51,6 +51,10 @@ pub fn routes() -> Router<AppState> {
         .route("/sandboxes/{id}/pause", post(pause_or_resume))
         .route("/sandboxes/{id}/resume", post(pause_or_resume))
         .route("/sandboxes/{id}/metrics", get(metrics))
+        .route(
+            "/sandboxes/{id}/network",
+            axum::routing::put(super::network_update::update),
+        )
 }
 
 /// `POST /sandboxes` and `POST /v2/sandboxes` bodies. Fields airlock cannot honour are
@@ -202,7 +206,7 @@ fn parse_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T
 }
 
 /// A live sandbox's record, or not_found (unknown, or ended: E2B forgets ended sandboxes).
-fn live_record(state: &AppState, id: &str) -> Result<SandboxRecord, E2bError> {
+pub(crate) fn live_record(state: &AppState, id: &str) -> Result<SandboxRecord, E2bError> {
     let not_found = || {
         E2bError::NotFound(format!(
             "sandbox {id} not found (it ended or never existed)"

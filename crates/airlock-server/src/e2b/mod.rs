@@ -25,6 +25,7 @@ pub(crate) mod filesystem;
 pub(crate) mod interpreter;
 pub(crate) mod metrics;
 pub(crate) mod network;
+pub(crate) mod network_update;
 pub(crate) mod process;
 pub(crate) mod procs;
 pub(crate) mod views;
