@@ -53,6 +53,24 @@ async function listAll(query, opts = {}) {
 const secondsLeft = (info) => (info.endAt.getTime() - Date.now()) / 1000
 
 describe('lifecycle', () => {
+  test('list order across pages, startedAfter; metrics ranges', T, async () => {
+    const tag = { case: 'js-order-' + crypto.randomBytes(4).toString('hex') }
+    await withSandbox({ metadata: tag }, async (a) => {
+      await new Promise((r) => setTimeout(r, 1100))
+      const between = new Date()
+      await withSandbox({ metadata: tag }, async (b) => {
+        const ids = async (opts, query = {}) =>
+          (await listAll({ metadata: { 'suite-run': RUN, ...tag }, ...query }, opts)).map((s) => s.sandboxId)
+        assert.deepEqual(await ids({ order: 'asc', limit: 1 }), [a.sandboxId, b.sandboxId])
+        assert.deepEqual(await ids({ order: 'desc' }), [b.sandboxId, a.sandboxId])
+        assert.deepEqual(await ids({}, { startedAfter: between }), [b.sandboxId])
+        const m = await b.getMetrics({ start: new Date('2020-01-01'), end: new Date('2020-01-02') })
+        assert.deepEqual(m, [], 'a range before the box existed is empty')
+        assert.equal((await b.getMetrics()).length, 1)
+      })
+    })
+  })
+
   test('create with template, timeout, metadata and env vars; getInfo', T, async () => {
     await withSandbox({ template: 'base', timeoutMs: 120_000, metadata: { owner: 'js' }, envs: { GREETING: 'hello js' } }, async (sbx) => {
       assert.match(sbx.sandboxId, /^[a-z0-9_]+$/)
@@ -368,6 +386,20 @@ describe('network', () => {
         assert.ok(!out.includes(secret), out)
       })
       assert.equal(seen.length, 1, 'the denied sandboxes never reached the server')
+    })
+  })
+
+  test('updateNetwork changes a running box\'s egress', T, async () => {
+    await withServer(async (url, secret, seen) => {
+      await withSandbox({}, async (sbx) => {
+        assert.ok(!(await fetchIn(sbx, url)).includes(secret))
+        await sbx.updateNetwork({ allowOut: ['127.0.0.1'] })
+        const out = await fetchIn(sbx, url)
+        assert.ok(out.startsWith('200 exit=0') && out.includes(secret), out)
+        await sbx.updateNetwork({ denyOut: ['0.0.0.0/0'] })
+        assert.ok(!(await fetchIn(sbx, url)).includes(secret))
+      })
+      assert.deepEqual(seen, ['/probe'], 'only the granted fetch got through')
     })
   })
 
