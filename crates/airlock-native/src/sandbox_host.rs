@@ -146,17 +146,16 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
                     audit,
                     network_events,
                     secret_values,
-                }) if *template == Template::Host => {
-                    secret_values.restore(&mut policy);
-                    (policy, audit, network_events)
-                }
-                Ok(ToHost::Start { .. }) => {
-                    refuse(
-                        &control,
-                        "a native box starts only from the host template".into(),
-                    );
-                    return 2;
-                }
+                }) => match template.agrees_with(&policy) {
+                    Ok(()) => {
+                        secret_values.restore(&mut policy);
+                        (policy, audit, network_events)
+                    }
+                    Err(why) => {
+                        refuse(&control, why);
+                        return 2;
+                    }
+                },
                 Ok(_) => {
                     refuse(&control, "the first message must be start".into());
                     return 2;

@@ -116,8 +116,13 @@ impl BoxFactory for SandboxFactory {
             ))),
             audit_file: None,
         };
-        let sandbox = LiveSandbox::start(backend.as_ref(), &policy, &Template::Host, &opts)
-            .map_err(|e| format!("the box could not start: {e}"))?;
+        let sandbox = LiveSandbox::start(
+            backend.as_ref(),
+            &policy,
+            &Template::of_policy(&policy),
+            &opts,
+        )
+        .map_err(|e| format!("the box could not start: {e}"))?;
         Ok(BoxHandle {
             sandbox,
             contexts: HashMap::new(),
