@@ -47,6 +47,7 @@ pub fn start(egress: &Egress, opts: &StartOptions) -> Result<ProxyHandle, Microv
         connect_timeout: Duration::from_secs(30),
         audit,
         on_event,
+        intercept: None,
     };
     airlock_proxy::server::start(listener, config)
         .map_err(|e| MicrovmError::io("cannot start the box's proxy", e))
