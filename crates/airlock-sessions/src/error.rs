@@ -32,6 +32,8 @@ pub enum ManagerError {
     PauseFailed { id: String, reason: String },
     #[error("session `{id}` could not be resumed and stays paused: {reason}")]
     ResumeFailed { id: String, reason: String },
-    #[error("session `{0}` is paused and resumes only on request; resume it (or connect to it) first")]
+    #[error(
+        "session `{0}` is paused and resumes only on request; resume it (or connect to it) first"
+    )]
     PausedNoAutoResume(String),
 }

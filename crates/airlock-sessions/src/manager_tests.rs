@@ -105,7 +105,13 @@ impl BoxFactory for FakeFactory {
         handle: FakeBox,
         memory: bool,
     ) -> Result<Paused<FakeBox>, (FakeBox, String)> {
-        if self.0.fail.lock().unwrap().contains_key(&format!("pause:{id}")) {
+        if self
+            .0
+            .fail
+            .lock()
+            .unwrap()
+            .contains_key(&format!("pause:{id}"))
+        {
             return Err((handle, "the box refused".into()));
         }
         self.0.pauses.fetch_add(1, Ordering::SeqCst);
@@ -137,7 +143,10 @@ impl BoxFactory for FakeFactory {
                 self.0.frozen.fetch_sub(1, Ordering::SeqCst);
                 let live = self.0.live.fetch_add(1, Ordering::SeqCst) + 1;
                 let cap = self.0.cap.load(Ordering::SeqCst);
-                assert!(cap == 0 || live <= cap, "{live} boxes run, over the cap of {cap}");
+                assert!(
+                    cap == 0 || live <= cap,
+                    "{live} boxes run, over the cap of {cap}"
+                );
                 Ok(h)
             }
             None => self.start(id, spec).map_err(|e| (None, e)),
@@ -1025,7 +1034,11 @@ fn a_timeout_pauses_a_box_whose_spec_says_so_and_a_paused_box_never_expires() {
     r.mgr.tick();
     assert_eq!(state(&r, "a"), SessionState::Paused);
     let info = r.mgr.resume("a").unwrap();
-    assert_eq!(info.deadline_ms, r.clock.now_ms() + 10_000, "a full life again");
+    assert_eq!(
+        info.deadline_ms,
+        r.clock.now_ms() + 10_000,
+        "a full life again"
+    );
 }
 
 #[test]
@@ -1038,7 +1051,11 @@ fn shutdown_leaves_paused_sessions_paused_and_adopted_ones_resume() {
     assert_eq!(state(&r, "a"), SessionState::Paused);
     assert_eq!(state(&r, "b"), SessionState::Killed);
     assert_eq!(r.fake.live.load(Ordering::SeqCst), 0);
-    assert_eq!(r.fake.frozen.load(Ordering::SeqCst), 0, "the frozen box was stopped");
+    assert_eq!(
+        r.fake.frozen.load(Ordering::SeqCst),
+        0,
+        "the frozen box was stopped"
+    );
 
     let r = rig(1);
     r.mgr.adopt_paused("a".into(), spec(), 5).unwrap();
@@ -1048,5 +1065,9 @@ fn shutdown_leaves_paused_sessions_paused_and_adopted_ones_resume() {
         Err(ManagerError::AlreadyExists(_))
     ));
     assert_eq!(r.mgr.resume("a").unwrap().state, SessionState::Running);
-    assert_eq!(r.fake.starts.load(Ordering::SeqCst), 1, "started from what was saved");
+    assert_eq!(
+        r.fake.starts.load(Ordering::SeqCst),
+        1,
+        "started from what was saved"
+    );
 }

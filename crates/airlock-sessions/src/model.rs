@@ -207,7 +207,9 @@ impl ManagerConfig {
             return Some("queue_timeout_ms must be positive".into());
         }
         if self.idle_pause_ms.is_some_and(|ms| ms <= 0) {
-            return Some("idle_pause_ms must be positive (or absent: never pause idle boxes)".into());
+            return Some(
+                "idle_pause_ms must be positive (or absent: never pause idle boxes)".into(),
+            );
         }
         None
     }

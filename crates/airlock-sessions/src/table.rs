@@ -6,7 +6,9 @@
 //! (or failed to start), so the number of boxes alive never exceeds `max_running`. A paused box
 //! gives its slot back; resuming takes one again, through the queue when none is free.
 
-use super::{ManagerConfig, ManagerError, OnTimeout, Paused, SessionInfo, SessionSpec, SessionState};
+use super::{
+    ManagerConfig, ManagerError, OnTimeout, Paused, SessionInfo, SessionSpec, SessionState,
+};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Where a session's box is. Every variant but `Empty` holds a slot.
