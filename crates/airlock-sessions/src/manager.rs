@@ -345,6 +345,11 @@ impl<F: BoxFactory> SessionManager<F> {
         self.lock().work(id, false, self.clock.now_ms());
     }
 
+    /// The factory that starts and stops the boxes.
+    pub fn factory(&self) -> &F {
+        &self.factory
+    }
+
     /// The session's spec, if it is known.
     pub fn spec(&self, id: &str) -> Option<SessionSpec> {
         self.lock().spec(id)

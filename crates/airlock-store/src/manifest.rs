@@ -30,6 +30,10 @@ pub struct SnapshotOrigin {
     /// The template's name, and its digest when it has one.
     pub template: String,
     pub template_digest: Option<String>,
+    /// What the taker needs to continue the box from the snapshot (opaque to the store; covered
+    /// by the manifest's digest like everything else here).
+    #[serde(default)]
+    pub carry: serde_json::Value,
 }
 
 /// One entry of a snapshot's data tree, by path relative to it.

@@ -13,6 +13,7 @@ fn origin() -> SnapshotOrigin {
         policy_sha256: "00".into(),
         template: "base".into(),
         template_digest: None,
+        carry: serde_json::Value::Null,
     }
 }
 
