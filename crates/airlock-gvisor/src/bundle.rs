@@ -133,7 +133,7 @@ impl BundlePlan {
                 b.add_mount(Mount::bind(view, pin, um.writable), true);
             }
         }
-        check_cwd(&policy.cwd, &user_mounts, &b.scratch)?;
+        check_cwd(&policy.cwd, &user_mounts, &b.scratch, image.as_deref())?;
         let mut uncovered = Vec::new();
         for cover in &rootfs.covers {
             match user_host(&user_mounts, &cover.path) {
@@ -228,15 +228,26 @@ impl BundlePlan {
 }
 
 /// The working directory must exist where the box will see it: in a grant (on the host now),
-/// in the scratch (made fresh), or be `/`.
+/// in the scratch (made fresh), in the template's root (a template's own working directory), or
+/// be `/`.
 fn check_cwd(
     cwd: &Path,
     users: &[UserMount],
     scratch: &[(PathBuf, PathBuf)],
+    image: Option<&Path>,
 ) -> Result<(), BundleError> {
+    let in_image = |root: &Path| {
+        cwd.strip_prefix("/")
+            .map(|rel| root.join(rel))
+            .is_ok_and(|p| p.symlink_metadata().is_ok_and(|m| m.is_dir()))
+    };
     let exists = match user_host(users, cwd) {
         Some((_, host)) => host.is_dir(),
-        None => cwd == Path::new("/") || scratch.iter().any(|(inside, _)| cwd == inside.as_path()),
+        None => {
+            cwd == Path::new("/")
+                || scratch.iter().any(|(inside, _)| cwd == inside.as_path())
+                || image.is_some_and(in_image)
+        }
     };
     if exists {
         Ok(())

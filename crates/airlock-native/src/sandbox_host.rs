@@ -139,14 +139,13 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
                     template,
                     audit,
                     network_events,
-                }) if *template == Template::Host => (policy, audit, network_events),
-                Ok(ToHost::Start { .. }) => {
-                    refuse(
-                        &control,
-                        "a native box starts only from the host template".into(),
-                    );
-                    return 2;
-                }
+                }) => match template.agrees_with(&policy) {
+                    Ok(()) => (policy, audit, network_events),
+                    Err(why) => {
+                        refuse(&control, why);
+                        return 2;
+                    }
+                },
                 Ok(_) => {
                     refuse(&control, "the first message must be start".into());
                     return 2;

@@ -275,8 +275,13 @@ impl BoxFactory for SandboxFactory {
                 .restore(snapshot, backend.as_ref(), &spec.payload, &opts)
                 .map(|r| r.handle);
         }
-        let sandbox = LiveSandbox::start(backend.as_ref(), &policy, &Template::Host, &opts)
-            .map_err(|e| format!("the box could not start: {e}"))?;
+        let sandbox = LiveSandbox::start(
+            backend.as_ref(),
+            &policy,
+            &Template::of_policy(&policy),
+            &opts,
+        )
+        .map_err(|e| format!("the box could not start: {e}"))?;
         Ok(BoxHandle::new(sandbox))
     }
 

@@ -164,7 +164,7 @@ impl SnapshotService {
             ));
         }
         let instance = backend
-            .restore(&dir, &policy, &Template::Host, opts)
+            .restore(&dir, &policy, &Template::of_policy(&policy), opts)
             .map_err(|e| format!("the box could not be restored: {e}"))?;
         let sandbox = LiveSandbox::connect(instance)
             .map_err(|e| format!("the restored box's agent did not answer: {e}"))?;
