@@ -368,6 +368,13 @@ impl Backend for MicrovmBackend {
         template: &Template,
         opts: &StartOptions,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
+        if !policy.secrets.is_empty() {
+            // Fails closed: the guest builds its own root, and its trust bundle does not yet
+            // get the box's CA.
+            return Err(BackendError::Invalid(
+                "secrets (--secret) are not yet held for microvm boxes: the guest's trust store does not get the box's CA; use --backend native or gvisor".into(),
+            ));
+        }
         if policy.backend != BackendKind::Microvm {
             return Err(BackendError::Invalid(format!(
                 "the policy asks for the {} backend, not microvm",

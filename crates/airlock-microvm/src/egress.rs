@@ -48,6 +48,7 @@ pub fn start(
         connect_timeout: Duration::from_secs(30),
         audit,
         on_event,
+        intercept: None,
     };
     airlock_proxy::server::start(listener, config)
         .map_err(|e| MicrovmError::io("cannot start the box's proxy", e))

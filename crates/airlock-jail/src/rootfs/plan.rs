@@ -63,6 +63,8 @@ pub const PROC_READ_ONLY: &[&str] = &["sys", "irq", "bus", "fs"];
 /// Where the box keeps its empty placeholders (inside the read-only root).
 pub(super) const EMPTY_FILE: &str = "/.airlock/empty";
 pub(super) const EMPTY_DIR: &str = "/.airlock/empty.d";
+/// Where [`FsOp::ExtendFile`] keeps the extended copies.
+pub(super) const EXTENDED_DIR: &str = "/.airlock/extended";
 /// Where the workspace's change layer (upper and work directories) lives on the scratch tmpfs;
 /// no view of the scratch shows it to the box.
 pub(super) const CHANGES_DIR: &str = "changes";
@@ -124,6 +126,13 @@ pub enum FsOp {
     /// box's own layer (the host's resolver config, `/sys`); a fresh root has nothing there.
     Absent {
         target: PathBuf,
+    },
+    /// The file at `target`, as the root has it so far (in a read-only bind, or absent), with
+    /// `append` added, bound read-only over it. How the box's trust bundle gets the box's own
+    /// CA (the egress proxy's secrets) without touching the host's file.
+    ExtendFile {
+        target: PathBuf,
+        append: String,
     },
     /// An overlay over what is mounted at `target` (its read-only lower layer), whose upper
     /// layer lives on the scratch tmpfs: the box's writes there count against the scratch cap
