@@ -33,7 +33,10 @@ impl Api {
         };
         let status = resp.status();
         let text = resp.into_string().unwrap();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     fn create(&self, backend: &str, template: &str) -> String {
@@ -113,7 +116,10 @@ fn a_paused_microvm_box_outlives_a_server_sigkill_and_resumes_with_its_processes
     assert_eq!(code, 200, "{paused}");
     assert_eq!(paused["sandbox"]["state"], "paused");
     assert_eq!(paused["kept"]["kept"], "memory", "{paused}");
-    assert_eq!(paused["kept"]["resident"], false, "its memory was given back");
+    assert_eq!(
+        paused["kept"]["resident"], false,
+        "its memory was given back"
+    );
     // Its VM is gone while paused (the memory is on disk, not in a process).
     assert_eq!(qemu_pids(), qemu_before, "a paused microVM still runs");
     let (code, again) = api.call("POST", &format!("/v1/sandboxes/{id}/pause"), None);
@@ -126,20 +132,30 @@ fn a_paused_microvm_box_outlives_a_server_sigkill_and_resumes_with_its_processes
     assert_eq!(api.state(&id)["state"], "paused", "{}", api.state(&id));
     let (code, listed) = api.call("GET", "/v1/sandboxes?state=paused", None);
     assert_eq!(code, 200);
-    assert!(listed.as_array().unwrap().iter().any(|s| s["id"] == id), "{listed}");
+    assert!(
+        listed.as_array().unwrap().iter().any(|s| s["id"] == id),
+        "{listed}"
+    );
     let (code, resumed) = api.call("POST", &format!("/v1/sandboxes/{id}/resume"), None);
     assert_eq!(code, 200, "{resumed}");
     assert_eq!(resumed["resumed"]["kept"], "memory", "{resumed}");
     assert_eq!(resumed["sandbox"]["state"], "running");
     let out = api.sh(
         &id,
-        &format!("cat /home/user/state; kill -0 {} && echo alive", sleeper.trim()),
+        &format!(
+            "cat /home/user/state; kill -0 {} && echo alive",
+            sleeper.trim()
+        ),
     );
     assert_eq!(out, "before\nalive\n");
     // The resume consumed its pause snapshot; a kill deletes everything the sandbox had.
     let (code, _) = api.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
     assert_eq!(code, 200);
-    assert!(snapshot_dirs(data.path()).is_empty(), "{:?}", snapshot_dirs(data.path()));
+    assert!(
+        snapshot_dirs(data.path()).is_empty(),
+        "{:?}",
+        snapshot_dirs(data.path())
+    );
     let (code, events) = api.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
     assert_eq!(code, 200);
     let states: Vec<&str> = events["events"]
@@ -148,7 +164,10 @@ fn a_paused_microvm_box_outlives_a_server_sigkill_and_resumes_with_its_processes
         .iter()
         .filter_map(|e| e["detail"]["state"].as_str())
         .collect();
-    assert!(states.contains(&"paused") && states.contains(&"resuming"), "{states:?}");
+    assert!(
+        states.contains(&"paused") && states.contains(&"resuming"),
+        "{states:?}"
+    );
     server.stop();
     assert_eq!(qemu_pids(), qemu_before, "a VM outlived its server");
 }
@@ -182,7 +201,10 @@ fn a_fork_of_three_continues_from_one_state_and_each_diverges() {
     for kid in &kids {
         let out = api.sh(
             kid,
-            &format!("cat /home/user/who; kill -0 {} && echo alive", sleeper.trim()),
+            &format!(
+                "cat /home/user/who; kill -0 {} && echo alive",
+                sleeper.trim()
+            ),
         );
         assert_eq!(out, "parent\nalive\n", "{kid}");
     }
@@ -242,10 +264,20 @@ fn a_truncated_or_altered_snapshot_is_refused_and_never_restored() {
         .unwrap();
     let (code, refused) = api.call("POST", &format!("/v1/sandboxes/{id}/resume"), None);
     assert_eq!(code, 409, "{refused}");
-    let msg = refused["error"]["message"].as_str().unwrap_or_default().to_string();
-    assert!(msg.contains("truncated") && msg.contains("never restored"), "{refused}");
+    let msg = refused["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        msg.contains("truncated") && msg.contains("never restored"),
+        "{refused}"
+    );
     assert_eq!(api.state(&id)["state"], "paused");
-    assert_eq!(qemu_pids(), qemu_before, "a VM was started from a damaged snapshot");
+    assert_eq!(
+        qemu_pids(),
+        qemu_before,
+        "a VM was started from a damaged snapshot"
+    );
 
     // A named snapshot, one byte altered: a fork from it is refused.
     let other = api.create("microvm", "code-interpreter");
@@ -270,7 +302,11 @@ fn a_truncated_or_altered_snapshot_is_refused_and_never_restored() {
     assert_eq!(code, 201, "{forked}");
     let err = forked["sandboxes"][0]["error"].as_str().unwrap_or_default();
     assert!(err.contains("content changed"), "{forked}");
-    assert_eq!(qemu_pids().len(), running, "a VM was started from an altered snapshot");
+    assert_eq!(
+        qemu_pids().len(),
+        running,
+        "a VM was started from an altered snapshot"
+    );
     for s in [&id, &other] {
         api.call("DELETE", &format!("/v1/sandboxes/{s}"), None);
     }
@@ -315,6 +351,9 @@ fn a_native_pause_freezes_in_place_and_says_a_server_restart_does_not_keep_it() 
     let (mut server, api) = serve(data.path(), &[]);
     let rec = api.state(&id);
     assert_eq!(rec["state"], "dead", "{rec}");
-    assert!(rec["reason"].as_str().unwrap().contains("server stopped"), "{rec}");
+    assert!(
+        rec["reason"].as_str().unwrap().contains("server stopped"),
+        "{rec}"
+    );
     server.stop();
 }

@@ -460,7 +460,7 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
-        .unwrap()
+        .expect("the workspace root exists")
 }
 
 /// The code-interpreter template (`templates/code-interpreter.toml`), built once into
@@ -473,7 +473,7 @@ pub fn data_dir_with_code_interpreter() -> TempDir {
         .arg(&cache)
         .arg(repo_root().join("templates/code-interpreter.toml"))
         .output()
-        .unwrap();
+        .expect("run airlock template build");
     assert!(
         build.status.success(),
         "building the code-interpreter template failed (mmdebstrap and the host's apt mirror are needed; scripts/test.sh installs mmdebstrap): {}",
@@ -485,11 +485,10 @@ pub fn data_dir_with_code_interpreter() -> TempDir {
         .arg(cache.join("templates"))
         .arg(data.join("templates"))
         .status()
-        .unwrap();
+        .expect("run cp");
     assert!(
         cp.success(),
         "cannot link the template store into the data dir"
     );
     data
 }
-
