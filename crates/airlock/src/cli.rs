@@ -166,7 +166,8 @@ pub struct McpArgs {
     #[command(flatten)]
     pub tools: ToolArgs,
     /// End the session's box after this long without a tool call (the next call starts a fresh
-    /// one), e.g. 15m.
+    /// one), e.g. 15m. A fifteenth of it (1 s to 60 s) without a call pauses the box in place
+    /// first (CPU given back, its interpreter state kept); the next call resumes it.
     #[arg(long, value_name = "DURATION", default_value = "15m")]
     pub idle_timeout: String,
 }
