@@ -214,6 +214,7 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
                 }
             })?
     };
+    let sampler = crate::e2b::metrics::spawn_sampler(state.clone(), Arc::clone(&stopping))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -242,6 +243,7 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     stopping.store(true, Ordering::Relaxed);
     manager.shutdown();
     let _ = ticker.join();
+    let _ = sampler.join();
     served
 }
 

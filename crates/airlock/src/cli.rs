@@ -371,6 +371,17 @@ pub struct PolicyArgs {
     /// With --net proxy: total bytes the box may move through the proxy (default: unlimited).
     #[arg(long, value_name = "SIZE")]
     pub byte_budget: Option<String>,
+    /// With --net proxy: a secret the egress proxy adds to requests to its hosts
+    /// (--secret-host); inside the box the variable NAME holds a placeholder. NAME takes $NAME
+    /// from airlock's environment, NAME=@FILE reads a file, NAME=@- reads stdin. A value is
+    /// never given on the command line (ps shows it).
+    #[arg(long, value_name = "NAME[=@FILE|=@-]")]
+    pub secret: Vec<String>,
+    /// A destination that receives a secret: [NAME=]PATTERN (NAME[:PORT] or *.NAME[:PORT],
+    /// port 443 when none). `NAME=` may be left out when one --secret is given. Binding a
+    /// secret also allows its hosts.
+    #[arg(long, value_name = "[NAME=]PATTERN")]
+    pub secret_host: Vec<String>,
     /// Memory cap, e.g. 512M (default 4G).
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<String>,

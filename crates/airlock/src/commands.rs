@@ -134,6 +134,7 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     if args.fail_if_unavailable {
         f.fail_if_unavailable = Some(true);
     }
+    f.secrets = crate::secret_flags::secrets(&args.secret, &args.secret_host, &base)?;
     Ok(base.merge(f))
 }
 

@@ -54,6 +54,10 @@ pub fn routes() -> Router<AppState> {
         .route("/sandboxes/{id}/fork", post(fork))
         .route("/sandboxes/{id}/snapshots", post(snapshot))
         .route("/sandboxes/{id}/metrics", get(metrics))
+        .route(
+            "/sandboxes/{id}/network",
+            axum::routing::put(super::network_update::update),
+        )
 }
 
 /// `POST /sandboxes` and `POST /v2/sandboxes` bodies. Fields airlock cannot honour are
@@ -223,7 +227,7 @@ fn parse_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T
 }
 
 /// A live sandbox's record, or not_found (unknown, or ended: E2B forgets ended sandboxes).
-fn live_record(state: &AppState, id: &str) -> Result<SandboxRecord, E2bError> {
+pub(crate) fn live_record(state: &AppState, id: &str) -> Result<SandboxRecord, E2bError> {
     let not_found = || {
         E2bError::NotFound(format!(
             "sandbox {id} not found (it ended or never existed)"
@@ -412,10 +416,17 @@ pub struct ListQuery {
     pub limit: usize,
     /// Entries to skip (the previous page's `X-Next-Token`).
     pub offset: usize,
+    /// Oldest start first (`order=asc`); newest first otherwise (the default, `desc`).
+    pub oldest_first: bool,
+    /// Only sandboxes started at or after this time (ms since the epoch).
+    pub started_after_ms: Option<i64>,
+    /// Only sandboxes of this template (its id or name, or an alias the server maps to it).
+    pub template: Option<String>,
 }
 
-/// Parses `metadata` (url-encoded `k=v&…`), `state` (comma-separated or repeated), `limit`
-/// and `nextToken`; other parameters (`order`, `template`, …) are accepted and ignored.
+/// Parses `metadata` (url-encoded `k=v&…`), `state` (comma-separated or repeated), `order`
+/// (`asc`/`desc` by start time), `startedAfter` (RFC 3339), `template`, `limit` and
+/// `nextToken`; other parameters are accepted and ignored.
 pub fn list_query(raw: &str) -> Result<ListQuery, E2bError> {
     let bad = |what: &str| E2bError::InvalidArgument(format!("the query's {what} is malformed"));
     let pairs: Vec<(String, String)> =
@@ -449,6 +460,25 @@ pub fn list_query(raw: &str) -> Result<ListQuery, E2bError> {
                 q.limit = n.min(MAX_LIST_LIMIT);
             }
             "nextToken" => q.offset = v.parse().map_err(|_| bad("nextToken"))?,
+            "order" => {
+                q.oldest_first = match v.to_ascii_lowercase().as_str() {
+                    "asc" => true,
+                    "desc" => false,
+                    other => {
+                        return Err(E2bError::InvalidArgument(format!(
+                            "unknown order {other:?}; use asc or desc"
+                        )))
+                    }
+                }
+            }
+            "startedAfter" => {
+                q.started_after_ms = Some(views::parse_rfc3339(&v).ok_or_else(|| {
+                    E2bError::InvalidArgument(format!(
+                        "startedAfter {v:?} is not an RFC 3339 time (2024-01-02T03:04:05Z)"
+                    ))
+                })?)
+            }
+            "template" if !v.is_empty() => q.template = Some(v),
             _ => {}
         }
     }
@@ -481,10 +511,27 @@ fn list_matching(
     let recs = lock(&state.store)
         .list_sandboxes(&filter)
         .map_err(|e| E2bError::Internal(e.to_string()))?;
-    let all: Vec<Value> = recs
+    let catalog = &state.templates;
+    let of_template = |r: &SandboxRecord| {
+        q.template.as_deref().is_none_or(|t| {
+            r.template == t || catalog.canonical(&r.template) == catalog.canonical(t)
+        })
+    };
+    let mut found: Vec<(i64, Value)> = recs
         .iter()
-        .map(|r| views::listed(r, started_ms(state, &r.id)))
+        .filter(|r| of_template(r))
+        .filter_map(|r| {
+            let started = started_ms(state, &r.id).unwrap_or(r.created_ms);
+            let wanted = q.started_after_ms.is_none_or(|after| started >= after);
+            wanted.then(|| (started, views::listed(r, Some(started))))
+        })
         .collect();
+    // The order holds across pages (the SDKs say so): sort the whole result, then page it.
+    found.sort_by_key(|(started, _)| *started);
+    if !q.oldest_first {
+        found.reverse();
+    }
+    let all: Vec<Value> = found.into_iter().map(|(_, v)| v).collect();
     if !paginate {
         return Ok((all, None));
     }
@@ -784,30 +831,67 @@ async fn snapshot(
     )
 }
 
+/// Takes a sample of live sandbox `id` into its history; answers the history.
+pub(crate) fn record_sample(
+    state: &AppState,
+    id: &str,
+) -> Result<std::sync::Arc<super::boxstate::E2bBox>, E2bError> {
+    let rec = live_record(state, id)?;
+    let started = started_ms(state, id);
+    state
+        .manager
+        .with_handle(id, |h| {
+            let usage = h.sandbox().usage().unwrap_or_default();
+            // Inside the lent handle: the box's end (which drops its state) comes after.
+            let boxed = state.e2b.box_state(id);
+            boxed.metrics.record(&rec, &usage, started, now_ms());
+            boxed
+        })
+        .map_err(|e| state.manager_error(id, e))
+        .map_err(E2bError::from)
+}
+
+/// The metrics query's `start` and `end` (Unix seconds).
+pub fn metrics_range(raw: &str) -> Result<(Option<i64>, Option<i64>), E2bError> {
+    #[derive(Deserialize)]
+    struct Range {
+        start: Option<i64>,
+        end: Option<i64>,
+    }
+    let r: Range = serde_urlencoded::from_str(raw).map_err(|_| {
+        E2bError::InvalidArgument(
+            "start and end are Unix times in seconds (start=1700000000&end=1700000600)".into(),
+        )
+    })?;
+    if let (Some(s), Some(e)) = (r.start, r.end) {
+        if e < s {
+            return Err(E2bError::InvalidArgument(format!(
+                "end {e} is before start {s}; give a range that moves forward"
+            )));
+        }
+    }
+    Ok((r.start, r.end))
+}
+
 async fn metrics(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
 ) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
-            let sample = blocking(&state, move |state| {
-                let rec = live_record(&state, &id)?;
-                let usage = state
-                    .manager
-                    .with_handle(&id, |h| h.sandbox().usage())
-                    .map_err(|e| state.manager_error(&id, e))?
-                    .unwrap_or_default();
-                Ok(super::metrics::sample(
-                    &rec,
-                    &usage,
-                    started_ms(&state, &id),
-                    now_ms(),
-                ))
+            let (start, end) = metrics_range(raw.as_deref().unwrap_or(""))?;
+            let samples = blocking(&state, move |state| {
+                let history = record_sample(&state, &id)?;
+                Ok(match (start, end) {
+                    (None, None) => history.metrics.latest().into_iter().collect(),
+                    _ => history.metrics.between(start, end),
+                })
             })
             .await?;
-            Ok(Json(vec![sample]).into_response())
+            Ok(Json(samples).into_response())
         }
         .await,
     )
