@@ -28,7 +28,7 @@ class Server:
                 addr = line[len("listening on http://"):]
         self.base = "http://" + addr
         host, port = addr.rsplit(":", 1)
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=300)
         self.conn.connect()
         self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}

@@ -20,7 +20,8 @@ def server(backend):
 
 
 def create(s, backend, template):
-    v = json.loads(s.call("POST", "/v1/sandboxes", {"template": template, "backend": backend, "timeout": 3600}))
+    body = {"template": template, "backend": backend, "timeout": 3600}
+    v = json.loads(s.call("POST", "/v1/sandboxes", body))
     return v["id"]
 
 
@@ -37,10 +38,11 @@ def hold(s, sid, mib):
     # A process holding `mib` MiB of touched memory, in the background.
     code = f"b = bytearray({mib} << 20)\\nimport time\\ntime.sleep(100000)"
     s.call("POST", f"/v1/sandboxes/{sid}/exec",
-           {"cmd": ["sh", "-c", f"printf '{code}' > /tmp/hold.py; python3 /tmp/hold.py >/dev/null 2>&1 & sleep 2"]})
+           {"cmd": ["sh", "-c", f"printf '{code}' > /tmp/hold.py; python3 /tmp/hold.py >/dev/null 2>&1 & sleep 6"]})
 
 
-for backend, template in [("native", "code-interpreter"), ("microvm", "code-interpreter")]:
+backends = sys.argv[4].split(",") if len(sys.argv) > 4 else ["native", "microvm"]
+for backend, template in [(b, "code-interpreter") for b in backends]:
     s = server(backend)
     try:
         resume, fresh, pause = [], [], []

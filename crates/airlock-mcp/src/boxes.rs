@@ -192,11 +192,6 @@ impl BoxSlot {
         self.paused
     }
 
-    /// Whether the box is paused now.
-    pub fn is_paused(&self) -> bool {
-        self.paused
-    }
-
     /// Ends the box if it has not been used for `idle`; says whether it did.
     pub fn end_if_idle(&mut self, idle: Duration) -> bool {
         if self.live.is_some() && self.last_used.elapsed() >= idle {
