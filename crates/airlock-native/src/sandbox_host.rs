@@ -168,7 +168,9 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
             _ => return 2,
         };
     // The start message held the secrets' values.
-    zeroize::Zeroize::zeroize(&mut buf);
+    // (As a slice: zeroizing the Vec itself would also empty it, and the next request would be
+    // read into no buffer at all, ending the host.)
+    zeroize::Zeroize::zeroize(buf.as_mut_slice());
     let on_event: Option<airlock_proxy::audit::EventSink> = network_events.then(|| {
         let control = Arc::clone(&control);
         let sink: airlock_proxy::audit::EventSink = Arc::new(move |e| {
