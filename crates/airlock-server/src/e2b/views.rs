@@ -13,7 +13,7 @@ pub const CLIENT_ID: &str = "airlock";
 pub fn e2b_state(state: SandboxState) -> Option<&'static str> {
     match state {
         SandboxState::Queued | SandboxState::Starting | SandboxState::Running => Some("running"),
-        SandboxState::Paused => Some("paused"),
+        SandboxState::Paused | SandboxState::Resuming => Some("paused"),
         _ => None,
     }
 }
