@@ -168,7 +168,9 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
             _ => return 2,
         };
     // The start message held the secrets' values.
-    zeroize::Zeroize::zeroize(&mut buf);
+    // In place: `Vec::zeroize` would also empty the buffer, and the next receive into an empty
+    // buffer reads 0 bytes, which ends the host (and the box) at its first request.
+    zeroize::Zeroize::zeroize(buf.as_mut_slice());
     let on_event: Option<airlock_proxy::audit::EventSink> = network_events.then(|| {
         let control = Arc::clone(&control);
         let sink: airlock_proxy::audit::EventSink = Arc::new(move |e| {
