@@ -89,12 +89,22 @@ impl BoxHandle {
 pub struct SandboxFactory {
     backends: Backends,
     store: SharedStore,
+    secrets: Arc<crate::held_secrets::HeldSecrets>,
 }
 
 impl SandboxFactory {
-    /// Boxes are started with `backends`; their network decisions go into `store`.
-    pub fn new(backends: Backends, store: SharedStore) -> SandboxFactory {
-        SandboxFactory { backends, store }
+    /// Boxes are started with `backends`; their network decisions go into `store`; the values
+    /// of their secrets come from `secrets`.
+    pub fn new(
+        backends: Backends,
+        store: SharedStore,
+        secrets: Arc<crate::held_secrets::HeldSecrets>,
+    ) -> SandboxFactory {
+        SandboxFactory {
+            backends,
+            store,
+            secrets,
+        }
     }
 }
 
@@ -102,9 +112,13 @@ impl BoxFactory for SandboxFactory {
     type Handle = BoxHandle;
 
     fn start(&self, id: &str, spec: &SessionSpec) -> Result<BoxHandle, String> {
-        let policy: ResolvedPolicy = serde_json::from_value(spec.payload.clone()).map_err(|e| {
-            format!("the session's policy cannot be read back ({e}); create the sandbox again")
-        })?;
+        let mut policy: ResolvedPolicy =
+            serde_json::from_value(spec.payload.clone()).map_err(|e| {
+                format!("the session's policy cannot be read back ({e}); create the sandbox again")
+            })?;
+        // The stored policy has no values: a box started again later (after a restart of the
+        // server) has none and its proxy refuses to start rather than send placeholders.
+        self.secrets.take(id).restore(&mut policy);
         let backend = self
             .backends
             .select(policy.backend)

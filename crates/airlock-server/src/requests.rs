@@ -23,6 +23,31 @@ pub struct CreateRequest {
     pub policy: Option<RequestPolicy>,
     /// The kind of box (default: the server's `--backend`); see [`CreateRequest::backend`].
     pub backend: Option<String>,
+    /// Secrets the box's egress proxy adds to requests to their hosts; the box sees a
+    /// placeholder in the variable of each name. Needs `policy.network.mode = "proxy"`.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, RequestSecret>,
+}
+
+/// One secret of a create request. `Debug` never shows the value.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestSecret {
+    pub value: String,
+    /// `NAME[:PORT]` or `*.NAME[:PORT]`, port 443 when none.
+    pub hosts: Vec<String>,
+    /// Also replace the placeholder in request bodies.
+    #[serde(default)]
+    pub body: bool,
+}
+
+impl std::fmt::Debug for RequestSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestSecret")
+            .field("hosts", &self.hosts)
+            .field("body", &self.body)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The parts of a policy file a server client may set.

@@ -70,7 +70,12 @@ pub(crate) fn app_state(
     backends
         .select(settings.default_backend)
         .map_err(|e| ServerError::Backend(e.to_string()))?;
-    let factory = SandboxFactory::new(backends.clone(), Arc::clone(&store));
+    let held_secrets = Arc::new(crate::held_secrets::HeldSecrets::default());
+    let factory = SandboxFactory::new(
+        backends.clone(),
+        Arc::clone(&store),
+        Arc::clone(&held_secrets),
+    );
     let e2b = Arc::new(crate::e2b::E2bState::new(
         e2b_key_hash,
         settings.e2b_default_network,
@@ -100,6 +105,7 @@ pub(crate) fn app_state(
         default_backend: settings.default_backend,
         e2b,
         templates: Arc::new(settings.templates.clone()),
+        held_secrets,
     })
 }
 

@@ -145,6 +145,8 @@ pub fn plan(
             filesystem: None,
         }),
         backend: None,
+        // E2B's SDKs send no secrets; a gateway box gets none.
+        secrets: BTreeMap::new(),
     };
     let mut policy = resolve_policy(&mut native, cwd, backend).map_err(E2bError::from)?;
     crate::template::apply(&mut policy, &root).map_err(E2bError::from)?;
