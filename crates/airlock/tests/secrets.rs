@@ -311,6 +311,21 @@ echo done
         );
     }
 
+    // The receipt says what the proxy holds and what it cannot see.
+    let layers = b.result["receipt"]["layers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let layer = layers
+        .iter()
+        .find(|l| l["layer"] == "secrets")
+        .unwrap_or_else(|| panic!("no secrets layer: {}", b.result["receipt"]));
+    let detail = layer["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("API_KEY -> api.test:") && detail.contains("not seen"),
+        "{layer}"
+    );
+
     // Events: one per intercepted request, naming the secret; the value nowhere.
     let https: Vec<&Value> = b
         .events_ref()
