@@ -101,10 +101,11 @@ cargo test --workspace --locked 2>&1 | tee "$log"
 # The agent's suites again, over the standalone executable (`airlock-agent --fd 3`) instead of
 # a forked `serve`: how boxes that airlock does not fork get their agent.
 AIRLOCK_AGENT_CONNECTION=exec cargo test -p airlock-agent --locked --tests 2>&1 | tee -a "$log"
-# The shared box suites again against gVisor boxes (about 30 s; tests/gvisor.rs ran above).
+# The shared box suites again against gVisor boxes (about 40 s; tests/gvisor.rs ran above),
+# with the secrets suite (the proxy's interception and the box's trust bundle under runsc).
 # attacks.rs is not yet among them: under gVisor it still has cases to mark (see its tests).
 AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test sandboxes --test attached \
-  --test network 2>&1 | tee -a "$log"
+  --test network --test secrets 2>&1 | tee -a "$log"
 # The attached-run suite against wasm boxes (each case in Python there; tests/wasm.rs ran above).
 # sandboxes.rs and network.rs are not yet among them: their cases are shell commands, which a
 # wasm box refuses, and still need their wasm counterparts marked.

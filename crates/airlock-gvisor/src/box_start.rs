@@ -358,7 +358,12 @@ impl<'a> BoxStart<'a> {
                 intercept: interceptor,
             };
             match airlock_proxy::server::start(door.listener, config) {
-                Ok(p) => running.proxy = Some(p),
+                Ok(p) => {
+                    if !policy.secrets.is_empty() {
+                        airlock_native::protect_process();
+                    }
+                    running.proxy = Some(p)
+                }
                 Err(e) => return Err(fail(running, refused("cannot start the egress proxy", e))),
             }
         }

@@ -167,5 +167,6 @@ pub fn receipt(policy: &ResolvedPolicy, f: &Facts<'_>) -> Result<Receipt, Unenfo
         "allowlist".into(),
         names.join(" "),
     )?;
+    airlock_native::add_secrets_receipt(&mut r, policy);
     Ok(r)
 }

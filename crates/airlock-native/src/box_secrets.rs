@@ -22,6 +22,14 @@ pub fn interceptor(policy: &ResolvedPolicy) -> Result<Option<Arc<Interceptor>>, 
     Ok(Interceptor::for_box(&policy.secrets)?)
 }
 
+/// Marks this process (the one whose proxy holds the values) not dumpable: no core dump of
+/// its memory, no ptrace or /proc/PID/mem by processes of the same user. Called after the box
+/// is spawned, so the box's own processes (which never hold a value) are unaffected.
+pub fn protect_process() {
+    // SAFETY: prctl with integer arguments; it only changes this process's dump flag.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+}
+
 /// Adds the box's CA to its trust bundle (the root's own, in a read-only bind or a template).
 pub fn extend_trust(
     rootfs: Option<&mut RootfsPlan>,

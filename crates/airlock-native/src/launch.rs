@@ -134,6 +134,9 @@ impl Launch<'_> {
             ch.close_box_end();
         }
         let spawned = spawned?;
+        if interceptor.is_some() {
+            crate::box_secrets::protect_process();
+        }
         // No layer means the box's setup failed: the status channel says why, and nothing
         // the box could write exists.
         let changes = changes_channel.and_then(|ch| ch.receive_fd());

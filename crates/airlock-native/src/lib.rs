@@ -33,7 +33,8 @@ mod test_dir;
 
 pub use airlock_runtime::attached::{RunOptions, StdinMode};
 pub use box_secrets::{
-    add_receipt as add_secrets_receipt, extend_trust, interceptor, SecretsSetupError,
+    add_receipt as add_secrets_receipt, extend_trust, interceptor, protect_process,
+    SecretsSetupError,
 };
 pub use control::{ControlMessage, ControlReader};
 pub use hosted_box::HostProcess;

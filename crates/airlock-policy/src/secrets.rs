@@ -265,3 +265,7 @@ impl<'de> Deserialize<'de> for SecretValues {
         ))
     }
 }
+
+#[cfg(test)]
+#[path = "secrets_tests.rs"]
+mod tests;

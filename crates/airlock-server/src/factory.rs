@@ -143,21 +143,24 @@ pub struct SandboxFactory {
     store: SharedStore,
     snapshots: Arc<SnapshotService>,
     notes: Mutex<HashMap<String, LifecycleNote>>,
+    secrets: Arc<crate::held_secrets::HeldSecrets>,
 }
 
 impl SandboxFactory {
     /// Boxes are started with `backends`; their network decisions go into `store`, their
-    /// snapshots into `snapshots`.
+    /// snapshots into `snapshots`; the values of their secrets come from `secrets`.
     pub fn new(
         backends: Backends,
         store: SharedStore,
         snapshots: Arc<SnapshotService>,
+        secrets: Arc<crate::held_secrets::HeldSecrets>,
     ) -> SandboxFactory {
         SandboxFactory {
             backends,
             store,
             snapshots,
             notes: Mutex::new(HashMap::new()),
+            secrets,
         }
     }
 
@@ -184,13 +187,20 @@ impl SandboxFactory {
         notes.insert(id.to_string(), note);
     }
 
+    /// The session's policy, with the values of its secrets if this process still holds them
+    /// (only until its box first starts: a box restored later, or started again after a
+    /// restart of the server, has none, and its proxy refuses to start rather than send
+    /// placeholders), and the backend it names.
     fn policy_and_backend(
         &self,
+        id: &str,
         spec: &SessionSpec,
     ) -> Result<(ResolvedPolicy, Arc<dyn Backend>), String> {
-        let policy: ResolvedPolicy = serde_json::from_value(spec.payload.clone()).map_err(|e| {
-            format!("the session's policy cannot be read back ({e}); create the sandbox again")
-        })?;
+        let mut policy: ResolvedPolicy =
+            serde_json::from_value(spec.payload.clone()).map_err(|e| {
+                format!("the session's policy cannot be read back ({e}); create the sandbox again")
+            })?;
+        self.secrets.take(id).restore(&mut policy);
         let backend = self
             .backends
             .select(policy.backend)
@@ -266,7 +276,7 @@ impl BoxFactory for SandboxFactory {
     type Handle = BoxHandle;
 
     fn start(&self, id: &str, spec: &SessionSpec) -> Result<BoxHandle, String> {
-        let (policy, backend) = self.policy_and_backend(spec)?;
+        let (policy, backend) = self.policy_and_backend(id, spec)?;
         let opts = self.start_options(id);
         if let Some(snapshot) = &spec.restore {
             // A fork: a new box from another sandbox's snapshot (the snapshot stays).
@@ -380,7 +390,7 @@ impl BoxFactory for SandboxFactory {
                 "no snapshot of its pause is left (it was deleted); kill the sandbox".into(),
             ));
         };
-        let (_, backend) = self.policy_and_backend(spec).map_err(|e| (None, e))?;
+        let (_, backend) = self.policy_and_backend(id, spec).map_err(|e| (None, e))?;
         let opts = self.start_options(id);
         let restored = self
             .snapshots

@@ -17,6 +17,7 @@ mod error;
 mod factory;
 #[cfg(test)]
 mod fake_tests;
+mod held_secrets;
 mod limits;
 mod mcp;
 mod network_audit;

@@ -30,6 +30,10 @@ pub struct CreateRequest {
     pub idle_pause: Option<i64>,
     /// Whether a request on the paused box resumes it first (default true).
     pub auto_resume: Option<bool>,
+    /// Secrets the box's egress proxy adds to requests to their hosts; the box sees a
+    /// placeholder in the variable of each name. Needs `policy.network.mode = "proxy"`.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, RequestSecret>,
 }
 
 /// `POST /v1/sandboxes/{id}/pause`.
@@ -89,6 +93,27 @@ impl SnapshotRequest {
             )),
             _ => Ok(()),
         }
+    }
+}
+
+/// One secret of a create request. `Debug` never shows the value.
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestSecret {
+    pub value: String,
+    /// `NAME[:PORT]` or `*.NAME[:PORT]`, port 443 when none.
+    pub hosts: Vec<String>,
+    /// Also replace the placeholder in request bodies.
+    #[serde(default)]
+    pub body: bool,
+}
+
+impl std::fmt::Debug for RequestSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestSecret")
+            .field("hosts", &self.hosts)
+            .field("body", &self.body)
+            .finish_non_exhaustive()
     }
 }
 

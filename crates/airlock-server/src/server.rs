@@ -80,7 +80,13 @@ pub(crate) fn app_state(
     let area = airlock_store::SnapshotArea::open(&settings.snapshots_dir)
         .map_err(|e| ServerError::Snapshots(e.to_string()))?;
     let snapshots = Arc::new(SnapshotService::new(area, Arc::clone(&store)));
-    let factory = SandboxFactory::new(backends.clone(), Arc::clone(&store), Arc::clone(&snapshots));
+    let held_secrets = Arc::new(crate::held_secrets::HeldSecrets::default());
+    let factory = SandboxFactory::new(
+        backends.clone(),
+        Arc::clone(&store),
+        Arc::clone(&snapshots),
+        Arc::clone(&held_secrets),
+    );
     let e2b = Arc::new(crate::e2b::E2bState::new(
         e2b_key_hash,
         settings.e2b_default_network,
@@ -114,6 +120,7 @@ pub(crate) fn app_state(
         default_backend: settings.default_backend,
         e2b,
         templates: Arc::new(settings.templates.clone()),
+        held_secrets,
     })
 }
 

@@ -23,6 +23,8 @@ pub struct AppState {
     pub default_backend: airlock_policy::BackendKind,
     /// The E2B gateway's own state (its API key, raw sandbox tokens for signed URLs).
     pub e2b: Arc<crate::e2b::E2bState>,
+    /// Secret values of sandboxes about to start (never in the store).
+    pub held_secrets: Arc<crate::held_secrets::HeldSecrets>,
     /// The templates sandboxes can start from.
     pub templates: Arc<crate::template_catalog::TemplateCatalog>,
 }

@@ -5,7 +5,8 @@ use crate::checks::FieldError;
 use crate::requests::CreateRequest;
 use crate::ApiError;
 use airlock_policy::{
-    BackendKind, EnvSection, NetworkMode, PolicyFile, ResolveContext, ResolvedPolicy, INSIDE_HOME,
+    BackendKind, EnvSection, NetworkMode, PolicyFile, ResolveContext, ResolvedPolicy, SecretEntry,
+    SecretSource, SecretValue, INSIDE_HOME,
 };
 use airlock_proxy::rules::EgressRules;
 use airlock_runtime::RealHost;
@@ -90,6 +91,17 @@ pub fn resolve_policy(
             pass: Vec::new(),
             set: std::mem::take(&mut req.env),
         },
+        secrets: std::mem::take(&mut req.secrets)
+            .into_iter()
+            .map(|(name, s)| {
+                let entry = SecretEntry {
+                    hosts: s.hosts,
+                    from: SecretSource::Value(SecretValue::new(s.value.into_bytes())),
+                    body: s.body,
+                };
+                (name, entry)
+            })
+            .collect(),
         ..Default::default()
     };
     let caller_env = BTreeMap::new();

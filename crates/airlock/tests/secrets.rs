@@ -311,6 +311,21 @@ echo done
         );
     }
 
+    // The receipt says what the proxy holds and what it cannot see.
+    let layers = b.result["receipt"]["layers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let layer = layers
+        .iter()
+        .find(|l| l["layer"] == "secrets")
+        .unwrap_or_else(|| panic!("no secrets layer: {}", b.result["receipt"]));
+    let detail = layer["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("API_KEY -> api.test:") && detail.contains("not seen"),
+        "{layer}"
+    );
+
     // Events: one per intercepted request, naming the secret; the value nowhere.
     let https: Vec<&Value> = b
         .events_ref()
@@ -591,4 +606,69 @@ curl -sS https://api.test:{c}/closed; echo "closed=$?"
         .expect("the tunnel's event");
     assert!(tunnel.get("intercepted").is_none(), "{tunnel}");
     out.assert_no_value(&value);
+}
+
+#[test]
+fn an_unprivileged_user_gets_secrets_too() {
+    use common::{binary_for_test_user, ensure_test_user, TEST_USER};
+    let (uid, gid, home) = ensure_test_user();
+    let (_bin_dir, bin) = binary_for_test_user("secrets-unpriv-bin");
+    let ca = TestCa::new("secrets test CA");
+    let origin = Origin::https(&ca, "api.test");
+    let dir = TempDir::new("secrets-unpriv");
+    let ca_file = write_ca(&dir, &ca);
+    let ws = TempDir::new("secrets-unpriv-ws");
+    for d in [dir.path(), ws.path()] {
+        std::os::unix::fs::chown(d, Some(uid), Some(gid)).expect("chown");
+    }
+    std::os::unix::fs::chown(&ca_file, Some(uid), Some(gid)).expect("chown");
+    let value = real_value();
+    let p = origin.port;
+    let mut flags = loopback(&["api.test"]);
+    flags.extend([
+        "--secret".into(),
+        "API_KEY".into(),
+        "--secret-host".into(),
+        format!("api.test:{p}"),
+    ]);
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid",
+            TEST_USER,
+            "--regid",
+            TEST_USER,
+            "--init-groups",
+            "--",
+        ])
+        .arg(&bin)
+        .args(["run", "--timeout", "60s"])
+        .args(&flags)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            &format!(r#"curl -sS --fail -H "x-api-key: $API_KEY" https://api.test:{p}/unpriv"#),
+        ])
+        .current_dir(ws.path())
+        .env("HOME", &home)
+        .env("USER", TEST_USER)
+        .env("API_KEY", &value)
+        .env("SSL_CERT_FILE", &ca_file)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run setpriv");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout {stdout} stderr {stderr}"
+    );
+    assert!(stdout.contains("ok HTTP/2.0 /unpriv"), "{stdout}");
+    let seen = origin.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].header("x-api-key"), Some(value.as_str()));
+    assert!(!stdout.contains(&value) && !stderr.contains(&value));
 }

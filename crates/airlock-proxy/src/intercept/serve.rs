@@ -92,7 +92,8 @@ pub(crate) async fn intercept_connection(
         let ctx = ctx.clone();
         async move { Ok::<_, Infallible>(ctx.handle(req).await) }
     });
-    let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder.http1().writev(true).max_buf_size(1 << 20);
     match builder.serve_connection(TokioIo::new(tls), service).await {
         Ok(()) => None,
         Err(_) => Some("client-gone".into()),

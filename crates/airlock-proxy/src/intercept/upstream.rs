@@ -79,7 +79,9 @@ pub(crate) async fn connect(
         });
         Ok(Upstream::H2(sender))
     } else {
-        let (sender, conn) = http1::handshake(io)
+        let (sender, conn) = http1::Builder::new()
+            .max_buf_size(1 << 20)
+            .handshake(io)
             .await
             .map_err(|e| fail(e.to_string()))?;
         tokio::spawn(async move {

@@ -165,6 +165,8 @@ pub fn plan(
         on_timeout: None,
         idle_pause: None,
         auto_resume: None,
+        // E2B's SDKs send no secrets; a gateway box gets none.
+        secrets: BTreeMap::new(),
     };
     let mut policy = resolve_policy(&mut native, cwd, backend).map_err(E2bError::from)?;
     crate::template::apply(&mut policy, &root).map_err(E2bError::from)?;

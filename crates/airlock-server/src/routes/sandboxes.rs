@@ -34,6 +34,7 @@ pub async fn create(
         .backends
         .select(policy.backend)
         .map_err(|e| FieldError::new("backend", e.to_string()))?;
+    let secrets = airlock_policy::SecretValues::of(&policy);
     let policy = serde_json::to_value(&policy)
         .map_err(|e| ApiError::Internal(format!("the policy cannot be encoded: {e}")))?;
     let random = |r: std::io::Result<String>| {
@@ -51,7 +52,11 @@ pub async fn create(
     let box_token = token.clone();
     let mut shown = state
         .blocking(move |state| {
-            create_session(&state, &id, &box_token, spec, &caller)?;
+            state.held_secrets.hold(&id, secrets);
+            if let Err(e) = create_session(&state, &id, &box_token, spec, &caller) {
+                drop(state.held_secrets.take(&id));
+                return Err(e);
+            }
             view::get(&state, &id)
         })
         .await?;

@@ -1,0 +1,47 @@
+//! The values of the secrets given on `POST /v1/sandboxes`, held in this process's memory
+//! only, from the create request until the sandbox's box starts (its host process then holds
+//! them for the proxy). They are never in the store: the stored policy has names, hosts and
+//! placeholders only. While any is held, the process is not dumpable (no core dump, no
+//! ptrace by the same user).
+
+use airlock_policy::SecretValues;
+use std::collections::HashMap;
+use std::sync::{Mutex, Once, PoisonError};
+
+/// Secret values by sandbox id, waiting for the sandbox's start.
+#[derive(Default)]
+pub struct HeldSecrets {
+    by_sandbox: Mutex<HashMap<String, SecretValues>>,
+}
+
+impl HeldSecrets {
+    /// Holds `values` for sandbox `id` (nothing when empty).
+    pub fn hold(&self, id: &str, values: SecretValues) {
+        if values == SecretValues::default() {
+            return;
+        }
+        not_dumpable();
+        self.by_sandbox
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.to_string(), values);
+    }
+
+    /// Hands over sandbox `id`'s values (to its starting box), forgetting them here.
+    pub fn take(&self, id: &str) -> SecretValues {
+        self.by_sandbox
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id)
+            .unwrap_or_default()
+    }
+}
+
+/// Marks the process not dumpable, once: its memory holds secret values now.
+fn not_dumpable() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: prctl with integer arguments; it only changes this process's dump flag.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    });
+}
