@@ -5,6 +5,7 @@ use crate::agent_files::AgentFiles;
 use crate::bundle::{BundlePlan, Prep};
 use crate::layout::Layout;
 use crate::netns::ProxyDoor;
+use crate::protect::HostProtection;
 use crate::receipt::{self, Facts, PIDS_OVERHEAD};
 use crate::runsc::{Runsc, RunscNetwork};
 use airlock_jail::cgroup::{BoxCgroup, CgroupLimits};
@@ -49,20 +50,42 @@ pub struct BoxStart<'a> {
     on_event: Option<airlock_proxy::audit::EventSink>,
 }
 
+/// How runsc starts the box's sandbox.
+pub(crate) enum Launch<'a> {
+    /// `runsc run`: a fresh box whose agent greets.
+    Run,
+    /// `runsc restore` from the memory image in this directory: the agent continues where it
+    /// was checkpointed, its hello long exchanged.
+    Restore(&'a Path),
+}
+
 /// A running gVisor box, held by this (host) process.
 pub struct RunningBox {
     pub receipt: Receipt,
     pub env: BTreeMap<String, String>,
     pub cwd: String,
     pub agent: Option<UnixStream>,
-    runsc: Runsc,
-    network: RunscNetwork,
-    id: String,
-    layout: Layout,
-    child: Option<Child>,
-    pidfd: Option<OwnedFd>,
+    pub(crate) runsc: Runsc,
+    pub(crate) network: RunscNetwork,
+    /// The container's name under runsc: a new one for each runsc start (a restore in place
+    /// follows a checkpoint that removed the old one).
+    pub(crate) id: String,
+    pub(crate) generation: u32,
+    pub(crate) layout: Layout,
+    pub(crate) child: Option<Child>,
+    pub(crate) pidfd: Option<OwnedFd>,
+    /// runsc's end of the agent connection, kept open by this process so the connection the
+    /// owner holds outlives runsc: a restore in place hands it to the new sandbox.
+    pub(crate) peer: Option<OwnedFd>,
+    /// The box was ended by a checkpoint asked to stop it.
+    pub(crate) stopped: bool,
+    pub(crate) paused: bool,
+    /// The network namespace runsc runs in (`--net proxy`).
+    pub(crate) netns: Option<OwnedFd>,
     cgroup: Option<BoxCgroup>,
     proxy: Option<airlock_proxy::server::ProxyHandle>,
+    /// The placeholders and host-side covers, released once runsc is gone.
+    protection: Option<HostProtection>,
     sentinel: Option<Sentinel>,
 }
 
@@ -241,6 +264,18 @@ impl<'a> BoxStart<'a> {
     /// Starts the box. Call once, from the single-threaded host process. On failure nothing
     /// is left: runsc is killed, the cgroup removed, and the tmpfs goes with this process.
     pub fn start(self) -> Result<RunningBox, StartError> {
+        self.start_from(None)
+    }
+
+    /// Starts the box from the checkpoint that [`RunningBox::checkpoint`] wrote into `dir`:
+    /// its writable files copied back, its memory restored by runsc, its agent continuing.
+    pub fn restore(self, dir: &Path) -> Result<RunningBox, StartError> {
+        crate::checkpoint::check(dir, self.runsc)
+            .map_err(|e| StartError::Refused(e.to_string()))?;
+        self.start_from(Some(dir))
+    }
+
+    fn start_from(self, from: Option<&Path>) -> Result<RunningBox, StartError> {
         let policy = self.policy;
         // The sentinel first, while this process has one thread: it removes the cgroup if
         // this process is killed.
@@ -249,13 +284,23 @@ impl<'a> BoxStart<'a> {
         let layout = Layout::fixed();
         let agent_files = AgentFiles::of_this_process()
             .map_err(|e| refused("cannot find airlock's own executable and libraries", e))?;
-        let plan = BundlePlan::new(policy, self.template, &agent_files, &layout)
+        let (mut protection, extra_covers) = HostProtection::placeholders(policy, &sentinel)
             .map_err(|e| StartError::Refused(e.to_string()))?;
+        let plan = BundlePlan::new(policy, self.template, &agent_files, &layout, &extra_covers)
+            .map_err(|e| StartError::Refused(e.to_string()))?;
+        let seed = from.map(crate::checkpoint::files_of);
         layout
-            .enter(policy.limits.disk, plan.image_root.as_deref())
+            .enter(
+                policy.limits.disk,
+                plan.image_root.as_deref(),
+                seed.as_deref(),
+            )
             .map_err(|e| StartError::Refused(e.to_string()))?;
         prepare(&plan.prep).map_err(|e| refused("cannot prepare the box's root", e))?;
         let idmap_gap = attach_views(&plan)?;
+        protection
+            .apply(&plan.protect, &layout.empty_file, &layout.empty_dir)
+            .map_err(|e| StartError::Refused(e.to_string()))?;
         if idmap_gap.is_some() && policy.fail_if_unavailable {
             return Err(StartError::Refused(format!(
                 "the policy requires every layer (fail_if_unavailable) but the grants cannot be idmapped: {}",
@@ -308,22 +353,37 @@ impl<'a> BoxStart<'a> {
             agent: None,
             runsc: self.runsc.clone(),
             network,
-            id: format!("airlock-{}", std::process::id()),
+            id: String::new(),
+            generation: 0,
             layout,
             child: None,
             pidfd: None,
+            peer: None,
+            stopped: false,
+            paused: false,
+            netns: None,
             cgroup,
             proxy: None,
+            protection: Some(protection),
             sentinel: Some(sentinel),
         };
         let fail = |mut running: RunningBox, e: StartError| {
             running.close();
             e
         };
-        if let Err(e) = running.spawn(door.as_ref().map(|d| &d.netns)) {
+        let door = door.map(|d| {
+            running.netns = Some(d.netns);
+            d.listener
+        });
+        let image = from.map(crate::checkpoint::memory_of);
+        let launch = match &image {
+            Some(image) => Launch::Restore(image),
+            None => Launch::Run,
+        };
+        if let Err(e) = running.spawn(&launch) {
             return Err(fail(running, e));
         }
-        if let Some(door) = door {
+        if let Some(listener) = door {
             let rules = match egress_rules(&policy.egress) {
                 Ok(r) => r,
                 Err(e) => return Err(fail(running, StartError::Refused(e))),
@@ -347,13 +407,15 @@ impl<'a> BoxStart<'a> {
                 audit,
                 on_event: self.on_event.clone(),
             };
-            match airlock_proxy::server::start(door.listener, config) {
+            match airlock_proxy::server::start(listener, config) {
                 Ok(p) => running.proxy = Some(p),
                 Err(e) => return Err(fail(running, refused("cannot start the egress proxy", e))),
             }
         }
-        if let Err(e) = running.greet() {
-            return Err(fail(running, e));
+        if matches!(launch, Launch::Run) {
+            if let Err(e) = running.greet() {
+                return Err(fail(running, e));
+            }
         }
         Ok(running)
     }
@@ -388,28 +450,46 @@ fn cgroup_procs(cg: Option<&BoxCgroup>) -> std::io::Result<Vec<OwnedFd>> {
 }
 
 impl RunningBox {
-    /// Runs `runsc run` with the agent's connection as its stdin and stdout (runsc hands its
-    /// stdio to the container's init), in the box's cgroup and network namespace, dying with
-    /// this process.
-    fn spawn(&mut self, netns: Option<&OwnedFd>) -> Result<(), StartError> {
-        let (ours, theirs) =
-            UnixStream::pair().map_err(|e| refused("cannot make the agent's connection", e))?;
-        let theirs_out = theirs
-            .try_clone()
-            .map_err(|e| refused("cannot make the agent's connection", e))?;
-        let log = std::fs::File::create(&self.layout.log)
+    /// Runs `runsc run` (or `runsc restore`) with the agent's connection as its stdin and
+    /// stdout (runsc hands its stdio to the container's init), in the box's cgroup and network
+    /// namespace, dying with this process. The connection is made on the first start and kept
+    /// across a restore in place.
+    pub(crate) fn spawn(&mut self, launch: &Launch) -> Result<(), StartError> {
+        if self.peer.is_none() {
+            let (ours, theirs) =
+                UnixStream::pair().map_err(|e| refused("cannot make the agent's connection", e))?;
+            self.agent = Some(ours);
+            self.peer = Some(OwnedFd::from(theirs));
+        }
+        let dup = |peer: &Option<OwnedFd>| {
+            peer.as_ref()
+                .map(OwnedFd::try_clone)
+                .transpose()
+                .map_err(|e| refused("cannot pass the agent's connection", e))?
+                .ok_or_else(|| StartError::Refused("the agent's connection is gone".into()))
+        };
+        let (theirs, theirs_out) = (dup(&self.peer)?, dup(&self.peer)?);
+        self.generation += 1;
+        self.id = format!("airlock-{}-{}", std::process::id(), self.generation);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.layout.log)
             .map_err(|e| refused("cannot open runsc's log", e))?;
         let procs = cgroup_procs(self.cgroup.as_ref())
             .map_err(|e| refused("cannot join the box's cgroup", e))?;
         let proc_fds: Vec<libc::c_int> = procs.iter().map(AsRawFd::as_raw_fd).collect();
-        let netns_fd = netns.map(AsRawFd::as_raw_fd);
+        let netns_fd = self.netns.as_ref().map(AsRawFd::as_raw_fd);
         let mut cmd = self.runsc.command(&self.layout.state, self.network);
-        cmd.arg("run")
-            .arg("--bundle")
+        match launch {
+            Launch::Run => cmd.arg("run"),
+            Launch::Restore(image) => cmd.arg("restore").arg("--image-path").arg(image),
+        };
+        cmd.arg("--bundle")
             .arg(&self.layout.bundle)
             .arg(&self.id)
-            .stdin(Stdio::from(OwnedFd::from(theirs)))
-            .stdout(Stdio::from(OwnedFd::from(theirs_out)))
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::from(theirs_out))
             .stderr(Stdio::from(log))
             .env_clear()
             .env("PATH", airlock_policy::DEFAULT_PATH);
@@ -448,7 +528,6 @@ impl RunningBox {
         }
         // SAFETY: a fresh descriptor from pidfd_open, ours alone.
         self.pidfd = Some(unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) });
-        self.agent = Some(ours);
         Ok(())
     }
 
@@ -494,7 +573,7 @@ impl RunningBox {
         Capabilities {
             live_egress: self.proxy.is_some(),
             pause: true,
-            checkpoint: None,
+            checkpoint: crate::checkpoint::kind(self.network),
         }
     }
 
@@ -534,12 +613,15 @@ impl RunningBox {
         Ok(())
     }
 
-    fn runsc_call(&self, verb: &str) -> Result<(), String> {
+    /// Runs `runsc <args…>` on this box's state; an error is runsc's last line of complaint.
+    pub(crate) fn runsc_call(&self, args: &[&std::ffi::OsStr]) -> Result<(), String> {
+        let verb = args
+            .first()
+            .map_or_else(String::new, |v| v.to_string_lossy().into_owned());
         let out = self
             .runsc
             .command(&self.layout.state, self.network)
-            .arg(verb)
-            .arg(&self.id)
+            .args(args)
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("cannot run runsc {verb}: {e}"))?;
@@ -553,18 +635,25 @@ impl RunningBox {
         ))
     }
 
-    pub fn pause(&self) -> Result<(), String> {
-        self.runsc_call("pause")
+    pub fn pause(&mut self) -> Result<(), String> {
+        let id = self.id.clone();
+        self.runsc_call(&["pause".as_ref(), id.as_ref()])?;
+        self.paused = true;
+        Ok(())
     }
 
-    pub fn resume(&self) -> Result<(), String> {
-        self.runsc_call("resume")
+    pub fn resume(&mut self) -> Result<(), String> {
+        let id = self.id.clone();
+        self.runsc_call(&["resume".as_ref(), id.as_ref()])?;
+        self.paused = false;
+        Ok(())
     }
 
     /// Ends the box and frees what it holds: runsc and everything it started, the proxy, the
     /// cgroup. (The tmpfs and its mounts go with this process's mount namespace.)
     pub fn close(&mut self) {
         self.agent = None;
+        self.peer = None;
         if let Some(mut child) = self.child.take() {
             match &self.cgroup {
                 // runsc, its gofer and sandbox and every process of the box are in the cgroup:
@@ -603,6 +692,7 @@ impl RunningBox {
             cg.kill_all();
             let _ = cg.destroy();
         }
+        drop(self.protection.take());
         if let Some(s) = self.sentinel.take() {
             s.finish();
         }

@@ -5,8 +5,9 @@
 
 use crate::agent_files::AgentFiles;
 use crate::layout::Layout;
+use crate::protect::ViewProtection;
 use crate::spec::{self, Mount, Spec};
-use airlock_jail::rootfs::{FsOp, RealHostFs, RootfsPlan};
+use airlock_jail::rootfs::{Cover, FsOp, RealHostFs, RootfsPlan};
 use airlock_policy::{
     Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, INSIDE_GID, INSIDE_UID,
 };
@@ -65,8 +66,9 @@ pub struct BundlePlan {
     pub spec: Spec,
     pub prep: Vec<Prep>,
     pub user_mounts: Vec<UserMount>,
-    /// Protected paths that do not exist on the host: this backend cannot cover them.
-    pub uncovered: Vec<PathBuf>,
+    /// The protected and denied paths under each grant, held by the host kernel beneath its
+    /// view (the native box's pins and covers).
+    pub protect: Vec<ViewProtection>,
     /// The image's root, mounted read-only under a writable layer on the scratch tmpfs.
     pub image_root: Option<PathBuf>,
 }
@@ -84,12 +86,14 @@ fn rel(path: &Path, base: &Path) -> Option<PathBuf> {
 }
 
 impl BundlePlan {
-    /// Plans the bundle. `agent` is what the init runs from; `layout` where things go.
+    /// Plans the bundle. `agent` is what the init runs from; `layout` where things go;
+    /// `extra_covers` the inside paths the placeholders add to the plan's covers.
     pub fn new(
         policy: &ResolvedPolicy,
         template: &Template,
         agent: &AgentFiles,
         layout: &Layout,
+        extra_covers: &[PathBuf],
     ) -> Result<BundlePlan, BundleError> {
         let Some(rootfs) = RootfsPlan::from_policy(policy, &RealHostFs) else {
             return Err(BundleError::HostFilesystem);
@@ -127,30 +131,41 @@ impl BundlePlan {
         for (m, is_dir) in agent.mounts() {
             b.add_mount(m, is_dir);
         }
+        // The Sentry's own layer: pinned directories bound writable, protected paths bound
+        // read-only, denied ones hidden. A symlink is left to the host-side cover (an empty
+        // file over the link itself), which runsc could not bind without following it.
         for pin in &rootfs.pins {
-            if let Some((um, host)) = user_host(&user_mounts, pin).filter(|(_, h)| h.is_dir()) {
+            if let Some((um, host)) = user_host(&user_mounts, pin).filter(|(_, h)| lstat_dir(h)) {
                 let view = um.view.join(rel(&host, &um.host).unwrap_or_default());
                 b.add_mount(Mount::bind(view, pin, um.writable), true);
             }
         }
         check_cwd(&policy.cwd, &user_mounts, &b.scratch)?;
-        let mut uncovered = Vec::new();
-        for cover in &rootfs.covers {
-            match user_host(&user_mounts, &cover.path) {
-                Some((um, host)) if host.symlink_metadata().is_ok() => {
-                    let view = um.view.join(rel(&host, &um.host).unwrap_or_default());
-                    if cover.keep_visible {
-                        b.add_mount(Mount::bind(view, &cover.path, false), host.is_dir());
-                    } else if host.is_dir() {
-                        b.add_mount(Mount::tmpfs(&cover.path, true), true);
-                    } else {
-                        b.add_mount(Mount::bind(&layout.empty_file, &cover.path, false), false);
-                    }
-                }
-                Some(_) if cover.keep_visible => uncovered.push(cover.path.clone()),
-                _ => {}
+        let extra = extra_covers.iter().map(|path| Cover {
+            path: path.clone(),
+            keep_visible: true,
+        });
+        let covers: Vec<Cover> = rootfs.covers.iter().cloned().chain(extra).collect();
+        for cover in &covers {
+            let Some((um, host)) = user_host(&user_mounts, &cover.path) else {
+                continue;
+            };
+            let Ok(meta) = host.symlink_metadata() else {
+                continue;
+            };
+            let view = um.view.join(rel(&host, &um.host).unwrap_or_default());
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            if cover.keep_visible {
+                b.add_mount(Mount::bind(view, &cover.path, false), meta.is_dir());
+            } else if meta.is_dir() {
+                b.add_mount(Mount::tmpfs(&cover.path, true), true);
+            } else {
+                b.add_mount(Mount::bind(&layout.empty_file, &cover.path, false), false);
             }
         }
+        let protect = view_protection(&user_mounts, &rootfs.pins, &covers);
         let mut env = vec![
             format!("PATH={}", airlock_policy::DEFAULT_PATH),
             format!("HOME={}", airlock_policy::INSIDE_HOME),
@@ -221,7 +236,7 @@ impl BundlePlan {
             spec,
             prep: b.prep,
             user_mounts,
-            uncovered,
+            protect,
             image_root: image,
         })
     }
@@ -243,6 +258,44 @@ fn check_cwd(
     } else {
         Err(BundleError::NoCwd(cwd.to_path_buf()))
     }
+}
+
+/// Whether `p` is a directory itself (not a symlink to one).
+fn lstat_dir(p: &Path) -> bool {
+    p.symlink_metadata().is_ok_and(|m| m.is_dir())
+}
+
+/// The pins and covers under each user mount, relative to its view (each path goes to the
+/// deepest mount holding it).
+fn view_protection(users: &[UserMount], pins: &[PathBuf], covers: &[Cover]) -> Vec<ViewProtection> {
+    let mut out: Vec<ViewProtection> = users
+        .iter()
+        .map(|u| ViewProtection {
+            view: u.view.clone(),
+            pins: Vec::new(),
+            covers: Vec::new(),
+        })
+        .collect();
+    let slot = |p: &Path| {
+        let (m, _) = user_host(users, p)?;
+        let i = users.iter().position(|u| std::ptr::eq(u, m))?;
+        rel(p, &m.inside).map(|r| (i, r))
+    };
+    for pin in pins {
+        if let Some((i, r)) = slot(pin) {
+            out[i].pins.push(r);
+        }
+    }
+    for cover in covers {
+        if let Some((i, r)) = slot(&cover.path) {
+            out[i].covers.push(Cover {
+                path: r,
+                keep_visible: cover.keep_visible,
+            });
+        }
+    }
+    out.retain(|v| !v.pins.is_empty() || !v.covers.is_empty());
+    out
 }
 
 /// The user mount holding inside path `p` (the deepest), and `p`'s host path.

@@ -66,29 +66,13 @@ pub fn receipt(policy: &ResolvedPolicy, f: &Facts<'_>) -> Result<Receipt, Unenfo
             t.name, t.digest
         ),
     };
-    let mut fs_detail = format!(
-        "{root}; workspace and grants as binds with their read-only flags, served by the gofer"
+    let fs_detail = format!(
+        "{root}; workspace and grants as binds with their read-only flags, served by the gofer; protected paths (the native box's selection, empty placeholders for missing ones) read-only and pinned by host mounts beneath the grants, so the host kernel refuses their writes, renames and removals whatever the Sentry does"
     );
-    if !f.plan.uncovered.is_empty() {
-        let list: Vec<String> = f
-            .plan
-            .uncovered
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        fs_detail += &format!(
-            "; protected paths that do not exist yet are not covered (a box may create them): {}",
-            list.join(" ")
-        );
-    }
     add(
         "filesystem",
-        if f.plan.uncovered.is_empty() {
-            LayerStatus::Enforced
-        } else {
-            LayerStatus::Fallback
-        },
-        "OCI mounts (runsc gofer)".into(),
+        LayerStatus::Enforced,
+        "OCI mounts (runsc gofer) over host-side covers".into(),
         fs_detail,
     )?;
     match &f.idmap_gap {

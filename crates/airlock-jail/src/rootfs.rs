@@ -9,10 +9,12 @@
 //! itself becomes read-only.
 
 mod build;
+mod cover;
 mod plan;
 mod template_root;
 
 pub use build::enter;
+pub use cover::protect_beneath;
 pub use plan::{
     Cover, FsOp, HostFs, HostNode, NodeKind, RealHostFs, RootBase, RootfsPlan, ETC_ENTRIES,
 };

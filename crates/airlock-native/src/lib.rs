@@ -13,6 +13,7 @@
 
 mod changes;
 mod control;
+mod host_loop;
 mod hosted_box;
 mod idmapping;
 mod launch;
@@ -32,6 +33,7 @@ mod test_dir;
 
 pub use airlock_runtime::attached::{RunOptions, StdinMode};
 pub use control::{ControlMessage, ControlReader};
+pub use host_loop::{host_main, HeldBox, StartRequest, StartedBox};
 pub use hosted_box::HostProcess;
 pub use native_backend::{probe_policy, NativeBackend};
 pub use output_file::{box_writable_roots, open_output, OutputFileError, OutputMode};
