@@ -6,7 +6,7 @@ use crate::bundle::{BundlePlan, Prep};
 use crate::layout::Layout;
 use crate::netns::ProxyDoor;
 use crate::protect::HostProtection;
-use crate::receipt::{self, Facts, PIDS_OVERHEAD};
+use crate::receipt::{self, Facts};
 use crate::runsc::{Runsc, RunscNetwork};
 use airlock_jail::cgroup::{BoxCgroup, CgroupLimits};
 use airlock_native::Sentinel;
@@ -94,7 +94,7 @@ fn cgroup_limits(policy: &ResolvedPolicy) -> CgroupLimits {
     let l = &policy.limits;
     CgroupLimits {
         memory_bytes: l.memory,
-        pids: l.pids.map(|p| p.saturating_add(PIDS_OVERHEAD)),
+        pids: l.pids.map(receipt::host_pids),
         cpus: l.cpus,
     }
 }
@@ -432,6 +432,7 @@ fn command_env(policy: &ResolvedPolicy, template: &Template) -> BTreeMap<String,
     if policy.network == NetworkMode::Proxy {
         env.extend(airlock_native::proxy_env());
     }
+    crate::compat::preload(&mut env);
     env
 }
 
@@ -546,22 +547,31 @@ impl RunningBox {
                 self.agent = Some(stream);
                 Ok(())
             }
-            None => {
-                let log = std::fs::read_to_string(&self.layout.log).unwrap_or_default();
-                let last: Vec<&str> = log.lines().rev().take(3).collect();
-                Err(StartError::Refused(format!(
-                    "the box's agent did not greet under runsc{}",
-                    if last.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            " (runsc: {})",
-                            last.into_iter().rev().collect::<Vec<_>>().join(" / ")
-                        )
-                    }
-                )))
-            }
+            None => Err(StartError::Refused(format!(
+                "the box's agent did not greet under runsc{}",
+                self.runsc_complaint()
+            ))),
         }
+    }
+
+    /// runsc's last lines of complaint, as ` (runsc: …)`, or nothing.
+    pub fn runsc_complaint(&self) -> String {
+        let log = std::fs::read_to_string(&self.layout.log).unwrap_or_default();
+        let last: Vec<&str> = log.lines().rev().take(3).collect();
+        if last.is_empty() {
+            return String::new();
+        }
+        format!(
+            " (runsc: {})",
+            last.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        )
+    }
+
+    /// Whether the host's OOM killer killed something of the box (its Sentry, in effect).
+    pub fn oom_killed(&self) -> bool {
+        self.cgroup
+            .as_ref()
+            .is_some_and(|cg| cg.events().oom_kills > 0)
     }
 
     /// runsc's process, as a pollable descriptor (-1: none).

@@ -23,6 +23,8 @@ pub enum BundleError {
     NoCwd(PathBuf),
     #[error("the gvisor backend writes a writable workspace directly (its box is long-lived): use --changes direct, or --backend native for a change layer")]
     ChangeLayer,
+    #[error("{0} is neither a file nor a directory (a FIFO, socket or device): a gVisor box can be granted only those (runsc's gofer would open it, and a FIFO blocks the start), so grant its directory or use --backend native")]
+    SpecialFile(PathBuf),
 }
 
 /// One host-side step before runsc starts (inside the box's private tmpfs only).
@@ -119,6 +121,14 @@ impl BundlePlan {
                 view: layout.views.join(i.to_string()),
             })
             .collect();
+        for m in &user_mounts {
+            // A missing path is the policy's to refuse; anything else must be a file or a dir.
+            if let Ok(meta) = std::fs::metadata(&m.host) {
+                if !meta.is_file() && !meta.is_dir() {
+                    return Err(BundleError::SpecialFile(m.host.clone()));
+                }
+            }
+        }
         let mut b = Builder {
             layout,
             mounts: Vec::new(),
@@ -128,9 +138,20 @@ impl BundlePlan {
         for op in &rootfs.ops {
             b.op(op, &user_mounts, image.is_some())?;
         }
+        // runsc always gives the box a /sys, the Sentry's own (synthetic: CPUs, loopback); a
+        // native box has none, and neither does this one: an empty read-only tmpfs covers it.
+        b.add_mount(Mount::tmpfs("/sys", true), true);
         for (m, is_dir) in agent.mounts() {
             b.add_mount(m, is_dir);
         }
+        b.add_mount(
+            Mount::bind(
+                &layout.statx_compat,
+                crate::compat::STATX_COMPAT_INSIDE,
+                false,
+            ),
+            false,
+        );
         // The Sentry's own layer: pinned directories bound writable, protected paths bound
         // read-only, denied ones hidden. A symlink is left to the host-side cover (an empty
         // file over the link itself), which runsc could not bind without following it.
@@ -190,13 +211,9 @@ impl BundlePlan {
                     gid: INSIDE_GID,
                     additional_gids: Vec::new(),
                 },
-                args: agent.init_args(
-                    0,
-                    match policy.network {
-                        NetworkMode::None => "unix",
-                        NetworkMode::Proxy | NetworkMode::Host => "inet",
-                    },
-                ),
+                // Inet sockets as in a native box: without a network the Sentry's netstack has
+                // nothing but its own loopback, so they reach only the box's own listeners.
+                args: agent.init_args(0, "inet"),
                 env,
                 cwd: "/".into(),
                 capabilities: spec::Capabilities::default(),
@@ -216,7 +233,17 @@ impl BundlePlan {
                         hard: 0,
                         soft: 0,
                     },
-                ],
+                ]
+                .into_iter()
+                .chain(policy.limits.pids.map(|pids| spec::Rlimit {
+                    // Every task of the box runs as its one user, so the Sentry's per-user
+                    // task limit is the box's: a fork past it fails with EAGAIN inside the
+                    // box, before the host cgroup's limit (which would end the Sentry) is near.
+                    kind: "RLIMIT_NPROC",
+                    hard: pids,
+                    soft: pids,
+                }))
+                .collect(),
                 no_new_privileges: true,
             },
             root: spec::Root {
@@ -378,10 +405,9 @@ impl Builder<'_> {
             }
             FsOp::Tmpfs { target, .. } => self.add_mount(Mount::tmpfs(target, false), true),
             FsOp::Devpts { .. } => {}
-            // What a template leaves at a path the native box hides (its resolver config, /sys)
-            // stays visible under gVisor: the Sentry serves its own /sys, and a resolver config
-            // names servers the box has no route to (its only door is the proxy, which resolves
-            // on the host).
+            // What a template leaves at a path the native box hides stays visible under gVisor
+            // where it is harmless: a resolver config names servers the box has no route to (its
+            // only door is the proxy, which resolves on the host); /sys is covered below.
             FsOp::Absent { .. } => {}
             FsOp::Scratch { sub, target } => {
                 let host = self.layout.scratch.join(sub);

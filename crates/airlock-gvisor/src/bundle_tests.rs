@@ -64,7 +64,7 @@ fn a_host_box_runs_the_agent_as_uid_1000_without_capabilities_over_the_natives_t
     // The agent confines every command with the native box's seccomp allowlist.
     assert_eq!(
         &s.process.args[s.process.args.len() - 5..],
-        ["agent", "--fd", "0", "--seccomp", "unix"]
+        ["agent", "--fd", "0", "--seccomp", "inet"]
     );
     assert!(s.root.readonly, "the skeleton root is read-only");
     // The host's system directories, read-only, as the native box chooses them.

@@ -50,8 +50,13 @@ impl HeldBox for RunningBox {
     fn end_reason(&self) -> String {
         if self.stopped {
             "the box was stopped after its checkpoint".into()
+        } else if self.oom_killed() {
+            "the box reached its memory limit (--memory) and the host's OOM killer ended its Sentry: gVisor has no OOM killer of its own, so the whole box ends".into()
         } else {
-            "the box's agent ended (runsc exited)".into()
+            format!(
+                "the box's agent ended (runsc exited){}",
+                self.runsc_complaint()
+            )
         }
     }
 

@@ -28,6 +28,8 @@ pub struct Layout {
     pub empty_file: PathBuf,
     /// An empty read-only directory (what hides a denied directory).
     pub empty_dir: PathBuf,
+    /// The statx compatibility shim commands preload.
+    pub statx_compat: PathBuf,
     /// runsc's own messages (why a start failed).
     pub log: PathBuf,
 }
@@ -84,6 +86,7 @@ impl Layout {
             views: base.join("views"),
             empty_file: base.join("empty"),
             empty_dir: base.join("empty.d"),
+            statx_compat: base.join("statx-compat.so"),
             log: base.join("runsc.log"),
             base,
         }
@@ -144,6 +147,10 @@ impl Layout {
         }
         prepare(&self.empty_file, std::fs::write(&self.empty_file, b""))?;
         prepare(&self.empty_dir, std::fs::create_dir_all(&self.empty_dir))?;
+        prepare(
+            &self.statx_compat,
+            std::fs::write(&self.statx_compat, crate::compat::STATX_COMPAT),
+        )?;
         prepare(
             &self.empty_dir,
             std::fs::set_permissions(

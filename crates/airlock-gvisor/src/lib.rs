@@ -17,6 +17,7 @@ mod backend;
 mod box_start;
 mod bundle;
 mod checkpoint;
+mod compat;
 mod host;
 mod layout;
 mod netns;
