@@ -7,6 +7,7 @@ use crate::layout::Layout;
 use crate::netns::ProxyDoor;
 use crate::protect::HostProtection;
 use crate::receipt::{self, Facts};
+use crate::relay::Relay;
 use crate::runsc::{Runsc, RunscNetwork};
 use airlock_jail::cgroup::{BoxCgroup, CgroupLimits};
 use airlock_native::Sentinel;
@@ -74,9 +75,9 @@ pub struct RunningBox {
     pub(crate) layout: Layout,
     pub(crate) child: Option<Child>,
     pub(crate) pidfd: Option<OwnedFd>,
-    /// runsc's end of the agent connection, kept open by this process so the connection the
-    /// owner holds outlives runsc: a restore in place hands it to the new sandbox.
-    pub(crate) peer: Option<OwnedFd>,
+    /// The owner's connection relayed to the sandbox of the moment (boxes that can be
+    /// checkpointed: the Sentry shuts its socket down when a checkpoint ends it).
+    pub(crate) relay: Option<Relay>,
     /// The box was ended by a checkpoint asked to stop it.
     pub(crate) stopped: bool,
     pub(crate) paused: bool,
@@ -358,7 +359,7 @@ impl<'a> BoxStart<'a> {
             layout,
             child: None,
             pidfd: None,
-            peer: None,
+            relay: None,
             stopped: false,
             paused: false,
             netns: None,
@@ -417,6 +418,11 @@ impl<'a> BoxStart<'a> {
                 return Err(fail(running, e));
             }
         }
+        if crate::checkpoint::kind(running.network).is_some() {
+            if let Err(e) = running.relay_agent() {
+                return Err(fail(running, e));
+            }
+        }
         Ok(running)
     }
 }
@@ -456,20 +462,11 @@ impl RunningBox {
     /// namespace, dying with this process. The connection is made on the first start and kept
     /// across a restore in place.
     pub(crate) fn spawn(&mut self, launch: &Launch) -> Result<(), StartError> {
-        if self.peer.is_none() {
-            let (ours, theirs) =
-                UnixStream::pair().map_err(|e| refused("cannot make the agent's connection", e))?;
-            self.agent = Some(ours);
-            self.peer = Some(OwnedFd::from(theirs));
-        }
-        let dup = |peer: &Option<OwnedFd>| {
-            peer.as_ref()
-                .map(OwnedFd::try_clone)
-                .transpose()
-                .map_err(|e| refused("cannot pass the agent's connection", e))?
-                .ok_or_else(|| StartError::Refused("the agent's connection is gone".into()))
-        };
-        let (theirs, theirs_out) = (dup(&self.peer)?, dup(&self.peer)?);
+        let (ours, theirs) =
+            UnixStream::pair().map_err(|e| refused("cannot make the agent's connection", e))?;
+        let theirs_out = theirs
+            .try_clone()
+            .map_err(|e| refused("cannot make the agent's connection", e))?;
         self.generation += 1;
         self.id = format!("airlock-{}-{}", std::process::id(), self.generation);
         let log = std::fs::OpenOptions::new()
@@ -489,8 +486,8 @@ impl RunningBox {
         cmd.arg("--bundle")
             .arg(&self.layout.bundle)
             .arg(&self.id)
-            .stdin(Stdio::from(theirs))
-            .stdout(Stdio::from(theirs_out))
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::from(OwnedFd::from(theirs_out)))
             .stderr(Stdio::from(log))
             .env_clear()
             .env("PATH", airlock_policy::DEFAULT_PATH);
@@ -501,6 +498,15 @@ impl RunningBox {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) == -1 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // The gofer's channels to the Sentry are locked shared memory (2 MiB each, a
+                // few per mount), counted per user: under a distribution's 8 MiB default a
+                // restore runs out and fails with ENOMEM. The box's memory is bounded by its
+                // cgroup, not by this.
+                let unlimited = libc::rlimit {
+                    rlim_cur: libc::RLIM_INFINITY,
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited);
                 for fd in &proc_fds {
                     if libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
                         return Err(std::io::Error::last_os_error());
@@ -529,6 +535,26 @@ impl RunningBox {
         }
         // SAFETY: a fresh descriptor from pidfd_open, ours alone.
         self.pidfd = Some(unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) });
+        match &self.relay {
+            Some(relay) => relay.replace(ours),
+            None => self.agent = Some(ours),
+        }
+        Ok(())
+    }
+
+    /// From now on the owner's connection goes through a [`Relay`] to this sandbox's socket.
+    fn relay_agent(&mut self) -> Result<(), StartError> {
+        let Some(box_side) = self.agent.take() else {
+            return Err(StartError::Refused(
+                "the box's agent is not connected".into(),
+            ));
+        };
+        let (owner_client, owner_host) =
+            UnixStream::pair().map_err(|e| refused("cannot make the agent's connection", e))?;
+        let relay = Relay::start(owner_host, box_side)
+            .map_err(|e| refused("cannot relay the agent's connection", e))?;
+        self.relay = Some(relay);
+        self.agent = Some(owner_client);
         Ok(())
     }
 
@@ -663,7 +689,9 @@ impl RunningBox {
     /// cgroup. (The tmpfs and its mounts go with this process's mount namespace.)
     pub fn close(&mut self) {
         self.agent = None;
-        self.peer = None;
+        if let Some(relay) = self.relay.take() {
+            relay.stop();
+        }
         if let Some(mut child) = self.child.take() {
             match &self.cgroup {
                 // runsc, its gofer and sandbox and every process of the box are in the cgroup:

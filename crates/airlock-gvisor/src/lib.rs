@@ -23,6 +23,7 @@ mod layout;
 mod netns;
 mod protect;
 mod receipt;
+mod relay;
 mod runsc;
 mod spec;
 

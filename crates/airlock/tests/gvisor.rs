@@ -423,137 +423,36 @@ fn ls_and_stat_work_in_a_gvisor_box() {
     s.kill();
 }
 
-/// Reads the box's counter (`/tmp/count`) and whether its process is alive.
-fn counter(s: &mut LiveSandbox) -> (u64, bool) {
-    let (code, out, err) = sh(s, "cat /tmp/count; kill -0 $(cat /tmp/pid) && echo alive");
-    assert_eq!(code, 0, "{out}{err}");
-    let n = out
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .parse()
-        .unwrap_or(0);
-    (n, out.contains("alive"))
-}
-
-/// The files of a directory tree with their contents, for "unchanged" checks.
-fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            let meta = std::fs::symlink_metadata(&p).unwrap();
-            let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-            if meta.is_dir() {
-                todo.push(p);
-                out.insert(rel, Vec::new());
-            } else if meta.is_file() {
-                out.insert(rel, std::fs::read(&p).unwrap());
-            } else {
-                out.insert(rel, format!("{:?}", meta.file_type()).into_bytes());
-            }
-        }
-    }
-    out
-}
-
 #[test]
-fn a_checkpoint_keeps_processes_and_files_and_two_restores_diverge() {
-    use airlock_runtime::backend::{Backend, CheckpointKind, CheckpointOptions};
+fn a_checkpoint_is_refused_saying_why_this_runsc_cannot_restore() {
+    // runsc checkpoint works here, but runsc restore of an airlock bundle fails (see
+    // airlock-gvisor's checkpoint module for the measured errors): the capability says none,
+    // and both halves refuse with the reason instead of writing a checkpoint nobody can use.
+    use airlock_runtime::backend::{Backend, CheckpointOptions};
     let ws = TempDir::new("gv-ckpt");
     let store = TempDir::new("gv-ckpt-store");
     let mut s = start(ws.path(), |_| {}, &Template::Host);
-    assert_eq!(s.capabilities().checkpoint, Some(CheckpointKind::Memory));
-    // A process whose state is only in memory (its shell variable), and a file in the box's
-    // own writable scratch (/tmp), which is not on the host.
-    let (code, _, err) = sh(
-        &mut s,
-        "echo kept > /tmp/kept; (i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.02; done) >/dev/null 2>&1 & echo $! > /tmp/pid",
-    );
-    assert_eq!(code, 0, "{err}");
-    std::thread::sleep(Duration::from_millis(500));
-
-    // A checkpoint that lets the box run on: the same connection keeps serving, the process
-    // keeps counting.
-    let first = store.join("first");
-    std::fs::create_dir(&first).unwrap();
-    let c = s
-        .checkpoint(&first, &CheckpointOptions { then_stop: false })
-        .unwrap();
-    assert_eq!(
-        (c.kind, c.mechanism.as_str()),
-        (CheckpointKind::Memory, "runsc-checkpoint")
-    );
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(
-        s.ended(),
-        None,
-        "the box ended after a checkpoint that was to keep it"
-    );
-    let (n1, alive) = counter(&mut s);
-    assert!(
-        alive && n1 > 5,
-        "the box did not run on after its checkpoint: {n1}"
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    let (n2, _) = counter(&mut s);
-    assert!(
-        n2 > n1,
-        "the process stopped counting after the checkpoint: {n1} {n2}"
-    );
-
-    // A checkpoint that stops the box; then the box is gone.
-    let second = store.join("second");
-    std::fs::create_dir(&second).unwrap();
-    let (at_checkpoint, _) = counter(&mut s);
-    s.checkpoint(&second, &CheckpointOptions { then_stop: true })
-        .unwrap();
-    assert!(
-        s.wait_ended(Duration::from_secs(10)).is_some(),
-        "the box runs on after a checkpoint that was to stop it"
-    );
-    s.kill();
-    assert!(box_processes().is_empty(), "{:?}", box_processes());
-    let written = tree(&second);
-    assert!(
-        written.keys().any(|k| k.starts_with("memory/")),
-        "{:?}",
-        written.keys()
-    );
-
-    // Two boxes from one checkpoint: each continues the process where it was, from its own
-    // copy of the scratch.
-    let policy = policy_for(ws.path(), |_| {});
-    let restore = || {
-        let instance = backend()
-            .restore(&second, &policy, &Template::Host, &StartOptions::default())
-            .unwrap_or_else(|e| panic!("restore: {e}"));
-        LiveSandbox::connect(instance).unwrap()
-    };
-    let mut a = restore();
-    let mut b = restore();
-    for (name, s) in [("a", &mut a), ("b", &mut b)] {
-        let (n, alive) = counter(s);
-        assert!(alive, "{name}: the process did not survive the restore");
-        assert!(
-            n >= at_checkpoint,
-            "{name}: the counter restarted ({n} < {at_checkpoint}): memory was not restored"
-        );
-        let (code, out, _) = sh(s, "cat /tmp/kept");
-        assert_eq!(
-            (code, out.as_str()),
-            (0, "kept\n"),
-            "{name}: the scratch file"
-        );
+    assert_eq!(s.capabilities().checkpoint, None);
+    let dir = store.join("ck");
+    std::fs::create_dir(&dir).unwrap();
+    for then_stop in [false, true] {
+        let err = s
+            .checkpoint(&dir, &CheckpointOptions { then_stop })
+            .expect_err("a checkpoint this runsc cannot restore was taken");
+        assert!(err.to_string().contains("runsc restore"), "{err}");
     }
-    let (code, _, err) = sh(&mut a, "echo only-a > /tmp/mine");
-    assert_eq!(code, 0, "{err}");
-    let (_, out, _) = sh(&mut b, "test -e /tmp/mine && echo shared || echo own");
-    assert_eq!(out, "own\n", "two restores share their files");
-    a.kill();
-    b.kill();
-    assert_eq!(tree(&second), written, "a restore changed the checkpoint");
-    assert!(box_processes().is_empty(), "{:?}", box_processes());
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "a refused checkpoint wrote files"
+    );
+    let (code, out, _) = sh(&mut s, "echo alive");
+    assert_eq!((code, out.as_str()), (0, "alive\n"), "the box ended");
+    s.kill();
+    let policy = policy_for(ws.path(), |_| {});
+    let err = backend()
+        .restore(&dir, &policy, &Template::Host, &StartOptions::default())
+        .err()
+        .expect("a restore this runsc cannot do started");
+    assert!(err.to_string().contains("runsc restore"), "{err}");
 }
