@@ -285,10 +285,26 @@ impl<'a> BoxStart<'a> {
         let layout = Layout::fixed();
         let agent_files = AgentFiles::of_this_process()
             .map_err(|e| refused("cannot find airlock's own executable and libraries", e))?;
+        let interceptor =
+            airlock_native::interceptor(policy).map_err(|e| StartError::Refused(e.to_string()))?;
+        let extra = match &interceptor {
+            Some(i) => vec![airlock_jail::rootfs::FsOp::ExtendFile {
+                target: airlock_proxy::intercept::BOX_TRUST_BUNDLE.into(),
+                append: i.ca_pem().to_string(),
+            }],
+            None => Vec::new(),
+        };
         let (mut protection, extra_covers) = HostProtection::placeholders(policy, &sentinel)
             .map_err(|e| StartError::Refused(e.to_string()))?;
-        let plan = BundlePlan::new(policy, self.template, &agent_files, &layout, &extra_covers)
-            .map_err(|e| StartError::Refused(e.to_string()))?;
+        let plan = BundlePlan::with_ops(
+            policy,
+            self.template,
+            &agent_files,
+            &layout,
+            &extra_covers,
+            extra,
+        )
+        .map_err(|e| StartError::Refused(e.to_string()))?;
         let seed = from.map(crate::checkpoint::files_of);
         layout
             .enter(
@@ -407,6 +423,7 @@ impl<'a> BoxStart<'a> {
                 connect_timeout: Duration::from_secs(30),
                 audit,
                 on_event: self.on_event.clone(),
+                intercept: interceptor,
             };
             match airlock_proxy::server::start(listener, config) {
                 Ok(p) => running.proxy = Some(p),
@@ -437,6 +454,9 @@ fn command_env(policy: &ResolvedPolicy, template: &Template) -> BTreeMap<String,
     env.extend(policy.env.iter().cloned());
     if policy.network == NetworkMode::Proxy {
         env.extend(airlock_native::proxy_env());
+    }
+    if !policy.secrets.is_empty() {
+        env.extend(airlock_proxy::intercept::box_trust_env());
     }
     crate::compat::preload(&mut env);
     env

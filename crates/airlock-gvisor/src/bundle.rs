@@ -25,6 +25,8 @@ pub enum BundleError {
     ChangeLayer,
     #[error("{0} is neither a file nor a directory (a FIFO, socket or device): a gVisor box can be granted only those (runsc's gofer would open it, and a FIFO blocks the start), so grant its directory or use --backend native")]
     SpecialFile(PathBuf),
+    #[error("secrets on a gvisor box need the host template (the box's trust bundle is the host's plus the box's CA); drop --template, or use --backend native")]
+    SecretsOnImage,
 }
 
 /// One host-side step before runsc starts (inside the box's private tmpfs only).
@@ -97,9 +99,22 @@ impl BundlePlan {
         layout: &Layout,
         extra_covers: &[PathBuf],
     ) -> Result<BundlePlan, BundleError> {
-        let Some(rootfs) = RootfsPlan::from_policy(policy, &RealHostFs) else {
+        BundlePlan::with_ops(policy, template, agent, layout, extra_covers, Vec::new())
+    }
+
+    /// [`BundlePlan::new`] with `extra` ops after the policy's own (the box's trust bundle).
+    pub fn with_ops(
+        policy: &ResolvedPolicy,
+        template: &Template,
+        agent: &AgentFiles,
+        layout: &Layout,
+        extra_covers: &[PathBuf],
+        extra: Vec<FsOp>,
+    ) -> Result<BundlePlan, BundleError> {
+        let Some(mut rootfs) = RootfsPlan::from_policy(policy, &RealHostFs) else {
             return Err(BundleError::HostFilesystem);
         };
+        rootfs.ops.extend(extra);
         let FilesystemPolicy::Isolated {
             workspace, grants, ..
         } = &policy.filesystem
@@ -161,7 +176,7 @@ impl BundlePlan {
                 b.add_mount(Mount::bind(view, pin, um.writable), true);
             }
         }
-        check_cwd(&policy.cwd, &user_mounts, &b.scratch)?;
+        check_cwd(&policy.cwd, &user_mounts, &b.scratch, image.as_deref())?;
         let extra = extra_covers.iter().map(|path| Cover {
             path: path.clone(),
             keep_visible: true,
@@ -194,6 +209,13 @@ impl BundlePlan {
         if policy.network == NetworkMode::Proxy {
             env.extend(
                 airlock_native::proxy_env()
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}")),
+            );
+        }
+        if !policy.secrets.is_empty() {
+            env.extend(
+                airlock_proxy::intercept::box_trust_env()
                     .into_iter()
                     .map(|(k, v)| format!("{k}={v}")),
             );
@@ -270,15 +292,26 @@ impl BundlePlan {
 }
 
 /// The working directory must exist where the box will see it: in a grant (on the host now),
-/// in the scratch (made fresh), or be `/`.
+/// in the scratch (made fresh), in the template's root (a template's own working directory), or
+/// be `/`.
 fn check_cwd(
     cwd: &Path,
     users: &[UserMount],
     scratch: &[(PathBuf, PathBuf)],
+    image: Option<&Path>,
 ) -> Result<(), BundleError> {
+    let in_image = |root: &Path| {
+        cwd.strip_prefix("/")
+            .map(|rel| root.join(rel))
+            .is_ok_and(|p| p.symlink_metadata().is_ok_and(|m| m.is_dir()))
+    };
     let exists = match user_host(users, cwd) {
         Some((_, host)) => host.is_dir(),
-        None => cwd == Path::new("/") || scratch.iter().any(|(inside, _)| cwd == inside.as_path()),
+        None => {
+            cwd == Path::new("/")
+                || scratch.iter().any(|(inside, _)| cwd == inside.as_path())
+                || image.is_some_and(in_image)
+        }
     };
     if exists {
         Ok(())
@@ -430,6 +463,24 @@ impl Builder<'_> {
                 true,
             ),
             FsOp::Overlay { .. } => return Err(BundleError::ChangeLayer),
+            // The host's file (a host box sees the host's /etc/ssl) with the addition, in the
+            // bundle's own root, bound read-only over the target.
+            FsOp::ExtendFile { .. } if image => return Err(BundleError::SecretsOnImage),
+            FsOp::ExtendFile { target, append } => {
+                let mut contents = std::fs::read_to_string(target).unwrap_or_default();
+                if !contents.is_empty() && !contents.ends_with('\n') {
+                    contents.push('\n');
+                }
+                contents.push_str(append);
+                let name = target.to_string_lossy().replace('/', "_");
+                let copy = self.layout.rootfs.join(".airlock/extended").join(name);
+                self.prep.push(Prep::File {
+                    path: copy.clone(),
+                    contents,
+                    boxed: false,
+                });
+                self.add_mount(Mount::bind(&copy, target, false), false);
+            }
         }
         Ok(())
     }

@@ -46,7 +46,7 @@ impl StartBox for BackendStarter {
         opts: &StartOptions,
     ) -> Result<LiveSandbox, SandboxError> {
         let backend = self.backends.select(policy.backend)?;
-        LiveSandbox::start(backend.as_ref(), policy, &Template::Host, opts)
+        LiveSandbox::start(backend.as_ref(), policy, &Template::of_policy(policy), opts)
     }
 }
 

@@ -87,12 +87,16 @@ pub fn host_main(
         match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf) {
             Ok((n, _)) if n > 0 => match serde_json::from_slice::<ToHost>(&buf[..n]) {
                 Ok(ToHost::Start {
-                    policy,
+                    mut policy,
                     template,
                     audit,
                     network_events,
+                    secret_values,
                     restore,
-                }) => (policy, template, audit, network_events, restore),
+                }) => {
+                    secret_values.restore(&mut policy);
+                    (policy, template, audit, network_events, restore)
+                }
                 Ok(_) => {
                     refuse(&control, "the first message must be start".into());
                     return 2;
@@ -104,6 +108,8 @@ pub fn host_main(
             },
             _ => return 2,
         };
+    // The start message held the secrets' values.
+    zeroize::Zeroize::zeroize(&mut buf);
     let on_event: Option<airlock_proxy::audit::EventSink> = network_events.then(|| {
         let control = Arc::clone(&control);
         let sink: airlock_proxy::audit::EventSink = Arc::new(move |e| {

@@ -205,6 +205,7 @@ impl HostedBox {
             template: Box::new(template.clone()),
             audit: opts.audit_file.clone(),
             network_events: opts.network_events.is_some(),
+            secret_values: airlock_policy::SecretValues::of(policy),
             restore: host.restore.clone(),
         };
         if let Err(e) = send(&control, &start) {

@@ -11,7 +11,7 @@
 
 use crate::host_loop::{HeldBox, StartRequest, StartedBox};
 use crate::sandbox::{Sandbox, SandboxOptions};
-use airlock_policy::{Egress, ResolvedPolicy};
+use airlock_policy::{Egress, ResolvedPolicy, SecretValues};
 use airlock_runtime::backend::{
     Capabilities, Checkpoint, NetDecision, NetProtocol, NetworkEvent, Template, Usage,
 };
@@ -39,6 +39,9 @@ pub enum ToHost {
         audit: Option<PathBuf>,
         /// Send each network decision as a `network` message.
         network_events: bool,
+        /// The values of the policy's secrets (the policy is serialized without them).
+        #[serde(default)]
+        secret_values: SecretValues,
         /// Start from the checkpoint in this directory instead of a fresh box (backends that
         /// can).
         #[serde(default)]
@@ -105,6 +108,7 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
         protocol: match e.protocol {
             "connect" => NetProtocol::Connect,
             "socks5" => NetProtocol::Socks5,
+            "https" => NetProtocol::Https,
             _ => NetProtocol::Http,
         },
         host: e.host.clone(),
@@ -121,6 +125,8 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
         bytes_up: e.bytes_up,
         bytes_down: e.bytes_down,
         duration_ms: e.duration_ms,
+        intercepted: e.intercepted,
+        secrets: e.secrets.clone(),
     }
 }
 
@@ -130,9 +136,7 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
 }
 
 fn start_native(req: StartRequest) -> Result<StartedBox, String> {
-    if *req.template != Template::Host {
-        return Err("a native box starts only from the host template".into());
-    }
+    req.template.agrees_with(&req.policy)?;
     if req.restore.is_some() {
         return Err("a native box cannot start from a checkpoint".into());
     }
@@ -151,13 +155,18 @@ fn start_native(req: StartRequest) -> Result<StartedBox, String> {
     let Some(agent) = client.into_stream() else {
         return Err("the box's agent connection cannot be handed over".into());
     };
+    let capabilities = Capabilities {
+        live_egress: req.policy.network == airlock_policy::NetworkMode::Proxy,
+        pause: sandbox.can_freeze().is_ok(),
+        checkpoint: None,
+    };
     Ok(StartedBox {
         held: Box::new(sandbox),
         agent,
         receipt,
         env,
         cwd,
-        capabilities: None,
+        capabilities: Some(capabilities),
     })
 }
 
@@ -179,11 +188,11 @@ impl HeldBox for Sandbox {
     }
 
     fn pause(&mut self) -> Result<(), String> {
-        Err("a native box cannot pause yet".into())
+        self.freeze()
     }
 
     fn resume(&mut self) -> Result<(), String> {
-        Err("a native box cannot pause yet".into())
+        self.thaw()
     }
 
     fn close(&mut self) {

@@ -222,9 +222,14 @@ pub struct ServeArgs {
     /// (default: $XDG_DATA_HOME/airlock or ~/.local/share/airlock).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Boxes running at once; further creates are queued (FIFO).
+    /// Boxes running at once; further creates are queued (FIFO). Paused boxes do not count.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub max_running: usize,
+    /// Pause a sandbox after this long without a request or a running command (keepalives do
+    /// not count), e.g. 30m; its next request resumes it. A create request's `idle_pause`
+    /// overrides it. Default: never.
+    #[arg(long, value_name = "DURATION")]
+    pub idle_pause: Option<String>,
     /// Replace the E2B-format API key (for E2B's SDKs) with a new one, printed on start: use it
     /// when the key printed on the first start is lost.
     #[arg(long)]
@@ -365,6 +370,17 @@ pub struct PolicyArgs {
     /// With --net proxy: total bytes the box may move through the proxy (default: unlimited).
     #[arg(long, value_name = "SIZE")]
     pub byte_budget: Option<String>,
+    /// With --net proxy: a secret the egress proxy adds to requests to its hosts
+    /// (--secret-host); inside the box the variable NAME holds a placeholder. NAME takes $NAME
+    /// from airlock's environment, NAME=@FILE reads a file, NAME=@- reads stdin. A value is
+    /// never given on the command line (ps shows it).
+    #[arg(long, value_name = "NAME[=@FILE|=@-]")]
+    pub secret: Vec<String>,
+    /// A destination that receives a secret: [NAME=]PATTERN (NAME[:PORT] or *.NAME[:PORT],
+    /// port 443 when none). `NAME=` may be left out when one --secret is given. Binding a
+    /// secret also allows its hosts.
+    #[arg(long, value_name = "[NAME=]PATTERN")]
+    pub secret_host: Vec<String>,
     /// Memory cap, e.g. 512M (default 4G).
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<String>,

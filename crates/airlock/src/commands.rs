@@ -11,11 +11,12 @@ use airlock_policy::{
     ResolveContext, ResolvedPolicy, SizeValue,
 };
 use airlock_runtime::backend::Template;
-use airlock_runtime::backend::{Availability, Backends};
+use airlock_runtime::backend::{Availability, Backend, Backends};
 use airlock_runtime::{HostReport, RealHost, RunResult};
 use anyhow::{anyhow, Context, Result};
 use clap::Parser;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// airlock's own failure.
 const FAILED: i32 = 125;
@@ -133,6 +134,7 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     if args.fail_if_unavailable {
         f.fail_if_unavailable = Some(true);
     }
+    f.secrets = crate::secret_flags::secrets(&args.secret, &args.secret_host, &base)?;
     Ok(base.merge(f))
 }
 
@@ -154,13 +156,29 @@ pub(crate) fn backends() -> Result<Backends> {
     ))
 }
 
-/// Resolves the policy flags (over `--policy FILE`); `changes` is this command's own default for
-/// how the workspace's writes reach the host, used when neither says.
-pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<ResolvedPolicy> {
+/// What the policy flags (over `--policy FILE`) resolve to: the policy, the template its box
+/// runs on, and the backend that starts it.
+pub(crate) struct Resolved {
+    pub policy: ResolvedPolicy,
+    pub template: Template,
+    pub backend: Arc<dyn Backend>,
+}
+
+/// Resolves the policy flags; `changes` is this command's own default for how the workspace's
+/// writes reach the host, used when neither the flags nor the file say — for the native box
+/// only: every other kind writes the workspace directly unless told otherwise (and refuses
+/// `apply` with a sentence when told). The backend is the flags' or the file's, else the
+/// template's own, else native; one this airlock does not have is refused here, before
+/// anything starts.
+pub(crate) fn resolve(args: &PolicyArgs, changes: ChangesMode) -> Result<Resolved> {
     let mut file = policy_file(args)?;
-    // Only the native box has a change layer to apply; every other kind writes the workspace
-    // directly unless told otherwise (and refuses `apply` with a sentence when told).
-    let changes = match file.backend.unwrap_or_default() {
+    let template = template_of(args, &file)?;
+    let backend_kind = match (file.backend, &template) {
+        (Some(kind), _) => kind,
+        (None, Template::Image(t)) => t.defaults.backend.unwrap_or_default(),
+        (None, Template::Host) => BackendKind::default(),
+    };
+    let changes = match backend_kind {
         BackendKind::Native => changes,
         _ => ChangesMode::Direct,
     };
@@ -175,23 +193,26 @@ pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<
         host: &RealHost,
     };
     let mut policy = airlock_policy::resolve(&file, &ctx)?;
-    let template = template_of(args, &file)?;
-    if let Template::Image(t) = &template {
-        // The template's own backend, unless the flags or the policy file name one.
-        if let (None, Some(kind)) = (file.backend, t.defaults.backend) {
-            policy.backend = kind;
-        }
-    }
+    policy.backend = backend_kind;
     airlock_template::apply_template(&mut policy, &template)?;
-    // Refused here, before anything starts, when this airlock has no such backend.
-    backends()?.select(policy.backend)?;
+    let backend = backends()?.select(policy.backend)?;
     for (what, raw, real) in airlock_policy::redirected_grants(&file, &ctx) {
         eprintln!(
             "airlock: note: {what} {raw} leads through a symlink to {}: that is what the box gets, at that path (a symlink there may have been left by a box)",
             real.display()
         );
     }
-    Ok(policy)
+    Ok(Resolved {
+        policy,
+        template,
+        backend,
+    })
+}
+
+/// [`resolve`], for commands that start their boxes later from the policy alone (it names the
+/// template: [`Template::of_policy`]).
+pub(crate) fn resolve_policy(args: &PolicyArgs, changes: ChangesMode) -> Result<ResolvedPolicy> {
+    Ok(resolve(args, changes)?.policy)
 }
 
 /// The template the flags or the policy file name (`--template`, `template = "…"`), from the
@@ -207,13 +228,11 @@ pub(crate) fn template_of(args: &PolicyArgs, file: &PolicyFile) -> Result<Templa
 }
 
 fn cmd_run(args: RunArgs) -> Result<i32> {
-    let mut policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
-    if policy.backend != BackendKind::Native {
-        // Only the native supervisor has a change layer to apply at the end: other kinds write
-        // the workspace directly unless `--changes apply` is asked (which they refuse).
-        policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
-    }
-    let template = template_of(&args.policy, &policy_file(&args.policy)?)?;
+    let Resolved {
+        policy,
+        template,
+        backend,
+    } = resolve(&args.policy, ChangesMode::Apply)?;
     if policy.profile == Profile::FullAccess {
         eprintln!("airlock: warning: --profile full-access: no filesystem or network isolation (limits and timeout still apply)");
     }
@@ -248,7 +267,6 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         ),
         None => None,
     };
-    let backend = backends()?.select(policy.backend)?;
     let outcome = backend.run_attached(&policy, &template, &args.command, &opts);
     let result = match outcome {
         Ok(r) => r,
@@ -314,20 +332,18 @@ fn emit(args: &RunArgs, file: Option<&mut std::fs::File>, doc: &str) -> Result<(
 }
 
 fn cmd_receipt(args: ReceiptArgs) -> Result<i32> {
-    let mut policy = resolve_policy(&args.policy, ChangesMode::Apply)?;
-    if policy.backend != BackendKind::Native {
-        // Long-lived boxes write the workspace directly unless told otherwise.
-        policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
-    }
+    let Resolved {
+        policy,
+        template,
+        backend,
+    } = resolve(&args.policy, ChangesMode::Apply)?;
     let argv = if args.command.is_empty() {
         vec!["true".to_string()]
     } else {
         args.command.clone()
     };
     if policy.backend != BackendKind::Native {
-        let receipt = backends()?
-            .select(policy.backend)?
-            .plan(&policy, &airlock_runtime::backend::Template::Host)?;
+        let receipt = backend.plan(&policy, &template)?;
         if args.json {
             let doc = serde_json::json!({ "policy": policy, "receipt": receipt });
             println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -536,7 +552,18 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
             template_aliases.insert("code-interpreter-v1".into(), "code-interpreter".into());
         }
     }
+    let idle_pause = match &args.idle_pause {
+        Some(d) => {
+            let d = parse_duration(d).context("--idle-pause")?;
+            if d.is_zero() {
+                anyhow::bail!("--idle-pause 0 would pause every box at once; give a duration like 30m, or leave it out");
+            }
+            Some(d)
+        }
+        None => None,
+    };
     airlock_server::serve(airlock_server::ServerConfig {
+        idle_pause,
         template_aliases,
         default_backend,
         listen: args.listen,

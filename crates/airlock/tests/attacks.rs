@@ -9,6 +9,8 @@
 
 mod common;
 
+use airlock_policy::BackendKind;
+use common::test_backend_kind;
 use common::{airlock_bin, host_mounts, leftover_cgroups, pids_with_marker, Run, TempDir};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -588,11 +590,11 @@ fn attack_fifo_left_where_the_next_run_mounts_does_not_hang_it() {
 
     let data = ws.join("data");
     use std::os::unix::fs::FileTypeExt;
-    match common::test_backend_kind() {
+    match test_backend_kind() {
         // A FIFO made in a gVisor box lives in the Sentry alone (the gofer makes no host FIFO),
         // so the box cannot plant one for the next run. The next run must still not hang on
         // one, wherever it came from: the test plants it on the host itself.
-        airlock_policy::BackendKind::Gvisor => {
+        BackendKind::Gvisor => {
             assert!(
                 std::fs::symlink_metadata(&data).is_err(),
                 "the box's FIFO reached the host"
@@ -603,6 +605,11 @@ fn attack_fifo_left_where_the_next_run_mounts_does_not_hang_it() {
                 .expect("run mkfifo");
             assert!(planted.success(), "positive control: mkfifo on the host");
         }
+        // QEMU's mapped-xattr 9p keeps the guest's FIFO as a plain host file (see below).
+        BackendKind::Microvm => assert!(
+            std::fs::symlink_metadata(&data).is_ok_and(|m| m.is_file()),
+            "positive control: the box's FIFO is in the host workspace, as a plain file"
+        ),
         _ => assert!(
             std::fs::symlink_metadata(&data).is_ok_and(|m| m.file_type().is_fifo()),
             "positive control: the box's FIFO is in the host workspace"
@@ -637,15 +644,27 @@ fn attack_fifo_left_where_the_next_run_mounts_does_not_hang_it() {
     let out = next.wait_with_output().expect("airlock output");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    match common::test_backend_kind() {
+    let on_host = std::fs::symlink_metadata(&data).unwrap().file_type();
+    match test_backend_kind() {
         // runsc's gofer opens what it binds, and opening a FIFO blocks: a gVisor box refuses a
         // grant that is neither a file nor a directory, at once and saying why.
-        airlock_policy::BackendKind::Gvisor => {
+        BackendKind::Gvisor => {
             assert_eq!(out.status.code(), Some(125), "{stdout}{stderr}");
             assert!(
                 stderr.contains("neither a file nor a directory"),
                 "the refusal does not say why: {stderr}"
             );
+            assert!(on_host.is_fifo(), "the FIFO on the host is unchanged");
+        }
+        // QEMU's mapped-xattr 9p keeps a guest's FIFO as a plain host file (its type in an
+        // xattr): no FIFO ever reaches the host, and the next run grants that plain file.
+        BackendKind::Microvm => {
+            assert!(
+                out.status.success(),
+                "the next run failed: {stdout}{stderr}"
+            );
+            assert!(on_host.is_file(), "the box made a {on_host:?} on the host");
+            assert_eq!(line(&stdout, "isfifo="), "isfifo=1", "{stdout}");
         }
         _ => {
             assert!(
@@ -657,15 +676,9 @@ fn attack_fifo_left_where_the_next_run_mounts_does_not_hang_it() {
                 "isfifo=0",
                 "the granted path is the FIFO, read-only: {stdout}"
             );
+            assert!(on_host.is_fifo(), "the FIFO on the host is unchanged");
         }
     }
-    assert!(
-        std::fs::symlink_metadata(&data)
-            .unwrap()
-            .file_type()
-            .is_fifo(),
-        "the FIFO on the host is unchanged"
-    );
     host.assert_untouched(&marker);
 }
 
@@ -741,10 +754,15 @@ fn attack_git_symlink_does_not_make_placeholders_outside() {
         std::fs::read_dir(&outside).unwrap().next().is_none(),
         "something was left outside the workspace"
     );
-    assert!(std::fs::symlink_metadata(sub.join(".git"))
+    let planted = std::fs::symlink_metadata(sub.join(".git"))
         .unwrap()
-        .file_type()
-        .is_symlink());
+        .file_type();
+    match test_backend_kind() {
+        // The guest's symlink is a plain host file under QEMU's mapped-xattr 9p: nothing on
+        // the host follows it (the guest itself still resolves it, inside the VM).
+        BackendKind::Microvm => assert!(planted.is_file(), "{planted:?}"),
+        _ => assert!(planted.is_symlink(), "{planted:?}"),
+    }
     host.assert_untouched(&marker);
 }
 
@@ -844,13 +862,18 @@ fn placeholder_swap_race(tag: &str, end: RaceEnd) {
         b.stdout,
         b.stderr
     );
-    assert!(
-        std::fs::symlink_metadata(w.join(".git"))
-            .expect("W/.git after the swap")
-            .file_type()
-            .is_symlink(),
-        "positive control: W/.git is not the symlink B made"
-    );
+    let swapped = std::fs::symlink_metadata(w.join(".git"))
+        .expect("W/.git after the swap")
+        .file_type();
+    match test_backend_kind() {
+        // A microVM box cannot make a host symlink at all (QEMU's mapped-xattr 9p stores it as
+        // a plain file): the cleanup below must still leave V alone.
+        BackendKind::Microvm => assert!(swapped.is_file(), "W/.git is {swapped:?}"),
+        _ => assert!(
+            swapped.is_symlink(),
+            "positive control: W/.git is not the symlink B made"
+        ),
+    }
     assert!(
         a.try_wait().expect("poll airlock A").is_none(),
         "box A ended before the swap (test premise)"
@@ -923,6 +946,22 @@ fn attack_swap_placeholder_dir_for_symlink_then_sigkill_airlock() {
     placeholder_swap_race("phswap-kill", RaceEnd::Sigkill);
 }
 
+/// For a microVM box, whose symlinks never reach the host: asserts that what the box made at
+/// `at` is a plain host file, then makes the symlink to `to` on the host, as a box of another
+/// kind could, so the rest of a test exercises airlock's own handling of it.
+fn host_plants_symlink(at: &Path, to: &Path) {
+    let made = std::fs::symlink_metadata(at)
+        .unwrap_or_else(|e| panic!("the box made no {}: {e}", at.display()))
+        .file_type();
+    assert!(
+        made.is_file(),
+        "a microVM box's symlink reached the host as {made:?} at {}",
+        at.display()
+    );
+    std::fs::remove_file(at).expect("remove the plain file");
+    std::os::unix::fs::symlink(to, at).expect("make the symlink on the host");
+}
+
 #[test]
 fn attack_result_and_audit_symlinks_do_not_redirect_airlocks_writes() {
     // `--result` and `--audit` are written by airlock on the host, often into the workspace,
@@ -956,16 +995,26 @@ fn attack_result_and_audit_symlinks_do_not_redirect_airlocks_writes() {
         r.stderr
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(
-        r.stderr.contains("was replaced during the run"),
-        "not reported: {}",
-        r.stderr
-    );
-    assert!(
-        r.stderr.contains("\"exit_code\": 0"),
-        "the result document is not kept on stderr: {}",
-        r.stderr
-    );
+    match test_backend_kind() {
+        // The box's symlink is a plain host file (QEMU's mapped-xattr 9p): nothing to follow.
+        // The planted links below are made on the host instead, as a box of another kind (or
+        // the user) could, so airlock's own refusals are still tested.
+        BackendKind::Microvm => {
+            host_plants_symlink(&ws.join("result.json"), &victim);
+        }
+        _ => {
+            assert!(
+                r.stderr.contains("was replaced during the run"),
+                "not reported: {}",
+                r.stderr
+            );
+            assert!(
+                r.stderr.contains("\"exit_code\": 0"),
+                "the result document is not kept on stderr: {}",
+                r.stderr
+            );
+        }
+    }
     assert_eq!(
         std::fs::read_to_string(&victim).unwrap(),
         "precious\n",
@@ -985,6 +1034,10 @@ fn attack_result_and_audit_symlinks_do_not_redirect_airlocks_writes() {
         r.stdout,
         r.stderr
     );
+    if test_backend_kind() == BackendKind::Microvm {
+        host_plants_symlink(&ws.join("audit.jsonl"), &victim);
+        host_plants_symlink(&ws.join("outdir"), &outside);
+    }
     let r = airlock_env(&ws, &[], &["run", "--result", "result.json", "--", "true"]);
     assert_eq!(
         r.code, 125,
@@ -1102,6 +1155,8 @@ fn attack_plant_a_set_id_executable_in_the_workspace() {
         r.stdout,
         r.stderr
     );
+    // In a microVM box the same seccomp filter refuses these in the guest; below it, QEMU's
+    // mapped-xattr 9p would keep any bit the guest set in an xattr, never on the host file.
     for k in [
         "chmod_u=",
         "chmod_g=",
@@ -1119,7 +1174,7 @@ fn attack_plant_a_set_id_executable_in_the_workspace() {
             r.stderr
         );
     }
-    // Whatever exists now on the host, nothing carries a set-ID bit.
+    // Whatever exists now on the host, nothing carries a set-ID bit (nor is a device node).
     use std::os::unix::fs::PermissionsExt;
     let mut checked = 0;
     for e in std::fs::read_dir(&ws).unwrap().flatten() {
@@ -1128,6 +1183,12 @@ fn attack_plant_a_set_id_executable_in_the_workspace() {
             mode & 0o6000,
             0,
             "{:?} has mode {mode:o} on the host",
+            e.file_name()
+        );
+        let kind = e.file_type().unwrap();
+        assert!(
+            kind.is_file() || kind.is_dir(),
+            "{:?} is {kind:?} on the host",
             e.file_name()
         );
         checked += 1;
@@ -1324,10 +1385,10 @@ except OSError as e:
         r.stdout,
         r.stderr
     );
-    match common::test_backend_kind() {
+    match test_backend_kind() {
         // gVisor's netstack lists its loopback routes (127.0.0.0/8 and ::1 on lo), which Linux
         // keeps in its local table: every route there is the loopback's, none leaves the box.
-        airlock_policy::BackendKind::Gvisor => {
+        BackendKind::Gvisor => {
             let routes: Vec<&str> = r
                 .stdout
                 .lines()
@@ -1353,9 +1414,9 @@ except OSError as e:
         r.stdout
     );
     let conn: Vec<&str> = line(&r.stdout, "conn ").split_whitespace().collect();
-    let unreachable = match common::test_backend_kind() {
+    let unreachable = match test_backend_kind() {
         // gVisor's netstack answers a destination it has no route to with EHOSTUNREACH.
-        airlock_policy::BackendKind::Gvisor => "113",
+        BackendKind::Gvisor => "113",
         _ => "101",
     };
     assert_eq!(
@@ -1618,7 +1679,7 @@ fn attack_capabilities_are_gone() {
             .unwrap_or_default()
             .to_string()
     };
-    let gvisor = common::test_backend_kind() == airlock_policy::BackendKind::Gvisor;
+    let gvisor = test_backend_kind() == BackendKind::Gvisor;
     let sets: &[&str] = match gvisor {
         // The Sentry's /proc/self/status has no CapAmb (nor NoNewPrivs) line. Ambient
         // capabilities are always a subset of the permitted and inheritable sets, both checked
@@ -1638,7 +1699,9 @@ fn attack_capabilities_are_gone() {
     if !gvisor {
         assert_eq!(field("NoNewPrivs"), "1");
     }
-    assert_eq!(line(&r.stdout, "nnp="), "nnp=1", "no_new_privs is not set");
+    if gvisor {
+        assert_eq!(line(&r.stdout, "nnp="), "nnp=1", "no_new_privs is not set");
+    }
     assert_eq!(field("Seccomp"), "2");
     assert_eq!(line(&r.stdout, "id="), "id=1000");
     let map: Vec<&str> = line(&r.stdout, "uidmap ")
@@ -1646,11 +1709,11 @@ fn attack_capabilities_are_gone() {
         .skip(1)
         .collect();
     assert_eq!(map.len(), 3, "exactly one uid mapping: {map:?}");
-    match common::test_backend_kind() {
+    match test_backend_kind() {
         // The box's uids are the Sentry's own (its uid_map is the identity): no host uid is
         // the box's. What the host kernel sees is the Sentry, checked here instead: it runs as
         // nobody in a user namespace that maps that one uid, under its own seccomp filter.
-        airlock_policy::BackendKind::Gvisor => {
+        BackendKind::Gvisor => {
             assert_eq!(map, ["0", "0", "4294967295"], "the Sentry's own uids");
             let sentry = sentry_of_a_running_box(t.path());
             assert_eq!(
@@ -1666,6 +1729,14 @@ fn attack_capabilities_are_gone() {
                 "the Sentry's user namespace"
             );
         }
+        // The guest kernel's ids are its own (the box runs in its initial namespace, whose map
+        // is the identity and names no host uid); the host side of the box's uid is QEMU's jail,
+        // which maps its uid 1000 alone to the caller (crates/airlock-microvm/tests/jail.rs).
+        BackendKind::Microvm => assert_eq!(
+            map,
+            ["0", "0", "4294967295"],
+            "the guest's own initial user namespace"
+        ),
         _ => assert_eq!(
             (map[0], map[2]),
             ("1000", "1"),
@@ -1675,7 +1746,7 @@ fn attack_capabilities_are_gone() {
     if common::is_root() {
         // Started by root, the box still never runs as host uid 0: its user is an unused uid, and
         // the workspace is idmapped so the caller's files stay the caller's.
-        if !gvisor {
+        if !gvisor && test_backend_kind() != BackendKind::Microvm {
             assert_ne!(
                 map[1], "0",
                 "a root-started box runs as host root's uid: {map:?}"
@@ -1766,12 +1837,12 @@ fn attack_fork_bomb() {
         started.elapsed() < Duration::from_secs(15),
         "the bomb ran until the timeout"
     );
-    match common::test_backend_kind() {
+    match test_backend_kind() {
         // The Sentry counts the box's tasks itself (RLIMIT_NPROC of the box's one user): a fork
         // past 64 fails with EAGAIN inside the box, the shell gives up, and the box lives on.
         // No host counter sees those refusals, so no limit is reported as hit; the host cgroup
         // around runsc only bounds what the box's tasks cost the host.
-        airlock_policy::BackendKind::Gvisor => {
+        BackendKind::Gvisor => {
             assert!(
                 r.stderr.contains("Cannot fork"),
                 "the bomb's forks were not refused inside the box: {}",
@@ -1782,6 +1853,14 @@ fn attack_fork_bomb() {
                 "the shell's own failure, not the box's end: {res}"
             );
         }
+        // The guest's pids cgroup holds the bomb (fork fails inside); the host is not told which
+        // limit the guest enforced (the seam's usage has no limit events), so the report names
+        // none: what is asserted is the containment.
+        BackendKind::Microvm => assert!(
+            r.stderr.contains("Cannot fork") || r.stderr.contains("Resource temporarily"),
+            "the bomb was not refused forks: {}",
+            r.stderr
+        ),
         _ => assert!(
             limits_hit(&res).contains(&"pids".to_string()),
             "limits_hit: {:?}\n{}",
@@ -1809,26 +1888,37 @@ fn attack_memory_bomb() {
     let py = |mib: u64| {
         format!("python3 -c 'b = b\"x\" * ({mib} << 20); print(\"allocated\", len(b))' {marker}")
     };
-    let (r, res) = boxed_json(
-        t.path(),
-        &["--memory", "64M", "--timeout", "20s"],
-        &py(1024),
-    );
+    // A VM's memory cap is its RAM, and its own kernel needs some: the least a microVM box
+    // may have is 128 MiB (airlock refuses less, saying so).
+    let microvm = test_backend_kind() == BackendKind::Microvm;
+    let cap = if microvm { "128M" } else { "64M" };
+    let (r, res) = boxed_json(t.path(), &["--memory", cap, "--timeout", "20s"], &py(1024));
     assert!(
         !r.stdout.contains("allocated"),
-        "1 GiB was allocated under a 64M cap"
+        "1 GiB was allocated under a {cap} cap"
     );
-    match common::test_backend_kind() {
+    match test_backend_kind() {
         // The limit is a host cgroup around the whole sandbox, the Sentry's own memory
         // included, and gVisor has no OOM killer of its own: the host's kills the Sentry, so
         // the whole box ends (as its receipt says), and airlock says that this was the limit.
-        airlock_policy::BackendKind::Gvisor => {
+        BackendKind::Gvisor => {
             assert_eq!(r.code, 125, "{}", r.stderr);
             assert!(
                 r.stderr.contains("reached its memory limit"),
                 "the end does not name the memory limit: {}",
                 r.stderr
             );
+        }
+        // The guest kernel refuses or OOM-kills the allocation inside the VM's RAM; the host is
+        // not told which limit held (no limit events over the seam).
+        BackendKind::Microvm => {
+            assert!(
+                r.code == 137 || r.stderr.contains("MemoryError"),
+                "exit {}: {}",
+                r.code,
+                r.stderr
+            );
+            assert_ne!(res["exit_code"], 0, "the result reports success");
         }
         _ => {
             assert!(
@@ -1845,7 +1935,7 @@ fn attack_memory_bomb() {
         }
     }
     // Positive control: a small allocation fits.
-    let (r, res) = boxed_json(t.path(), &["--memory", "64M", "--timeout", "20s"], &py(8));
+    let (r, res) = boxed_json(t.path(), &["--memory", cap, "--timeout", "20s"], &py(8));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("allocated 8388608"));
     assert!(limits_hit(&res).is_empty());
@@ -1960,12 +2050,12 @@ fn attack_fill_the_workspace_past_the_disk_cap() {
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(ws.join("keep.txt"), "kept\n").unwrap();
     let marker = unique("ws-cap");
-    match common::test_backend_kind() {
+    match test_backend_kind() {
         // A gVisor box has no change layer: it writes its workspace directly, as a native box
         // with --changes direct does, so --disk caps its scratch (attack_fill_scratch_disk) and
         // the workspace is capped per file only (RLIMIT_FSIZE, enforced by the Sentry). The
         // receipt says so, and the per-file cap holds against a file past it.
-        airlock_policy::BackendKind::Gvisor => {
+        BackendKind::Gvisor => {
             workspace_capped_per_file(&t, &ws, &marker);
             host.assert_untouched(&marker);
         }
@@ -2193,13 +2283,16 @@ fn attack_host_proc_and_sys() {
         r.stderr
     );
     let init = line(&r.stdout, "init=");
-    match common::test_backend_kind() {
+    match test_backend_kind() {
         // runsc execs the box's init (the agent) afresh from the bundle: its command line is the
         // bundle's, under the box's own /.airlock, not a copy of airlock's to hide.
-        airlock_policy::BackendKind::Gvisor => assert!(
+        BackendKind::Gvisor => assert!(
             init.starts_with("init=/.airlock/") && init.contains("/.airlock/agent agent --fd 0"),
             "pid 1 is not the box's own agent: {init}"
         ),
+        // The guest's pid 1 is airlock's init in the VM, running as the guest's root: the box's
+        // /proc is mounted hidepid=invisible, so the box does not see it at all.
+        BackendKind::Microvm => assert_eq!(init.trim(), "init=", "pid 1 is visible: {init}"),
         _ => assert!(
             init.starts_with("init=airlock-init"),
             "pid 1 is not the box's own init: {init}"
@@ -2225,10 +2318,10 @@ fn attack_host_proc_and_sys() {
     );
     assert_ne!(line(&r.stdout, "sysrq="), "sysrq=0");
     assert_ne!(line(&r.stdout, "sysctl="), "sysctl=0");
-    match common::test_backend_kind() {
+    match test_backend_kind() {
         // runsc always gives the box a /sys (the Sentry's own, synthetic); airlock covers it
         // with an empty read-only tmpfs, so the box sees the directory and nothing in it.
-        airlock_policy::BackendKind::Gvisor => assert_eq!(
+        BackendKind::Gvisor => assert_eq!(
             line(&r.stdout, "sysentries="),
             "sysentries=0",
             "/sys shows entries in the box:\n{}",
@@ -2263,12 +2356,25 @@ fn attack_read_airlocks_command_line_from_init() {
         r.stdout,
         r.stderr
     );
-    assert!(
-        line(&r.stdout, "cmdline=").trim() != "cmdline=",
-        "positive control: /proc/1/cmdline is readable:\n{}{}",
-        r.stdout,
-        r.stderr
-    );
+    let microvm = test_backend_kind() == BackendKind::Microvm;
+    if microvm {
+        // The VM's pid 1 is airlock's guest init (not a copy of airlock, which stays on the
+        // host): hidden from the box (hidepid), so nothing of it is readable at all.
+        assert_eq!(
+            line(&r.stdout, "cmdline=").trim(),
+            "cmdline=",
+            "{}",
+            r.stdout
+        );
+        assert_eq!(line(&r.stdout, "comm=").trim(), "comm=", "{}", r.stdout);
+    } else {
+        assert!(
+            line(&r.stdout, "cmdline=").trim() != "cmdline=",
+            "positive control: /proc/1/cmdline is readable:\n{}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
     let seen: String = ["cmdline=", "comm=", "environ=", "exe=", "exebytes="]
         .iter()
         .map(|k| format!("{}\n", line(&r.stdout, k)))
@@ -2292,18 +2398,19 @@ fn attack_read_airlocks_command_line_from_init() {
         "exebytes=0",
         "init's executable is readable"
     );
-    match common::test_backend_kind() {
+    match test_backend_kind() {
         // Under gVisor init is not a copy of airlock but the agent, exec'd by runsc from the
         // bundle's arguments (and the Sentry's /proc/1/stat has no argument-area addresses to
         // rewrite it by): what it shows is the bundle's command line, checked above to hold
         // nothing of airlock's.
-        airlock_policy::BackendKind::Gvisor => assert!(
+        BackendKind::Gvisor => assert!(
             line(&r.stdout, "cmdline=").contains("/.airlock/agent agent --fd 0"),
             "init is not the box's agent:\n{seen}"
         ),
         _ => assert!(
-            line(&r.stdout, "cmdline=").starts_with("cmdline=airlock-init")
-                && line(&r.stdout, "comm=") == "comm=airlock-init",
+            microvm
+                || line(&r.stdout, "cmdline=").starts_with("cmdline=airlock-init")
+                    && line(&r.stdout, "comm=") == "comm=airlock-init",
             "init does not show its own name:\n{seen}"
         ),
     }

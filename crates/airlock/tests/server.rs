@@ -817,6 +817,49 @@ fn a_gvisor_sandbox_serves_rest_and_dies_with_a_sigkilled_server() {
     s.stop();
 }
 
+/// A sandbox created over REST with a stored template runs on that template's root under every
+/// backend that has one, not only the native box: the server starts a box again from its stored
+/// policy, and the template must come back with it (it once came back as the host's root for
+/// every kind but native).
+#[test]
+fn a_rest_sandbox_runs_on_its_template_root_under_every_backend() {
+    let data = TempDir::new("srv-tmpl");
+    let image = TempDir::new("srv-tmpl-img");
+    let oci = image.join("oci");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let made = std::process::Command::new("python3")
+        .arg(repo.join("benches/template_image.py"))
+        .arg(&oci)
+        .args(["sh", "cat"])
+        .status()
+        .unwrap();
+    assert!(made.success(), "benches/template_image.py failed");
+    let import = std::process::Command::new(common::airlock_bin())
+        .args(["template", "import", "--name", "tiny", "--data-dir"])
+        .arg(data.path())
+        .arg(&oci)
+        .output()
+        .unwrap();
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let mut s = Server::start(&data, &[], None);
+    for backend in ["native", "gvisor", "microvm"] {
+        let body = json!({"backend": backend, "template": "tiny"}).to_string();
+        let (status, v) = s.call("POST", "/v1/sandboxes", Some(&body));
+        assert_eq!(status, 201, "{backend}: {v}");
+        let id = id_of(&v);
+        // Only the template's two programs: the host's /usr has hundreds.
+        let out = s.sh(&id, "echo /usr/bin/*");
+        assert_eq!(out.trim(), "/usr/bin/cat /usr/bin/sh", "{backend}");
+        let (status, v) = s.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
+        assert!(status == 204 || status == 200, "{backend}: {status} {v}");
+    }
+    s.stop();
+}
+
 #[test]
 fn bad_input_is_refused_with_400() {
     let data = TempDir::new("srv-bad");

@@ -113,6 +113,39 @@ fn a_box_runs_on_the_template_root_with_its_env_and_cwd_and_the_receipt_names_it
         "{}",
         receipt.stdout
     );
+    // Every kind runs on the template with its env and working directory, and its receipt names
+    // the template (it once named the host's root for every kind but native, and gVisor refused
+    // the template's own working directory).
+    for backend in ["gvisor", "microvm"] {
+        let r = f.run(
+            &["--workspace", "none", "--backend", backend],
+            "echo $TPL; pwd; cat /etc/motd",
+        );
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, "yes\n/srv\nfrom the template\n"),
+            "{backend}: {}",
+            r.stderr
+        );
+        let receipt = f.cli(&[
+            "receipt",
+            "--backend",
+            backend,
+            "--data-dir",
+            &f.data,
+            "--template",
+            "mini",
+            "--workspace",
+            "none",
+            "--json",
+        ]);
+        assert_eq!(receipt.code, 0, "{backend}: {}", receipt.stderr);
+        assert!(
+            receipt.stdout.contains(&f.digest()),
+            "{backend}: {}",
+            receipt.stdout
+        );
+    }
 }
 
 #[test]

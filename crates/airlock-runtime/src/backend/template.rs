@@ -1,6 +1,6 @@
 //! What a box's root filesystem is made of.
 
-use airlock_policy::BackendKind;
+use airlock_policy::{BackendKind, ResolvedPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -53,6 +53,37 @@ pub struct TemplateDefaults {
 }
 
 impl Template {
+    /// The template a resolved policy names (`ResolvedPolicy::template`, filled in by whoever
+    /// owns the template store), for a box started again from its stored policy alone (the
+    /// server's sessions, MCP). Its defaults are empty: applying a template to a policy already
+    /// merged them into the policy's environment and working directory.
+    pub fn of_policy(policy: &ResolvedPolicy) -> Template {
+        match &policy.template {
+            None => Template::Host,
+            Some(t) => Template::Image(ImageTemplate {
+                name: t.name.clone(),
+                digest: t.digest.clone(),
+                rootfs: t.rootfs.clone(),
+                defaults: TemplateDefaults::default(),
+            }),
+        }
+    }
+
+    /// Whether this is the template `policy` names (same root tree and digest), and if not, a
+    /// sentence saying how they differ. A backend that reads the root from the policy checks
+    /// this first, so the two can never silently disagree.
+    pub fn agrees_with(&self, policy: &ResolvedPolicy) -> Result<(), String> {
+        match (self, &policy.template) {
+            (Template::Host, None) => Ok(()),
+            (Template::Image(t), Some(r)) if t.rootfs == r.rootfs && t.digest == r.digest => Ok(()),
+            (_, named) => Err(format!(
+                "the box was asked to start on the template {:?} but its policy names {:?}",
+                self.name(),
+                named.as_ref().map_or("host", |r| r.name.as_str())
+            )),
+        }
+    }
+
     /// The name receipts and errors use.
     pub fn name(&self) -> &str {
         match self {
