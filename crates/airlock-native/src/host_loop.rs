@@ -108,8 +108,9 @@ pub fn host_main(
             },
             _ => return 2,
         };
-    // The start message held the secrets' values.
-    zeroize::Zeroize::zeroize(&mut buf);
+    // The start message held the secrets' values. (The slice, not the Vec: zeroizing a Vec
+    // also empties it, and the loop below reads its requests into this buffer.)
+    zeroize::Zeroize::zeroize(buf.as_mut_slice());
     let on_event: Option<airlock_proxy::audit::EventSink> = network_events.then(|| {
         let control = Arc::clone(&control);
         let sink: airlock_proxy::audit::EventSink = Arc::new(move |e| {
