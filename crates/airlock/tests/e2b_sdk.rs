@@ -402,34 +402,6 @@ except Exception as e:
 /// The same SDK against a server whose boxes are microVMs (`--backend microvm`): create,
 /// `commands.run`, files, `run_code`, each answered by an agent in its own guest kernel.
 #[test]
-fn the_current_python_suite_passes_against_gvisor_boxes() {
-    // A gVisor box's user is 1000 with the grants idmapped to the server's user, as a native
-    // box's: the suite's own expectations hold unchanged.
-    let clients = Clients::find();
-    let suite = suites(&clients).into_iter().next().unwrap();
-    let data = TempDir::new("e2b-sdk-gvisor");
-    let serve = ServeProcess::start(data.path(), &["--backend", "gvisor"]);
-    let key = e2b_key(&serve);
-    let server = E2bServer {
-        serve,
-        key,
-        _data: data,
-    };
-    let outcome = run_suite_within(&suite, &server, Duration::from_secs(600));
-    eprintln!(
-        "gvisor: {}: {} in {:.1} s",
-        suite.name,
-        if outcome.passed { "passed" } else { "FAILED" },
-        outcome.took.as_secs_f64()
-    );
-    assert!(
-        outcome.passed,
-        "the E2B SDK against gVisor boxes failed:\n{}",
-        tail(&outcome.output, 120)
-    );
-}
-
-#[test]
 fn the_current_python_suite_passes_against_microvm_boxes() {
     let clients = Clients::find();
     let mut suite = suites(&clients).into_iter().next().unwrap();
