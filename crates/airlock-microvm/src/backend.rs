@@ -200,6 +200,34 @@ impl MicrovmBackend {
     }
 }
 
+/// Makes the policy's missing protected paths (empty) on the host, so that QEMU's jail holds
+/// them read-only and the guest binds them like the existing ones, and the box cannot create
+/// them; they go with the box.
+fn placeholders(
+    policy: &ResolvedPolicy,
+    plan: &mut BoxPlan,
+    spec: &mut VmSpec,
+) -> Result<Placeholders, BackendError> {
+    let (made, covers) = airlock_native::create_placeholders(policy)
+        .map_err(|e| BackendError::Start(e.to_string()))?;
+    let placeholders = Placeholders(made);
+    plan.guest
+        .protect
+        .extend(covers.iter().map(|c| c.to_string_lossy().into_owned()));
+    let mounts = policy_mounts(policy);
+    let mounts: Vec<(&Path, &Path)> = mounts
+        .iter()
+        .map(|(a, b)| (a.as_path(), b.as_path()))
+        .collect();
+    spec.jail.covers.extend(covers.iter().filter_map(|c| {
+        box_plan::host_of(&mounts, c).map(|path| HostCover {
+            path,
+            kind: CoverKind::ReadOnly,
+        })
+    }));
+    Ok(placeholders)
+}
+
 /// The (inside, host) pairs of a policy's workspace and grants.
 fn policy_mounts(policy: &ResolvedPolicy) -> Vec<(PathBuf, PathBuf)> {
     match &policy.filesystem {
@@ -316,14 +344,17 @@ impl Backend for MicrovmBackend {
         template: &Template,
         opts: &StartOptions,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
-        let (files, plan, mut spec) = self.prepare(policy, template)?;
+        let (files, mut plan, mut spec) = self.prepare(policy, template)?;
         spec.accel = accel::choose(&spec, &files.cache).accel;
+        // The checkpointed box's placeholders went with it: made again before QEMU starts, so
+        // its jail holds them and the guest binds them when it attaches the shares.
+        let placeholders = placeholders(policy, &mut plan, &mut spec)?;
         let path = snapshot::in_checkpoint(dir);
         let vm = boot::start_vm(&spec, Some(snapshot::open(&path)?))?;
         self.finish(
             vm,
             None,
-            (files, plan, Placeholders::default()),
+            (files, plan, placeholders),
             &spec,
             template,
             opts,
@@ -352,26 +383,7 @@ impl Backend for MicrovmBackend {
         }
         let (files, mut plan, mut spec) = self.prepare(policy, template)?;
         spec.accel = accel::choose(&spec, &files.cache).accel;
-        // Missing protected paths are made (empty) on the host first, so the guest binds them
-        // read-only like the existing ones and the box cannot create them; they go with the box.
-        let (made, covers) = airlock_native::create_placeholders(policy)
-            .map_err(|e| BackendError::Start(e.to_string()))?;
-        let placeholders = Placeholders(made);
-        plan.guest
-            .protect
-            .extend(covers.iter().map(|c| c.to_string_lossy().into_owned()));
-        // QEMU holds the placeholders read-only too (the guest's binds are the guest kernel's).
-        let mounts = policy_mounts(policy);
-        let mounts: Vec<(&Path, &Path)> = mounts
-            .iter()
-            .map(|(a, b)| (a.as_path(), b.as_path()))
-            .collect();
-        spec.jail.covers.extend(covers.iter().filter_map(|c| {
-            box_plan::host_of(&mounts, c).map(|path| HostCover {
-                path,
-                kind: CoverKind::ReadOnly,
-            })
-        }));
+        let placeholders = placeholders(policy, &mut plan, &mut spec)?;
         let ready = match self.pool.take(&spec) {
             Some(vm) => Ready {
                 vm,

@@ -233,3 +233,32 @@ fn host_links() -> Vec<(String, String)> {
     }
     links
 }
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+    use std::path::Path;
+
+    #[test]
+    fn an_inside_path_maps_through_the_deepest_share_above_it() {
+        let mounts = [
+            (Path::new("/w"), Path::new("/host/ws")),
+            (Path::new("/w/data"), Path::new("/srv/data")),
+        ];
+        assert_eq!(
+            host_of(&mounts, Path::new("/w/.git/config")).unwrap(),
+            Path::new("/host/ws/.git/config")
+        );
+        assert_eq!(
+            host_of(&mounts, Path::new("/w/data/secret")).unwrap(),
+            Path::new("/srv/data/secret")
+        );
+        assert_eq!(
+            host_of(&mounts, Path::new("/w/data")).unwrap(),
+            Path::new("/srv/data")
+        );
+        // Not under any share (and `/wx` is not under `/w`).
+        assert_eq!(host_of(&mounts, Path::new("/wx/f")), None);
+        assert_eq!(host_of(&mounts, Path::new("/etc/shadow")), None);
+    }
+}

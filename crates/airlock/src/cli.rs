@@ -166,7 +166,8 @@ pub struct McpArgs {
     #[command(flatten)]
     pub tools: ToolArgs,
     /// End the session's box after this long without a tool call (the next call starts a fresh
-    /// one), e.g. 15m.
+    /// one), e.g. 15m. A fifteenth of it (1 s to 60 s) without a call pauses the box in place
+    /// first (CPU given back, its interpreter state kept); the next call resumes it.
     #[arg(long, value_name = "DURATION", default_value = "15m")]
     pub idle_timeout: String,
 }
@@ -443,6 +444,55 @@ pub enum SandboxCommand {
     Cp(CpArgs),
     /// Kill sandboxes; prints each id with its final state.
     Kill(KillArgs),
+    /// Pause a sandbox: its processes stop where they are and continue on resume (memory kept:
+    /// a microVM's or gVisor box's memory is saved and given back, a native box is frozen in
+    /// place); a paused sandbox does not count against --max-running. Prints `ID paused`, and
+    /// on stderr what was kept.
+    Pause(PauseArgs),
+    /// Resume a paused sandbox (waits for a slot when --max-running are busy).
+    Resume(ResumeArgs),
+    /// Take a snapshot of a running sandbox (it runs on); prints its id, kind and size.
+    Snapshot(SnapshotArgs),
+    /// Start N new sandboxes from one snapshot of a sandbox (a new one, or --snapshot); each
+    /// continues from that moment with its own id, token and writable state. Prints `ID TOKEN`
+    /// per new sandbox.
+    Fork(ForkArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    /// The sandbox's id.
+    pub id: String,
+    /// Keep only its files and give its memory back: its processes start anew on resume.
+    #[arg(long)]
+    pub files_only: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The sandbox's id.
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// The sandbox's id.
+    pub id: String,
+    /// A label for it.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The sandbox's id.
+    pub id: String,
+    /// How many new sandboxes (1 to 16).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub count: u32,
+    /// Fork from this snapshot of the sandbox instead of taking a new one.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub snapshot: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -478,8 +528,8 @@ pub struct CreateArgs {
 
 #[derive(Debug, Args)]
 pub struct LsArgs {
-    /// Only sandboxes in this state: queued, starting, running, paused, killed, expired, dead,
-    /// failed (repeatable).
+    /// Only sandboxes in this state: queued, starting, running, paused, resuming, killed, expired,
+    /// dead, failed (repeatable).
     #[arg(long, value_name = "STATE")]
     pub state: Vec<String>,
     /// Only sandboxes labelled KEY=VALUE (repeatable; all must match).

@@ -617,6 +617,10 @@ fn cmd_sandbox(args: SandboxArgs) -> Result<i32> {
         SandboxCommand::Exec(a) => client::exec(&api, &a),
         SandboxCommand::Cp(a) => client::copy(&api, &a),
         SandboxCommand::Kill(a) => client::kill(&api, &a),
+        SandboxCommand::Pause(a) => client::pause(&api, &a),
+        SandboxCommand::Resume(a) => client::resume(&api, &a),
+        SandboxCommand::Snapshot(a) => client::snapshot(&api, &a),
+        SandboxCommand::Fork(a) => client::fork(&api, &a),
     }
 }
 

@@ -1425,8 +1425,14 @@ except OSError as e:
         "expected ENETUNREACH (EHOSTUNREACH under gVisor):\n{}",
         r.stdout
     );
+    // An attempt would wait out the 1 s timeout. Under TCG (a microVM here) the refusal itself
+    // is emulated and takes longer on a loaded host, so the bound is just under the timeout.
+    let at_once = match test_backend_kind() {
+        BackendKind::Microvm => 0.95,
+        _ => 0.5,
+    };
     assert!(
-        conn[3].parse::<f64>().unwrap() < 0.5,
+        conn[3].parse::<f64>().unwrap() < at_once,
         "the connection was attempted rather than refused at once: {}",
         conn[3]
     );

@@ -565,9 +565,29 @@ fn a_box_with_a_workspace_checkpoints_and_two_restores_of_it_diverge() {
             "fork {i} sees another's memory or lost its workspace"
         );
     }
+    // A restored box's protected paths hold as a started box's do (its placeholders are made
+    // again before QEMU starts, so QEMU's jail and the guest both hold them).
+    let (out, _, _) = sh(
+        &mut forks[0],
+        &format!(
+            "mkdir -p {ws_in}/.git/hooks; echo x > {ws_in}/.git/hooks/pre-commit && echo MADE-HOOK; echo x >> {ws_in}/.bashrc && echo WROTE-RC; true"
+        ),
+    );
+    assert!(
+        !out.contains("MADE-HOOK") && !out.contains("WROTE-RC"),
+        "{out}"
+    );
     for f in forks {
         f.kill();
     }
+    assert!(
+        !ws.join(".git/hooks/pre-commit").exists(),
+        "the restored box wrote a hook on the host"
+    );
+    assert!(
+        !ws.join(".bashrc").exists(),
+        "the restored box left a .bashrc on the host"
+    );
 }
 
 #[test]

@@ -166,7 +166,8 @@ async def test_list_orders_filters_by_start_and_template_and_pages(sdk):
 async def test_metrics_honour_start_and_end(sdk):
     async with sdk.sandbox() as sbx:
         now = await sdk(sbx.get_metrics)
-        assert len(now) == 1 and now[0].cpu_count >= 1 and now[0].mem_used > 0
+        # (mem_used is 0 where the host delegates no cgroup: an unprivileged server.)
+        assert len(now) == 1 and now[0].cpu_count >= 1 and now[0].mem_total > 0
         await sdk(sbx.commands.run, "sleep 1.2")
         later = await sdk(sbx.get_metrics)
         # The history keeps both samples; a range picks them out.

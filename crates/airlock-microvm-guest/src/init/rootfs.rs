@@ -403,3 +403,20 @@ fn chown(path: &str, uid: u32, gid: u32) -> Result<()> {
     let ret = unsafe { libc::chown(p.as_ptr(), uid, gid) };
     super::sys::cvt(ret, || format!("cannot hand {path} to the box user")).map(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{is_under, unescape};
+
+    #[test]
+    fn mountinfo_escapes_are_undone_and_prefixes_are_whole_components() {
+        assert_eq!(unescape("/newroot/my\\040dir"), "/newroot/my dir");
+        assert_eq!(unescape("/a\\134b"), "/a\\b");
+        // Not an escape: left as it is.
+        assert_eq!(unescape("/a\\9z"), "/a\\9z");
+        assert_eq!(unescape("/a\\777"), "/a\\777");
+        assert!(is_under("/newroot/w", "/newroot/w"));
+        assert!(is_under("/newroot/w/.git", "/newroot/w/"));
+        assert!(!is_under("/newroot/wx", "/newroot/w"));
+    }
+}

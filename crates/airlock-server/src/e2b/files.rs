@@ -246,14 +246,13 @@ pub fn upload_metadata(headers: &HeaderMap) -> Result<BTreeMap<String, String>, 
 
 /// Setting the metadata failed: a file system without user extended attributes says so.
 fn metadata_error(e: airlock_runtime::SandboxError) -> E2bError {
-    let text = e.to_string();
-    if text.contains("not supported") || text.contains("Operation not supported") {
-        return E2bError::FailedPrecondition(format!(
+    match E2bError::from(e) {
+        E2bError::Unimplemented(why) => E2bError::FailedPrecondition(format!(
             "the file was written but its metadata was not: the box's file system keeps no \
-             user extended attributes there ({text})"
-        ));
+             user extended attributes there ({why})"
+        )),
+        other => other,
     }
-    E2bError::from(e)
 }
 
 /// `POST /files`: writes one or more files; answers the list of files written.

@@ -145,7 +145,7 @@ fn fs_event(
     let mut ev = json!({"name": relative(root, &change.path), "type": kind});
     if include_entry && !matches!(change.kind, FsEventKind::Remove) {
         if let Ok(entry) = session.stat(&change.path) {
-            ev["entry"] = entry_info(&entry);
+            ev["entry"] = entry_info(&super::filesystem::described(session, entry));
         }
     }
     Some(ev)
