@@ -9,7 +9,7 @@ use airlock_native::HostProcess;
 use airlock_policy::{BackendKind, ResolvedPolicy};
 use airlock_runtime::backend::{Backend, BackendError, BoxInstance, StartOptions, Template};
 use airlock_runtime::Receipt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Which runsc and platform boxes use.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -93,7 +93,7 @@ impl Backend for GvisorBackend {
         let runsc = self.runsc()?;
         let agent = AgentFiles::of_this_process()
             .map_err(|e| BackendError::Start(format!("cannot find airlock's own files: {e}")))?;
-        let plan = BundlePlan::new(policy, template, &agent, &Layout::fixed())
+        let plan = BundlePlan::new(policy, template, &agent, &Layout::fixed(), &[])
             .map_err(|e| BackendError::Invalid(e.to_string()))?;
         let cgroup = airlock_jail::cgroup::probe_writable().is_complete();
         receipt::receipt(
@@ -111,6 +111,29 @@ impl Backend for GvisorBackend {
 
     fn start(
         &self,
+        policy: &ResolvedPolicy,
+        template: &Template,
+        opts: &StartOptions,
+    ) -> Result<Box<dyn BoxInstance>, BackendError> {
+        self.start_from(None, policy, template, opts)
+    }
+
+    fn restore(
+        &self,
+        dir: &Path,
+        policy: &ResolvedPolicy,
+        template: &Template,
+        opts: &StartOptions,
+    ) -> Result<Box<dyn BoxInstance>, BackendError> {
+        self.start_from(Some(dir), policy, template, opts)
+    }
+}
+
+impl GvisorBackend {
+    /// Starts a box under `gvisor-host`, fresh or from the checkpoint in `from`.
+    fn start_from(
+        &self,
+        from: Option<&Path>,
         policy: &ResolvedPolicy,
         template: &Template,
         opts: &StartOptions,
@@ -133,6 +156,7 @@ impl Backend for GvisorBackend {
             subcommand: "gvisor-host",
             args: vec!["--resolved".into(), resolved.into()],
             kind: BackendKind::Gvisor,
+            restore: from.map(Path::to_path_buf),
         };
         airlock_native::start_hosted(&self.exe, host, policy, template, opts)
     }

@@ -5,7 +5,9 @@ use crate::agent_files::AgentFiles;
 use crate::bundle::{BundlePlan, Prep};
 use crate::layout::Layout;
 use crate::netns::ProxyDoor;
-use crate::receipt::{self, Facts, PIDS_OVERHEAD};
+use crate::protect::HostProtection;
+use crate::receipt::{self, Facts};
+use crate::relay::Relay;
 use crate::runsc::{Runsc, RunscNetwork};
 use airlock_jail::cgroup::{BoxCgroup, CgroupLimits};
 use airlock_native::Sentinel;
@@ -49,20 +51,42 @@ pub struct BoxStart<'a> {
     on_event: Option<airlock_proxy::audit::EventSink>,
 }
 
+/// How runsc starts the box's sandbox.
+pub(crate) enum Launch<'a> {
+    /// `runsc run`: a fresh box whose agent greets.
+    Run,
+    /// `runsc restore` from the memory image in this directory: the agent continues where it
+    /// was checkpointed, its hello long exchanged.
+    Restore(&'a Path),
+}
+
 /// A running gVisor box, held by this (host) process.
 pub struct RunningBox {
     pub receipt: Receipt,
     pub env: BTreeMap<String, String>,
     pub cwd: String,
     pub agent: Option<UnixStream>,
-    runsc: Runsc,
-    network: RunscNetwork,
-    id: String,
-    layout: Layout,
-    child: Option<Child>,
-    pidfd: Option<OwnedFd>,
+    pub(crate) runsc: Runsc,
+    pub(crate) network: RunscNetwork,
+    /// The container's name under runsc: a new one for each runsc start (a restore in place
+    /// follows a checkpoint that removed the old one).
+    pub(crate) id: String,
+    pub(crate) generation: u32,
+    pub(crate) layout: Layout,
+    pub(crate) child: Option<Child>,
+    pub(crate) pidfd: Option<OwnedFd>,
+    /// The owner's connection relayed to the sandbox of the moment (boxes that can be
+    /// checkpointed: the Sentry shuts its socket down when a checkpoint ends it).
+    pub(crate) relay: Option<Relay>,
+    /// The box was ended by a checkpoint asked to stop it.
+    pub(crate) stopped: bool,
+    pub(crate) paused: bool,
+    /// The network namespace runsc runs in (`--net proxy`).
+    pub(crate) netns: Option<OwnedFd>,
     cgroup: Option<BoxCgroup>,
     proxy: Option<airlock_proxy::server::ProxyHandle>,
+    /// The placeholders and host-side covers, released once runsc is gone.
+    protection: Option<HostProtection>,
     sentinel: Option<Sentinel>,
 }
 
@@ -71,7 +95,7 @@ fn cgroup_limits(policy: &ResolvedPolicy) -> CgroupLimits {
     let l = &policy.limits;
     CgroupLimits {
         memory_bytes: l.memory,
-        pids: l.pids.map(|p| p.saturating_add(PIDS_OVERHEAD)),
+        pids: l.pids.map(receipt::host_pids),
         cpus: l.cpus,
     }
 }
@@ -241,6 +265,18 @@ impl<'a> BoxStart<'a> {
     /// Starts the box. Call once, from the single-threaded host process. On failure nothing
     /// is left: runsc is killed, the cgroup removed, and the tmpfs goes with this process.
     pub fn start(self) -> Result<RunningBox, StartError> {
+        self.start_from(None)
+    }
+
+    /// Starts the box from the checkpoint that [`RunningBox::checkpoint`] wrote into `dir`:
+    /// its writable files copied back, its memory restored by runsc, its agent continuing.
+    pub fn restore(self, dir: &Path) -> Result<RunningBox, StartError> {
+        crate::checkpoint::check(dir, self.runsc)
+            .map_err(|e| StartError::Refused(e.to_string()))?;
+        self.start_from(Some(dir))
+    }
+
+    fn start_from(self, from: Option<&Path>) -> Result<RunningBox, StartError> {
         let policy = self.policy;
         // The sentinel first, while this process has one thread: it removes the cgroup if
         // this process is killed.
@@ -258,13 +294,30 @@ impl<'a> BoxStart<'a> {
             }],
             None => Vec::new(),
         };
-        let plan = BundlePlan::with_ops(policy, self.template, &agent_files, &layout, extra)
+        let (mut protection, extra_covers) = HostProtection::placeholders(policy, &sentinel)
             .map_err(|e| StartError::Refused(e.to_string()))?;
+        let plan = BundlePlan::with_ops(
+            policy,
+            self.template,
+            &agent_files,
+            &layout,
+            &extra_covers,
+            extra,
+        )
+        .map_err(|e| StartError::Refused(e.to_string()))?;
+        let seed = from.map(crate::checkpoint::files_of);
         layout
-            .enter(policy.limits.disk, plan.image_root.as_deref())
+            .enter(
+                policy.limits.disk,
+                plan.image_root.as_deref(),
+                seed.as_deref(),
+            )
             .map_err(|e| StartError::Refused(e.to_string()))?;
         prepare(&plan.prep).map_err(|e| refused("cannot prepare the box's root", e))?;
         let idmap_gap = attach_views(&plan)?;
+        protection
+            .apply(&plan.protect, &layout.empty_file, &layout.empty_dir)
+            .map_err(|e| StartError::Refused(e.to_string()))?;
         if idmap_gap.is_some() && policy.fail_if_unavailable {
             return Err(StartError::Refused(format!(
                 "the policy requires every layer (fail_if_unavailable) but the grants cannot be idmapped: {}",
@@ -317,22 +370,37 @@ impl<'a> BoxStart<'a> {
             agent: None,
             runsc: self.runsc.clone(),
             network,
-            id: format!("airlock-{}", std::process::id()),
+            id: String::new(),
+            generation: 0,
             layout,
             child: None,
             pidfd: None,
+            relay: None,
+            stopped: false,
+            paused: false,
+            netns: None,
             cgroup,
             proxy: None,
+            protection: Some(protection),
             sentinel: Some(sentinel),
         };
         let fail = |mut running: RunningBox, e: StartError| {
             running.close();
             e
         };
-        if let Err(e) = running.spawn(door.as_ref().map(|d| &d.netns)) {
+        let door = door.map(|d| {
+            running.netns = Some(d.netns);
+            d.listener
+        });
+        let image = from.map(crate::checkpoint::memory_of);
+        let launch = match &image {
+            Some(image) => Launch::Restore(image),
+            None => Launch::Run,
+        };
+        if let Err(e) = running.spawn(&launch) {
             return Err(fail(running, e));
         }
-        if let Some(door) = door {
+        if let Some(listener) = door {
             let rules = match egress_rules(&policy.egress) {
                 Ok(r) => r,
                 Err(e) => return Err(fail(running, StartError::Refused(e))),
@@ -357,7 +425,7 @@ impl<'a> BoxStart<'a> {
                 on_event: self.on_event.clone(),
                 intercept: interceptor,
             };
-            match airlock_proxy::server::start(door.listener, config) {
+            match airlock_proxy::server::start(listener, config) {
                 Ok(p) => {
                     if !policy.secrets.is_empty() {
                         airlock_native::protect_process();
@@ -367,8 +435,15 @@ impl<'a> BoxStart<'a> {
                 Err(e) => return Err(fail(running, refused("cannot start the egress proxy", e))),
             }
         }
-        if let Err(e) = running.greet() {
-            return Err(fail(running, e));
+        if matches!(launch, Launch::Run) {
+            if let Err(e) = running.greet() {
+                return Err(fail(running, e));
+            }
+        }
+        if crate::checkpoint::kind(running.network).is_some() {
+            if let Err(e) = running.relay_agent() {
+                return Err(fail(running, e));
+            }
         }
         Ok(running)
     }
@@ -388,6 +463,7 @@ fn command_env(policy: &ResolvedPolicy, template: &Template) -> BTreeMap<String,
     if !policy.secrets.is_empty() {
         env.extend(airlock_proxy::intercept::box_trust_env());
     }
+    crate::compat::preload(&mut env);
     env
 }
 
@@ -406,24 +482,33 @@ fn cgroup_procs(cg: Option<&BoxCgroup>) -> std::io::Result<Vec<OwnedFd>> {
 }
 
 impl RunningBox {
-    /// Runs `runsc run` with the agent's connection as its stdin and stdout (runsc hands its
-    /// stdio to the container's init), in the box's cgroup and network namespace, dying with
-    /// this process.
-    fn spawn(&mut self, netns: Option<&OwnedFd>) -> Result<(), StartError> {
+    /// Runs `runsc run` (or `runsc restore`) with the agent's connection as its stdin and
+    /// stdout (runsc hands its stdio to the container's init), in the box's cgroup and network
+    /// namespace, dying with this process. The connection is made on the first start and kept
+    /// across a restore in place.
+    pub(crate) fn spawn(&mut self, launch: &Launch) -> Result<(), StartError> {
         let (ours, theirs) =
             UnixStream::pair().map_err(|e| refused("cannot make the agent's connection", e))?;
         let theirs_out = theirs
             .try_clone()
             .map_err(|e| refused("cannot make the agent's connection", e))?;
-        let log = std::fs::File::create(&self.layout.log)
+        self.generation += 1;
+        self.id = format!("airlock-{}-{}", std::process::id(), self.generation);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.layout.log)
             .map_err(|e| refused("cannot open runsc's log", e))?;
         let procs = cgroup_procs(self.cgroup.as_ref())
             .map_err(|e| refused("cannot join the box's cgroup", e))?;
         let proc_fds: Vec<libc::c_int> = procs.iter().map(AsRawFd::as_raw_fd).collect();
-        let netns_fd = netns.map(AsRawFd::as_raw_fd);
+        let netns_fd = self.netns.as_ref().map(AsRawFd::as_raw_fd);
         let mut cmd = self.runsc.command(&self.layout.state, self.network);
-        cmd.arg("run")
-            .arg("--bundle")
+        match launch {
+            Launch::Run => cmd.arg("run"),
+            Launch::Restore(image) => cmd.arg("restore").arg("--image-path").arg(image),
+        };
+        cmd.arg("--bundle")
             .arg(&self.layout.bundle)
             .arg(&self.id)
             .stdin(Stdio::from(OwnedFd::from(theirs)))
@@ -438,6 +523,15 @@ impl RunningBox {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) == -1 {
                     return Err(std::io::Error::last_os_error());
                 }
+                // The gofer's channels to the Sentry are locked shared memory (2 MiB each, a
+                // few per mount), counted per user: under a distribution's 8 MiB default a
+                // restore runs out and fails with ENOMEM. The box's memory is bounded by its
+                // cgroup, not by this.
+                let unlimited = libc::rlimit {
+                    rlim_cur: libc::RLIM_INFINITY,
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited);
                 for fd in &proc_fds {
                     if libc::write(*fd, b"0".as_ptr().cast(), 1) != 1 {
                         return Err(std::io::Error::last_os_error());
@@ -466,7 +560,26 @@ impl RunningBox {
         }
         // SAFETY: a fresh descriptor from pidfd_open, ours alone.
         self.pidfd = Some(unsafe { OwnedFd::from_raw_fd(pidfd as libc::c_int) });
-        self.agent = Some(ours);
+        match &self.relay {
+            Some(relay) => relay.replace(ours),
+            None => self.agent = Some(ours),
+        }
+        Ok(())
+    }
+
+    /// From now on the owner's connection goes through a [`Relay`] to this sandbox's socket.
+    fn relay_agent(&mut self) -> Result<(), StartError> {
+        let Some(box_side) = self.agent.take() else {
+            return Err(StartError::Refused(
+                "the box's agent is not connected".into(),
+            ));
+        };
+        let (owner_client, owner_host) =
+            UnixStream::pair().map_err(|e| refused("cannot make the agent's connection", e))?;
+        let relay = Relay::start(owner_host, box_side)
+            .map_err(|e| refused("cannot relay the agent's connection", e))?;
+        self.relay = Some(relay);
+        self.agent = Some(owner_client);
         Ok(())
     }
 
@@ -485,22 +598,31 @@ impl RunningBox {
                 self.agent = Some(stream);
                 Ok(())
             }
-            None => {
-                let log = std::fs::read_to_string(&self.layout.log).unwrap_or_default();
-                let last: Vec<&str> = log.lines().rev().take(3).collect();
-                Err(StartError::Refused(format!(
-                    "the box's agent did not greet under runsc{}",
-                    if last.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            " (runsc: {})",
-                            last.into_iter().rev().collect::<Vec<_>>().join(" / ")
-                        )
-                    }
-                )))
-            }
+            None => Err(StartError::Refused(format!(
+                "the box's agent did not greet under runsc{}",
+                self.runsc_complaint()
+            ))),
         }
+    }
+
+    /// runsc's last lines of complaint, as ` (runsc: …)`, or nothing.
+    pub fn runsc_complaint(&self) -> String {
+        let log = std::fs::read_to_string(&self.layout.log).unwrap_or_default();
+        let last: Vec<&str> = log.lines().rev().take(3).collect();
+        if last.is_empty() {
+            return String::new();
+        }
+        format!(
+            " (runsc: {})",
+            last.into_iter().rev().collect::<Vec<_>>().join(" / ")
+        )
+    }
+
+    /// Whether the host's OOM killer killed something of the box (its Sentry, in effect).
+    pub fn oom_killed(&self) -> bool {
+        self.cgroup
+            .as_ref()
+            .is_some_and(|cg| cg.events().oom_kills > 0)
     }
 
     /// runsc's process, as a pollable descriptor (-1: none).
@@ -512,7 +634,7 @@ impl RunningBox {
         Capabilities {
             live_egress: self.proxy.is_some(),
             pause: true,
-            checkpoint: None,
+            checkpoint: crate::checkpoint::kind(self.network),
         }
     }
 
@@ -552,12 +674,15 @@ impl RunningBox {
         Ok(())
     }
 
-    fn runsc_call(&self, verb: &str) -> Result<(), String> {
+    /// Runs `runsc <args…>` on this box's state; an error is runsc's last line of complaint.
+    pub(crate) fn runsc_call(&self, args: &[&std::ffi::OsStr]) -> Result<(), String> {
+        let verb = args
+            .first()
+            .map_or_else(String::new, |v| v.to_string_lossy().into_owned());
         let out = self
             .runsc
             .command(&self.layout.state, self.network)
-            .arg(verb)
-            .arg(&self.id)
+            .args(args)
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("cannot run runsc {verb}: {e}"))?;
@@ -571,18 +696,27 @@ impl RunningBox {
         ))
     }
 
-    pub fn pause(&self) -> Result<(), String> {
-        self.runsc_call("pause")
+    pub fn pause(&mut self) -> Result<(), String> {
+        let id = self.id.clone();
+        self.runsc_call(&["pause".as_ref(), id.as_ref()])?;
+        self.paused = true;
+        Ok(())
     }
 
-    pub fn resume(&self) -> Result<(), String> {
-        self.runsc_call("resume")
+    pub fn resume(&mut self) -> Result<(), String> {
+        let id = self.id.clone();
+        self.runsc_call(&["resume".as_ref(), id.as_ref()])?;
+        self.paused = false;
+        Ok(())
     }
 
     /// Ends the box and frees what it holds: runsc and everything it started, the proxy, the
     /// cgroup. (The tmpfs and its mounts go with this process's mount namespace.)
     pub fn close(&mut self) {
         self.agent = None;
+        if let Some(relay) = self.relay.take() {
+            relay.stop();
+        }
         if let Some(mut child) = self.child.take() {
             match &self.cgroup {
                 // runsc, its gofer and sandbox and every process of the box are in the cgroup:
@@ -621,6 +755,7 @@ impl RunningBox {
             cg.kill_all();
             let _ = cg.destroy();
         }
+        drop(self.protection.take());
         if let Some(s) = self.sentinel.take() {
             s.finish();
         }

@@ -5,8 +5,9 @@
 
 use crate::agent_files::AgentFiles;
 use crate::layout::Layout;
+use crate::protect::ViewProtection;
 use crate::spec::{self, Mount, Spec};
-use airlock_jail::rootfs::{FsOp, RealHostFs, RootfsPlan};
+use airlock_jail::rootfs::{Cover, FsOp, RealHostFs, RootfsPlan};
 use airlock_policy::{
     Access, FilesystemPolicy, NetworkMode, ResolvedPolicy, INSIDE_GID, INSIDE_UID,
 };
@@ -22,6 +23,8 @@ pub enum BundleError {
     NoCwd(PathBuf),
     #[error("the gvisor backend writes a writable workspace directly (its box is long-lived): use --changes direct, or --backend native for a change layer")]
     ChangeLayer,
+    #[error("{0} is neither a file nor a directory (a FIFO, socket or device): a gVisor box can be granted only those (runsc's gofer would open it, and a FIFO blocks the start), so grant its directory or use --backend native")]
+    SpecialFile(PathBuf),
     #[error("secrets on a gvisor box need the host template (the box's trust bundle is the host's plus the box's CA); drop --template, or use --backend native")]
     SecretsOnImage,
 }
@@ -67,8 +70,9 @@ pub struct BundlePlan {
     pub spec: Spec,
     pub prep: Vec<Prep>,
     pub user_mounts: Vec<UserMount>,
-    /// Protected paths that do not exist on the host: this backend cannot cover them.
-    pub uncovered: Vec<PathBuf>,
+    /// The protected and denied paths under each grant, held by the host kernel beneath its
+    /// view (the native box's pins and covers).
+    pub protect: Vec<ViewProtection>,
     /// The image's root, mounted read-only under a writable layer on the scratch tmpfs.
     pub image_root: Option<PathBuf>,
 }
@@ -86,14 +90,16 @@ fn rel(path: &Path, base: &Path) -> Option<PathBuf> {
 }
 
 impl BundlePlan {
-    /// Plans the bundle. `agent` is what the init runs from; `layout` where things go.
+    /// Plans the bundle. `agent` is what the init runs from; `layout` where things go;
+    /// `extra_covers` the inside paths the placeholders add to the plan's covers.
     pub fn new(
         policy: &ResolvedPolicy,
         template: &Template,
         agent: &AgentFiles,
         layout: &Layout,
+        extra_covers: &[PathBuf],
     ) -> Result<BundlePlan, BundleError> {
-        BundlePlan::with_ops(policy, template, agent, layout, Vec::new())
+        BundlePlan::with_ops(policy, template, agent, layout, extra_covers, Vec::new())
     }
 
     /// [`BundlePlan::new`] with `extra` ops after the policy's own (the box's trust bundle).
@@ -102,6 +108,7 @@ impl BundlePlan {
         template: &Template,
         agent: &AgentFiles,
         layout: &Layout,
+        extra_covers: &[PathBuf],
         extra: Vec<FsOp>,
     ) -> Result<BundlePlan, BundleError> {
         let Some(mut rootfs) = RootfsPlan::from_policy(policy, &RealHostFs) else {
@@ -129,6 +136,14 @@ impl BundlePlan {
                 view: layout.views.join(i.to_string()),
             })
             .collect();
+        for m in &user_mounts {
+            // A missing path is the policy's to refuse; anything else must be a file or a dir.
+            if let Ok(meta) = std::fs::metadata(&m.host) {
+                if !meta.is_file() && !meta.is_dir() {
+                    return Err(BundleError::SpecialFile(m.host.clone()));
+                }
+            }
+        }
         let mut b = Builder {
             layout,
             mounts: Vec::new(),
@@ -138,33 +153,55 @@ impl BundlePlan {
         for op in &rootfs.ops {
             b.op(op, &user_mounts, image.is_some())?;
         }
+        // runsc always gives the box a /sys, the Sentry's own (synthetic: CPUs, loopback); a
+        // native box has none, and neither does this one: an empty read-only tmpfs covers it.
+        b.add_mount(Mount::tmpfs("/sys", true), true);
         for (m, is_dir) in agent.mounts() {
             b.add_mount(m, is_dir);
         }
+        b.add_mount(
+            Mount::bind(
+                &layout.statx_compat,
+                crate::compat::STATX_COMPAT_INSIDE,
+                false,
+            ),
+            false,
+        );
+        // The Sentry's own layer: pinned directories bound writable, protected paths bound
+        // read-only, denied ones hidden. A symlink is left to the host-side cover (an empty
+        // file over the link itself), which runsc could not bind without following it.
         for pin in &rootfs.pins {
-            if let Some((um, host)) = user_host(&user_mounts, pin).filter(|(_, h)| h.is_dir()) {
+            if let Some((um, host)) = user_host(&user_mounts, pin).filter(|(_, h)| lstat_dir(h)) {
                 let view = um.view.join(rel(&host, &um.host).unwrap_or_default());
                 b.add_mount(Mount::bind(view, pin, um.writable), true);
             }
         }
         check_cwd(&policy.cwd, &user_mounts, &b.scratch, image.as_deref())?;
-        let mut uncovered = Vec::new();
-        for cover in &rootfs.covers {
-            match user_host(&user_mounts, &cover.path) {
-                Some((um, host)) if host.symlink_metadata().is_ok() => {
-                    let view = um.view.join(rel(&host, &um.host).unwrap_or_default());
-                    if cover.keep_visible {
-                        b.add_mount(Mount::bind(view, &cover.path, false), host.is_dir());
-                    } else if host.is_dir() {
-                        b.add_mount(Mount::tmpfs(&cover.path, true), true);
-                    } else {
-                        b.add_mount(Mount::bind(&layout.empty_file, &cover.path, false), false);
-                    }
-                }
-                Some(_) if cover.keep_visible => uncovered.push(cover.path.clone()),
-                _ => {}
+        let extra = extra_covers.iter().map(|path| Cover {
+            path: path.clone(),
+            keep_visible: true,
+        });
+        let covers: Vec<Cover> = rootfs.covers.iter().cloned().chain(extra).collect();
+        for cover in &covers {
+            let Some((um, host)) = user_host(&user_mounts, &cover.path) else {
+                continue;
+            };
+            let Ok(meta) = host.symlink_metadata() else {
+                continue;
+            };
+            let view = um.view.join(rel(&host, &um.host).unwrap_or_default());
+            if meta.file_type().is_symlink() {
+                continue;
+            }
+            if cover.keep_visible {
+                b.add_mount(Mount::bind(view, &cover.path, false), meta.is_dir());
+            } else if meta.is_dir() {
+                b.add_mount(Mount::tmpfs(&cover.path, true), true);
+            } else {
+                b.add_mount(Mount::bind(&layout.empty_file, &cover.path, false), false);
             }
         }
+        let protect = view_protection(&user_mounts, &rootfs.pins, &covers);
         let mut env = vec![
             format!("PATH={}", airlock_policy::DEFAULT_PATH),
             format!("HOME={}", airlock_policy::INSIDE_HOME),
@@ -196,13 +233,9 @@ impl BundlePlan {
                     gid: INSIDE_GID,
                     additional_gids: Vec::new(),
                 },
-                args: agent.init_args(
-                    0,
-                    match policy.network {
-                        NetworkMode::None => "unix",
-                        NetworkMode::Proxy | NetworkMode::Host => "inet",
-                    },
-                ),
+                // Inet sockets as in a native box: without a network the Sentry's netstack has
+                // nothing but its own loopback, so they reach only the box's own listeners.
+                args: agent.init_args(0, "inet"),
                 env,
                 cwd: "/".into(),
                 capabilities: spec::Capabilities::default(),
@@ -222,7 +255,17 @@ impl BundlePlan {
                         hard: 0,
                         soft: 0,
                     },
-                ],
+                ]
+                .into_iter()
+                .chain(policy.limits.pids.map(|pids| spec::Rlimit {
+                    // Every task of the box runs as its one user, so the Sentry's per-user
+                    // task limit is the box's: a fork past it fails with EAGAIN inside the
+                    // box, before the host cgroup's limit (which would end the Sentry) is near.
+                    kind: "RLIMIT_NPROC",
+                    hard: pids,
+                    soft: pids,
+                }))
+                .collect(),
                 no_new_privileges: true,
             },
             root: spec::Root {
@@ -242,7 +285,7 @@ impl BundlePlan {
             spec,
             prep: b.prep,
             user_mounts,
-            uncovered,
+            protect,
             image_root: image,
         })
     }
@@ -275,6 +318,44 @@ fn check_cwd(
     } else {
         Err(BundleError::NoCwd(cwd.to_path_buf()))
     }
+}
+
+/// Whether `p` is a directory itself (not a symlink to one).
+fn lstat_dir(p: &Path) -> bool {
+    p.symlink_metadata().is_ok_and(|m| m.is_dir())
+}
+
+/// The pins and covers under each user mount, relative to its view (each path goes to the
+/// deepest mount holding it).
+fn view_protection(users: &[UserMount], pins: &[PathBuf], covers: &[Cover]) -> Vec<ViewProtection> {
+    let mut out: Vec<ViewProtection> = users
+        .iter()
+        .map(|u| ViewProtection {
+            view: u.view.clone(),
+            pins: Vec::new(),
+            covers: Vec::new(),
+        })
+        .collect();
+    let slot = |p: &Path| {
+        let (m, _) = user_host(users, p)?;
+        let i = users.iter().position(|u| std::ptr::eq(u, m))?;
+        rel(p, &m.inside).map(|r| (i, r))
+    };
+    for pin in pins {
+        if let Some((i, r)) = slot(pin) {
+            out[i].pins.push(r);
+        }
+    }
+    for cover in covers {
+        if let Some((i, r)) = slot(&cover.path) {
+            out[i].covers.push(Cover {
+                path: r,
+                keep_visible: cover.keep_visible,
+            });
+        }
+    }
+    out.retain(|v| !v.pins.is_empty() || !v.covers.is_empty());
+    out
 }
 
 /// The user mount holding inside path `p` (the deepest), and `p`'s host path.
@@ -357,10 +438,9 @@ impl Builder<'_> {
             }
             FsOp::Tmpfs { target, .. } => self.add_mount(Mount::tmpfs(target, false), true),
             FsOp::Devpts { .. } => {}
-            // What a template leaves at a path the native box hides (its resolver config, /sys)
-            // stays visible under gVisor: the Sentry serves its own /sys, and a resolver config
-            // names servers the box has no route to (its only door is the proxy, which resolves
-            // on the host).
+            // What a template leaves at a path the native box hides stays visible under gVisor
+            // where it is harmless: a resolver config names servers the box has no route to (its
+            // only door is the proxy, which resolves on the host); /sys is covered below.
             FsOp::Absent { .. } => {}
             FsOp::Scratch { sub, target } => {
                 let host = self.layout.scratch.join(sub);

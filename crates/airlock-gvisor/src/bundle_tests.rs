@@ -56,7 +56,7 @@ fn mount<'a>(plan: &'a BundlePlan, inside: &Path) -> Option<&'a Mount> {
 fn a_host_box_runs_the_agent_as_uid_1000_without_capabilities_over_the_natives_tree() {
     let ws = workspace();
     let p = policy(&ws, NetworkMode::None, None);
-    let plan = BundlePlan::new(&p, &Template::Host, &agent(), &Layout::fixed()).unwrap();
+    let plan = BundlePlan::new(&p, &Template::Host, &agent(), &Layout::fixed(), &[]).unwrap();
     let s = &plan.spec;
     assert_eq!((s.process.user.uid, s.process.user.gid), (1000, 1000));
     assert!(s.process.no_new_privileges);
@@ -64,7 +64,7 @@ fn a_host_box_runs_the_agent_as_uid_1000_without_capabilities_over_the_natives_t
     // The agent confines every command with the native box's seccomp allowlist.
     assert_eq!(
         &s.process.args[s.process.args.len() - 5..],
-        ["agent", "--fd", "0", "--seccomp", "unix"]
+        ["agent", "--fd", "0", "--seccomp", "inet"]
     );
     assert!(s.root.readonly, "the skeleton root is read-only");
     // The host's system directories, read-only, as the native box chooses them.
@@ -77,11 +77,21 @@ fn a_host_box_runs_the_agent_as_uid_1000_without_capabilities_over_the_natives_t
     assert!(w.options.contains(&"rw".to_string()));
     let cfg = mount(&plan, &ws.join(".git/config")).unwrap();
     assert!(cfg.options.contains(&"ro".to_string()), "{cfg:?}");
-    // Protected paths that do not exist cannot be covered, and the plan says which.
+    // The host kernel holds the protected paths too: the pins and covers beneath the view.
+    let held = plan
+        .protect
+        .iter()
+        .find(|v| v.view == plan.user_mounts[0].view)
+        .expect("the workspace's view is protected");
     assert!(
-        plan.uncovered.contains(&ws.join(".bashrc")),
-        "{:?}",
-        plan.uncovered
+        held.pins.contains(&std::path::PathBuf::from(".git")),
+        "{held:?}"
+    );
+    assert!(
+        held.covers
+            .iter()
+            .any(|c| c.path == Path::new(".bashrc") && c.keep_visible),
+        "{held:?}"
     );
     // Nothing of the host's /dev: gVisor makes its own.
     assert!(s.mounts.iter().all(|m| m.source != Path::new("/dev/null")));
@@ -99,7 +109,7 @@ fn a_host_box_runs_the_agent_as_uid_1000_without_capabilities_over_the_natives_t
 fn a_proxied_box_shares_airlocks_namespace_and_names_the_proxy() {
     let ws = workspace();
     let p = policy(&ws, NetworkMode::Proxy, None);
-    let plan = BundlePlan::new(&p, &Template::Host, &agent(), &Layout::fixed()).unwrap();
+    let plan = BundlePlan::new(&p, &Template::Host, &agent(), &Layout::fixed(), &[]).unwrap();
     assert!(plan
         .spec
         .linux
@@ -125,7 +135,7 @@ fn an_image_box_gets_no_host_system_directory_and_a_writable_layer() {
         rootfs: ws.clone(),
         defaults: TemplateDefaults::default(),
     });
-    let plan = BundlePlan::new(&p, &image, &agent(), &Layout::fixed()).unwrap();
+    let plan = BundlePlan::new(&p, &image, &agent(), &Layout::fixed(), &[]).unwrap();
     assert!(mount(&plan, Path::new("/usr")).is_none());
     assert!(!plan.spec.root.readonly);
     assert_eq!(plan.image_root.as_deref(), Some(ws.as_path()));
@@ -148,11 +158,12 @@ fn what_gvisor_cannot_do_is_refused_with_what_to_use_instead() {
         NetworkMode::None,
         Some(airlock_policy::Profile::FullAccess),
     );
-    let err = BundlePlan::new(&full, &Template::Host, &agent(), &Layout::fixed()).unwrap_err();
+    let err = BundlePlan::new(&full, &Template::Host, &agent(), &Layout::fixed(), &[]).unwrap_err();
     assert!(err.to_string().contains("--backend native"), "{err}");
     let mut apply = policy(&ws, NetworkMode::None, None);
     apply.changes = airlock_policy::ChangesMode::Apply;
-    let err = BundlePlan::new(&apply, &Template::Host, &agent(), &Layout::fixed()).unwrap_err();
+    let err =
+        BundlePlan::new(&apply, &Template::Host, &agent(), &Layout::fixed(), &[]).unwrap_err();
     assert!(err.to_string().contains("--changes direct"), "{err}");
     let _ = std::fs::remove_dir_all(&ws);
 }

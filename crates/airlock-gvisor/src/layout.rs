@@ -26,6 +26,10 @@ pub struct Layout {
     pub scratch: PathBuf,
     pub views: PathBuf,
     pub empty_file: PathBuf,
+    /// An empty read-only directory (what hides a denied directory).
+    pub empty_dir: PathBuf,
+    /// The statx compatibility shim commands preload.
+    pub statx_compat: PathBuf,
     /// runsc's own messages (why a start failed).
     pub log: PathBuf,
 }
@@ -81,6 +85,8 @@ impl Layout {
             scratch: base.join("scratch"),
             views: base.join("views"),
             empty_file: base.join("empty"),
+            empty_dir: base.join("empty.d"),
+            statx_compat: base.join("statx-compat.so"),
             log: base.join("runsc.log"),
             base,
         }
@@ -88,8 +94,14 @@ impl Layout {
 
     /// Moves this process into a private mount namespace and mounts the box's tmpfs there:
     /// the scratch capped at `disk` bytes and, for an image, its root read-only under a
-    /// writable layer on the scratch. Call once, single-threaded.
-    pub fn enter(&self, disk: u64, image_root: Option<&Path>) -> Result<(), LayoutError> {
+    /// writable layer on the scratch; the scratch starts as a copy of `seed` when given (a
+    /// checkpoint's files). Call once, single-threaded.
+    pub fn enter(
+        &self,
+        disk: u64,
+        image_root: Option<&Path>,
+        seed: Option<&Path>,
+    ) -> Result<(), LayoutError> {
         // SAFETY: unshare with a flag; this process is single-threaded here.
         if unsafe { libc::unshare(libc::CLONE_NEWNS) } == -1 {
             return Err(LayoutError::Namespace(io::Error::last_os_error()));
@@ -134,11 +146,31 @@ impl Layout {
             prepare(dir, std::fs::create_dir_all(dir))?;
         }
         prepare(&self.empty_file, std::fs::write(&self.empty_file, b""))?;
+        prepare(&self.empty_dir, std::fs::create_dir_all(&self.empty_dir))?;
+        prepare(
+            &self.statx_compat,
+            std::fs::write(&self.statx_compat, crate::compat::STATX_COMPAT),
+        )?;
+        prepare(
+            &self.empty_dir,
+            std::fs::set_permissions(
+                &self.empty_dir,
+                std::os::unix::fs::PermissionsExt::from_mode(0o555),
+            ),
+        )?;
         tmpfs(
             &self.scratch,
             disk.max(1 << 20),
             "the scratch tmpfs (--disk)",
         )?;
+        if let Some(seed) = seed {
+            crate::checkpoint::copy_tree(seed, &self.scratch).map_err(|e| {
+                LayoutError::Prepare {
+                    path: self.scratch.clone(),
+                    err: io::Error::other(e),
+                }
+            })?;
+        }
         if let Some(lower) = image_root {
             let (upper, work) = (
                 self.scratch.join(".root/upper"),

@@ -16,10 +16,14 @@ mod agent_files;
 mod backend;
 mod box_start;
 mod bundle;
+mod checkpoint;
+mod compat;
 mod host;
 mod layout;
 mod netns;
+mod protect;
 mod receipt;
+mod relay;
 mod runsc;
 mod spec;
 

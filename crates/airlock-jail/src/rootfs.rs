@@ -9,10 +9,12 @@
 //! itself becomes read-only.
 
 mod build;
+mod cover;
 mod plan;
 mod template_root;
 
 pub use build::enter;
+pub use cover::protect_beneath;
 pub use plan::{
     protected_under, Cover, FsOp, HostFs, HostNode, NodeKind, RealHostFs, RootBase, RootfsPlan,
     ETC_ENTRIES, PROC_MASKED, PROC_READ_ONLY,

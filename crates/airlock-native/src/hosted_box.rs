@@ -5,14 +5,14 @@
 use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
 use airlock_policy::{BackendKind, Egress, NetworkMode, ResolvedPolicy};
 use airlock_runtime::backend::{
-    BackendError, BoxEnd, BoxInstance, Capabilities, CommandDefaults, NetworkSink, StartOptions,
-    Template, Usage,
+    BackendError, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointOptions,
+    CommandDefaults, NetworkSink, StartOptions, Template, Usage,
 };
 use airlock_runtime::Receipt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a request to the host may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a checkpoint may take (it writes the box's memory and copies its writable files).
+const CHECKPOINT_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long a kill waits for the host to clean up before killing it.
 const KILL_GRACE: Duration = Duration::from_secs(10);
 
@@ -33,6 +35,8 @@ pub struct HostProcess {
     pub subcommand: &'static str,
     pub args: Vec<std::ffi::OsString>,
     pub kind: BackendKind,
+    /// Start the box from the checkpoint in this directory (backends that can).
+    pub restore: Option<PathBuf>,
 }
 
 impl HostProcess {
@@ -42,6 +46,7 @@ impl HostProcess {
             subcommand: "sandbox-host",
             args: Vec::new(),
             kind: BackendKind::Native,
+            restore: None,
         }
     }
 }
@@ -201,6 +206,7 @@ impl HostedBox {
             audit: opts.audit_file.clone(),
             network_events: opts.network_events.is_some(),
             secret_values: airlock_policy::SecretValues::of(policy),
+            restore: host.restore.clone(),
         };
         if let Err(e) = send(&control, &start) {
             return Err(fail(&mut child, e));
@@ -275,13 +281,22 @@ impl HostedBox {
 
     /// Sends `msg` and waits for the host's reply.
     fn request(&mut self, msg: &ToHost) -> Result<FromHost, BackendError> {
+        self.request_within(msg, REQUEST_TIMEOUT)
+    }
+
+    /// Sends `msg` and waits up to `timeout` for the host's reply.
+    fn request_within(
+        &mut self,
+        msg: &ToHost,
+        timeout: Duration,
+    ) -> Result<FromHost, BackendError> {
         if let Some(end) = self.ended() {
             return Err(BackendError::Ended(end.reason));
         }
         // Replies to earlier requests that timed out are stale.
         while self.replies.try_recv().is_ok() {}
         send(&self.control, msg)?;
-        match self.replies.recv_timeout(REQUEST_TIMEOUT) {
+        match self.replies.recv_timeout(timeout) {
             Ok(reply) => Ok(reply),
             Err(RecvTimeoutError::Timeout) => Err(host_err("the sandbox host did not answer")),
             Err(RecvTimeoutError::Disconnected) => Err(BackendError::Ended(
@@ -404,6 +419,30 @@ impl BoxInstance for HostedBox {
         match self.request(&ToHost::Sync {})? {
             FromHost::Ok {} => Ok(()),
             other => Err(host_err(format!("unexpected reply to sync: {other:?}"))),
+        }
+    }
+
+    fn checkpoint(
+        &mut self,
+        dir: &Path,
+        opts: &CheckpointOptions,
+    ) -> Result<Checkpoint, BackendError> {
+        // Asked of the host even when the capabilities say no: its refusal says why.
+        let what = "take a checkpoint";
+        let msg = ToHost::Checkpoint {
+            dir: dir.to_path_buf(),
+            then_stop: opts.then_stop,
+        };
+        match self.request_within(&msg, CHECKPOINT_TIMEOUT)? {
+            FromHost::Checkpointed { checkpoint } => Ok(checkpoint),
+            FromHost::Error { message } => Err(BackendError::Unsupported {
+                kind: self.host.kind,
+                what,
+                why: message,
+            }),
+            other => Err(host_err(format!(
+                "unexpected reply to checkpoint: {other:?}"
+            ))),
         }
     }
 

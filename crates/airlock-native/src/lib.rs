@@ -14,6 +14,7 @@
 mod box_secrets;
 mod changes;
 mod control;
+mod host_loop;
 mod hosted_box;
 mod idmapping;
 mod launch;
@@ -37,6 +38,7 @@ pub use box_secrets::{
     SecretsSetupError,
 };
 pub use control::{ControlMessage, ControlReader};
+pub use host_loop::{host_main, HeldBox, StartRequest, StartedBox};
 pub use hosted_box::HostProcess;
 pub use native_backend::{probe_policy, NativeBackend};
 pub use output_file::{box_writable_roots, open_output, OutputFileError, OutputMode};

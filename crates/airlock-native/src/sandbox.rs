@@ -246,7 +246,7 @@ impl Sandbox {
         self.shutdown();
     }
 
-    fn shutdown(&mut self) {
+    pub(crate) fn shutdown(&mut self) {
         // Closing the connection makes the agent kill its processes and return.
         self.session = None;
         if let Some(started) = self.started.take() {

@@ -9,17 +9,17 @@
 //! SCM_RIGHTS. Requests are answered in order; `network` and `exited` messages come whenever
 //! they happen, between replies.
 
+use crate::host_loop::{HeldBox, StartRequest, StartedBox};
 use crate::sandbox::{Sandbox, SandboxOptions};
 use airlock_policy::{Egress, ResolvedPolicy, SecretValues};
 use airlock_runtime::backend::{
-    Capabilities, NetDecision, NetProtocol, NetworkEvent, Template, Usage,
+    Capabilities, Checkpoint, NetDecision, NetProtocol, NetworkEvent, Template, Usage,
 };
 use airlock_runtime::Receipt;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Largest control message.
 pub const MAX_CONTROL: usize = 1 << 20;
@@ -42,6 +42,10 @@ pub enum ToHost {
         /// The values of the policy's secrets (the policy is serialized without them).
         #[serde(default)]
         secret_values: SecretValues,
+        /// Start from the checkpoint in this directory instead of a fresh box (backends that
+        /// can).
+        #[serde(default)]
+        restore: Option<PathBuf>,
     },
     /// Replace the egress allowlist (proxied boxes).
     Egress {
@@ -55,6 +59,11 @@ pub enum ToHost {
     Pause {},
     /// Continue a paused box.
     Resume {},
+    /// Write the box's state into `dir` (backends that can).
+    Checkpoint {
+        dir: PathBuf,
+        then_stop: bool,
+    },
     Kill {},
 }
 
@@ -78,6 +87,10 @@ pub enum FromHost {
     Usage {
         usage: Usage,
     },
+    /// The checkpoint asked for is written.
+    Checkpointed {
+        checkpoint: Checkpoint,
+    },
     /// One network decision of the box's proxy (unrequested).
     Network {
         event: NetworkEvent,
@@ -86,15 +99,6 @@ pub enum FromHost {
     Exited {
         reason: String,
     },
-}
-
-fn send(control: &OwnedFd, msg: &FromHost, fd: Option<libc::c_int>) -> std::io::Result<()> {
-    let bytes = serde_json::to_vec(msg).map_err(std::io::Error::other)?;
-    airlock_jail::net::send_with_fd(control.as_raw_fd(), &bytes, fd)
-}
-
-fn refuse(control: &OwnedFd, message: String) {
-    let _ = send(control, &FromHost::Error { message }, None);
 }
 
 /// The proxy's event as the seam's typed value (the same JSON object as the proxy's own).
@@ -128,177 +132,71 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
 
 /// The `airlock sandbox-host` process: serves one sandbox over `control`. Returns the exit code.
 pub fn sandbox_host_main(control: OwnedFd) -> i32 {
-    // If the owner dies, so does this process, and with it (parent-death signals) the box.
-    // SAFETY: prctl with integer arguments.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-    // SAFETY: getppid cannot fail; 1 means the owner is already gone.
-    if unsafe { libc::getppid() } == 1 {
-        return 1;
+    crate::host_loop::host_main(control, start_native)
+}
+
+fn start_native(req: StartRequest) -> Result<StartedBox, String> {
+    req.template.agrees_with(&req.policy)?;
+    if req.restore.is_some() {
+        return Err("a native box cannot start from a checkpoint".into());
     }
-    let control = Arc::new(control);
-    let mut buf = vec![0u8; MAX_CONTROL];
-    let (policy, audit, network_events) =
-        match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf) {
-            Ok((n, _)) if n > 0 => match serde_json::from_slice::<ToHost>(&buf[..n]) {
-                Ok(ToHost::Start {
-                    mut policy,
-                    template,
-                    audit,
-                    network_events,
-                    secret_values,
-                }) => match template.agrees_with(&policy) {
-                    Ok(()) => {
-                        secret_values.restore(&mut policy);
-                        (policy, audit, network_events)
-                    }
-                    Err(why) => {
-                        refuse(&control, why);
-                        return 2;
-                    }
-                },
-                Ok(_) => {
-                    refuse(&control, "the first message must be start".into());
-                    return 2;
-                }
-                Err(e) => {
-                    refuse(&control, format!("bad start message: {e}"));
-                    return 2;
-                }
-            },
-            _ => return 2,
-        };
-    // The start message held the secrets' values.
-    // (As a slice: zeroizing the Vec itself would also empty it, and the next request would be
-    // read into no buffer at all, ending the host.)
-    zeroize::Zeroize::zeroize(buf.as_mut_slice());
-    let on_event: Option<airlock_proxy::audit::EventSink> = network_events.then(|| {
-        let control = Arc::clone(&control);
-        let sink: airlock_proxy::audit::EventSink = Arc::new(move |e| {
-            let _ = send(
-                &control,
-                &FromHost::Network {
-                    event: network_event(e),
-                },
-                None,
-            );
-        });
-        sink
-    });
-    let mut sandbox = match Sandbox::create(&policy, &SandboxOptions { audit, on_event }) {
-        Ok(s) => s,
-        Err(e) => {
-            refuse(&control, e.to_string());
-            return 1;
-        }
+    let opts = SandboxOptions {
+        audit: req.audit,
+        on_event: req.on_event,
     };
+    let mut sandbox = Sandbox::create(&req.policy, &opts).map_err(|e| e.to_string())?;
     let Some(receipt) = sandbox.receipt().cloned() else {
-        refuse(&control, "the box started without a receipt".into());
-        return 1;
+        return Err("the box started without a receipt".into());
     };
     let Some(session) = sandbox.take_channel() else {
-        refuse(&control, "the box's agent is not connected".into());
-        return 1;
+        return Err("the box's agent is not connected".into());
     };
     let (client, env, cwd) = session.into_parts();
-    let Some(stream) = client.into_stream() else {
-        refuse(
-            &control,
-            "the box's agent connection cannot be handed over".into(),
-        );
-        return 1;
+    let Some(agent) = client.into_stream() else {
+        return Err("the box's agent connection cannot be handed over".into());
     };
-    let started = FromHost::Started {
+    let capabilities = Capabilities {
+        live_egress: req.policy.network == airlock_policy::NetworkMode::Proxy,
+        pause: sandbox.can_freeze().is_ok(),
+        checkpoint: None,
+    };
+    Ok(StartedBox {
+        held: Box::new(sandbox),
+        agent,
         receipt,
         env,
         cwd,
-        capabilities: Some(Capabilities {
-            live_egress: policy.network == airlock_policy::NetworkMode::Proxy,
-            pause: sandbox.can_freeze().is_ok(),
-            checkpoint: None,
-        }),
-    };
-    if send(&control, &started, Some(stream.as_raw_fd())).is_err() {
-        return 1;
-    }
-    drop(stream);
-    serve(&control, &mut sandbox, &mut buf);
-    sandbox.close();
-    0
+        capabilities: Some(capabilities),
+    })
 }
 
-fn done(result: Result<(), String>) -> FromHost {
-    match result {
-        Ok(()) => FromHost::Ok {},
-        Err(message) => FromHost::Error { message },
+impl HeldBox for Sandbox {
+    fn end_fd(&self) -> libc::c_int {
+        self.init_pidfd().unwrap_or(-1)
     }
-}
 
-/// Answers requests until told to kill the box, the box ends, or the owner goes away.
-fn serve(control: &OwnedFd, sandbox: &mut Sandbox, buf: &mut [u8]) {
-    let pidfd = sandbox.init_pidfd().unwrap_or(-1);
-    loop {
-        let mut fds = [
-            libc::pollfd {
-                fd: control.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            },
-            libc::pollfd {
-                fd: pidfd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
-        ];
-        // SAFETY: a valid array of two pollfds.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return;
-        }
-        if fds[1].revents != 0 {
-            let reason = "the box's agent ended".to_string();
-            let _ = send(control, &FromHost::Exited { reason }, None);
-            return;
-        }
-        if fds[0].revents == 0 {
-            continue;
-        }
-        let n = match airlock_jail::net::recv_with_fd(control.as_raw_fd(), buf) {
-            Ok((0, _)) | Err(_) => return,
-            Ok((n, fd)) => {
-                if let Some(fd) = fd {
-                    // Descriptors are never expected here.
-                    // SAFETY: closing a descriptor we just received and own.
-                    unsafe { libc::close(fd) };
-                }
-                n
-            }
-        };
-        let reply = match serde_json::from_slice::<ToHost>(&buf[..n]) {
-            Ok(ToHost::Kill {}) => return,
-            Ok(ToHost::Sync {}) => FromHost::Ok {},
-            Ok(ToHost::Usage {}) => FromHost::Usage {
-                usage: sandbox.usage(),
-            },
-            Ok(ToHost::Egress { egress }) => match sandbox.set_egress(&egress) {
-                Ok(()) => FromHost::Ok {},
-                Err(e) => FromHost::Error {
-                    message: e.to_string(),
-                },
-            },
-            Ok(ToHost::Start { .. }) => FromHost::Error {
-                message: "the sandbox is already started".into(),
-            },
-            Ok(ToHost::Pause {}) => done(sandbox.freeze()),
-            Ok(ToHost::Resume {}) => done(sandbox.thaw()),
-            Err(e) => FromHost::Error {
-                message: format!("bad control message: {e}"),
-            },
-        };
-        if send(control, &reply, None).is_err() {
-            return;
-        }
+    fn end_reason(&self) -> String {
+        "the box's agent ended".into()
+    }
+
+    fn usage(&mut self) -> Usage {
+        Sandbox::usage(self)
+    }
+
+    fn set_egress(&mut self, egress: &Egress) -> Result<(), String> {
+        Sandbox::set_egress(self, egress).map_err(|e| e.to_string())
+    }
+
+    fn pause(&mut self) -> Result<(), String> {
+        self.freeze()
+    }
+
+    fn resume(&mut self) -> Result<(), String> {
+        self.thaw()
+    }
+
+    fn close(&mut self) {
+        self.shutdown();
     }
 }
 

@@ -1,9 +1,10 @@
 //! Building a planned root inside the box's first process (single-threaded, after clone and
 //! before exec), and entering it with pivot_root.
 
-use super::plan::{CHANGES_DIR, EMPTY_DIR, EMPTY_FILE, EXTENDED_DIR, PROC_MASKED, PROC_READ_ONLY};
+use super::cover::{cover_path, pin_path, Finder};
+use super::plan::{CHANGES_DIR, EMPTY_FILE, EXTENDED_DIR, PROC_MASKED, PROC_READ_ONLY};
 use super::template_root::{make_real_path, template_root, Lower};
-use super::{Cover, FsOp, NodeKind, RootBase, RootfsError, RootfsPlan};
+use super::{FsOp, NodeKind, RootBase, RootfsError, RootfsPlan};
 use crate::mount_attr::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 use crate::sys::{cstring, cvt, cvt_long};
 use std::ffi::CString;
@@ -58,7 +59,7 @@ pub(super) fn set_attr(path: &Path, set: u64, recursive: bool) -> io::Result<()>
     crate::mount_attr::set(libc::AT_FDCWD, &p, flags, set, None)
 }
 
-fn open_path(path: &Path, nofollow: bool) -> io::Result<libc::c_int> {
+pub(super) fn open_path(path: &Path, nofollow: bool) -> io::Result<libc::c_int> {
     let p = c(path)?;
     let flags = libc::O_PATH | libc::O_CLOEXEC | if nofollow { libc::O_NOFOLLOW } else { 0 };
     // SAFETY: p is a valid C string.
@@ -484,12 +485,13 @@ fn pivot(root: &Path) -> Result<(), RootfsError> {
 }
 
 fn after_pivot(plan: &RootfsPlan, on_template: bool) -> Result<(), RootfsError> {
+    let inside = Finder::InBox;
     // Pins first: a self-bind made after the covers would hide them.
     for pin in &plan.pins {
-        pin_path(pin)?;
+        pin_path(&inside, pin)?;
     }
     for cover in &plan.covers {
-        cover_path(cover)?;
+        cover_path(&inside, cover)?;
     }
     for name in PROC_MASKED {
         let p = Path::new("/proc").join(name);
@@ -538,89 +540,4 @@ fn after_pivot(plan: &RootfsPlan, on_template: bool) -> Result<(), RootfsError> 
     )
     .map_err(ctx("read-only root", slash))?;
     Ok(())
-}
-
-/// Pins one directory that holds protected paths: binds it onto itself (resolved inside the box,
-/// never following a final symlink) so it cannot be renamed or removed. Anything else found there
-/// (a symlink, a `gitdir:` file) is covered read-only instead, so the box cannot swap it either.
-fn pin_path(path: &Path) -> Result<(), RootfsError> {
-    let fd = match open_path(path, true) {
-        Ok(fd) => fd,
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {
-            return Ok(())
-        }
-        Err(e) => return Err(ctx("open", path)(e)),
-    };
-    // SAFETY: st is plain old data for fstat to fill.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fd is a valid O_PATH descriptor and st a valid stat buffer.
-    let res = cvt(unsafe { libc::fstat(fd, &mut st) })
-        .map_err(ctx("stat", path))
-        .and_then(|_| {
-            if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-                let target = fd_path(fd);
-                mount(
-                    Some(&target),
-                    &target,
-                    None,
-                    libc::MS_BIND | libc::MS_REC,
-                    None,
-                )
-                .map_err(ctx("pin", path))
-            } else {
-                cover_path(&Cover {
-                    path: path.to_path_buf(),
-                    keep_visible: true,
-                })
-            }
-        });
-    crate::sys::close(fd);
-    res
-}
-
-/// Covers one protected or denied path, resolving it inside the box and never following a final
-/// symlink: a symlink is itself covered by an empty read-only file.
-fn cover_path(cover: &Cover) -> Result<(), RootfsError> {
-    let path = &cover.path;
-    let fd = match open_path(path, true) {
-        Ok(fd) => fd,
-        // Missing: nothing to protect or hide (the supervisor creates placeholders for protected
-        // paths beforehand, so a protected path is only missing when its parent is not a dir).
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {
-            return Ok(())
-        }
-        Err(e) => return Err(ctx("open", path)(e)),
-    };
-    // SAFETY: st is plain old data for fstat to fill; fd is a valid O_PATH descriptor.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fd is valid and st is a valid stat buffer.
-    let r = cvt(unsafe { libc::fstat(fd, &mut st) });
-    let res = r.map_err(ctx("stat", path)).and_then(|_| {
-        let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
-        let is_link = st.st_mode & libc::S_IFMT == libc::S_IFLNK;
-        let target = fd_path(fd);
-        let source: PathBuf = if cover.keep_visible && !is_link {
-            target.clone()
-        } else if is_dir {
-            EMPTY_DIR.into()
-        } else {
-            EMPTY_FILE.into()
-        };
-        mount(
-            Some(&source),
-            &target,
-            None,
-            libc::MS_BIND | libc::MS_REC,
-            None,
-        )
-        .map_err(ctx("cover", path))?;
-        set_attr(
-            path,
-            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-            true,
-        )
-        .map_err(ctx("cover read-only", path))
-    });
-    crate::sys::close(fd);
-    res
 }

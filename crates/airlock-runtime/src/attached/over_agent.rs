@@ -21,6 +21,8 @@ const TICK: Duration = Duration::from_millis(20);
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// airlock's own failure.
 const FAILED: i32 = 125;
+/// How long a lost agent connection waits for the box to say why it ended.
+const END_REASON_WAIT: Duration = Duration::from_millis(500);
 
 /// Collects a run's network decisions for its result document.
 #[derive(Default)]
@@ -314,7 +316,16 @@ impl Attached {
                         ));
                     }
                 }
-                Err(e) => return Outcome::Lost(format!("the box's agent went away: {e}")),
+                Err(e) => {
+                    // The box's own account of its end (a limit, a kill) says more than the
+                    // closed connection, and follows it closely.
+                    return Outcome::Lost(match sandbox.wait_ended(END_REASON_WAIT) {
+                        Some(end) => {
+                            format!("the box ended before the command did: {}", end.reason)
+                        }
+                        None => format!("the box's agent went away: {e}"),
+                    });
+                }
             }
             while let Some(sig) = signals.read() {
                 if sig == libc::SIGWINCH {

@@ -244,12 +244,19 @@ impl ServeProcess {
     }
 
     /// `cmd` (an airlock binary, or a wrapper that execs one) with `serve …` appended.
+    /// With `AIRLOCK_TEST_BACKEND` set, the server's default backend is that one (unless
+    /// `extra` names its own), so its suites run against that kind of box.
     pub fn start_with(mut cmd: Command, data: &Path, extra: &[&str]) -> ServeProcess {
         use std::io::BufRead;
-        let mut child = cmd
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data)
-            .args(extra)
+            .args(extra);
+        if std::env::var_os("AIRLOCK_TEST_BACKEND").is_some()
+            && !extra.iter().any(|a| a.starts_with("--backend"))
+        {
+            cmd.args(["--backend", &test_backend_kind().to_string()]);
+        }
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
