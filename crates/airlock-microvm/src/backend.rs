@@ -2,6 +2,7 @@
 
 use crate::box_plan::{self, BoxPlan};
 use crate::guest_files::GuestFiles;
+use crate::jail::{self, CoverKind, HostCover, VmmJail};
 use crate::microvm_box::{MicrovmBox, Placeholders};
 use crate::vm::{Accel, Vm, VmSpec};
 use crate::{accel, boot, image, initramfs, snapshot, MicrovmError};
@@ -86,6 +87,7 @@ impl MicrovmBackend {
             initramfs,
             shares: plan.shares.clone(),
             disk: plan.disk.clone(),
+            jail: VmmJail::for_caller(plan.covers.clone(), jail::empties(&files.cache)?),
         };
         Ok((files, plan, spec))
     }
@@ -154,7 +156,8 @@ impl MicrovmBackend {
         how: String,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
         let proxy = if plan.proxied {
-            let proxy = crate::egress::start(&airlock_policy_egress(&plan), opts)?;
+            let proxy =
+                crate::egress::start(&airlock_policy_egress(&plan), opts, &plan.box_writable)?;
             if let Some(net) = vm.net.take() {
                 crate::door::serve(net, proxy.local_addr()).map_err(|e| {
                     BackendError::Start(format!("cannot serve the box's network door: {e}"))
@@ -175,18 +178,39 @@ impl MicrovmBackend {
             accel: spec.accel,
             why: accel::choose(spec, &files.cache).why,
         };
-        let no_snapshot = (!spec.shares.is_empty()).then(|| {
-            "it has host directories mounted over 9p, whose state QEMU cannot save (only boxes of an image template without a workspace or grants can be snapshotted)".to_string()
-        });
+        let has_shares = !spec.shares.is_empty();
+        let mut ctl = vm.ctl.take();
+        if configure.is_none() && has_shares {
+            // Restored from a checkpoint: its shares were detached for the save.
+            let port = ctl
+                .as_mut()
+                .ok_or_else(|| BackendError::Start("the restored VM has no control port".into()))?;
+            crate::control::send(port, airlock_microvm_guest::CTL_ATTACH)?;
+        }
         Ok(Box::new(MicrovmBox {
             receipt: crate::receipt::receipt(&plan, template, &accel, &how),
             defaults: plan.defaults.clone(),
             agent: Some(agent),
             proxy,
-            no_snapshot,
+            ctl,
+            has_shares,
             _placeholders: placeholders,
             vm,
         }))
+    }
+}
+
+/// The (inside, host) pairs of a policy's workspace and grants.
+fn policy_mounts(policy: &ResolvedPolicy) -> Vec<(PathBuf, PathBuf)> {
+    match &policy.filesystem {
+        airlock_policy::FilesystemPolicy::Isolated {
+            workspace, grants, ..
+        } => workspace
+            .iter()
+            .chain(grants.iter())
+            .map(|m| (m.inside.clone(), m.host.clone()))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -253,6 +277,10 @@ impl Backend for MicrovmBackend {
             initramfs,
             shares: Vec::new(),
             disk: None,
+            jail: VmmJail::for_caller(
+                Vec::new(),
+                jail::empties(&files.cache).map_err(|e| e.to_string())?,
+            ),
         };
         let choice = accel::choose(&spec, &files.cache);
         let mut spec = spec;
@@ -332,6 +360,18 @@ impl Backend for MicrovmBackend {
         plan.guest
             .protect
             .extend(covers.iter().map(|c| c.to_string_lossy().into_owned()));
+        // QEMU holds the placeholders read-only too (the guest's binds are the guest kernel's).
+        let mounts = policy_mounts(policy);
+        let mounts: Vec<(&Path, &Path)> = mounts
+            .iter()
+            .map(|(a, b)| (a.as_path(), b.as_path()))
+            .collect();
+        spec.jail.covers.extend(covers.iter().filter_map(|c| {
+            box_plan::host_of(&mounts, c).map(|path| HostCover {
+                path,
+                kind: CoverKind::ReadOnly,
+            })
+        }));
         let ready = match self.pool.take(&spec) {
             Some(vm) => Ready {
                 vm,

@@ -209,7 +209,11 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
         receipt,
         env,
         cwd,
-        capabilities: None,
+        capabilities: Some(Capabilities {
+            live_egress: policy.network == airlock_policy::NetworkMode::Proxy,
+            pause: sandbox.can_freeze().is_ok(),
+            checkpoint: None,
+        }),
     };
     if send(&control, &started, Some(stream.as_raw_fd())).is_err() {
         return 1;
@@ -218,6 +222,13 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
     serve(&control, &mut sandbox, &mut buf);
     sandbox.close();
     0
+}
+
+fn done(result: Result<(), String>) -> FromHost {
+    match result {
+        Ok(()) => FromHost::Ok {},
+        Err(message) => FromHost::Error { message },
+    }
 }
 
 /// Answers requests until told to kill the box, the box ends, or the owner goes away.
@@ -277,9 +288,8 @@ fn serve(control: &OwnedFd, sandbox: &mut Sandbox, buf: &mut [u8]) {
             Ok(ToHost::Start { .. }) => FromHost::Error {
                 message: "the sandbox is already started".into(),
             },
-            Ok(ToHost::Pause {} | ToHost::Resume {}) => FromHost::Error {
-                message: "a native box cannot pause yet".into(),
-            },
+            Ok(ToHost::Pause {}) => done(sandbox.freeze()),
+            Ok(ToHost::Resume {}) => done(sandbox.thaw()),
             Err(e) => FromHost::Error {
                 message: format!("bad control message: {e}"),
             },

@@ -222,9 +222,14 @@ pub struct ServeArgs {
     /// (default: $XDG_DATA_HOME/airlock or ~/.local/share/airlock).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Boxes running at once; further creates are queued (FIFO).
+    /// Boxes running at once; further creates are queued (FIFO). Paused boxes do not count.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub max_running: usize,
+    /// Pause a sandbox after this long without a request or a running command (keepalives do
+    /// not count), e.g. 30m; its next request resumes it. A create request's `idle_pause`
+    /// overrides it. Default: never.
+    #[arg(long, value_name = "DURATION")]
+    pub idle_pause: Option<String>,
     /// Replace the E2B-format API key (for E2B's SDKs) with a new one, printed on start: use it
     /// when the key printed on the first start is lost.
     #[arg(long)]

@@ -552,7 +552,18 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
             template_aliases.insert("code-interpreter-v1".into(), "code-interpreter".into());
         }
     }
+    let idle_pause = match &args.idle_pause {
+        Some(d) => {
+            let d = parse_duration(d).context("--idle-pause")?;
+            if d.is_zero() {
+                anyhow::bail!("--idle-pause 0 would pause every box at once; give a duration like 30m, or leave it out");
+            }
+            Some(d)
+        }
+        None => None,
+    };
     airlock_server::serve(airlock_server::ServerConfig {
+        idle_pause,
         template_aliases,
         default_backend,
         listen: args.listen,

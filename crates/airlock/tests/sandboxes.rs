@@ -445,11 +445,11 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
         .expect("the box's end was noticed");
     assert!(end.reason.contains("ended"), "{end:?}");
     assert!(s.usage().is_err());
-    // A native box has no pause yet, and says so instead of pretending (gVisor boxes pause:
-    // tests/gvisor.rs).
+    // A native box pauses (the cgroup freezer; tests/lifecycle.rs), but not once it has ended
+    // (gVisor boxes pause too: tests/gvisor.rs).
     if common::test_backend_kind() != BackendKind::Gvisor {
-        assert!(!s.capabilities().pause);
-        assert!(matches!(s.pause(), Err(BackendError::Unsupported { .. })));
+        assert!(s.capabilities().pause);
+        assert!(matches!(s.pause(), Err(BackendError::Ended(_))));
     }
 }
 

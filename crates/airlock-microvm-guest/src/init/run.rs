@@ -2,8 +2,9 @@
 //! end the VM when the agent ends.
 
 use super::sys::{io_err, mkdir_all, mount, InitError, Result};
-use super::{confine, door, modules, ports, relay, rootfs};
-use crate::config::{GuestConfig, INIT_READY, INIT_WAITING, PORT_AGENT, PORT_NET};
+use super::{confine, ctl, door, modules, ports, relay, rootfs};
+use crate::config::{GuestConfig, INIT_READY, INIT_WAITING, PORT_AGENT, PORT_CTL, PORT_NET};
+use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -117,11 +118,18 @@ fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
         ),
         None => None,
     };
+    // As the native box's: inet sockets are allowed (without --net proxy there is only the
+    // guest's loopback to reach).
+    let sockets = SocketPolicy::UnixAndInet;
+    let filter = SeccompProgram::build(&SeccompProfile { sockets }).map_err(|e| InitError {
+        what: format!("cannot build the syscall filter: {e}"),
+        source: std::io::Error::from(std::io::ErrorKind::InvalidData),
+    })?;
     let (ours, theirs) = UnixStream::pair().map_err(io_err("cannot make the agent's socket"))?;
     // SAFETY: the init has no other threads yet; the child only makes syscalls and execs.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        let e = confine::exec_agent(cfg, theirs.as_raw_fd());
+        let e = confine::exec_agent(cfg, theirs.as_raw_fd(), &filter);
         eprintln!("airlock-vm-init: {e}");
         // SAFETY: ending the forked child without running the parent's destructors.
         unsafe { libc::_exit(127) };
@@ -133,6 +141,8 @@ fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
         .map_err(io_err("cannot share the agent port"))?;
     writeln!(out, "{INIT_READY}").map_err(io_err("cannot tell the host the box is ready"))?;
     relay::start(out, ours).map_err(io_err("cannot start the agent's relay"))?;
+    let control = ports::open(PORT_CTL)?;
+    ctl::start(control, cfg.clone()).map_err(io_err("cannot serve the control port"))?;
     if let Some(listener) = listener {
         let net = ports::open(PORT_NET)?;
         door::start(listener, net).map_err(io_err("cannot start the proxy's door"))?;

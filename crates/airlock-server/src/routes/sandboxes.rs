@@ -45,18 +45,16 @@ pub async fn create(
         })
     };
     let (id, token) = (random(new_sandbox_id())?, random(new_token())?);
-    let spec = SessionSpec {
-        template,
-        metadata: req.metadata,
-        timeout_ms,
-        payload: policy,
-    };
+    let mut spec = SessionSpec::new(template, policy);
+    req.lifecycle(&mut spec)?;
+    spec.metadata = std::mem::take(&mut req.metadata);
+    spec.timeout_ms = timeout_ms;
     let box_token = token.clone();
     let mut shown = state
         .blocking(move |state| {
             state.held_secrets.hold(&id, secrets);
             if let Err(e) = create_session(&state, &id, &box_token, spec, &caller) {
-                drop(state.held_secrets.take(&id));
+                state.held_secrets.forget(&id);
                 return Err(e);
             }
             view::get(&state, &id)
