@@ -187,10 +187,8 @@ impl SandboxFactory {
         notes.insert(id.to_string(), note);
     }
 
-    /// The session's policy, with the values of its secrets if this process still holds them
-    /// (only until its box first starts: a box restored later, or started again after a
-    /// restart of the server, has none, and its proxy refuses to start rather than send
-    /// placeholders), and the backend it names.
+    /// The session's policy, with the values of its secrets while this process holds them,
+    /// and the backend it names.
     fn policy_and_backend(
         &self,
         id: &str,
@@ -200,7 +198,9 @@ impl SandboxFactory {
             serde_json::from_value(spec.payload.clone()).map_err(|e| {
                 format!("the session's policy cannot be read back ({e}); create the sandbox again")
             })?;
-        self.secrets.take(id).restore(&mut policy);
+        // The stored policy has no values; they are in this process's memory only, so a box
+        // of an earlier run of the server has none and its proxy refuses to start.
+        self.secrets.values(id).restore(&mut policy);
         let backend = self
             .backends
             .select(policy.backend)

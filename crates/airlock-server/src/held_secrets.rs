@@ -1,6 +1,6 @@
 //! The values of the secrets given on `POST /v1/sandboxes`, held in this process's memory
-//! only, from the create request until the sandbox's box starts (its host process then holds
-//! them for the proxy). They are never in the store: the stored policy has names, hosts and
+//! only, for each start of the sandbox's box (its host process then holds them for the
+//! proxy). They are kept for the server's life (a sandbox's are not yet dropped when it ends). They are never in the store: the stored policy has names, hosts and
 //! placeholders only. While any is held, the process is not dumpable (no core dump, no
 //! ptrace by the same user).
 
@@ -27,13 +27,23 @@ impl HeldSecrets {
             .insert(id.to_string(), values);
     }
 
-    /// Hands over sandbox `id`'s values (to its starting box), forgetting them here.
-    pub fn take(&self, id: &str) -> SecretValues {
+    /// Sandbox `id`'s values, for a start of its box (kept: a box paused without its memory
+    /// starts again on resume).
+    pub fn values(&self, id: &str) -> SecretValues {
         self.by_sandbox
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(id)
+            .get(id)
+            .cloned()
             .unwrap_or_default()
+    }
+
+    /// Forgets sandbox `id`'s values (its create failed).
+    pub fn forget(&self, id: &str) {
+        self.by_sandbox
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
     }
 }
 

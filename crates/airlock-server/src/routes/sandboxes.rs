@@ -54,7 +54,7 @@ pub async fn create(
         .blocking(move |state| {
             state.held_secrets.hold(&id, secrets);
             if let Err(e) = create_session(&state, &id, &box_token, spec, &caller) {
-                drop(state.held_secrets.take(&id));
+                state.held_secrets.forget(&id);
                 return Err(e);
             }
             view::get(&state, &id)
