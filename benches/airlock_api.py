@@ -6,8 +6,10 @@ import http.client, json, shutil, signal, socket, subprocess, sys, tempfile
 
 
 class Server:
-    def __init__(self, exe, *extra):
-        self.data = tempfile.mkdtemp(prefix="airlock-bench-")
+    def __init__(self, exe, *extra, data=None):
+        # `data`: a data directory prepared by the caller (e.g. holding a template); removed at
+        # the end like the temporary one.
+        self.data = data or tempfile.mkdtemp(prefix="airlock-bench-")
         self.proc = subprocess.Popen([exe, "serve", "--listen", "127.0.0.1:0", "--data-dir", self.data, *extra],
                                      stdout=subprocess.PIPE, text=True)
         key = addr = None
@@ -26,7 +28,7 @@ class Server:
                 addr = line[len("listening on http://"):]
         self.base = "http://" + addr
         host, port = addr.rsplit(":", 1)
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=300)
         self.conn.connect()
         self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}

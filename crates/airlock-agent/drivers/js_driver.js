@@ -28,10 +28,17 @@
  * Output from callbacks that fire after a cell ended is not captured.
  *
  * Top-level await: a cell that only compiles as an async function body (it uses `await`
- * at top level) runs wrapped in an async arrow function and is awaited. In such a cell
- * the value of the last expression is dropped (no result event) and its `let`/`const`/
- * `var`/function declarations are local to the cell; assign to `globalThis.name` to keep
- * a value.
+ * at top level) runs wrapped in an async arrow function and is awaited; the value of its
+ * last expression (the trailing lines that parse as one expression) is its result. Its
+ * `let`/`const`/`var name = …` declarations and function declarations that start a line
+ * (column 0, the cell's top level) are kept on `globalThis`, so later cells see them;
+ * destructuring declarations and classes stay local to the cell.
+ *
+ * ES modules: `import` statements on one line each (`import x from "m"`, `import * as n
+ * from "m"`, `import { a, b as c } from "m"`, `import "m"`, and their combinations) become
+ * dynamic imports whose bindings are kept on `globalThis`. A relative or absolute specifier
+ * resolves against the working directory, a package name from it (node_modules), and a
+ * built-in as itself.
  *
  * SIGINT while synchronous cell code runs terminates it (vm `breakOnSigint`): an error
  * event named "KeyboardInterrupt" and status "interrupted"; the context is kept. SIGINT
@@ -149,6 +156,7 @@ function createUserContext() {
     colorMode: false,
   });
   context.require = createRequire(path.join(process.cwd(), "<repl>"));
+  context.__airlock_import = importFromCell;
   return context;
 }
 
@@ -166,14 +174,115 @@ function interruptError() {
   return err;
 }
 
+const IDENT = "[A-Za-z_$][\\w$]*";
+const IMPORT_LINE = /^import\s+(?:([^'"]+?)\s+from\s+)?(['"])([^'"]+)\2\s*;?\s*$/;
+const DECLARATION = new RegExp("^(?:const|let|var)\\s+(" + IDENT + ")\\s*=(?!=)");
+const FUNCTION = new RegExp("^(?:async\\s+)?function\\s*\\*?\\s*(" + IDENT + ")\\s*\\(");
+let importCount = 0;
+
+/** `import()` of a cell's specifier: relative and absolute paths against the working
+ *  directory, packages from its node_modules, built-ins as they are. */
+function importFromCell(spec) {
+  const { isBuiltin } = require("module");
+  const { pathToFileURL } = require("url");
+  if (spec.startsWith(".") || spec.startsWith("/")) {
+    return import(pathToFileURL(path.resolve(process.cwd(), spec)).href);
+  }
+  if (isBuiltin(spec)) return import(spec);
+  let resolved;
+  try {
+    resolved = require.resolve(spec, { paths: [process.cwd()] });
+  } catch (_) {
+    return import(spec);
+  }
+  return import(pathToFileURL(resolved).href);
+}
+
+/** One `import` line as statements that import dynamically and keep the bindings on
+ *  globalThis (on the same line: line numbers stay the user's), or null if not one. */
+function rewriteImport(line) {
+  const m = IMPORT_LINE.exec(line);
+  if (!m) return null;
+  const spec = JSON.stringify(m[3]);
+  const clause = (m[1] || "").trim();
+  const tmp = "__airlock_module" + importCount++;
+  const out = ["const " + tmp + " = await __airlock_import(" + spec + ");"];
+  let rest = clause;
+  const first = new RegExp("^(" + IDENT + ")\\s*(?:,\\s*(.*))?$").exec(rest);
+  if (first) {
+    out.push("globalThis." + first[1] + " = " + tmp + ".default;");
+    rest = (first[2] || "").trim();
+  }
+  if (rest.startsWith("*")) {
+    const ns = new RegExp("^\\*\\s*as\\s+(" + IDENT + ")$").exec(rest);
+    if (!ns) return null;
+    out.push("globalThis." + ns[1] + " = " + tmp + ";");
+  } else if (rest.startsWith("{") && rest.endsWith("}")) {
+    for (const item of rest.slice(1, -1).split(",")) {
+      const spec = item.trim();
+      if (!spec) continue;
+      const named = new RegExp("^(" + IDENT + ")(?:\\s+as\\s+(" + IDENT + "))?$").exec(spec);
+      if (!named) return null;
+      out.push("globalThis." + (named[2] || named[1]) + " = " + tmp + "." + named[1] + ";");
+    }
+  } else if (rest) {
+    return null;
+  }
+  return out.join(" ");
+}
+
+function compiles(source) {
+  try {
+    new vm.Script(source);
+    return true;
+  } catch (_) {
+    return false;
+  }
+}
+
+/** The body of an async wrapper for a top-level-await cell: top-level declarations kept on
+ *  globalThis, and the trailing expression (if the cell ends with one) returned. */
+function asyncBody(code) {
+  const lines = code.split("\n");
+  let value = -1;
+  for (let k = lines.length - 1; k >= Math.max(0, lines.length - 50); k--) {
+    const tail = lines.slice(k).join("\n").trim().replace(/;+$/, "");
+    if (!tail) continue;
+    if (DECLARATION.test(tail) || FUNCTION.test(tail) || /^(class|import|export)\b/.test(tail)) break;
+    const head = lines.slice(0, k).join("\n");
+    if (
+      compiles("(async () => (" + tail + "\n))") &&
+      compiles("(async () => {" + head + "\n})")
+    ) {
+      value = k;
+      break;
+    }
+  }
+  const functions = [];
+  const kept = lines.map((line) => {
+    const fn = FUNCTION.exec(line);
+    if (fn) functions.push("globalThis." + fn[1] + " = " + fn[1] + ";");
+    return line.replace(DECLARATION, (_, name) => "globalThis." + name + " =");
+  });
+  const prologue = functions.join(" ");
+  if (value < 0) return prologue + kept.join("\n");
+  const tail = kept.slice(value).join("\n").trim().replace(/;+$/, "");
+  return prologue + kept.slice(0, value).join("\n") + "\nreturn (" + tail + "\n);";
+}
+
 /** Compiles a cell; `async` tells whether it was wrapped for top-level await. */
 function compile(code, filename) {
+  const lines = code.split("\n");
+  const imports = lines.map(rewriteImport);
+  if (imports.some((l) => l !== null)) {
+    code = lines.map((line, i) => (imports[i] === null ? line : imports[i])).join("\n");
+  }
   try {
     return { script: new vm.Script(code, { filename }), async: false };
   } catch (err) {
     if (!(err && err.name === "SyntaxError" && /\bawait\b/.test(code))) throw err;
     // Same line numbering: the wrapper opens on the cell's first line.
-    const wrapped = "(async () => { " + code + "\n})()";
+    const wrapped = "(async () => { " + asyncBody(code) + "\n})()";
     return { script: new vm.Script(wrapped, { filename }), async: true };
   }
 }
@@ -230,11 +339,10 @@ async function execute(id, code, env) {
     const { script, async } = compile(code, filename);
     let value = script.runInContext(context, { breakOnSigint: true });
     if (async) {
-      await new Promise((resolve, reject) => {
+      value = await new Promise((resolve, reject) => {
         abortWait = () => reject(interruptError());
         Promise.resolve(value).then(resolve, reject);
       });
-      value = undefined;
     }
     abortWait = null;
     if (value !== undefined) {

@@ -26,11 +26,19 @@ while idle is ignored.
 import ast
 import base64
 import builtins
+import codecs
+import importlib
 import io
 import json
 import linecache
+import math
 import os
+import re
+import select
+import shlex
 import signal
+import site
+import subprocess
 import sys
 import threading
 import time
@@ -178,6 +186,271 @@ class StreamWriter(io.TextIOBase):
             self.channel.emit("stderr", text="[output truncated]", time=time.time())
 
 
+# ---- cells as IPython reads them ------------------------------------------------------
+
+
+def dedent_cell(code):
+    """IPython's cleanup of a cell: leading blank lines dropped, and when the first line is
+    indented, that indentation removed from every line that starts with it."""
+    lines = code.splitlines(True)
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    if not lines:
+        return ""
+    first = lines[0]
+    indent = first[: len(first) - len(first.lstrip(" \t"))]
+    if indent:
+        lines = [line[len(indent):] if line.startswith(indent) else line for line in lines]
+    return "".join(lines)
+
+
+SHELL_ASSIGN = re.compile(r"^(\s*)([A-Za-z_][\w.]*)\s*=\s*!(.*)$")
+
+
+def transform_magics(code):
+    """IPython's shell escapes and the magics agents use, for a cell that is not plain Python:
+    `!cmd` and `x = !cmd` (bash; `x` gets the output lines), `%pip ...`, `%cd dir`, and the
+    cell magics `%%bash` / `%%sh`. Valid Python is never rewritten. Another magic raises
+    UsageError as IPython does."""
+    try:
+        compile(code, "<cell>", "exec", ast.PyCF_ONLY_AST)
+        return code
+    except SyntaxError:
+        pass
+    first, _, rest = code.partition("\n")
+    if first.strip() in ("%%bash", "%%sh"):
+        return "__airlock_shell__(%r)\n" % rest
+    out = []
+    for line in code.splitlines():
+        stripped = line.lstrip()
+        indent = line[: len(line) - len(stripped)]
+        assign = SHELL_ASSIGN.match(line)
+        if stripped.startswith("!"):
+            out.append("%s__airlock_shell__(%r)" % (indent, stripped[1:]))
+        elif assign:
+            target, command = assign.group(2), assign.group(3)
+            out.append("%s%s = __airlock_shell__(%r, capture=True)" % (assign.group(1), target, command))
+        elif stripped.startswith("%") and not stripped.startswith("%%"):
+            name, _, args = stripped[1:].partition(" ")
+            out.append("%s__airlock_magic__(%r, %r)" % (indent, name, args.strip()))
+        else:
+            out.append(line)
+    return "\n".join(out) + ("\n" if code.endswith("\n") else "")
+
+
+class UsageError(Exception):
+    """A magic the interpreter does not have (IPython's name for it)."""
+
+
+class ShellTools:
+    """What `!cmd` and the magics call, bound to one interpreter's namespace."""
+
+    def __init__(self, namespace):
+        self.namespace = namespace
+
+    def expand(self, command):
+        """IPython's expansion of `{expression}` and `$name` from the user's variables; what
+        does not evaluate is left as written (so bash still sees `$HOME`)."""
+
+        def expression(match):
+            try:
+                return str(eval(match.group(1), self.namespace))
+            except Exception:
+                return match.group(0)
+
+        def name(match):
+            key = match.group(1)
+            return str(self.namespace[key]) if key in self.namespace else match.group(0)
+
+        command = re.sub(r"\{([^{}]+)\}", expression, command)
+        return re.sub(r"(?<!\$)\$([A-Za-z_]\w*)", name, command)
+
+    def shell(self, command, capture=False, env=None):
+        """Runs `command` with bash, its output (stdout and stderr, merged as a terminal
+        would) streamed as the cell's stdout, or returned as a list of lines with `capture`.
+        An interrupt kills the command's whole process group."""
+        sys.stdout.flush()
+        child = subprocess.Popen(
+            ["/bin/bash", "-c", self.expand(command)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=dict(os.environ, **(env or {})),
+        )
+        captured = []
+        fd = child.stdout.fileno()
+        try:
+            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            # Until the command exits and its output is drained: a background job it left
+            # holding the pipe (`!server &`) must not hold the cell.
+            while True:
+                exited = child.poll() is not None
+                ready, _, _ = select.select([fd], [], [], 0 if exited else 0.1)
+                chunk = os.read(fd, 65536) if ready else b""
+                if chunk:
+                    text = decoder.decode(chunk)
+                    if capture:
+                        captured.append(text)
+                    else:
+                        sys.stdout.write(text)
+                elif exited or ready:
+                    break
+            child.wait()
+        except BaseException:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            child.wait()
+            raise
+        finally:
+            child.stdout.close()
+        self.namespace["_exit_code"] = child.returncode
+        if capture:
+            return "".join(captured).splitlines()
+        sys.stdout.flush()
+        return None
+
+    def magic(self, name, args):
+        if name in ("pip", "pip3"):
+            # The box's system site is read-only, so pip installs for the user; a Debian
+            # Python refuses that too (PEP 668) unless told the user site is meant.
+            self.shell(
+                "%s -m pip %s" % (shlex.quote(sys.executable), args),
+                env={"PIP_BREAK_SYSTEM_PACKAGES": "1"},
+            )
+            # A user install (the system site is read-only) lands in a directory that may not
+            # have existed at start: make it importable now, as a restarted kernel would.
+            user_site = site.getusersitepackages()
+            if os.path.isdir(user_site) and user_site not in sys.path:
+                site.addsitedir(user_site)
+            importlib.invalidate_caches()
+            print("Note: you may need to restart the kernel to use updated packages.")
+        elif name == "cd":
+            os.chdir(os.path.expanduser(self.expand(args) or "~"))
+            print(os.getcwd())
+        elif name == "pwd":
+            return os.getcwd()
+        elif name in ("env", "set_env") and args:
+            key, _, value = args.replace("=", " ", 1).partition(" ")
+            os.environ[key] = value.strip()
+        else:
+            raise UsageError("Line magic function `%%%s` not found." % name)
+        return None
+
+
+# ---- E2B's chart and data structures --------------------------------------------------
+
+CHART_MIME = "application/vnd.airlock.chart+json"
+DATA_MIME = "application/vnd.airlock.data+json"
+
+
+def plain(value):
+    """A JSON-safe scalar: numpy scalars as Python numbers, NaN and infinities as null,
+    anything else that is not a number, string, bool or null as its str()."""
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        try:
+            value = value.item()
+        except Exception:
+            pass
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def dataframe_data(obj):
+    """A pandas DataFrame as E2B's `data`: its columns, each a list of its values."""
+    cls = type(obj)
+    if cls.__name__ != "DataFrame" or not cls.__module__.startswith("pandas"):
+        return None
+    columns = obj.to_dict(orient="list")
+    return {str(name): [plain(v) for v in values] for name, values in columns.items()}
+
+
+def unit_of(label):
+    match = re.search(r"[(\[]([^()\[\]]+)[)\]]\s*$", label or "")
+    return match.group(1) if match else None
+
+
+def axes_chart(ax):
+    """One matplotlib Axes as E2B's chart structure (line, scatter, bar or pie), or None
+    for an empty one."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.patches import Wedge
+
+    title = ax.get_title() or None
+    wedges = [p for p in ax.patches if isinstance(p, Wedge)]
+    if wedges:
+        return {
+            "type": "pie",
+            "title": title,
+            "elements": [
+                {"label": w.get_label(), "angle": plain(abs(w.theta2 - w.theta1)), "radius": plain(w.r)}
+                for w in wedges
+            ],
+        }
+    x_label, y_label = ax.get_xlabel() or None, ax.get_ylabel() or None
+    two_d = {
+        "title": title,
+        "x_label": x_label,
+        "y_label": y_label,
+        "x_unit": unit_of(x_label),
+        "y_unit": unit_of(y_label),
+    }
+    bars = [c for c in ax.containers if type(c).__name__ == "BarContainer"]
+    if bars:
+        ticks = {plain(t): l.get_text() for t, l in zip(ax.get_xticks(), ax.get_xticklabels())}
+        elements = []
+        for container in bars:
+            group = container.get_label()
+            for rect in container.patches:
+                x = plain(rect.get_x() + rect.get_width() / 2)
+                label = ticks.get(x, ticks.get(round(x), str(x))) if isinstance(x, float) else ticks.get(x, str(x))
+                elements.append({"label": label, "group": group, "value": plain(rect.get_height())})
+        return dict(two_d, type="bar", elements=elements)
+    axis = {
+        "x_ticks": [plain(t) for t in ax.get_xticks()],
+        "x_tick_labels": [t.get_text() for t in ax.get_xticklabels()],
+        "x_scale": ax.get_xscale(),
+        "y_ticks": [plain(t) for t in ax.get_yticks()],
+        "y_tick_labels": [t.get_text() for t in ax.get_yticklabels()],
+        "y_scale": ax.get_yscale(),
+    }
+    scatters = [c for c in ax.collections if isinstance(c, PathCollection)]
+    if scatters:
+        elements = [
+            {"label": c.get_label(), "points": [[plain(x), plain(y)] for x, y in c.get_offsets()]}
+            for c in scatters
+        ]
+        return dict(two_d, type="scatter", elements=elements, **axis)
+    lines = ax.get_lines()
+    if lines:
+        elements = [
+            {"label": line.get_label(), "points": [[plain(x), plain(y)] for x, y in zip(line.get_xdata(), line.get_ydata())]}
+            for line in lines
+        ]
+        return dict(two_d, type="line", elements=elements, **axis)
+    return None
+
+
+def figure_chart(figure):
+    """A figure as E2B's chart: its one chart, a superchart of several, or an unknown one."""
+    try:
+        charts = [c for c in (axes_chart(ax) for ax in figure.axes) if c]
+    except Exception:
+        charts = []
+    if len(charts) == 1:
+        return charts[0]
+    suptitle = getattr(figure, "_suptitle", None)
+    title = suptitle.get_text() if suptitle is not None else None
+    if charts:
+        return {"type": "superchart", "title": title, "elements": charts}
+    return {"type": "unknown", "title": title, "elements": []}
+
+
 def mime_bundle(obj):
     """text/plain plus every rich format the object offers and renders successfully."""
     data = {}
@@ -204,6 +477,13 @@ def mime_bundle(obj):
             data[mime] = value
         except Exception:
             continue
+    try:
+        table = dataframe_data(obj)
+        if table is not None:
+            json.dumps(table, allow_nan=False)
+            data[DATA_MIME] = table
+    except Exception:
+        pass
     return data
 
 
@@ -223,19 +503,31 @@ class Interpreter:
         sys.modules["__main__"] = module
         self.namespace = module.__dict__
         builtins.display = self.display
+        tools = ShellTools(self.namespace)
+        builtins.__airlock_shell__ = tools.shell
+        builtins.__airlock_magic__ = tools.magic
 
-    def display(self, *objs):
-        """Shows each object as a display event with all its formats."""
+    def display(self, *objs, raw=False, **_options):
+        """Shows each object as a display event with all its formats; with `raw`, each object
+        is already a bundle ({mime type: content}), shown as it is (IPython's `raw=True`)."""
         for obj in objs:
             self.stdout.flush()
             self.stderr.flush()
-            self.channel.emit("display", data=mime_bundle(obj))
+            if raw:
+                if not isinstance(obj, dict):
+                    raise TypeError("display(raw=True) takes {mime type: content} dicts")
+                bundle = {str(k): v for k, v in obj.items()}
+                json.dumps(bundle)
+                self.channel.emit("display", data=bundle)
+            else:
+                self.channel.emit("display", data=mime_bundle(obj))
 
     def execute(self, request_id, code, env):
         self.execution_count += 1
         self.channel.request_id = request_id
         self.budget.reset()
         filename = "<cell-%d>" % self.execution_count
+        code = transform_magics(dedent_cell(code))
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         saved_env = {key: os.environ.get(key) for key in env}
         status = "ok"
@@ -295,7 +587,12 @@ class Interpreter:
         tb = exc.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename == DRIVER_FILE:
             tb = tb.tb_next
-        lines = traceback.format_exception(type(exc), exc, tb)
+        report = traceback.TracebackException(type(exc), exc, tb)
+        # The driver's own frames (a magic's implementation) are not the user's code.
+        report.stack = traceback.StackSummary.from_list(
+            [frame for frame in report.stack if frame.filename != DRIVER_FILE]
+        )
+        lines = list(report.format())
         self._flush_streams()
         self.channel.emit(
             "error",
@@ -315,7 +612,14 @@ class Interpreter:
                 buffer = io.BytesIO()
                 figure.savefig(buffer, format="png")
                 png = base64.b64encode(buffer.getvalue()).decode("ascii")
-                self.channel.emit("display", data={"image/png": png, "text/plain": repr(figure)})
+                data = {"image/png": png, "text/plain": repr(figure)}
+                chart = figure_chart(figure)
+                try:
+                    json.dumps(chart, allow_nan=False)
+                    data[CHART_MIME] = chart
+                except Exception:
+                    pass
+                self.channel.emit("display", data=data)
             plt.close("all")
         except Exception as exc:
             self.channel.emit("stderr", text="figure rendering failed: %r\n" % (exc,), time=time.time())

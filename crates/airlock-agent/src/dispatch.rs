@@ -102,6 +102,9 @@ impl Agent<'_> {
             Op::MakeDir { path, parents } => {
                 file_reply(id, files::make_dir(&path, parents).map(|()| Empty {}))
             }
+            Op::SetXattrs { path, xattrs } => {
+                file_reply(id, files::set_xattrs(&path, &xattrs).map(|()| Empty {}))
+            }
             Op::Rename { from, to } => file_reply(id, files::rename(&from, &to).map(|()| Empty {})),
             Op::Remove { path, recursive } => {
                 file_reply(id, files::remove(&path, recursive).map(|()| Empty {}))

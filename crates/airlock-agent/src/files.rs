@@ -82,6 +82,12 @@ pub(crate) fn entry(path: &Path, meta: &fs::Metadata) -> Entry {
         } else {
             None
         },
+        // Symlinks hold no `user.` attributes on Linux; skip the syscalls.
+        xattrs: if ft.is_symlink() {
+            Default::default()
+        } else {
+            crate::xattrs::read_user(path)
+        },
     }
 }
 
@@ -135,6 +141,15 @@ pub(crate) fn rename(from: &str, to: &str) -> Result<(), FileError> {
     let f = absolute(from)?;
     let t = absolute(to)?;
     fs::rename(f, t).map_err(io_err("rename", f))
+}
+
+/// Sets `user.` extended attributes on `path` (which must exist).
+pub(crate) fn set_xattrs(
+    path: &str,
+    xattrs: &std::collections::BTreeMap<String, String>,
+) -> Result<(), FileError> {
+    let p = absolute(path)?;
+    crate::xattrs::set(p, xattrs).map_err(io_err("setxattr", p))
 }
 
 pub(crate) fn remove(path: &str, recursive: bool) -> Result<(), FileError> {

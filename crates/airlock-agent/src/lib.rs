@@ -21,6 +21,7 @@ pub mod standalone;
 mod sys;
 mod transfer;
 mod watch;
+mod xattrs;
 
 pub use error::{code_of, AgentError};
 pub use process::STDIN_QUEUE_CAP;

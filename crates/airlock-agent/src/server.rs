@@ -168,6 +168,9 @@ impl Agent<'_> {
                                 Ok(ReadOutcome::Open) => {}
                                 Ok(ReadOutcome::Closed) | Err(_) => return Ok(()),
                             }
+                            // Every change made before these requests is reported before
+                            // their replies: a host that gets a reply has seen those events.
+                            self.forward_fs_events();
                             self.handle_frames()?;
                         }
                     }
@@ -178,16 +181,7 @@ impl Agent<'_> {
                             }
                         }
                     }
-                    Slot::Inotify => {
-                        let events = self
-                            .watcher
-                            .as_mut()
-                            .map(Watcher::read_events)
-                            .unwrap_or_default();
-                        for e in events {
-                            self.conn.event(&e);
-                        }
-                    }
+                    Slot::Inotify => self.forward_fs_events(),
                     Slot::Output(pid, stream) => {
                         if let Some(p) = self.procs.get_mut(&pid) {
                             p.read_output(stream, &mut self.conn, &mut self.buf);
@@ -202,6 +196,18 @@ impl Agent<'_> {
             }
             self.check_deadlines();
             self.retire_exited();
+        }
+    }
+
+    /// Sends the events of every file-system change the kernel has queued so far.
+    fn forward_fs_events(&mut self) {
+        let events = self
+            .watcher
+            .as_mut()
+            .map(Watcher::read_events)
+            .unwrap_or_default();
+        for e in events {
+            self.conn.event(&e);
         }
     }
 

@@ -17,6 +17,7 @@ pub const MAX_WATCH_DIRS: usize = 8192;
 
 const MASK: u32 = libc::IN_CREATE
     | libc::IN_MODIFY
+    | libc::IN_ATTRIB
     | libc::IN_DELETE
     | libc::IN_MOVED_FROM
     | libc::IN_MOVED_TO
@@ -211,6 +212,8 @@ impl Watcher {
                 (FsEventKind::Create, None)
             } else if ev.mask & libc::IN_MODIFY != 0 {
                 (FsEventKind::Write, None)
+            } else if ev.mask & libc::IN_ATTRIB != 0 {
+                (FsEventKind::Chmod, None)
             } else if ev.mask & libc::IN_DELETE != 0 {
                 (FsEventKind::Remove, None)
             } else if ev.mask & libc::IN_MOVED_TO != 0 {

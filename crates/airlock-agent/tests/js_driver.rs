@@ -184,3 +184,24 @@ fn bad_requests_get_a_protocol_error() {
     assert_eq!(of_type(&events, "error")[0]["name"], "ProtocolError");
     assert_eq!(result_plain(&d.run("1 + 1")).as_deref(), Some("2"));
 }
+
+#[test]
+fn an_awaiting_cell_gives_its_value_and_keeps_its_declarations() {
+    let mut d = start();
+    let events =
+        d.run("const v = await Promise.resolve(4)\nfunction twice(n) { return 2 * n }\ntwice(v)");
+    assert_eq!(result_plain(&events).as_deref(), Some("8"), "{events:?}");
+    assert_eq!(result_plain(&d.run("twice(v) + 1")).as_deref(), Some("9"));
+    // A cell ending in a declaration has no value, as a script's.
+    assert_eq!(
+        result_plain(&d.run("const w = await Promise.resolve(1)")),
+        None
+    );
+    let events = d.run("import { sep } from 'node:path'\nimport * as os from 'os'\n[sep, typeof os.cpus].join(' ')");
+    assert_eq!(
+        result_plain(&events).as_deref(),
+        Some("'/ function'"),
+        "{events:?}"
+    );
+    assert_eq!(result_plain(&d.run("sep")).as_deref(), Some("'/'"));
+}

@@ -206,3 +206,94 @@ fn huge_output_is_capped_not_fatal() {
         "print('fresh')",
     );
 }
+
+#[test]
+fn an_interrupted_shell_escape_leaves_no_process_behind() {
+    let mut d = start();
+    let dir = std::env::temp_dir().join(format!("airlock-shell-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pidfile = dir.join("pid");
+    // The command and a child it starts in the background both sleep; SIGINT must end both.
+    let id = d.send(
+        &format!("!sleep 300 & echo $! > {}; sleep 300", pidfile.display()),
+        None,
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !pidfile.exists() || std::fs::read_to_string(&pidfile).unwrap().trim().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shell never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    d.interrupt();
+    let events = d.collect(&id);
+    assert_eq!(end_status(&events), "interrupted", "{events:?}");
+    let gone = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        // SAFETY: signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .contains(") Z ");
+        !alive
+    });
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        gone,
+        "the shell escape's background child {pid} outlived the interrupt"
+    );
+    assert_eq!(result_plain(&d.run("1 + 1")).as_deref(), Some("2"));
+}
+
+#[test]
+fn cells_are_dedented_and_magics_run() {
+    let mut d = start();
+    let events = d.run("\n    v = 3\n    if v:\n        print('in')\n    v + 1\n");
+    assert_eq!(result_plain(&events).as_deref(), Some("4"), "{events:?}");
+    // Valid Python is never rewritten: `%` and `!` inside expressions and strings stay.
+    let events = d.run("a = 7 % 4\nb = '!not a shell'\n(a, b)");
+    assert_eq!(
+        result_plain(&events).as_deref(),
+        Some("(3, '!not a shell')")
+    );
+    let events = d.run("!echo {v * 2} $v");
+    assert_eq!(driver_support::text(&events, "stdout"), "6 3\n");
+    let events = d.run("%nosuch");
+    assert_eq!(of_type(&events, "error")[0]["name"], "UsageError");
+    // A background job left holding the output pipe does not hold the cell.
+    let started = std::time::Instant::now();
+    let events = d.run("!sleep 30 & echo started");
+    assert_eq!(driver_support::text(&events, "stdout"), "started\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn dataframes_carry_their_columns_and_figures_their_chart() {
+    let mut d = start();
+    let events =
+        d.run("import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [float('nan'), 2.5]})");
+    let data = &of_type(&events, "result")[0]["data"];
+    assert_eq!(
+        data["application/vnd.airlock.data+json"],
+        json!({"a": [1, 2], "b": [null, 2.5]})
+    );
+    let events = d.run(
+        "import matplotlib.pyplot as plt\nplt.scatter([1, 2], [3, 4], label='pts')\nplt.show()",
+    );
+    let chart = &of_type(&events, "display")[0]["data"]["application/vnd.airlock.chart+json"];
+    assert_eq!(chart["type"], "scatter");
+    assert_eq!(
+        chart["elements"][0]["points"],
+        json!([[1.0, 3.0], [2.0, 4.0]])
+    );
+}

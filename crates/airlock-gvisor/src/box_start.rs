@@ -249,7 +249,16 @@ impl<'a> BoxStart<'a> {
         let layout = Layout::fixed();
         let agent_files = AgentFiles::of_this_process()
             .map_err(|e| refused("cannot find airlock's own executable and libraries", e))?;
-        let plan = BundlePlan::new(policy, self.template, &agent_files, &layout)
+        let interceptor =
+            airlock_native::interceptor(policy).map_err(|e| StartError::Refused(e.to_string()))?;
+        let extra = match &interceptor {
+            Some(i) => vec![airlock_jail::rootfs::FsOp::ExtendFile {
+                target: airlock_proxy::intercept::BOX_TRUST_BUNDLE.into(),
+                append: i.ca_pem().to_string(),
+            }],
+            None => Vec::new(),
+        };
+        let plan = BundlePlan::with_ops(policy, self.template, &agent_files, &layout, extra)
             .map_err(|e| StartError::Refused(e.to_string()))?;
         layout
             .enter(policy.limits.disk, plan.image_root.as_deref())
@@ -346,6 +355,7 @@ impl<'a> BoxStart<'a> {
                 connect_timeout: Duration::from_secs(30),
                 audit,
                 on_event: self.on_event.clone(),
+                intercept: interceptor,
             };
             match airlock_proxy::server::start(door.listener, config) {
                 Ok(p) => running.proxy = Some(p),
@@ -369,6 +379,9 @@ fn command_env(policy: &ResolvedPolicy, template: &Template) -> BTreeMap<String,
     env.extend(policy.env.iter().cloned());
     if policy.network == NetworkMode::Proxy {
         env.extend(airlock_native::proxy_env());
+    }
+    if !policy.secrets.is_empty() {
+        env.extend(airlock_proxy::intercept::box_trust_env());
     }
     env
 }

@@ -22,6 +22,8 @@ pub enum BundleError {
     NoCwd(PathBuf),
     #[error("the gvisor backend writes a writable workspace directly (its box is long-lived): use --changes direct, or --backend native for a change layer")]
     ChangeLayer,
+    #[error("secrets on a gvisor box need the host template (the box's trust bundle is the host's plus the box's CA); drop --template, or use --backend native")]
+    SecretsOnImage,
 }
 
 /// One host-side step before runsc starts (inside the box's private tmpfs only).
@@ -91,9 +93,21 @@ impl BundlePlan {
         agent: &AgentFiles,
         layout: &Layout,
     ) -> Result<BundlePlan, BundleError> {
-        let Some(rootfs) = RootfsPlan::from_policy(policy, &RealHostFs) else {
+        BundlePlan::with_ops(policy, template, agent, layout, Vec::new())
+    }
+
+    /// [`BundlePlan::new`] with `extra` ops after the policy's own (the box's trust bundle).
+    pub fn with_ops(
+        policy: &ResolvedPolicy,
+        template: &Template,
+        agent: &AgentFiles,
+        layout: &Layout,
+        extra: Vec<FsOp>,
+    ) -> Result<BundlePlan, BundleError> {
+        let Some(mut rootfs) = RootfsPlan::from_policy(policy, &RealHostFs) else {
             return Err(BundleError::HostFilesystem);
         };
+        rootfs.ops.extend(extra);
         let FilesystemPolicy::Isolated {
             workspace, grants, ..
         } = &policy.filesystem
@@ -158,6 +172,13 @@ impl BundlePlan {
         if policy.network == NetworkMode::Proxy {
             env.extend(
                 airlock_native::proxy_env()
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}")),
+            );
+        }
+        if !policy.secrets.is_empty() {
+            env.extend(
+                airlock_proxy::intercept::box_trust_env()
                     .into_iter()
                     .map(|(k, v)| format!("{k}={v}")),
             );
@@ -362,6 +383,24 @@ impl Builder<'_> {
                 true,
             ),
             FsOp::Overlay { .. } => return Err(BundleError::ChangeLayer),
+            // The host's file (a host box sees the host's /etc/ssl) with the addition, in the
+            // bundle's own root, bound read-only over the target.
+            FsOp::ExtendFile { .. } if image => return Err(BundleError::SecretsOnImage),
+            FsOp::ExtendFile { target, append } => {
+                let mut contents = std::fs::read_to_string(target).unwrap_or_default();
+                if !contents.is_empty() && !contents.ends_with('\n') {
+                    contents.push('\n');
+                }
+                contents.push_str(append);
+                let name = target.to_string_lossy().replace('/', "_");
+                let copy = self.layout.rootfs.join(".airlock/extended").join(name);
+                self.prep.push(Prep::File {
+                    path: copy.clone(),
+                    contents,
+                    boxed: false,
+                });
+                self.add_mount(Mount::bind(&copy, target, false), false);
+            }
         }
         Ok(())
     }

@@ -47,14 +47,16 @@ pub fn gvisor_host_main(control: OwnedFd, runsc: Result<Runsc, String>) -> i32 {
         _ => return 2,
     };
     let ToHost::Start {
-        policy,
+        mut policy,
         template,
         audit,
         network_events,
+        secret_values,
     } = start
     else {
         return 2;
     };
+    secret_values.restore(&mut policy);
     let runsc = match runsc {
         Ok(r) => r,
         Err(e) => {

@@ -13,6 +13,7 @@
 mod box_cgroup;
 mod cgroupfs;
 mod error;
+mod freezer;
 mod hierarchy;
 mod limits;
 mod parse;

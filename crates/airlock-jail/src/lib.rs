@@ -12,7 +12,7 @@ pub mod identity;
 pub mod idmap;
 mod init_memory;
 pub mod landlock;
-mod mount_attr;
+pub mod mount_attr;
 pub mod net;
 pub mod rlimits;
 pub mod rootfs;

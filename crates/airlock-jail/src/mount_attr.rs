@@ -4,10 +4,10 @@ use crate::sys::cvt_long;
 use std::ffi::CStr;
 use std::io;
 
-pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
-pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
-pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
-pub(crate) const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+pub const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
 
 #[repr(C)]
 struct MountAttr {
@@ -20,7 +20,7 @@ struct MountAttr {
 /// Sets `set` on the mount at `dirfd`/`path` (`AT_EMPTY_PATH` in `flags` for the descriptor
 /// itself; `AT_RECURSIVE` for every mount below it too). `userns_fd` is used with
 /// [`MOUNT_ATTR_IDMAP`].
-pub(crate) fn set(
+pub fn set(
     dirfd: libc::c_int,
     path: &CStr,
     flags: libc::c_int,

@@ -14,7 +14,8 @@ mod template_root;
 
 pub use build::enter;
 pub use plan::{
-    Cover, FsOp, HostFs, HostNode, NodeKind, RealHostFs, RootBase, RootfsPlan, ETC_ENTRIES,
+    protected_under, Cover, FsOp, HostFs, HostNode, NodeKind, RealHostFs, RootBase, RootfsPlan,
+    ETC_ENTRIES, PROC_MASKED, PROC_READ_ONLY,
 };
 use std::io;
 use std::path::PathBuf;

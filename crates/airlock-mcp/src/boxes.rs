@@ -120,6 +120,8 @@ pub struct BoxSlot {
     starter: Arc<dyn StartBox>,
     live: Option<LiveBox>,
     last_used: Instant,
+    /// The box is paused (frozen in place) until the next call.
+    paused: bool,
 }
 
 impl BoxSlot {
@@ -130,12 +132,22 @@ impl BoxSlot {
             starter,
             live: None,
             last_used: Instant::now(),
+            paused: false,
         }
     }
 
     /// The box, started now if there is none.
     pub fn get(&mut self) -> Result<&mut LiveBox, SandboxError> {
         self.last_used = Instant::now();
+        if self.paused {
+            self.paused = false;
+            if let Some(live) = self.live.as_mut() {
+                if live.sandbox.resume().is_err() {
+                    // A box that cannot be resumed is ended; this call starts a fresh one.
+                    self.end();
+                }
+            }
+        }
         if self.live.is_none() {
             let denials = (self.policy.network == NetworkMode::Proxy)
                 .then(|| Arc::new(DenialSink::default()));
@@ -158,10 +170,26 @@ impl BoxSlot {
 
     /// Ends the box (the next call starts a fresh one).
     pub fn end(&mut self) {
+        self.paused = false;
         if let Some(live) = self.live.take() {
             drop(live);
             self.starter.ended();
         }
+    }
+
+    /// Pauses the box in place (the native box's cgroup freezer, gVisor's and QEMU's own
+    /// pause: CPU given back, every process and variable kept) if it has not been used for
+    /// `idle`; the next call resumes it. Says whether it paused. A box that cannot pause keeps
+    /// running.
+    pub fn pause_if_idle(&mut self, idle: Duration) -> bool {
+        let Some(live) = self.live.as_mut() else {
+            return false;
+        };
+        if self.paused || self.last_used.elapsed() < idle || !live.sandbox.capabilities().pause {
+            return false;
+        }
+        self.paused = live.sandbox.pause().is_ok();
+        self.paused
     }
 
     /// Ends the box if it has not been used for `idle`; says whether it did.

@@ -14,6 +14,8 @@ fn event(decision: NetDecision, host: &str) -> NetworkEvent {
         bytes_up: 0,
         bytes_down: 0,
         duration_ms: 0.0,
+        intercepted: false,
+        secrets: Vec::new(),
     }
 }
 

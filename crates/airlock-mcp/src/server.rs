@@ -21,6 +21,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
+/// How long a session's box runs without a call before it is paused in place: a fifteenth of
+/// the idle timeout, between 1 s and 60 s (60 s with the default 15 min).
+pub fn pause_after(idle: Duration) -> Duration {
+    (idle / 15).clamp(Duration::from_secs(1), Duration::from_secs(60))
+}
+
 /// What the sessions of one `airlock mcp` (or one `/mcp` profile) share.
 pub struct SessionSettings {
     policy: ResolvedPolicy,
@@ -136,22 +142,25 @@ impl McpSession {
         }))
     }
 
-    /// Ends the box after `idle` without calls (checked a few times per idle period).
+    /// Pauses the box after [`pause_after`]`(idle)` without calls (the next call resumes it
+    /// with its state) and ends it after `idle` (checked a few times per period).
     fn start_reaper(&self, slot: &Arc<Mutex<BoxSlot>>) {
         if self.reaper.swap(true, Ordering::Relaxed) {
             return;
         }
         let weak: Weak<Mutex<BoxSlot>> = Arc::downgrade(slot);
         let idle = self.idle;
-        let every = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
+        let pause = pause_after(idle);
+        let every = (pause / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(every).await;
                 let Some(slot) = weak.upgrade() else { return };
                 let _ = tokio::task::spawn_blocking(move || {
-                    slot.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .end_if_idle(idle)
+                    let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+                    if !slot.end_if_idle(idle) {
+                        slot.pause_if_idle(pause);
+                    }
                 })
                 .await;
             }

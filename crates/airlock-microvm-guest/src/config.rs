@@ -6,6 +6,14 @@ use serde::{Deserialize, Serialize};
 pub const PORT_AGENT: &str = "airlock.agent";
 /// The virtio-serial port name of the egress proxy's door (multiplexed connections).
 pub const PORT_NET: &str = "airlock.net";
+/// The virtio-serial port name of the host's control channel (see [`CTL_DETACH`]).
+pub const PORT_CTL: &str = "airlock.ctl";
+/// Control word: unmount the box's 9p shares (and what covers them) for a checkpoint.
+pub const CTL_DETACH: &str = "detach-shares";
+/// Control word: mount them again (after the checkpoint, or in a VM restored from one).
+pub const CTL_ATTACH: &str = "attach-shares";
+/// The control port's answer when the word was done; otherwise `error: <sentence>`.
+pub const CTL_OK: &str = "ok";
 /// The line the init writes once its port is open and it waits for the config (a template
 /// snapshot is taken right after it).
 pub const INIT_WAITING: &str = "waiting";
@@ -24,7 +32,8 @@ pub struct GuestConfig {
     pub protect: Vec<String>,
     /// Paths inside the box hidden behind an empty read-only node.
     pub deny: Vec<String>,
-    /// Size cap of every writable tmpfs (/tmp, home, the root's writable layer), bytes.
+    /// Size cap of the one tmpfs holding /tmp, home, /dev/shm and the root's writable layer
+    /// together, bytes.
     pub disk_bytes: u64,
     /// Largest file a box process may write (RLIMIT_FSIZE).
     pub file_size: u64,

@@ -2,6 +2,7 @@
 //! a sentence on the agent port (and on the console).
 
 mod confine;
+mod ctl;
 mod door;
 mod modules;
 mod ports;

@@ -14,5 +14,6 @@ pub mod mux;
 pub mod init;
 
 pub use config::{
-    GuestConfig, GuestRoot, GuestShare, INIT_READY, INIT_WAITING, PORT_AGENT, PORT_NET,
+    GuestConfig, GuestRoot, GuestShare, CTL_ATTACH, CTL_DETACH, CTL_OK, INIT_READY, INIT_WAITING,
+    PORT_AGENT, PORT_CTL, PORT_NET,
 };

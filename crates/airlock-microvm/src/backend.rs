@@ -2,6 +2,7 @@
 
 use crate::box_plan::{self, BoxPlan};
 use crate::guest_files::GuestFiles;
+use crate::jail::{self, CoverKind, HostCover, VmmJail};
 use crate::microvm_box::{MicrovmBox, Placeholders};
 use crate::vm::{Accel, Vm, VmSpec};
 use crate::{accel, boot, image, initramfs, snapshot, MicrovmError};
@@ -86,6 +87,7 @@ impl MicrovmBackend {
             initramfs,
             shares: plan.shares.clone(),
             disk: plan.disk.clone(),
+            jail: VmmJail::for_caller(plan.covers.clone(), jail::empties(&files.cache)?),
         };
         Ok((files, plan, spec))
     }
@@ -154,7 +156,8 @@ impl MicrovmBackend {
         how: String,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
         let proxy = if plan.proxied {
-            let proxy = crate::egress::start(&airlock_policy_egress(&plan), opts)?;
+            let proxy =
+                crate::egress::start(&airlock_policy_egress(&plan), opts, &plan.box_writable)?;
             if let Some(net) = vm.net.take() {
                 crate::door::serve(net, proxy.local_addr()).map_err(|e| {
                     BackendError::Start(format!("cannot serve the box's network door: {e}"))
@@ -175,18 +178,67 @@ impl MicrovmBackend {
             accel: spec.accel,
             why: accel::choose(spec, &files.cache).why,
         };
-        let no_snapshot = (!spec.shares.is_empty()).then(|| {
-            "it has host directories mounted over 9p, whose state QEMU cannot save (only boxes of an image template without a workspace or grants can be snapshotted)".to_string()
-        });
+        let has_shares = !spec.shares.is_empty();
+        let mut ctl = vm.ctl.take();
+        if configure.is_none() && has_shares {
+            // Restored from a checkpoint: its shares were detached for the save.
+            let port = ctl
+                .as_mut()
+                .ok_or_else(|| BackendError::Start("the restored VM has no control port".into()))?;
+            crate::control::send(port, airlock_microvm_guest::CTL_ATTACH)?;
+        }
         Ok(Box::new(MicrovmBox {
             receipt: crate::receipt::receipt(&plan, template, &accel, &how),
             defaults: plan.defaults.clone(),
             agent: Some(agent),
             proxy,
-            no_snapshot,
+            ctl,
+            has_shares,
             _placeholders: placeholders,
             vm,
         }))
+    }
+}
+
+/// Makes the policy's missing protected paths (empty) on the host, so that QEMU's jail holds
+/// them read-only and the guest binds them like the existing ones, and the box cannot create
+/// them; they go with the box.
+fn placeholders(
+    policy: &ResolvedPolicy,
+    plan: &mut BoxPlan,
+    spec: &mut VmSpec,
+) -> Result<Placeholders, BackendError> {
+    let (made, covers) = airlock_native::create_placeholders(policy)
+        .map_err(|e| BackendError::Start(e.to_string()))?;
+    let placeholders = Placeholders(made);
+    plan.guest
+        .protect
+        .extend(covers.iter().map(|c| c.to_string_lossy().into_owned()));
+    let mounts = policy_mounts(policy);
+    let mounts: Vec<(&Path, &Path)> = mounts
+        .iter()
+        .map(|(a, b)| (a.as_path(), b.as_path()))
+        .collect();
+    spec.jail.covers.extend(covers.iter().filter_map(|c| {
+        box_plan::host_of(&mounts, c).map(|path| HostCover {
+            path,
+            kind: CoverKind::ReadOnly,
+        })
+    }));
+    Ok(placeholders)
+}
+
+/// The (inside, host) pairs of a policy's workspace and grants.
+fn policy_mounts(policy: &ResolvedPolicy) -> Vec<(PathBuf, PathBuf)> {
+    match &policy.filesystem {
+        airlock_policy::FilesystemPolicy::Isolated {
+            workspace, grants, ..
+        } => workspace
+            .iter()
+            .chain(grants.iter())
+            .map(|m| (m.inside.clone(), m.host.clone()))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -253,6 +305,10 @@ impl Backend for MicrovmBackend {
             initramfs,
             shares: Vec::new(),
             disk: None,
+            jail: VmmJail::for_caller(
+                Vec::new(),
+                jail::empties(&files.cache).map_err(|e| e.to_string())?,
+            ),
         };
         let choice = accel::choose(&spec, &files.cache);
         let mut spec = spec;
@@ -288,14 +344,17 @@ impl Backend for MicrovmBackend {
         template: &Template,
         opts: &StartOptions,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
-        let (files, plan, mut spec) = self.prepare(policy, template)?;
+        let (files, mut plan, mut spec) = self.prepare(policy, template)?;
         spec.accel = accel::choose(&spec, &files.cache).accel;
+        // The checkpointed box's placeholders went with it: made again before QEMU starts, so
+        // its jail holds them and the guest binds them when it attaches the shares.
+        let placeholders = placeholders(policy, &mut plan, &mut spec)?;
         let path = snapshot::in_checkpoint(dir);
         let vm = boot::start_vm(&spec, Some(snapshot::open(&path)?))?;
         self.finish(
             vm,
             None,
-            (files, plan, Placeholders::default()),
+            (files, plan, placeholders),
             &spec,
             template,
             opts,
@@ -309,6 +368,13 @@ impl Backend for MicrovmBackend {
         template: &Template,
         opts: &StartOptions,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
+        if !policy.secrets.is_empty() {
+            // Fails closed: the guest builds its own root, and its trust bundle does not yet
+            // get the box's CA.
+            return Err(BackendError::Invalid(
+                "secrets (--secret) are not yet held for microvm boxes: the guest's trust store does not get the box's CA; use --backend native or gvisor".into(),
+            ));
+        }
         if policy.backend != BackendKind::Microvm {
             return Err(BackendError::Invalid(format!(
                 "the policy asks for the {} backend, not microvm",
@@ -317,14 +383,7 @@ impl Backend for MicrovmBackend {
         }
         let (files, mut plan, mut spec) = self.prepare(policy, template)?;
         spec.accel = accel::choose(&spec, &files.cache).accel;
-        // Missing protected paths are made (empty) on the host first, so the guest binds them
-        // read-only like the existing ones and the box cannot create them; they go with the box.
-        let (made, covers) = airlock_native::create_placeholders(policy)
-            .map_err(|e| BackendError::Start(e.to_string()))?;
-        let placeholders = Placeholders(made);
-        plan.guest
-            .protect
-            .extend(covers.iter().map(|c| c.to_string_lossy().into_owned()));
+        let placeholders = placeholders(policy, &mut plan, &mut spec)?;
         let ready = match self.pool.take(&spec) {
             Some(vm) => Ready {
                 vm,

@@ -2,6 +2,7 @@
 //! attaches, the guest's config line, the VM's size and the commands' defaults. Pure data; a
 //! policy the VM cannot enforce as written is refused here, never downgraded.
 
+use crate::jail::{CoverKind, HostCover, VMM_GID, VMM_UID};
 use crate::vm::Share;
 use crate::MicrovmError;
 use airlock_microvm_guest::{GuestConfig, GuestRoot, GuestShare};
@@ -32,6 +33,11 @@ pub struct BoxPlan {
     pub proxied: bool,
     /// The allowlist of a proxied box.
     pub egress: airlock_policy::Egress,
+    /// Host paths QEMU's mount namespace pins, holds read-only or hides.
+    pub covers: Vec<HostCover>,
+    /// The host directories the box can write (the audit file is never opened through a
+    /// symlink in them).
+    pub box_writable: Vec<PathBuf>,
 }
 
 fn refuse(msg: &str) -> MicrovmError {
@@ -83,9 +89,7 @@ pub fn plan(
                 host: "/usr".into(),
                 read_only: true,
             });
-            // SAFETY: geteuid and getegid cannot fail.
-            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-            let etc = crate::etc_stage::staged(cache, INSIDE_USER, uid, gid, INSIDE_HOME)?;
+            let etc = crate::etc_stage::staged(cache, INSIDE_USER, VMM_UID, VMM_GID, INSIDE_HOME)?;
             shares.push(Share {
                 tag: "etc".into(),
                 host: etc,
@@ -108,7 +112,19 @@ pub fn plan(
     };
     let mut guest_shares = Vec::new();
     let mut protect = Vec::new();
+    let mut covers = Vec::new();
     for m in workspace.iter().chain(grants.iter()) {
+        if m.access == Access::ReadWrite && m.protect && m.host.is_dir() {
+            let (pins, paths) = airlock_jail::rootfs::protected_under(&m.host);
+            covers.extend(pins.into_iter().map(|path| HostCover {
+                path,
+                kind: CoverKind::Pin,
+            }));
+            covers.extend(paths.into_iter().map(|path| HostCover {
+                path,
+                kind: CoverKind::ReadOnly,
+            }));
+        }
         let tag = format!("s{}", guest_shares.len());
         let read_only = m.access == Access::ReadOnly;
         shares.push(Share {
@@ -138,9 +154,27 @@ pub fn plan(
             env.entry(k).or_insert(v);
         }
     }
+    let mut mounts: Vec<(&Path, &Path)> = workspace
+        .iter()
+        .chain(grants.iter())
+        .map(|m| (m.inside.as_path(), m.host.as_path()))
+        .collect();
+    if matches!(template, Template::Host) {
+        mounts.push((Path::new("/usr"), Path::new("/usr")));
+    }
+    for d in deny {
+        if let Some(path) = host_of(&mounts, d) {
+            covers.push(HostCover {
+                path,
+                kind: CoverKind::Hide,
+            });
+        }
+    }
     let cwd = policy.cwd.to_string_lossy().into_owned();
-    // SAFETY: geteuid and getegid cannot fail.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    // The box user is uid 1000 (E2B's `user`), whoever runs airlock: QEMU's user namespace maps
+    // 1000 to the caller, so the caller's files are the box user's, and the guest's chown and
+    // chmod live in xattrs (mapped-xattr) instead of reaching the host.
+    let (uid, gid) = (VMM_UID, VMM_GID);
     let guest = GuestConfig {
         root,
         shares: guest_shares,
@@ -169,7 +203,24 @@ pub fn plan(
         defaults: CommandDefaults { env, cwd },
         proxied,
         egress: policy.egress.clone(),
+        covers,
+        box_writable: airlock_native::box_writable_roots(policy),
     })
+}
+
+/// The host path of `inside` through the share mounted deepest above it, if any.
+pub fn host_of(mounts: &[(&Path, &Path)], inside: &Path) -> Option<PathBuf> {
+    mounts
+        .iter()
+        .filter_map(|(at, host)| inside.strip_prefix(at).ok().map(|rest| (at, host, rest)))
+        .max_by_key(|(at, _, _)| at.components().count())
+        .map(|(_, host, rest)| {
+            if rest.as_os_str().is_empty() {
+                host.to_path_buf()
+            } else {
+                host.join(rest)
+            }
+        })
 }
 
 /// The host's top-level links into `/usr` (`bin` → `usr/bin` on merged-usr systems).
@@ -181,4 +232,33 @@ fn host_links() -> Vec<(String, String)> {
         }
     }
     links
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+    use std::path::Path;
+
+    #[test]
+    fn an_inside_path_maps_through_the_deepest_share_above_it() {
+        let mounts = [
+            (Path::new("/w"), Path::new("/host/ws")),
+            (Path::new("/w/data"), Path::new("/srv/data")),
+        ];
+        assert_eq!(
+            host_of(&mounts, Path::new("/w/.git/config")).unwrap(),
+            Path::new("/host/ws/.git/config")
+        );
+        assert_eq!(
+            host_of(&mounts, Path::new("/w/data/secret")).unwrap(),
+            Path::new("/srv/data/secret")
+        );
+        assert_eq!(
+            host_of(&mounts, Path::new("/w/data")).unwrap(),
+            Path::new("/srv/data")
+        );
+        // Not under any share (and `/wx` is not under `/w`).
+        assert_eq!(host_of(&mounts, Path::new("/wx/f")), None);
+        assert_eq!(host_of(&mounts, Path::new("/etc/shadow")), None);
+    }
 }

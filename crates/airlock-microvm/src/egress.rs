@@ -19,19 +19,20 @@ pub fn rules(egress: &Egress) -> Result<EgressRules, MicrovmError> {
     .map_err(|e| MicrovmError::Invalid(format!("invalid network allowlist: {e}")))
 }
 
-/// Starts the proxy for a box with `egress`, reporting to `opts`' sink and audit file.
-pub fn start(egress: &Egress, opts: &StartOptions) -> Result<ProxyHandle, MicrovmError> {
+/// Starts the proxy for a box with `egress`, reporting to `opts`' sink and audit file. The
+/// audit file is opened as every box kind opens it: never through a symlink in a directory a
+/// box can write (`box_writable`), which a box could have planted to pick the file appended to.
+pub fn start(
+    egress: &Egress,
+    opts: &StartOptions,
+    box_writable: &[std::path::PathBuf],
+) -> Result<ProxyHandle, MicrovmError> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
         .map_err(|e| MicrovmError::io("cannot listen for the box's proxy", e))?;
     let audit = match &opts.audit_file {
         Some(path) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| {
-                    MicrovmError::io(format!("cannot open the audit file {}", path.display()), e)
-                })?,
+            airlock_native::open_output(path, airlock_native::OutputMode::Append, box_writable)
+                .map_err(|e| MicrovmError::Invalid(e.to_string()))?,
         ),
         None => None,
     };
@@ -47,6 +48,7 @@ pub fn start(egress: &Egress, opts: &StartOptions) -> Result<ProxyHandle, Microv
         connect_timeout: Duration::from_secs(30),
         audit,
         on_event,
+        intercept: None,
     };
     airlock_proxy::server::start(listener, config)
         .map_err(|e| MicrovmError::io("cannot start the box's proxy", e))

@@ -15,6 +15,8 @@ pub enum MicrovmError {
         #[source]
         source: std::io::Error,
     },
+    #[error("QEMU cannot be started in its jail (a user namespace of its own where it has no host privilege, and a mount namespace holding the shares' protected paths read-only): {0}. The microvm backend needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, and no AppArmor rule denying them)")]
+    Jail(#[source] std::io::Error),
     #[error("the VM did not come up: {0}")]
     Boot(String),
     #[error("QEMU's monitor refused {command}: {message}")]

@@ -23,7 +23,10 @@ pub fn cached(cache: &Path, template: &ImageTemplate) -> Result<PathBuf, Microvm
             template.name
         )));
     }
-    let path = cache.join("templates").join(format!("{digest}.erofs"));
+    // `u1000`: the files are the box user's (an image made before that was root's).
+    let path = cache
+        .join("templates")
+        .join(format!("{digest}.u1000.erofs"));
     if path.is_file() {
         return Ok(path);
     }
@@ -35,9 +38,13 @@ pub fn cached(cache: &Path, template: &ImageTemplate) -> Result<PathBuf, Microvm
         )));
     }
     let tmp = crate::cache::temp_beside(&path)?;
-    // Files owned by root with one fixed time: the image depends only on the tree's content.
+    // Files owned by the box user (uid 1000, as a native box on the template sees them: the
+    // template's tree is the caller's, mapped to that user) with one fixed time: the image
+    // depends only on the tree's content, and holds no set-ID-root file.
+    let uid = format!("--force-uid={}", airlock_policy::INSIDE_UID);
+    let gid = format!("--force-gid={}", airlock_policy::INSIDE_GID);
     let out = Command::new("mkfs.erofs")
-        .args(["--quiet", "--all-root", "-T0"])
+        .args(["--quiet", &uid, &gid, "-T0"])
         .arg(&tmp)
         .arg(&template.rootfs)
         .output();

@@ -19,8 +19,10 @@ pub struct MicrovmBox {
     pub(crate) defaults: CommandDefaults,
     pub(crate) agent: Option<UnixStream>,
     pub(crate) proxy: Option<ProxyHandle>,
-    /// Why the box cannot be snapshotted, if it cannot (live host shares are mounted).
-    pub(crate) no_snapshot: Option<String>,
+    /// The init's control port.
+    pub(crate) ctl: Option<UnixStream>,
+    /// Whether the box has 9p shares, detached around a checkpoint.
+    pub(crate) has_shares: bool,
     /// The protected paths made empty on the host for this box, removed when it ends.
     pub(crate) _placeholders: Placeholders,
 }
@@ -89,7 +91,7 @@ impl BoxInstance for MicrovmBox {
         Capabilities {
             live_egress: self.proxy.is_some(),
             pause: true,
-            checkpoint: self.no_snapshot.is_none().then_some(CheckpointKind::Memory),
+            checkpoint: Some(CheckpointKind::Memory),
         }
     }
 
@@ -118,14 +120,32 @@ impl BoxInstance for MicrovmBox {
         dir: &std::path::Path,
         opts: &CheckpointOptions,
     ) -> Result<Checkpoint, BackendError> {
-        if let Some(why) = &self.no_snapshot {
-            return Err(unsupported("take a checkpoint", why.clone()));
+        if let Some(end) = self.ended() {
+            return Err(BackendError::Ended(end.reason));
+        }
+        // QEMU refuses to save a VM with a 9p export attached: the guest detaches its shares
+        // for the save (refused while a box process has a file open there) and attaches them
+        // again after it; the checkpoint holds none of the host's files, only the VM's state
+        // (its RAM holds the writable layer, /tmp and home, so every restore has its own copy).
+        if self.has_shares {
+            let port = self
+                .ctl
+                .as_mut()
+                .ok_or_else(|| BackendError::Host("the box has no control port".into()))?;
+            crate::control::send(port, airlock_microvm_guest::CTL_DETACH)
+                .map_err(|e| unsupported("take a checkpoint", e.to_string()))?;
         }
         let path = crate::snapshot::in_checkpoint(dir);
-        crate::snapshot::save(&mut self.vm, &path, opts.then_stop).map_err(BackendError::from)?;
-        if opts.then_stop {
+        let saved = crate::snapshot::save(&mut self.vm, &path, opts.then_stop);
+        if opts.then_stop && saved.is_ok() {
             self.vm.kill();
+        } else if self.has_shares {
+            if let Some(port) = self.ctl.as_mut() {
+                crate::control::send(port, airlock_microvm_guest::CTL_ATTACH)
+                    .map_err(BackendError::from)?;
+            }
         }
+        saved.map_err(BackendError::from)?;
         Ok(Checkpoint {
             kind: CheckpointKind::Memory,
             mechanism: "qemu-migration".into(),

@@ -28,9 +28,13 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
     );
     r.add(
         "vmm",
-        LayerStatus::Fallback,
-        "QEMU's own seccomp filter (-sandbox: no exec, no privilege changes)",
-        "QEMU runs as the calling user with no namespaces or cgroup of its own (no jailer yet); a VMM escape lands with that user's rights",
+        LayerStatus::Enforced,
+        "QEMU jailed: a user namespace of its own, a mount namespace of its own, its seccomp filter",
+        format!(
+            "QEMU is uid {} in a user namespace mapping only that uid to the caller's (no capability on the host, even when airlock runs as root); in its mount namespace the protected paths of writable shares are read-only binds and their directories (.git) pinned mount points{}; -sandbox forbids exec and privilege changes; a VMM escape lands with the caller's rights and no more (no cgroup of its own yet)",
+            crate::jail::VMM_UID,
+            if plan.covers.is_empty() { " (none here)" } else { "" }
+        ),
     );
     let root = match template {
         Template::Host => "the host's /usr and selected /etc entries over read-only 9p (QEMU refuses writes), a read-only tmpfs root".to_string(),
@@ -57,7 +61,7 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
         LayerStatus::Enforced,
         "virtio-9p shares and a guest-built root",
         format!(
-            "{root}; shares: {}; protected paths under writable shares bound read-only by the guest kernel (existing ones); the box has no capabilities to undo a mount",
+            "{root}; shares: {}; writable shares use QEMU's mapped-xattr model: the guest's modes, owners, set-ID bits, symlinks and device nodes are xattrs of plain host files (0644/0755), never the host's own metadata, and the host's symlinks inside them do not resolve in the guest; protected paths are read-only both in QEMU's mount namespace (holds against a compromised guest kernel) and in the guest; the box has no capabilities to undo a mount",
             if shares.is_empty() { "none".to_string() } else { shares.join(", ") }
         ),
     );
@@ -81,7 +85,7 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
         LayerStatus::Enforced,
         "the VM's size and the guest kernel",
         format!(
-            "memory: {} MiB of guest RAM; vCPUs: {}; processes: {}; /tmp, home and the writable layer: tmpfs capped at {} bytes each",
+            "memory: {} MiB of guest RAM; vCPUs: {}; processes: {}; /tmp, home, /dev/shm and the writable layer: one tmpfs capped at {} bytes together (the workspace and writable grants are live host directories, not counted in it)",
             plan.memory_mib,
             plan.vcpus,
             plan.guest.pids.map_or("uncapped".to_string(), |p| format!("{p} (guest pids cgroup)")),
@@ -91,7 +95,7 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
     r.add(
         "privileges",
         LayerStatus::Enforced,
-        "chroot, empty capability sets, locked securebits, no_new_privs",
+        "chroot, empty capability sets, locked securebits, no_new_privs, the native box's seccomp filter, hidepid /proc",
         format!(
             "the agent and everything it runs have uid {} inside the guest and no capabilities",
             plan.guest.uid

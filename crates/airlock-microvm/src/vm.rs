@@ -54,6 +54,8 @@ pub struct VmSpec {
     pub shares: Vec<Share>,
     /// The read-only root image (templates), as the first virtio disk.
     pub disk: Option<PathBuf>,
+    /// The user and mount namespaces QEMU runs in.
+    pub jail: crate::jail::VmmJail,
 }
 
 /// The descriptor numbers QEMU finds its channels at.
@@ -62,6 +64,7 @@ const FD_QMP: i32 = 4;
 const FD_CONSOLE: i32 = 5;
 const FD_NET: i32 = 6;
 const FD_INCOMING: i32 = 7;
+const FD_CTL: i32 = 8;
 
 /// Largest console tail kept for error messages.
 const CONSOLE_TAIL: usize = 8 * 1024;
@@ -138,6 +141,14 @@ impl VmSpec {
                 airlock_microvm_guest::PORT_AGENT
             ),
         ]);
+        push(&["-chardev", &format!("socket,id=ctl,fd={FD_CTL}")]);
+        push(&[
+            "-device",
+            &format!(
+                "virtserialport,chardev=ctl,name={}",
+                airlock_microvm_guest::PORT_CTL
+            ),
+        ]);
         push(&["-chardev", &format!("socket,id=net,fd={FD_NET}")]);
         push(&[
             "-device",
@@ -147,9 +158,17 @@ impl VmSpec {
             ),
         ]);
         for (i, s) in self.shares.iter().enumerate() {
-            let ro = if s.read_only { ",readonly=on" } else { "" };
+            // A writable share keeps the guest's modes, owners, set-ID bits, device nodes and
+            // symlinks in xattrs of plain host files (0644/0755, owned by QEMU's user): nothing
+            // the guest does to metadata reaches the host's. A read-only one is QEMU-refused
+            // writes over the host's own metadata (its symlinks must resolve).
+            let model = if s.read_only {
+                "security_model=none,readonly=on"
+            } else {
+                "security_model=mapped-xattr,fmode=0644,dmode=0755"
+            };
             let fsdev = format!(
-                "local,id=fs{i},path={},security_model=none{ro}",
+                "local,id=fs{i},path={},{model}",
                 escape(&s.host.display().to_string())
             );
             push(&["-fsdev", &fsdev]);
@@ -210,6 +229,8 @@ pub struct Vm {
     pub agent: Option<UnixStream>,
     /// The host end of the egress door's port.
     pub net: Option<UnixStream>,
+    /// The host end of the init's control port (detaching shares around a checkpoint).
+    pub ctl: Option<UnixStream>,
     console: Arc<Mutex<Vec<u8>>>,
 }
 
@@ -226,7 +247,9 @@ impl Vm {
         let (qmp, qmp_q) = pair()?;
         let (console, console_q) = pair()?;
         let (net, net_q) = pair()?;
+        let (ctl, ctl_q) = pair()?;
         let mut fds: Vec<(OwnedFd, i32)> = vec![
+            (ctl_q.into(), FD_CTL),
             (agent_q.into(), FD_AGENT),
             (qmp_q.into(), FD_QMP),
             (console_q.into(), FD_CONSOLE),
@@ -248,8 +271,10 @@ impl Vm {
             .env_clear()
             .process_group(0);
         let raw: Vec<(i32, i32)> = fds.iter().map(|(fd, at)| (fd.as_raw_fd(), *at)).collect();
-        // SAFETY: in the forked child before exec: prctl, getppid, dup2 and fcntl are
-        // async-signal-safe and nothing is allocated (`raw` was built before the fork).
+        let jail = spec.jail.prepare()?;
+        // SAFETY: in the forked child before exec: prctl, dup2, fcntl and the jail's unshare,
+        // open, write and mount calls are async-signal-safe and nothing is allocated (`raw` and
+        // `jail` were built before the fork).
         unsafe {
             cmd.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) == -1 {
@@ -258,7 +283,7 @@ impl Vm {
                 // Each source is first moved above the targets, so no dup2 clobbers another.
                 let mut high = [0i32; 8];
                 for (i, (fd, _)) in raw.iter().enumerate() {
-                    high[i] = libc::fcntl(*fd, libc::F_DUPFD, 100);
+                    high[i] = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 100);
                     if high[i] == -1 {
                         return Err(std::io::Error::last_os_error());
                     }
@@ -269,11 +294,15 @@ impl Vm {
                     }
                     libc::fcntl(*at, libc::F_SETFD, 0);
                 }
-                Ok(())
+                jail.enter()
             });
         }
-        let mut child = starter::spawn(cmd)
-            .map_err(|e| MicrovmError::NoQemu(format!("{}: {e}", spec.qemu.display())))?;
+        let mut child = starter::spawn(cmd).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                MicrovmError::NoQemu(format!("{}: {e}", spec.qemu.display()))
+            }
+            _ => MicrovmError::Jail(e),
+        })?;
         drop(fds);
         let pid = child.id();
         let tail = Arc::new(Mutex::new(Vec::new()));
@@ -301,6 +330,7 @@ impl Vm {
             qmp,
             agent: Some(agent),
             net: Some(net),
+            ctl: Some(ctl),
             console: tail,
         })
     }

@@ -20,7 +20,12 @@ struct Pool {
 }
 
 fn key(spec: &VmSpec) -> String {
-    format!("{} {}", spec.qemu.display(), spec.args(true).join(" "))
+    format!(
+        "{} {} {:?}",
+        spec.qemu.display(),
+        spec.args(true).join(" "),
+        spec.jail
+    )
 }
 
 impl WarmPool {
@@ -42,6 +47,11 @@ impl WarmPool {
     /// Restores a VM for `spec` in the background when its command line has been asked for
     /// more than once and none is waiting (`restore` makes it; a failure leaves no VM).
     pub fn refill(&self, spec: &VmSpec, restore: impl FnOnce() -> Option<Vm> + Send + 'static) {
+        // A jail's binds hold the inodes of the moment QEMU starts: a VM kept for later would
+        // guard a `.git/config` the host has since replaced, or a placeholder since removed.
+        if !spec.jail.covers.is_empty() {
+            return;
+        }
         let k = key(spec);
         {
             let pool = self.inner.lock().unwrap_or_else(PoisonError::into_inner);

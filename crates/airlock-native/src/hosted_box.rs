@@ -200,6 +200,7 @@ impl HostedBox {
             template: Box::new(template.clone()),
             audit: opts.audit_file.clone(),
             network_events: opts.network_events.is_some(),
+            secret_values: airlock_policy::SecretValues::of(policy),
         };
         if let Err(e) = send(&control, &start) {
             return Err(fail(&mut child, e));

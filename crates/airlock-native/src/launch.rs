@@ -73,6 +73,10 @@ impl Launch<'_> {
             return Err(RunError::ChangesNeedOneShot);
         }
         plan.spec.main = main;
+        let interceptor = crate::box_secrets::interceptor(policy)?;
+        if let Some(i) = &interceptor {
+            crate::box_secrets::extend_trust(plan.spec.rootfs.as_mut(), i)?;
+        }
         let idmapped_trees = idmap_grants(&mut plan, policy.fail_if_unavailable)?;
         let audit = match (self.audit, &plan.egress) {
             (Some(path), Some(_)) => Some(
@@ -146,6 +150,7 @@ impl Launch<'_> {
                         connect_timeout: Duration::from_secs(30),
                         audit,
                         on_event: self.on_event.clone(),
+                        intercept: interceptor,
                     };
                     match airlock_proxy::server::start(listener, config) {
                         Ok(p) => Some(p),

@@ -11,6 +11,7 @@
 //!
 //! [`Receipt`]: airlock_runtime::Receipt
 
+mod box_secrets;
 mod changes;
 mod control;
 mod hosted_box;
@@ -31,6 +32,9 @@ mod supervisor;
 mod test_dir;
 
 pub use airlock_runtime::attached::{RunOptions, StdinMode};
+pub use box_secrets::{
+    add_receipt as add_secrets_receipt, extend_trust, interceptor, SecretsSetupError,
+};
 pub use control::{ControlMessage, ControlReader};
 pub use hosted_box::HostProcess;
 pub use native_backend::{probe_policy, NativeBackend};

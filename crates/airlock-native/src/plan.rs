@@ -459,6 +459,8 @@ impl BoxPlan {
             }
         }
 
+        crate::box_secrets::add_receipt(&mut receipt, policy);
+
         // Resources: cgroups where this host lets us, rlimits otherwise.
         let why = support.reason.clone().unwrap_or_default();
         let mut cg = CgroupLimits::default();
@@ -576,6 +578,12 @@ impl BoxPlan {
                 if !env_pairs.iter().any(|(n, _)| *n == k) {
                     env_pairs.push((k, v));
                 }
+            }
+        }
+        if !policy.secrets.is_empty() {
+            for (k, v) in airlock_proxy::intercept::box_trust_env() {
+                env_pairs.retain(|(n, _)| *n != k);
+                env_pairs.push((k, v));
             }
         }
         let names: Vec<&str> = env_pairs.iter().map(|(k, _)| k.as_str()).collect();

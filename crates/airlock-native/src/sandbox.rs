@@ -209,6 +209,32 @@ impl Sandbox {
         }
     }
 
+    fn cgroup(&self) -> Result<&airlock_jail::cgroup::BoxCgroup, String> {
+        self.started
+            .as_ref()
+            .and_then(|s| s.cgroup.as_ref())
+            .ok_or_else(|| {
+                "the box has no cgroup (it was started without limits), so nothing can freeze it"
+                    .to_string()
+            })
+    }
+
+    /// Whether the box can be frozen in place, and if not, why.
+    pub fn can_freeze(&self) -> Result<(), String> {
+        self.cgroup()?.can_freeze()
+    }
+
+    /// Freezes every process of the box (the cgroup freezer): CPU given back at once, memory
+    /// left resident. Returns once all are frozen.
+    pub fn freeze(&self) -> Result<(), String> {
+        self.cgroup()?.freeze().map_err(|e| e.to_string())
+    }
+
+    /// Continues a frozen box.
+    pub fn thaw(&self) -> Result<(), String> {
+        self.cgroup()?.thaw().map_err(|e| e.to_string())
+    }
+
     /// What the box enforces.
     pub fn receipt(&self) -> Option<&Receipt> {
         self.started.as_ref().map(|s| &s.receipt)

@@ -10,7 +10,7 @@
 //! they happen, between replies.
 
 use crate::sandbox::{Sandbox, SandboxOptions};
-use airlock_policy::{Egress, ResolvedPolicy};
+use airlock_policy::{Egress, ResolvedPolicy, SecretValues};
 use airlock_runtime::backend::{
     Capabilities, NetDecision, NetProtocol, NetworkEvent, Template, Usage,
 };
@@ -39,6 +39,9 @@ pub enum ToHost {
         audit: Option<PathBuf>,
         /// Send each network decision as a `network` message.
         network_events: bool,
+        /// The values of the policy's secrets (the policy is serialized without them).
+        #[serde(default)]
+        secret_values: SecretValues,
     },
     /// Replace the egress allowlist (proxied boxes).
     Egress {
@@ -101,6 +104,7 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
         protocol: match e.protocol {
             "connect" => NetProtocol::Connect,
             "socks5" => NetProtocol::Socks5,
+            "https" => NetProtocol::Https,
             _ => NetProtocol::Http,
         },
         host: e.host.clone(),
@@ -117,6 +121,8 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
         bytes_up: e.bytes_up,
         bytes_down: e.bytes_down,
         duration_ms: e.duration_ms,
+        intercepted: e.intercepted,
+        secrets: e.secrets.clone(),
     }
 }
 
@@ -135,12 +141,16 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
         match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf) {
             Ok((n, _)) if n > 0 => match serde_json::from_slice::<ToHost>(&buf[..n]) {
                 Ok(ToHost::Start {
-                    policy,
+                    mut policy,
                     template,
                     audit,
                     network_events,
+                    secret_values,
                 }) => match template.agrees_with(&policy) {
-                    Ok(()) => (policy, audit, network_events),
+                    Ok(()) => {
+                        secret_values.restore(&mut policy);
+                        (policy, audit, network_events)
+                    }
                     Err(why) => {
                         refuse(&control, why);
                         return 2;
@@ -157,6 +167,10 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
             },
             _ => return 2,
         };
+    // The start message held the secrets' values.
+    // (As a slice: zeroizing the Vec itself would also empty it, and the next request would be
+    // read into no buffer at all, ending the host.)
+    zeroize::Zeroize::zeroize(buf.as_mut_slice());
     let on_event: Option<airlock_proxy::audit::EventSink> = network_events.then(|| {
         let control = Arc::clone(&control);
         let sink: airlock_proxy::audit::EventSink = Arc::new(move |e| {
@@ -197,7 +211,11 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
         receipt,
         env,
         cwd,
-        capabilities: None,
+        capabilities: Some(Capabilities {
+            live_egress: policy.network == airlock_policy::NetworkMode::Proxy,
+            pause: sandbox.can_freeze().is_ok(),
+            checkpoint: None,
+        }),
     };
     if send(&control, &started, Some(stream.as_raw_fd())).is_err() {
         return 1;
@@ -206,6 +224,13 @@ pub fn sandbox_host_main(control: OwnedFd) -> i32 {
     serve(&control, &mut sandbox, &mut buf);
     sandbox.close();
     0
+}
+
+fn done(result: Result<(), String>) -> FromHost {
+    match result {
+        Ok(()) => FromHost::Ok {},
+        Err(message) => FromHost::Error { message },
+    }
 }
 
 /// Answers requests until told to kill the box, the box ends, or the owner goes away.
@@ -265,9 +290,8 @@ fn serve(control: &OwnedFd, sandbox: &mut Sandbox, buf: &mut [u8]) {
             Ok(ToHost::Start { .. }) => FromHost::Error {
                 message: "the sandbox is already started".into(),
             },
-            Ok(ToHost::Pause {} | ToHost::Resume {}) => FromHost::Error {
-                message: "a native box cannot pause yet".into(),
-            },
+            Ok(ToHost::Pause {}) => done(sandbox.freeze()),
+            Ok(ToHost::Resume {}) => done(sandbox.thaw()),
             Err(e) => FromHost::Error {
                 message: format!("bad control message: {e}"),
             },

@@ -233,6 +233,12 @@ impl Work {
         // straggler still in the cgroup, then remove the directories.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
         for dir in &self.cgroups {
+            // A paused box is frozen: its processes act on SIGKILL only once thawed.
+            for (file, thawed) in [("freezer.state", "THAWED"), ("cgroup.freeze", "0")] {
+                if dir.join(file).exists() {
+                    let _ = std::fs::write(dir.join(file), thawed);
+                }
+            }
             while std::time::Instant::now() < deadline {
                 let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
                 for pid in procs

@@ -36,6 +36,8 @@ pub enum RunError {
     Stdio(#[source] io::Error),
     #[error("cannot open the audit file: {0}")]
     Audit(#[source] crate::output_file::OutputFileError),
+    #[error(transparent)]
+    Secrets(#[from] crate::box_secrets::SecretsSetupError),
     #[error("cannot start the egress proxy: {0}")]
     Proxy(#[source] io::Error),
     #[error("cannot prepare the channel for the workspace's change layer: {0}")]

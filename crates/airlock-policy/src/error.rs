@@ -32,6 +32,8 @@ pub enum PolicyError {
     EnvName { value: String },
     #[error("{0}")]
     Conflict(String),
+    #[error("secret {name}: {reason}")]
+    Secret { name: String, reason: String },
     #[error("{flag} needs --net proxy (the allowlist and its limits are enforced by airlock's egress proxy); add --net proxy")]
     NeedsProxy { flag: &'static str },
 }

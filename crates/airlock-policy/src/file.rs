@@ -1,7 +1,8 @@
 //! The policy file (TOML) and its merge with command-line flags.
 
 use crate::{
-    BackendKind, ChangesMode, DurationValue, NetworkMode, PolicyError, Profile, SizeValue,
+    BackendKind, ChangesMode, DurationValue, NetworkMode, PolicyError, Profile, SecretEntry,
+    SizeValue,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -38,6 +39,9 @@ use std::path::Path;
 /// [env]
 /// pass = ["GITHUB_ACTIONS"]
 /// set = { RUST_LOG = "debug" }
+/// [secrets]  # held by the egress proxy; the box sees a placeholder
+/// OPENAI_API_KEY = { hosts = ["api.openai.example"], from = "env:OPENAI_API_KEY" }
+/// GH_TOKEN = { hosts = ["api.github.example"], from = "file:/run/keys/gh", body = false }
 /// ```
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,6 +64,10 @@ pub struct PolicyFile {
     pub limits: LimitsSection,
     #[serde(default)]
     pub env: EnvSection,
+    /// Secrets the proxy adds to requests to their hosts; the variable `NAME` in the box holds
+    /// a placeholder. Needs `network.mode = "proxy"`.
+    #[serde(default)]
+    pub secrets: BTreeMap<String, SecretEntry>,
 }
 
 /// Extra host paths.
@@ -193,6 +201,8 @@ impl PolicyFile {
         pick(&mut l.file_size, o.file_size);
         self.env.pass.extend(over.env.pass);
         self.env.set.extend(over.env.set);
+        // A secret named again (e.g. by a flag) replaces the file's entry of that name.
+        self.secrets.extend(over.secrets);
         self
     }
 }

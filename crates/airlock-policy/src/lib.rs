@@ -16,6 +16,7 @@ mod file;
 mod profile;
 mod protected;
 mod resolve;
+mod secrets;
 mod units;
 
 pub use backend::BackendKind;
@@ -28,5 +29,9 @@ pub use resolve::{
     redirected_grants, resolve, Access, Egress, FilesystemPolicy, HostView, Limits, Mount,
     ResolveContext, ResolvedPolicy, RootTemplate, DEFAULT_PATH, INSIDE_GID, INSIDE_HOME,
     INSIDE_UID, INSIDE_USER,
+};
+pub use secrets::{
+    new_placeholder, with_port, SecretBinding, SecretEntry, SecretSource, SecretValue,
+    SecretValues, SECRET_DEFAULT_PORT,
 };
 pub use units::{parse_duration, parse_size, DurationValue, SizeValue};

@@ -1,6 +1,8 @@
 //! Turning a [`PolicyFile`] (profile + file + flags) into the [`ResolvedPolicy`] a backend enforces.
 
-use crate::{BackendKind, ChangesMode, NetworkMode, PolicyError, PolicyFile, Profile};
+use crate::{
+    BackendKind, ChangesMode, NetworkMode, PolicyError, PolicyFile, Profile, SecretBinding,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -33,6 +35,14 @@ pub trait HostView {
     fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf>;
     /// Whether the path is a directory (following symlinks).
     fn is_dir(&self, path: &Path) -> bool;
+    /// The content of a secret's file (`from = "file:PATH"`). Hosts that cannot read files
+    /// refuse, so such a secret is an error rather than an empty value.
+    fn read_secret(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            format!("{} cannot be read here", path.display()),
+        ))
+    }
 }
 
 /// Inputs of [`resolve`] that come from the caller rather than the policy.
@@ -169,6 +179,10 @@ pub struct ResolvedPolicy {
     /// How a writable workspace's changes reach the host.
     #[serde(default = "direct")]
     pub changes: ChangesMode,
+    /// Secrets the box's proxy adds to requests to their hosts (only with
+    /// `NetworkMode::Proxy`); each one's variable is in `env` with its placeholder.
+    #[serde(default)]
+    pub secrets: Vec<SecretBinding>,
     /// The template the box's root is made from; `None` is the host's system dirs. The policy
     /// only names it (`template = "…"`); whoever owns the template store fills in where it is.
     #[serde(default)]
@@ -204,7 +218,12 @@ pub fn resolve(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Result<ResolvedPo
         (None, Profile::FullAccess) => NetworkMode::Host,
         (None, _) => NetworkMode::None,
     };
-    let egress = resolve_egress(file, network)?;
+    let mut egress = resolve_egress(file, network)?;
+    let secrets = crate::secrets::resolve_secrets(file, network, ctx)?;
+    for binding in &secrets {
+        // Binding a secret allows its hosts (on their ports only).
+        egress.allow_domain.extend(binding.hosts.iter().cloned());
+    }
     let limits = resolve_limits(file)?;
     let (filesystem, cwd) = match profile {
         Profile::FullAccess => {
@@ -222,7 +241,17 @@ pub fn resolve(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Result<ResolvedPo
         }
         Profile::ReadOnly | Profile::WorkspaceWrite => resolve_isolated(file, profile, ctx)?,
     };
-    let env = resolve_env(file, profile, ctx)?;
+    let mut env = resolve_env(file, profile, ctx)?;
+    for binding in &secrets {
+        if env.iter().any(|(k, _)| *k == binding.name) {
+            return Err(PolicyError::Secret {
+                name: binding.name.clone(),
+                reason: "the variable is also set or passed with --env; drop one of them".into(),
+            });
+        }
+        env.push((binding.name.clone(), binding.placeholder.clone()));
+    }
+    env.sort();
     Ok(ResolvedPolicy {
         profile,
         backend: file.backend.unwrap_or_default(),
@@ -237,6 +266,7 @@ pub fn resolve(file: &PolicyFile, ctx: &ResolveContext<'_>) -> Result<ResolvedPo
         // directly; `airlock run` asks for `apply` unless told otherwise.
         changes: file.filesystem.changes.unwrap_or(ChangesMode::Direct),
         template: None,
+        secrets,
     })
 }
 
@@ -556,7 +586,7 @@ fn resolve_env(
     Ok(env.into_iter().collect())
 }
 
-fn check_env_name(name: &str, shown: &str) -> Result<(), PolicyError> {
+pub(crate) fn check_env_name(name: &str, shown: &str) -> Result<(), PolicyError> {
     let mut chars = name.chars();
     let ok = matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');

@@ -12,6 +12,15 @@ pub const MAX_LIST_DEPTH: u32 = 32;
 pub const MAX_LIST_ENTRIES: usize = 100_000;
 /// Most argv entries (and separately, env entries) an exec may carry.
 pub const MAX_EXEC_ITEMS: usize = 4096;
+/// Most extended attributes one `set_xattrs` may set.
+pub const MAX_XATTRS: usize = 64;
+/// Longest extended attribute name (the kernel's `XATTR_NAME_MAX`).
+pub const MAX_XATTR_NAME: usize = 255;
+/// Longest extended attribute value accepted (the kernel allows 64 KiB; small values only).
+pub const MAX_XATTR_VALUE: usize = 4096;
+/// The only extended attribute namespace the host may read or set: `user.` (the others are
+/// the kernel's, security modules' or privileged).
+pub const XATTR_NAMESPACE: &str = "user.";
 
 /// Why a request body was refused. The request is dropped; the connection goes on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,6 +85,8 @@ pub enum FsEventKind {
     Write,
     Remove,
     Rename,
+    /// Permissions, owner, timestamps or extended attributes changed (inotify's `IN_ATTRIB`).
+    Chmod,
     /// The kernel's event queue overflowed: events were lost.
     Overflow,
 }
@@ -116,6 +127,12 @@ pub enum Op {
     },
     /// Reply: [`crate::Entry`] (a symlink is described, not followed).
     Stat { path: String },
+    /// Sets extended attributes of a path (a symlink itself, never its target); every name
+    /// is in the `user.` namespace ([`XATTR_NAMESPACE`]). Reply: `{}`.
+    SetXattrs {
+        path: String,
+        xattrs: BTreeMap<String, String>,
+    },
     /// Reply: `{}`.
     MakeDir {
         path: String,
@@ -212,6 +229,31 @@ fn check_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Checks a set of extended attributes: at most [`MAX_XATTRS`], names in the `user.`
+/// namespace with something after it and at most [`MAX_XATTR_NAME`] bytes, values at most
+/// [`MAX_XATTR_VALUE`] bytes, no NUL anywhere.
+pub fn check_xattrs(xattrs: &BTreeMap<String, String>) -> Result<(), String> {
+    if xattrs.len() > MAX_XATTRS {
+        return Err(format!("at most {MAX_XATTRS} extended attributes at once"));
+    }
+    for (name, value) in xattrs {
+        let rest = name.strip_prefix(XATTR_NAMESPACE).unwrap_or("");
+        if rest.is_empty() || name.len() > MAX_XATTR_NAME || name.contains('\0') {
+            return Err(format!(
+                "extended attribute name {name:?} must be `{XATTR_NAMESPACE}` and a name, \
+                 at most {MAX_XATTR_NAME} bytes, without NUL"
+            ));
+        }
+        if value.len() > MAX_XATTR_VALUE || value.contains('\0') {
+            return Err(format!(
+                "extended attribute {name:?}: the value must be at most {MAX_XATTR_VALUE} \
+                 bytes, without NUL"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_tty(rows: u16, cols: u16) -> Result<(), String> {
     if rows == 0 || cols == 0 {
         return Err("terminal rows and cols must be at least 1".into());
@@ -257,6 +299,10 @@ impl Op {
                 Ok(())
             }
             Op::Rename { from, to } => check_path(from).and_then(|()| check_path(to)),
+            Op::SetXattrs { path, xattrs } => {
+                check_path(path)?;
+                check_xattrs(xattrs)
+            }
             _ => Ok(()),
         }
     }

@@ -52,6 +52,10 @@ fn all_ops() -> Vec<Op> {
             recursive: true,
         },
         Op::Unwatch { watch: 3 },
+        Op::SetXattrs {
+            path: "/a".into(),
+            xattrs: BTreeMap::from([("user.e2b.k".to_string(), "v".to_string())]),
+        },
         Op::Ping,
     ]
 }
@@ -163,6 +167,12 @@ fn bounds_are_invalid_with_id() {
         br#"{"id":9,"op":"signal","pid":0,"signal":9}"#,
         br#"{"id":9,"op":"signal","pid":1,"signal":99}"#,
         br#"{"id":9,"op":"attach","pid":-4}"#,
+        // Only the `user.` namespace, with a name after it: never trusted.* or security.*.
+        br#"{"id":9,"op":"set_xattrs","path":"/a","xattrs":{"security.capability":"x"}}"#,
+        br#"{"id":9,"op":"set_xattrs","path":"/a","xattrs":{"trusted.k":"x"}}"#,
+        br#"{"id":9,"op":"set_xattrs","path":"/a","xattrs":{"user.":"x"}}"#,
+        br#"{"id":9,"op":"set_xattrs","path":"/a","xattrs":{"user.k\u0000":"x"}}"#,
+        br#"{"id":9,"op":"set_xattrs","path":"","xattrs":{}}"#,
     ];
     for body in bad {
         let err = Request::decode(body).unwrap_err();
@@ -174,4 +184,10 @@ fn bounds_are_invalid_with_id() {
         );
     }
     assert!(Request::decode(br#"{"id":9,"op":"list_dir","path":"/","depth":32}"#).is_ok());
+    let too_many: BTreeMap<String, String> = (0..=MAX_XATTRS)
+        .map(|i| (format!("user.k{i}"), String::new()))
+        .collect();
+    assert!(check_xattrs(&too_many).is_err());
+    let long = BTreeMap::from([("user.k".to_string(), "v".repeat(MAX_XATTR_VALUE + 1))]);
+    assert!(check_xattrs(&long).is_err());
 }

@@ -213,6 +213,10 @@ pub struct Entry {
     /// Where a symlink points (not resolved).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The entry's extended attributes in the `user.` namespace (full names), those whose
+    /// value is UTF-8; empty for a symlink or where the file system keeps none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub xattrs: std::collections::BTreeMap<String, String>,
 }
 
 /// Reply to `list_dir`, entries sorted by path.

@@ -114,6 +114,7 @@ fn entries_and_lists() {
         uid: 1000,
         gid: 1000,
         target: Some("c".into()),
+        xattrs: Default::default(),
     };
     let r = Reply::ok(
         1,

@@ -47,6 +47,7 @@ fn proxy() -> io::Result<ProxyHandle> {
         connect_timeout: Duration::from_secs(5),
         audit: None,
         on_event: None,
+        intercept: None,
     };
     start_with_resolver(
         TcpListener::bind((LOCALHOST, 0))?,

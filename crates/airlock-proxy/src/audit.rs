@@ -14,7 +14,8 @@ pub type EventSink = Arc<dyn Fn(&NetEvent) + Send + Sync>;
 pub struct NetEvent {
     /// Milliseconds since the Unix epoch when the request arrived.
     pub time_ms: u128,
-    /// `http` (absolute-URI), `connect` (HTTP CONNECT) or `socks5`.
+    /// `http` (absolute-URI), `connect` (HTTP CONNECT), `socks5`, or `https` (one request on
+    /// an intercepted connection).
     pub protocol: &'static str,
     pub host: String,
     pub port: u16,
@@ -31,6 +32,13 @@ pub struct NetEvent {
     pub bytes_up: u64,
     pub bytes_down: u64,
     pub duration_ms: f64,
+    /// Whether the proxy terminated the box's TLS to add a secret (an `https` event is one
+    /// request on such a connection).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub intercepted: bool,
+    /// The secrets whose values were put in this request (names only, never values).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 /// Where events go: kept in memory (bounded) and written to the audit file if one is set.

@@ -10,13 +10,17 @@
 //! - `server`: the proxy itself; `relay`: the bytes of allowed connections (splice for bulk
 //!   transfers); `exchange`: the one request and one response of a plain-HTTP connection;
 //!   `audit`: decision events.
+//! - `secrets`: the secrets a box's proxy holds and the tripwire; `intercept`: the TLS
+//!   termination (per-box CA) and upstream connection of the connections that carry them.
 
 pub mod addr;
 pub mod audit;
 pub mod decision;
 mod exchange;
 pub mod http;
+pub mod intercept;
 mod relay;
 pub mod rules;
+pub mod secrets;
 pub mod server;
 pub mod socks5;

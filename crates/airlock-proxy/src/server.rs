@@ -4,6 +4,7 @@
 
 use crate::audit::{AuditLog, NetEvent};
 use crate::decision::{decide, EgressDecision, Resolver, SystemResolver};
+use crate::intercept::Interceptor;
 use crate::relay::Meter;
 use crate::rules::EgressRules;
 use crate::{exchange, http, socks5};
@@ -28,12 +29,16 @@ pub struct ProxyConfig {
     pub audit: Option<std::fs::File>,
     /// Told about every event as it happens (typed, for the box's owner).
     pub on_event: Option<crate::audit::EventSink>,
+    /// The box's secrets: connections to their hosts are intercepted, and their placeholders
+    /// are blocked everywhere else. `None`: nothing is intercepted.
+    pub intercept: Option<Arc<Interceptor>>,
 }
 
 struct Shared {
     rules: RwLock<Arc<EgressRules>>,
-    audit: AuditLog,
-    bytes: AtomicU64,
+    audit: Arc<AuditLog>,
+    bytes: Arc<AtomicU64>,
+    intercept: Option<Arc<Interceptor>>,
     budget: Option<u64>,
     host_own: Vec<IpAddr>,
     resolver: Arc<dyn Resolver>,
@@ -75,8 +80,9 @@ pub fn start_with_resolver(
     crate::relay::unpace_if_loopback(&listener, local);
     let shared = Arc::new(Shared {
         rules: RwLock::new(Arc::new(config.rules)),
-        audit: AuditLog::new(config.audit, config.on_event),
-        bytes: AtomicU64::new(0),
+        audit: Arc::new(AuditLog::new(config.audit, config.on_event)),
+        bytes: Arc::new(AtomicU64::new(0)),
+        intercept: config.intercept,
         budget: config.byte_budget,
         host_own: host_addresses(),
         resolver,
@@ -233,8 +239,9 @@ async fn serve(
     }
 }
 
+/// A new event, timed from `start`.
 #[allow(clippy::too_many_arguments)]
-fn event(
+pub(crate) fn event(
     protocol: &'static str,
     host: &str,
     port: u16,
@@ -260,6 +267,8 @@ fn event(
         bytes_up: 0,
         bytes_down: 0,
         duration_ms: start.elapsed().as_secs_f64() * 1000.0,
+        intercepted: false,
+        secrets: Vec::new(),
     }
 }
 
@@ -272,7 +281,7 @@ async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>) -> io::Result<usiz
     Ok(n)
 }
 
-async fn handle(mut client: TcpStream, shared: &Shared) {
+async fn handle(mut client: TcpStream, shared: &Arc<Shared>) {
     let start = Instant::now();
     let mut buf = Vec::with_capacity(4096);
     match read_more(&mut client, &mut buf).await {
@@ -304,7 +313,12 @@ async fn handle(mut client: TcpStream, shared: &Shared) {
     }
 }
 
-async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, start: Instant) {
+async fn handle_http(
+    mut client: TcpStream,
+    mut buf: Vec<u8>,
+    shared: &Arc<Shared>,
+    start: Instant,
+) {
     let (req, head_len) = loop {
         match http::parse_request(&buf) {
             Ok(Some(parsed)) => break parsed,
@@ -334,6 +348,25 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
         http::ProxyRequest::Connect { host, port } => ("connect", host.clone(), *port),
         http::ProxyRequest::Forward { host, port, .. } => ("http", host.clone(), *port),
     };
+    // The tripwire: a secret's placeholder (or value) in a request head to a host it is not
+    // bound to. What follows a CONNECT head is encrypted and not seen here.
+    if let Some(leak) = find_leak_in(shared, &buf[..head_len], &host, port) {
+        let message = leak.message(&host, port);
+        shared.audit.record(event(
+            protocol,
+            &host,
+            port,
+            "deny",
+            Some("secret-not-bound"),
+            Some(leak.rule),
+            Some(message.clone()),
+            start,
+        ));
+        let _ = client
+            .write_all(&http::denied_response("secret-not-bound", &message))
+            .await;
+        return;
+    }
     let decision = decide_async(shared, &host, port).await;
     let (addrs, rule) = match decision {
         EgressDecision::Deny {
@@ -393,6 +426,32 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
     let mut tunnel = Tunnel::new(shared, ev, start);
     let mut upstream = upstream;
     let rest = &buf[head_len..];
+    if let (http::ProxyRequest::Connect { .. }, Some((interceptor, name))) =
+        (&req, intercepts(shared, &host, port))
+    {
+        let acks = Acks {
+            ok: http::CONNECT_ESTABLISHED.to_vec(),
+            failed: |m: &str| http::error_response(502, m),
+        };
+        let rest = buf[head_len..].to_vec();
+        tunnel.mark_intercepted();
+        let (reason, message) = intercept(
+            shared,
+            interceptor,
+            client,
+            upstream,
+            &name,
+            port,
+            rest,
+            &tunnel,
+            acks,
+        )
+        .await;
+        if let Some(m) = message {
+            tunnel.note(m);
+        }
+        return tunnel.finish(reason);
+    }
     let prelude = match &req {
         http::ProxyRequest::Connect { .. } => {
             if client.write_all(http::CONNECT_ESTABLISHED).await.is_err() {
@@ -439,7 +498,12 @@ async fn handle_http(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, s
     tunnel.finish(err);
 }
 
-async fn handle_socks(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, start: Instant) {
+async fn handle_socks(
+    mut client: TcpStream,
+    mut buf: Vec<u8>,
+    shared: &Arc<Shared>,
+    start: Instant,
+) {
     let consumed = loop {
         match socks5::parse_greeting(&buf) {
             Ok(Some((true, n))) => break n,
@@ -550,7 +614,32 @@ async fn handle_socks(mut client: TcpStream, mut buf: Vec<u8>, shared: &Shared, 
         start,
     );
     ev.addr = upstream.peer_addr().ok();
-    let tunnel = Tunnel::new(shared, ev, start);
+    let mut tunnel = Tunnel::new(shared, ev, start);
+    if let Some((interceptor, name)) = intercepts(shared, &host, port) {
+        let bound = upstream.local_addr().ok();
+        let acks = Acks {
+            ok: socks5::reply(socks5::Reply::Succeeded, bound),
+            failed: |_: &str| socks5::reply(socks5::Reply::GeneralFailure, None),
+        };
+        let rest = buf[consumed..].to_vec();
+        tunnel.mark_intercepted();
+        let (reason, message) = intercept(
+            shared,
+            interceptor,
+            client,
+            upstream,
+            &name,
+            port,
+            rest,
+            &tunnel,
+            acks,
+        )
+        .await;
+        if let Some(m) = message {
+            tunnel.note(m);
+        }
+        return tunnel.finish(reason);
+    }
     if client
         .write_all(&socks5::reply(
             socks5::Reply::Succeeded,
@@ -599,6 +688,13 @@ impl<'a> Tunnel<'a> {
         }
     }
 
+    /// Records that the connection is intercepted (a secret is bound to its host).
+    fn mark_intercepted(&mut self) {
+        if let Some(ev) = self.event.as_mut() {
+            ev.intercepted = true;
+        }
+    }
+
     /// Adds a message to the connection's record.
     fn note(&mut self, message: String) {
         if let Some(ev) = self.event.as_mut() {
@@ -628,6 +724,90 @@ impl Drop for Tunnel<'_> {
             self.shared.audit.record(ev);
         }
     }
+}
+
+/// The interceptor and the normalised host, when a connection to `host:port` carries secrets.
+fn intercepts(shared: &Shared, host: &str, port: u16) -> Option<(Arc<Interceptor>, String)> {
+    let interceptor = shared.intercept.as_ref()?;
+    let name = crate::rules::normalize_host(host).ok()?;
+    interceptor
+        .intercepts(&name, port)
+        .then(|| (interceptor.clone(), name))
+}
+
+/// The tripwire over bytes bound for `host:port`.
+fn find_leak_in(
+    shared: &Shared,
+    data: &[u8],
+    host: &str,
+    port: u16,
+) -> Option<crate::secrets::Leak> {
+    let interceptor = shared.intercept.as_ref()?;
+    let name = crate::rules::normalize_host(host).unwrap_or_else(|_| host.to_string());
+    crate::secrets::find_leak(interceptor.secrets(), data, &name, port)
+}
+
+/// What the box is told when an intercepted connection is (or cannot be) set up, in its
+/// protocol (HTTP CONNECT or SOCKS5).
+struct Acks {
+    ok: Vec<u8>,
+    failed: fn(&str) -> Vec<u8>,
+}
+
+/// An allowed connection to a host a secret is bound to: the verified TLS connection upstream
+/// first (a server the host's trust store does not accept is refused before the box is told
+/// anything else), then the box's side, intercepted. Returns why it ended early, if it did.
+#[allow(clippy::too_many_arguments)]
+async fn intercept(
+    shared: &Arc<Shared>,
+    interceptor: Arc<Interceptor>,
+    mut client: TcpStream,
+    upstream: TcpStream,
+    host: &str,
+    port: u16,
+    prefix: Vec<u8>,
+    tunnel: &Tunnel<'_>,
+    acks: Acks,
+) -> (Option<String>, Option<String>) {
+    let upstream = match crate::intercept::connect_upstream(
+        upstream,
+        host,
+        port,
+        interceptor.client(),
+    )
+    .await
+    {
+        Ok(u) => u,
+        Err(e) => {
+            let message = e.to_string();
+            let _ = client.write_all(&(acks.failed)(&message)).await;
+            return (Some("upstream-tls-failed".into()), Some(message));
+        }
+    };
+    if client.write_all(&acks.ok).await.is_err() {
+        return (Some("client-gone".into()), None);
+    }
+    let _ = client.set_nodelay(true);
+    let counters = crate::intercept::Counters {
+        total: shared.bytes.clone(),
+        budget: shared.budget,
+        ..Default::default()
+    };
+    let conn = crate::intercept::InterceptedConn {
+        host: host.to_string(),
+        port,
+        audit: shared.audit.clone(),
+        counters: counters.clone(),
+    };
+    let reason =
+        crate::intercept::intercept_connection(interceptor, conn, client, prefix, upstream).await;
+    tunnel
+        .up
+        .fetch_add(counters.up.load(Ordering::Relaxed), Ordering::Relaxed);
+    tunnel
+        .down
+        .fetch_add(counters.down.load(Ordering::Relaxed), Ordering::Relaxed);
+    (reason, None)
 }
 
 fn kebab<T: serde::Serialize>(value: &T) -> String {

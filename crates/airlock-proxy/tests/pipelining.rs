@@ -46,6 +46,7 @@ fn start_proxy() -> ProxyHandle {
         connect_timeout: Duration::from_secs(5),
         audit: None,
         on_event: None,
+        intercept: None,
     };
     let listener = TcpListener::bind((LOCALHOST, 0)).expect("bind proxy listener");
     start_with_resolver(listener, config, Arc::new(AllowedOnly)).expect("start proxy")

@@ -51,6 +51,7 @@ fn start_proxy(budget: Option<u64>) -> ProxyHandle {
         connect_timeout: Duration::from_secs(5),
         audit: None,
         on_event: None,
+        intercept: None,
     };
     let listener = TcpListener::bind((LOCALHOST, 0)).expect("bind proxy");
     start_with_resolver(listener, config, Arc::new(FakeResolver)).expect("start proxy")

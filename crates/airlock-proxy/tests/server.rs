@@ -172,6 +172,7 @@ fn config(rules: EgressRules) -> ProxyConfig {
         connect_timeout: Duration::from_secs(5),
         audit: None,
         on_event: None,
+        intercept: None,
     }
 }
 

@@ -284,6 +284,26 @@ impl AgentChannel {
         Ok(reply.body().map_err(|e| AgentError::Protocol(e.message))?)
     }
 
+    /// Sets `user.` extended attributes on a path inside the box (a symlink itself).
+    pub fn set_xattrs(
+        &mut self,
+        path: &str,
+        xattrs: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(), SandboxError> {
+        self.client.call(Op::SetXattrs {
+            path: path.to_string(),
+            xattrs: xattrs.clone(),
+        })?;
+        Ok(())
+    }
+
+    /// A round trip to the agent: when it returns, every event the agent had for this
+    /// session before the request (file-system changes already made) has been received.
+    pub fn sync(&mut self) -> Result<(), SandboxError> {
+        self.client.call(Op::Ping)?;
+        Ok(())
+    }
+
     /// Creates a directory inside the box (with its missing parents when `parents`).
     pub fn make_dir(&mut self, path: &str, parents: bool) -> Result<(), SandboxError> {
         self.client.call(Op::MakeDir {

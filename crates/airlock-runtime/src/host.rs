@@ -11,4 +11,7 @@ impl HostView for RealHost {
     fn is_dir(&self, path: &Path) -> bool {
         path.is_dir()
     }
+    fn read_secret(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
 }

@@ -22,7 +22,8 @@ pub const WANTED_POLL: Duration = Duration::from_millis(200);
 const MAX_LINE: usize = 16 << 20;
 
 /// A language with a driver.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Language {
     Python,
     JavaScript,
@@ -86,14 +87,17 @@ pub struct CodeEnd {
     pub status: String,
 }
 
-/// A running interpreter context.
-#[derive(Debug)]
+/// A running interpreter context. Serializable so that a memory checkpoint can carry it: a box
+/// restored from the checkpoint takes the context over with
+/// [`AgentChannel::reattach_context`].
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct CodeContext {
     pub language: Language,
     pub pid: i32,
     stdin: u32,
     events: u32,
     stray: Option<u32>,
+    #[serde(skip)]
     pending: Vec<u8>,
     next_id: u64,
 }
@@ -319,6 +323,20 @@ impl AgentChannel {
                 _ => {}
             }
         }
+    }
+
+    /// Takes over a context made on another connection to the same agent session (a box
+    /// restored from a memory checkpoint continues its agent's session on a new connection): its
+    /// driver process gets new output channels on this one, and keeps its input channel and its
+    /// state (variables, imports). Errors: the driver is gone.
+    pub fn reattach_context(&mut self, ctx: CodeContext) -> Result<CodeContext, SandboxError> {
+        let reply = self.attach_process(ctx.pid, false)?;
+        Ok(CodeContext {
+            events: reply.stdout,
+            stray: reply.stderr,
+            pending: Vec::new(),
+            ..ctx
+        })
     }
 
     /// Ends a context's driver process.

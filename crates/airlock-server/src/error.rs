@@ -86,6 +86,13 @@ impl From<ManagerError> for ApiError {
             ManagerError::InvalidTimeout { .. } => ApiError::Invalid(msg),
             ManagerError::ShuttingDown => ApiError::Conflict(msg),
             ManagerError::InvalidConfig(_) => ApiError::Internal(msg),
+            ManagerError::AlreadyPaused(_) | ManagerError::NotPaused { .. } => {
+                ApiError::Conflict(msg)
+            }
+            ManagerError::PauseFailed { .. } | ManagerError::ResumeFailed { .. } => {
+                ApiError::Conflict(msg)
+            }
+            ManagerError::PausedNoAutoResume(_) => ApiError::NotRunning(msg),
         }
     }
 }
@@ -144,6 +151,8 @@ impl ApiError {
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
+    #[error("the snapshots directory cannot be used: {0}")]
+    Snapshots(String),
     #[error("cannot use the template store: {0}")]
     Templates(String),
     #[error("cannot open the store")]

@@ -62,6 +62,8 @@ fn app() -> App {
         default_backend: airlock_policy::BackendKind::Native,
         e2b_default_network: crate::E2bDefaultNetwork::None,
         templates: crate::template_catalog::TemplateCatalog::empty(),
+        snapshots_dir: dir.path().join("snapshots"),
+        idle_pause_ms: None,
     };
     let state = app_state(store, backends, &settings, hash(KEY), hash(E2B_KEY)).unwrap();
     App {

@@ -28,6 +28,7 @@ pub struct StoreObserver {
     store: SharedStore,
     pending: Arc<Mutex<HashMap<String, Pending>>>,
     e2b: Arc<crate::e2b::E2bState>,
+    snapshots: Arc<crate::service::snapshots::SnapshotService>,
 }
 
 impl StoreObserver {
@@ -35,11 +36,13 @@ impl StoreObserver {
         store: SharedStore,
         pending: Arc<Mutex<HashMap<String, Pending>>>,
         e2b: Arc<crate::e2b::E2bState>,
+        snapshots: Arc<crate::service::snapshots::SnapshotService>,
     ) -> StoreObserver {
         StoreObserver {
             store,
             pending,
             e2b,
+            snapshots,
         }
     }
 }
@@ -50,6 +53,8 @@ pub fn store_state(s: SessionState) -> SandboxState {
         SessionState::Queued => SandboxState::Queued,
         SessionState::Starting => SandboxState::Starting,
         SessionState::Running => SandboxState::Running,
+        SessionState::Paused => SandboxState::Paused,
+        SessionState::Resuming => SandboxState::Resuming,
         SessionState::Killed => SandboxState::Killed,
         SessionState::Expired => SandboxState::Expired,
         SessionState::Failed => SandboxState::Failed,
@@ -61,6 +66,8 @@ impl SessionObserver for StoreObserver {
     fn session_changed(&self, info: &SessionInfo) {
         if store_state(info.state).is_terminal() {
             self.e2b.forget_box(&info.id);
+            // An ended sandbox's snapshots go with it.
+            self.snapshots.delete_all_of(&info.id);
         }
         if let Err(e) = self.record(info) {
             eprintln!(

@@ -23,6 +23,73 @@ pub struct CreateRequest {
     pub policy: Option<RequestPolicy>,
     /// The kind of box (default: the server's `--backend`); see [`CreateRequest::backend`].
     pub backend: Option<String>,
+    /// What reaching the timeout does: `kill` (the default) or `pause`.
+    pub on_timeout: Option<String>,
+    /// Pause the box after this many seconds without a request or a running command (0:
+    /// never; absent: the server's `--idle-pause`).
+    pub idle_pause: Option<i64>,
+    /// Whether a request on the paused box resumes it first (default true).
+    pub auto_resume: Option<bool>,
+}
+
+/// `POST /v1/sandboxes/{id}/pause`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PauseRequest {
+    /// Keep the box's memory so that its processes continue where they were (default true);
+    /// `false` keeps only its files and gives its memory back (processes restart on resume).
+    pub memory: Option<bool>,
+}
+
+/// `POST /v1/sandboxes/{id}/snapshots`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotRequest {
+    /// A label to find it by (at most 128 bytes).
+    pub name: Option<String>,
+}
+
+/// `POST /v1/sandboxes/{id}/fork`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkRequest {
+    /// How many new boxes (1 to 16, default 1).
+    pub count: Option<u32>,
+    /// Fork from this snapshot of the sandbox instead of taking a new one.
+    pub snapshot: Option<String>,
+    /// The new boxes' life in seconds (default: the server's default).
+    pub timeout: Option<u64>,
+}
+
+/// The most boxes one fork makes.
+pub const MAX_FORK: u32 = 16;
+
+impl ForkRequest {
+    /// `count` in 1..=16 (default 1), `timeout` in range; returns the count.
+    pub fn check(&self) -> Result<u32, FieldError> {
+        if let Some(t) = self.timeout {
+            checks::sandbox_timeout_ms("timeout", t)?;
+        }
+        match self.count.unwrap_or(1) {
+            n @ 1..=MAX_FORK => Ok(n),
+            n => Err(FieldError::new(
+                "count",
+                format!("give between 1 and {MAX_FORK} boxes, not {n}"),
+            )),
+        }
+    }
+}
+
+impl SnapshotRequest {
+    pub fn check(&self) -> Result<(), FieldError> {
+        match &self.name {
+            Some(n) if n.is_empty() || n.len() > 128 => Err(FieldError::new(
+                "name",
+                "give 1 to 128 bytes, or leave it out".to_string(),
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// The parts of a policy file a server client may set.
@@ -89,7 +156,40 @@ impl CreateRequest {
         }
         checks::metadata("metadata", &self.metadata)?;
         self.backend()?;
+        self.on_timeout()?;
+        match self.idle_pause {
+            Some(s) if s < 0 => {
+                return Err(FieldError::new(
+                    "idle_pause",
+                    format!("give seconds from 0 (never pause) to 86400, not {s}"),
+                ))
+            }
+            Some(s) if s > 0 => {
+                checks::sandbox_timeout_ms("idle_pause", s.unsigned_abs())?;
+            }
+            _ => {}
+        }
         checks::box_env("env", &self.env)
+    }
+
+    /// `on_timeout`: what reaching the timeout does.
+    pub fn on_timeout(&self) -> Result<airlock_sessions::OnTimeout, FieldError> {
+        match self.on_timeout.as_deref() {
+            None | Some("kill") => Ok(airlock_sessions::OnTimeout::Kill),
+            Some("pause") => Ok(airlock_sessions::OnTimeout::Pause),
+            Some(other) => Err(FieldError::new(
+                "on_timeout",
+                format!("use \"kill\" or \"pause\", not {other:?}"),
+            )),
+        }
+    }
+
+    /// The lifecycle settings of the session: on-timeout, idle pause, auto-resume.
+    pub fn lifecycle(&self, spec: &mut airlock_sessions::SessionSpec) -> Result<(), FieldError> {
+        spec.on_timeout = self.on_timeout()?;
+        spec.idle_pause_ms = self.idle_pause.map(|s| s.saturating_mul(1000));
+        spec.auto_resume = self.auto_resume.unwrap_or(true);
+        Ok(())
     }
 
     /// `backend`: a kind of box, if the request names one.

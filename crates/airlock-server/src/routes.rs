@@ -4,6 +4,7 @@
 pub(crate) mod code;
 mod exec;
 mod files;
+mod lifecycle;
 pub(crate) mod openapi;
 pub(crate) mod sandboxes;
 
@@ -32,6 +33,11 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/v1/sandboxes/{id}/contexts"),
     ("post", "/v1/sandboxes/{id}/contexts/{ctx}/restart"),
     ("delete", "/v1/sandboxes/{id}/contexts/{ctx}"),
+    ("post", "/v1/sandboxes/{id}/pause"),
+    ("post", "/v1/sandboxes/{id}/resume"),
+    ("post", "/v1/sandboxes/{id}/snapshots"),
+    ("get", "/v1/sandboxes/{id}/snapshots"),
+    ("post", "/v1/sandboxes/{id}/fork"),
 ];
 
 /// The API's router: the native API and E2B's control plane, behind the E2B gateway's
@@ -70,6 +76,13 @@ pub fn router(state: AppState) -> Router {
             post(code::restart),
         )
         .route("/v1/sandboxes/{id}/contexts/{ctx}", delete(code::delete))
+        .route("/v1/sandboxes/{id}/pause", post(lifecycle::pause))
+        .route("/v1/sandboxes/{id}/resume", post(lifecycle::resume))
+        .route(
+            "/v1/sandboxes/{id}/snapshots",
+            post(lifecycle::create_snapshot).get(lifecycle::list_snapshots),
+        )
+        .route("/v1/sandboxes/{id}/fork", post(lifecycle::fork))
         .merge(crate::e2b::control_routes())
         .fallback(|req: axum::extract::Request| async move {
             if crate::e2b::is_native_path(req.uri().path()) {

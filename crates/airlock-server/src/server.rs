@@ -6,6 +6,7 @@ use crate::factory::SandboxFactory;
 use crate::limits::{ConnectionLimits, DescriptorBudget};
 use crate::observer::{SharedStore, StoreObserver};
 use crate::secrets::{hash, new_api_key};
+use crate::service::snapshots::SnapshotService;
 use crate::state::AppState;
 use crate::ServerError;
 use airlock_runtime::backend::Backends;
@@ -44,6 +45,9 @@ pub struct ServerConfig {
     pub connections: ConnectionLimits,
     /// Names clients ask for (`base`, `code-interpreter-v1`) → stored templates.
     pub template_aliases: std::collections::BTreeMap<String, String>,
+    /// Pause boxes idle this long (no request, no running command) unless their create request
+    /// says otherwise; `None`: never.
+    pub idle_pause: Option<Duration>,
 }
 
 pub use crate::e2b::DefaultNetwork as E2bDefaultNetwork;
@@ -54,6 +58,9 @@ pub(crate) struct AppSettings {
     pub default_backend: airlock_policy::BackendKind,
     pub e2b_default_network: E2bDefaultNetwork,
     pub templates: crate::template_catalog::TemplateCatalog,
+    /// Where snapshots are kept (`<data-dir>/snapshots`).
+    pub snapshots_dir: PathBuf,
+    pub idle_pause_ms: Option<i64>,
 }
 
 /// The handlers' shared state over `store`, starting boxes with `backends`: the session manager
@@ -70,7 +77,10 @@ pub(crate) fn app_state(
     backends
         .select(settings.default_backend)
         .map_err(|e| ServerError::Backend(e.to_string()))?;
-    let factory = SandboxFactory::new(backends.clone(), Arc::clone(&store));
+    let area = airlock_store::SnapshotArea::open(&settings.snapshots_dir)
+        .map_err(|e| ServerError::Snapshots(e.to_string()))?;
+    let snapshots = Arc::new(SnapshotService::new(area, Arc::clone(&store)));
+    let factory = SandboxFactory::new(backends.clone(), Arc::clone(&store), Arc::clone(&snapshots));
     let e2b = Arc::new(crate::e2b::E2bState::new(
         e2b_key_hash,
         settings.e2b_default_network,
@@ -79,9 +89,11 @@ pub(crate) fn app_state(
         Arc::clone(&store),
         Arc::clone(&pending),
         Arc::clone(&e2b),
+        Arc::clone(&snapshots),
     ));
     let manager_config = ManagerConfig {
         max_running: settings.max_running,
+        idle_pause_ms: settings.idle_pause_ms,
         ..ManagerConfig::default()
     };
     let manager = Arc::new(SessionManager::new(
@@ -90,6 +102,8 @@ pub(crate) fn app_state(
         Arc::new(SystemClock),
         observer,
     )?);
+    adopt_paused(&manager, &store, &snapshots);
+    snapshots.remove_unclaimed();
     Ok(AppState {
         manager,
         store,
@@ -119,7 +133,23 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
         );
     }
     let store = Store::open(&config.data_dir.join("airlock.db"))?;
-    let recovered = store.recover(&|_| false, RECOVERY_REASON)?;
+    // A paused sandbox whose pause saved its state in a snapshot outlives the server; every
+    // other live one died with it.
+    let saved: std::collections::HashSet<String> = store
+        .all_snapshots()?
+        .into_iter()
+        .filter(|s| s.purpose == airlock_store::SnapshotPurpose::Pause)
+        .map(|s| s.sandbox_id)
+        .collect();
+    let recovered = store.recover(
+        &|rec| {
+            matches!(
+                rec.state,
+                airlock_store::SandboxState::Paused | airlock_store::SandboxState::Resuming
+            ) && saved.contains(&rec.id)
+        },
+        RECOVERY_REASON,
+    )?;
     for id in &recovered {
         let detail = serde_json::json!({ "state": "dead", "reason": RECOVERY_REASON });
         let _ = store.add_event(id, "state", &detail);
@@ -162,6 +192,10 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             default_backend: config.default_backend,
             e2b_default_network: config.e2b_default_network,
             templates,
+            snapshots_dir: config.data_dir.join("snapshots"),
+            idle_pause_ms: config
+                .idle_pause
+                .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
         },
         api_key_hash,
         e2b_key_hash,
@@ -180,6 +214,7 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
                 }
             })?
     };
+    let sampler = crate::e2b::metrics::spawn_sampler(state.clone(), Arc::clone(&stopping))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -208,6 +243,7 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
     stopping.store(true, Ordering::Relaxed);
     manager.shutdown();
     let _ = ticker.join();
+    let _ = sampler.join();
     served
 }
 
@@ -225,6 +261,38 @@ async fn wait_for_signal() {
         }
         _ => {
             let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// Registers with the manager every sandbox the store lists as paused (or resuming) after a
+/// restart: recovery kept only those whose pause saved a snapshot, so each resumes from it.
+fn adopt_paused(
+    manager: &SessionManager<SandboxFactory>,
+    store: &SharedStore,
+    snapshots: &SnapshotService,
+) {
+    let filter = airlock_store::SandboxFilter {
+        states: vec![
+            airlock_store::SandboxState::Paused,
+            airlock_store::SandboxState::Resuming,
+        ],
+        limit: airlock_store::MAX_PAGE,
+        ..airlock_store::SandboxFilter::default()
+    };
+    let recs = crate::observer::lock(store)
+        .list_sandboxes(&filter)
+        .unwrap_or_default();
+    for rec in recs {
+        if snapshots.pause_snapshot(&rec.id).is_none() {
+            continue;
+        }
+        let spec = crate::service::sandboxes::spec_of_record(&rec);
+        if let Err(e) = manager.adopt_paused(rec.id.clone(), spec, rec.created_ms) {
+            eprintln!(
+                "airlock serve: cannot take back paused sandbox {}: {e}",
+                rec.id
+            );
         }
     }
 }

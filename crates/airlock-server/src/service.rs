@@ -2,4 +2,6 @@
 //! gateway (`e2b/`) call these, and neither calls the other.
 
 pub(crate) mod contexts;
+pub(crate) mod lifecycle;
 pub(crate) mod sandboxes;
+pub(crate) mod snapshots;

@@ -27,7 +27,29 @@ pub struct AppState {
     pub templates: Arc<crate::template_catalog::TemplateCatalog>,
 }
 
+/// Work in a box that does not hold its handle (a command, a code execution): while it lives,
+/// the box is not idle (an idle pause waits for it).
+pub struct Work<'a> {
+    state: &'a AppState,
+    id: String,
+}
+
+impl Drop for Work<'_> {
+    fn drop(&mut self) {
+        self.state.manager.end_work(&self.id);
+    }
+}
+
 impl AppState {
+    /// Marks work in sandbox `id` until the returned guard is dropped.
+    pub fn working(&self, id: &str) -> Work<'_> {
+        self.manager.begin_work(id);
+        Work {
+            state: self,
+            id: id.to_string(),
+        }
+    }
+
     /// Runs blocking work (the manager, the store, a box) off the async threads.
     pub async fn blocking<R: Send + 'static>(
         &self,

@@ -61,6 +61,11 @@ impl TemplateCatalog {
         store.get(target).map(Some).map_err(|e| e.to_string())
     }
 
+    /// The stored name `name` stands for: its alias target, or itself.
+    pub fn canonical<'a>(&'a self, name: &'a str) -> &'a str {
+        self.aliases.get(name).map(String::as_str).unwrap_or(name)
+    }
+
     /// Every name a client may ask for: `builtin` first, then the stored templates.
     pub fn known(&self, builtin: &[&str]) -> Vec<String> {
         let mut names: Vec<String> = builtin.iter().map(|s| s.to_string()).collect();

@@ -24,4 +24,16 @@ pub enum ManagerError {
     ShuttingDown,
     #[error("the session manager's configuration cannot work: {0}")]
     InvalidConfig(String),
+    #[error("session `{0}` is paused already; resume it (or connect to it) to use it")]
+    AlreadyPaused(String),
+    #[error("session `{id}` is {state}, not paused; only a paused session resumes")]
+    NotPaused { id: String, state: SessionState },
+    #[error("session `{id}` could not be paused and keeps running: {reason}")]
+    PauseFailed { id: String, reason: String },
+    #[error("session `{id}` could not be resumed and stays paused: {reason}")]
+    ResumeFailed { id: String, reason: String },
+    #[error(
+        "session `{0}` is paused and resumes only on request; resume it (or connect to it) first"
+    )]
+    PausedNoAutoResume(String),
 }

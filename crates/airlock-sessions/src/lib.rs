@@ -17,5 +17,5 @@ mod table;
 
 pub use error::ManagerError;
 pub use manager::SessionManager;
-pub use model::{ManagerConfig, SessionInfo, SessionSpec, SessionState};
+pub use model::{ManagerConfig, OnTimeout, Paused, SessionInfo, SessionSpec, SessionState};
 pub use ports::{BoxFactory, Clock, NoopObserver, SessionObserver, SystemClock};

@@ -6,7 +6,7 @@
 //! checking and using a box all happen with it released: a slot (or the handle) is taken out under
 //! the lock, the slow work runs unlocked, and the outcome is published under the lock again.
 
-use super::table::{Admission, LendRefusal, StartJob, Table};
+use super::table::{Admission, Due, Job, LendRefusal, StartJob, Table};
 use super::{
     BoxFactory, Clock, ManagerConfig, ManagerError, SessionInfo, SessionObserver, SessionSpec,
     SessionState,
@@ -66,15 +66,15 @@ impl<F: BoxFactory> SessionManager<F> {
         };
         let info = match admitted {
             Ok(info) => info,
-            Err(job) => self.start(job),
+            Err(job) => self.run_job(job).0,
         };
         self.start_queued();
         self.tell();
         info.ok_or(ManagerError::NotFound(id))
     }
 
-    /// Waits until the session has left `Queued` and `Starting`, or `timeout` has passed, and
-    /// returns its record either way (check its state).
+    /// Waits until the session has left `Queued`, `Starting` and `Resuming`, or `timeout` has
+    /// passed, and returns its record either way (check its state).
     pub fn wait_started(&self, id: &str, timeout: Duration) -> Result<SessionInfo, ManagerError> {
         let give_up = Instant::now() + timeout;
         let mut table = self.lock();
@@ -83,8 +83,10 @@ impl<F: BoxFactory> SessionManager<F> {
                 .get(id)
                 .ok_or_else(|| ManagerError::NotFound(id.to_string()))?;
             let left = give_up.saturating_duration_since(Instant::now());
-            if !matches!(info.state, SessionState::Queued | SessionState::Starting)
-                || left.is_zero()
+            if !matches!(
+                info.state,
+                SessionState::Queued | SessionState::Starting | SessionState::Resuming
+            ) || left.is_zero()
             {
                 return Ok(info);
             }
@@ -158,26 +160,16 @@ impl<F: BoxFactory> SessionManager<F> {
     /// other sessions are not affected (so `f` must not call `with_handle` for its own session).
     /// A panic in `f` leaves the session running and carries on. Errors: an unknown or not
     /// running session.
+    ///
+    /// A paused session is resumed first when its spec says `auto_resume` (waiting up to the
+    /// queue's timeout for a slot); otherwise it is refused with
+    /// [`ManagerError::PausedNoAutoResume`].
     pub fn with_handle<R>(
         &self,
         id: &str,
         f: impl FnOnce(&mut F::Handle) -> R,
     ) -> Result<R, ManagerError> {
-        let (key, mut handle) = {
-            let mut table = self.lock();
-            loop {
-                match table.lend(id) {
-                    Ok(lent) => break lent,
-                    Err(LendRefusal::Refused(e)) => return Err(e),
-                    Err(LendRefusal::Busy) => {
-                        table = self
-                            .changed
-                            .wait(table)
-                            .unwrap_or_else(PoisonError::into_inner);
-                    }
-                }
-            }
-        };
+        let (key, mut handle) = self.lend_resuming(id)?;
         // A panic in `f` must not lose the handle (its slot would leak): take it back, then
         // let the panic go on.
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut handle)));
@@ -189,21 +181,207 @@ impl<F: BoxFactory> SessionManager<F> {
         }
     }
 
+    /// Lends a running session's handle, resuming a paused one first when its spec allows.
+    fn lend_resuming(&self, id: &str) -> Result<(u64, F::Handle), ManagerError> {
+        let mut resumed_once = false;
+        loop {
+            let mut table = self.lock();
+            let refusal = loop {
+                match table.lend(id) {
+                    Ok(lent) => return Ok(lent),
+                    Err(LendRefusal::Refused(e)) => break e,
+                    Err(LendRefusal::Busy) => {
+                        table = self
+                            .changed
+                            .wait(table)
+                            .unwrap_or_else(PoisonError::into_inner);
+                    }
+                }
+            };
+            let paused = matches!(
+                refusal,
+                ManagerError::NotRunning {
+                    state: SessionState::Paused | SessionState::Resuming,
+                    ..
+                }
+            );
+            if !paused || resumed_once {
+                return Err(refusal);
+            }
+            if !table.spec(id).is_some_and(|s| s.auto_resume) {
+                return Err(ManagerError::PausedNoAutoResume(id.to_string()));
+            }
+            drop(table);
+            resumed_once = true;
+            match self.resume(id) {
+                Ok(_) | Err(ManagerError::NotPaused { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Pauses a running session's box: with `memory`, so that its processes continue where they
+    /// were (where the box's kind can; the factory decides how), else keeping only its files.
+    /// The paused session gives its slot back (the head of the queue starts) and does not expire.
+    /// Waits for operations on the box to finish first. Errors: an unknown session, one already
+    /// paused, one not running, or a pause the box refused (it then runs on).
+    pub fn pause(&self, id: &str, memory: bool) -> Result<SessionInfo, ManagerError> {
+        self.pause_with_reason(id, memory, "paused on request")
+    }
+
+    fn pause_with_reason(
+        &self,
+        id: &str,
+        memory: bool,
+        reason: &str,
+    ) -> Result<SessionInfo, ManagerError> {
+        let (key, handle, spec) = {
+            let mut table = self.lock();
+            loop {
+                match table.lend(id) {
+                    Ok((key, h)) => {
+                        // A pause is not a request: it must not count as activity.
+                        table.work(id, false, self.clock.now_ms());
+                        let spec = table
+                            .spec(id)
+                            .ok_or_else(|| ManagerError::NotFound(id.to_string()))?;
+                        break (key, h, spec);
+                    }
+                    Err(LendRefusal::Refused(ManagerError::NotRunning {
+                        state: SessionState::Paused,
+                        ..
+                    })) => return Err(ManagerError::AlreadyPaused(id.to_string())),
+                    Err(LendRefusal::Refused(e)) => return Err(e),
+                    Err(LendRefusal::Busy) => {
+                        table = self
+                            .changed
+                            .wait(table)
+                            .unwrap_or_else(PoisonError::into_inner);
+                    }
+                }
+            }
+        };
+        let result = self.factory.pause(id, &spec, handle, memory);
+        let (late, outcome, info) = {
+            let mut table = self.lock();
+            let (late, outcome) = table.paused(key, result, reason, self.clock.now_ms());
+            self.changed.notify_all();
+            (late, outcome, table.info(key))
+        };
+        if let Some(h) = late {
+            self.stop(key, h);
+        }
+        self.start_queued();
+        self.tell();
+        outcome.map_err(|reason| ManagerError::PauseFailed {
+            id: id.to_string(),
+            reason,
+        })?;
+        info.ok_or_else(|| ManagerError::NotFound(id.to_string()))
+    }
+
+    /// Resumes a paused session: at once when a slot is free and nobody waits, else after the
+    /// sessions queued before it (up to the queue's timeout, after which it stays paused).
+    /// Returns once it runs again. Errors: an unknown session, one not paused, a full queue, a
+    /// resume the factory could not do (the session stays paused, its reason says why).
+    pub fn resume(&self, id: &str) -> Result<SessionInfo, ManagerError> {
+        let admission = {
+            let mut table = self.lock();
+            let admission = table.resume(id, self.clock.now_ms())?;
+            self.changed.notify_all();
+            admission
+        };
+        self.tell();
+        let outcome = match admission {
+            Admission::Start(job) => self.run_job(job).1,
+            Admission::Queued(_) => Ok(()),
+        };
+        self.start_queued();
+        self.tell();
+        outcome.map_err(|reason| ManagerError::ResumeFailed {
+            id: id.to_string(),
+            reason,
+        })?;
+        let queue_wait = Duration::from_millis(
+            u64::try_from(self.lock().queue_timeout_ms()).unwrap_or(0) + 1000,
+        );
+        let info = self.wait_started(id, queue_wait)?;
+        match info.state {
+            SessionState::Running => Ok(info),
+            SessionState::Paused => Err(ManagerError::ResumeFailed {
+                id: id.to_string(),
+                reason: info.reason.unwrap_or_default(),
+            }),
+            state => Err(ManagerError::NotRunning {
+                id: id.to_string(),
+                state,
+            }),
+        }
+    }
+
+    /// Registers a session paused (its state saved) before the server restarted, so that it is
+    /// listed as paused and resumes. Errors: an id in use.
+    pub fn adopt_paused(
+        &self,
+        id: String,
+        spec: SessionSpec,
+        created_ms: i64,
+    ) -> Result<(), ManagerError> {
+        self.lock()
+            .adopt_paused(id, spec, created_ms, self.clock.now_ms())?;
+        self.changed.notify_all();
+        self.tell();
+        Ok(())
+    }
+
+    /// Marks work in the session's box that does not hold its handle (a streaming command, a
+    /// code execution): until [`SessionManager::end_work`], the box is not idle.
+    pub fn begin_work(&self, id: &str) {
+        self.lock().work(id, true, self.clock.now_ms());
+    }
+
+    /// Ends what [`SessionManager::begin_work`] began; the box's idle time counts from now.
+    pub fn end_work(&self, id: &str) {
+        self.lock().work(id, false, self.clock.now_ms());
+    }
+
+    /// The factory that starts and stops the boxes.
+    pub fn factory(&self) -> &F {
+        &self.factory
+    }
+
+    /// The session's spec, if it is known.
+    pub fn spec(&self, id: &str) -> Option<SessionSpec> {
+        self.lock().spec(id)
+    }
+
     /// Housekeeping; call it periodically. Expires running boxes past their deadline (`Expired`),
-    /// fails queued sessions past theirs (`Failed`), marks boxes that ended on their own `Dead`,
-    /// and starts queued sessions in order while slots are free.
+    /// or pauses them when their spec says so, pauses idle boxes, fails queued sessions past
+    /// theirs (`Failed`), marks boxes that ended on their own `Dead`, and starts queued sessions
+    /// in order while slots are free.
     pub fn tick(&self) {
-        let (mut to_stop, idle) = {
+        let (mut to_stop, idle, to_pause) = {
             let mut table = self.lock();
             let now = self.clock.now_ms();
             let mut to_stop = Vec::new();
-            for (key, state, reason) in table.overdue(now) {
-                if let Ok(Some(h)) = table.end(key, state, &reason, now) {
-                    to_stop.push((key, h));
+            let mut to_pause = Vec::new();
+            for due in table.overdue(now) {
+                match due {
+                    Due::End(key, state, reason) => {
+                        if let Ok(Some(h)) = table.end(key, state, &reason, now) {
+                            to_stop.push((key, h));
+                        }
+                    }
+                    Due::Pause(key, reason) => {
+                        if let Some(info) = table.info(key) {
+                            to_pause.push((info.id, reason));
+                        }
+                    }
+                    Due::Unqueue(key, reason) => table.unqueue(key, reason),
                 }
             }
             self.changed.notify_all();
-            (to_stop, table.lend_idle())
+            (to_stop, table.lend_idle(), to_pause)
         };
         let checked: Vec<_> = idle
             .into_iter()
@@ -220,13 +398,18 @@ impl<F: BoxFactory> SessionManager<F> {
                     // The handle is lent, so `end` leaves it to us: it comes back from give_back.
                     let _ = table.end(key, SessionState::Dead, "the box ended on its own", now);
                 }
-                if let Some(h) = table.give_back(key, h) {
+                if let Some(h) = table.give_back(key, h, None) {
                     to_stop.push((key, h));
                 }
             }
             self.changed.notify_all();
         }
         self.stop_all(to_stop);
+        for (id, reason) in to_pause {
+            if let Err(e) = self.pause_with_reason(&id, true, &reason) {
+                eprintln!("airlock: cannot pause sandbox {id} ({reason}): {e}");
+            }
+        }
         self.start_queued();
         self.tell();
     }
@@ -246,6 +429,7 @@ impl<F: BoxFactory> SessionManager<F> {
                     to_stop.push((key, h));
                 }
             }
+            to_stop.extend(table.take_paused_for_shutdown());
             self.changed.notify_all();
             to_stop
         };
@@ -259,6 +443,26 @@ impl<F: BoxFactory> SessionManager<F> {
         }
         drop(table);
         self.tell();
+    }
+
+    /// Starts or resumes one box and publishes the outcome: the record, and a resume's error.
+    fn run_job(&self, job: Job<F::Handle>) -> (Option<SessionInfo>, Result<(), String>) {
+        match job {
+            Job::Start(job) => (self.start(job), Ok(())),
+            Job::Resume(key, id, spec, resident) => {
+                let result = self.factory.resume(&id, &spec, resident);
+                let (late, outcome, info) = {
+                    let mut table = self.lock();
+                    let (late, outcome) = table.resumed(key, result, self.clock.now_ms());
+                    self.changed.notify_all();
+                    (late, outcome, table.info(key))
+                };
+                if let Some(h) = late {
+                    self.stop(key, h);
+                }
+                (info, outcome)
+            }
+        }
     }
 
     /// Starts one box and publishes the outcome (returned); stops the box if its session ended
@@ -288,7 +492,7 @@ impl<F: BoxFactory> SessionManager<F> {
             };
             match job {
                 Some(job) => {
-                    self.start(job);
+                    let _ = self.run_job(job);
                 }
                 None => return,
             }
@@ -299,7 +503,7 @@ impl<F: BoxFactory> SessionManager<F> {
     fn give_back(&self, key: u64, handle: F::Handle) {
         let ended = {
             let mut table = self.lock();
-            let ended = table.give_back(key, handle);
+            let ended = table.give_back(key, handle, Some(self.clock.now_ms()));
             self.changed.notify_all();
             ended
         };

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
-use crate::NoopObserver;
+use crate::{NoopObserver, OnTimeout, Paused};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -41,12 +41,17 @@ struct FakeState {
     dead: Mutex<HashSet<String>>,
     stopped: Mutex<Vec<String>>,
     started: Mutex<Vec<String>>,
+    pauses: AtomicUsize,
+    resumes: AtomicUsize,
+    frozen: AtomicUsize,
 }
 
 #[derive(Debug)]
 struct FakeBox {
     id: String,
     uses: u32,
+    /// Paused in place: not counted in `live` (paused boxes hold no slot).
+    frozen: bool,
 }
 
 struct FakeFactory(Arc<FakeState>);
@@ -74,17 +79,78 @@ impl BoxFactory for FakeFactory {
         Ok(FakeBox {
             id: id.to_string(),
             uses: 0,
+            frozen: false,
         })
     }
 
     fn stop(&self, handle: FakeBox) {
         self.0.stops.fetch_add(1, Ordering::SeqCst);
-        self.0.live.fetch_sub(1, Ordering::SeqCst);
+        if handle.frozen {
+            self.0.frozen.fetch_sub(1, Ordering::SeqCst);
+        } else {
+            self.0.live.fetch_sub(1, Ordering::SeqCst);
+        }
         self.0.stopped.lock().unwrap().push(handle.id);
     }
 
     fn alive(&self, handle: &mut FakeBox) -> bool {
         !self.0.dead.lock().unwrap().contains(&handle.id)
+    }
+
+    /// A memory pause keeps the box resident; a files pause ends it (its state "saved").
+    fn pause(
+        &self,
+        id: &str,
+        _spec: &SessionSpec,
+        handle: FakeBox,
+        memory: bool,
+    ) -> Result<Paused<FakeBox>, (FakeBox, String)> {
+        if self
+            .0
+            .fail
+            .lock()
+            .unwrap()
+            .contains_key(&format!("pause:{id}"))
+        {
+            return Err((handle, "the box refused".into()));
+        }
+        self.0.pauses.fetch_add(1, Ordering::SeqCst);
+        if memory {
+            let mut handle = handle;
+            handle.frozen = true;
+            self.0.live.fetch_sub(1, Ordering::SeqCst);
+            self.0.frozen.fetch_add(1, Ordering::SeqCst);
+            Ok(Paused::Resident(handle))
+        } else {
+            self.stop(handle);
+            Ok(Paused::Saved)
+        }
+    }
+
+    fn resume(
+        &self,
+        id: &str,
+        spec: &SessionSpec,
+        resident: Option<FakeBox>,
+    ) -> Result<FakeBox, (Option<FakeBox>, String)> {
+        if let Some(message) = self.0.fail.lock().unwrap().get(&format!("resume:{id}")) {
+            return Err((resident, message.clone()));
+        }
+        self.0.resumes.fetch_add(1, Ordering::SeqCst);
+        match resident {
+            Some(mut h) => {
+                h.frozen = false;
+                self.0.frozen.fetch_sub(1, Ordering::SeqCst);
+                let live = self.0.live.fetch_add(1, Ordering::SeqCst) + 1;
+                let cap = self.0.cap.load(Ordering::SeqCst);
+                assert!(
+                    cap == 0 || live <= cap,
+                    "{live} boxes run, over the cap of {cap}"
+                );
+                Ok(h)
+            }
+            None => self.start(id, spec).map_err(|e| (None, e)),
+        }
     }
 }
 
@@ -125,6 +191,7 @@ fn config(max_running: usize) -> ManagerConfig {
         queue_timeout_ms: 60_000,
         max_queued: 100,
         keep_ended: 10_000,
+        idle_pause_ms: None,
     }
 }
 
@@ -153,12 +220,7 @@ fn rig(max_running: usize) -> Rig {
 }
 
 fn spec() -> SessionSpec {
-    SessionSpec {
-        template: "base".into(),
-        metadata: BTreeMap::new(),
-        timeout_ms: None,
-        payload: serde_json::Value::Null,
-    }
+    SessionSpec::new("base".into(), serde_json::Value::Null)
 }
 
 fn labelled(pairs: &[(&str, &str)]) -> SessionSpec {
@@ -828,4 +890,184 @@ fn shutdown_stops_every_box_and_refuses_new_sessions() {
         r.mgr.create("d".into(), spec()),
         Err(ManagerError::ShuttingDown)
     ));
+}
+
+// ---- pause, resume, idle ----
+
+#[test]
+fn a_paused_box_gives_its_slot_back_and_a_resume_queues_for_one() {
+    let r = rig(1);
+    r.mgr.create("a".into(), spec()).unwrap();
+    let info = r.mgr.pause("a", true).unwrap();
+    assert_eq!(info.state, SessionState::Paused);
+    // The slot is free: b starts at once although a's box is still resident.
+    assert_eq!(
+        r.mgr.create("b".into(), spec()).unwrap().state,
+        SessionState::Running
+    );
+    assert!(matches!(
+        r.mgr.pause("a", true),
+        Err(ManagerError::AlreadyPaused(_))
+    ));
+    // a's resume waits in the queue until b ends.
+    let mgr = r.mgr.clone();
+    let resumer = std::thread::spawn(move || mgr.resume("a"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while r.mgr.get("a").unwrap().queue_position != Some(1) {
+        assert!(Instant::now() < deadline, "the resume never queued");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(state(&r, "a"), SessionState::Resuming);
+    r.mgr.kill("b").unwrap();
+    let info = resumer.join().unwrap().unwrap();
+    assert_eq!(info.state, SessionState::Running);
+    assert_eq!(r.fake.resumes.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        r.seen.states_of("a"),
+        vec![
+            SessionState::Starting,
+            SessionState::Running,
+            SessionState::Paused,
+            // Queued for a slot, then holding one while its box resumes.
+            SessionState::Resuming,
+            SessionState::Resuming,
+            SessionState::Running
+        ]
+    );
+    r.mgr.with_handle("a", |h| h.uses += 1).unwrap();
+}
+
+#[test]
+fn a_request_on_a_paused_box_resumes_it_only_when_its_spec_says_so() {
+    let r = rig(2);
+    r.mgr.create("auto".into(), spec()).unwrap();
+    let mut manual = spec();
+    manual.auto_resume = false;
+    r.mgr.create("manual".into(), manual).unwrap();
+    r.mgr.pause("auto", false).unwrap();
+    r.mgr.pause("manual", true).unwrap();
+    // A files pause ended the box: the resume starts a new one from what was saved.
+    assert_eq!(r.fake.live.load(Ordering::SeqCst), 0);
+    assert_eq!(r.fake.frozen.load(Ordering::SeqCst), 1);
+    r.mgr.with_handle("auto", |h| h.uses += 1).unwrap();
+    assert_eq!(state(&r, "auto"), SessionState::Running);
+    assert!(matches!(
+        r.mgr.with_handle("manual", |_| ()),
+        Err(ManagerError::PausedNoAutoResume(_))
+    ));
+    assert_eq!(state(&r, "manual"), SessionState::Paused);
+}
+
+#[test]
+fn a_refused_pause_keeps_the_box_running_and_a_failed_resume_keeps_it_paused() {
+    let r = rig(1);
+    r.mgr.create("a".into(), spec()).unwrap();
+    r.fake
+        .fail
+        .lock()
+        .unwrap()
+        .insert("pause:a".into(), String::new());
+    assert!(matches!(
+        r.mgr.pause("a", true),
+        Err(ManagerError::PauseFailed { .. })
+    ));
+    assert_eq!(state(&r, "a"), SessionState::Running);
+    r.fake.fail.lock().unwrap().clear();
+    r.mgr.pause("a", true).unwrap();
+    r.fake
+        .fail
+        .lock()
+        .unwrap()
+        .insert("resume:a".into(), "the snapshot is damaged".into());
+    let err = r.mgr.resume("a").unwrap_err();
+    assert!(err.to_string().contains("the snapshot is damaged"), "{err}");
+    let info = r.mgr.get("a").unwrap();
+    assert_eq!(info.state, SessionState::Paused);
+    assert!(info.reason.unwrap().contains("damaged"));
+    // Its slot was given back: another box can start.
+    assert_eq!(
+        r.mgr.create("b".into(), spec()).unwrap().state,
+        SessionState::Running
+    );
+    // Killing the paused box stops its resident handle.
+    r.mgr.kill("a").unwrap();
+    assert_eq!(r.fake.frozen.load(Ordering::SeqCst), 0);
+    assert_eq!(r.fake.live.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn an_idle_box_is_paused_but_not_while_work_runs_in_it() {
+    let mut cfg = config(2);
+    cfg.idle_pause_ms = Some(1_000);
+    let r = rig_with(cfg);
+    r.mgr.create("a".into(), spec()).unwrap();
+    let mut never = spec();
+    never.idle_pause_ms = Some(0);
+    r.mgr.create("never".into(), never).unwrap();
+    r.mgr.begin_work("a");
+    r.clock.advance(5_000);
+    r.mgr.tick();
+    assert_eq!(state(&r, "a"), SessionState::Running, "a command runs");
+    r.mgr.end_work("a");
+    r.clock.advance(999);
+    r.mgr.tick();
+    assert_eq!(state(&r, "a"), SessionState::Running);
+    r.clock.advance(1);
+    r.mgr.tick();
+    let info = r.mgr.get("a").unwrap();
+    assert_eq!(info.state, SessionState::Paused);
+    assert_eq!(info.reason.as_deref(), Some("idle for 1 s"));
+    assert_eq!(state(&r, "never"), SessionState::Running);
+}
+
+#[test]
+fn a_timeout_pauses_a_box_whose_spec_says_so_and_a_paused_box_never_expires() {
+    let r = rig(2);
+    let mut s = spec();
+    s.on_timeout = OnTimeout::Pause;
+    s.timeout_ms = Some(10_000);
+    r.mgr.create("a".into(), s).unwrap();
+    r.clock.advance(10_000);
+    r.mgr.tick();
+    assert_eq!(state(&r, "a"), SessionState::Paused);
+    r.clock.advance(3_600_000);
+    r.mgr.tick();
+    assert_eq!(state(&r, "a"), SessionState::Paused);
+    let info = r.mgr.resume("a").unwrap();
+    assert_eq!(
+        info.deadline_ms,
+        r.clock.now_ms() + 10_000,
+        "a full life again"
+    );
+}
+
+#[test]
+fn shutdown_leaves_paused_sessions_paused_and_adopted_ones_resume() {
+    let r = rig(2);
+    r.mgr.create("a".into(), spec()).unwrap();
+    r.mgr.create("b".into(), spec()).unwrap();
+    r.mgr.pause("a", true).unwrap();
+    r.mgr.shutdown();
+    assert_eq!(state(&r, "a"), SessionState::Paused);
+    assert_eq!(state(&r, "b"), SessionState::Killed);
+    assert_eq!(r.fake.live.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        r.fake.frozen.load(Ordering::SeqCst),
+        0,
+        "the frozen box was stopped"
+    );
+
+    let r = rig(1);
+    r.mgr.adopt_paused("a".into(), spec(), 5).unwrap();
+    assert_eq!(state(&r, "a"), SessionState::Paused);
+    assert!(matches!(
+        r.mgr.adopt_paused("a".into(), spec(), 5),
+        Err(ManagerError::AlreadyExists(_))
+    ));
+    assert_eq!(r.mgr.resume("a").unwrap().state, SessionState::Running);
+    assert_eq!(
+        r.fake.starts.load(Ordering::SeqCst),
+        1,
+        "started from what was saved"
+    );
 }

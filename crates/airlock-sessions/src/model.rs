@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Where a session is in its life. `Queued`, `Starting` and `Running` are live; the other four are
-/// terminal and never change again.
+/// Where a session is in its life. `Queued`, `Starting`, `Running`, `Paused` and `Resuming` are
+/// live; the other four are terminal and never change again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
@@ -15,6 +15,11 @@ pub enum SessionState {
     Starting,
     /// Its box is up and accepts operations.
     Running,
+    /// Its box is paused (frozen in place, or its state saved and the box ended); it holds no
+    /// slot and does not expire until resumed.
+    Paused,
+    /// A paused box waiting for a slot (`queue_position` says where) or being resumed.
+    Resuming,
     /// Ended on request (a kill, or the server shutting down).
     Killed,
     /// Its box reached its timeout.
@@ -43,6 +48,8 @@ impl SessionState {
             SessionState::Queued => "queued",
             SessionState::Starting => "starting",
             SessionState::Running => "running",
+            SessionState::Paused => "paused",
+            SessionState::Resuming => "resuming",
             SessionState::Killed => "killed",
             SessionState::Expired => "expired",
             SessionState::Failed => "failed",
@@ -72,6 +79,59 @@ pub struct SessionSpec {
     /// Everything else the factory needs (the policy, ...); opaque to the manager.
     #[serde(default)]
     pub payload: serde_json::Value,
+    /// A snapshot to start the box from instead of a fresh one (a fork); opaque to the manager.
+    #[serde(default)]
+    pub restore: Option<String>,
+    /// What reaching the timeout does: end the box (the default) or pause it.
+    #[serde(default)]
+    pub on_timeout: OnTimeout,
+    /// Pause the box after this long without a request or a running command; the manager's
+    /// default (`ManagerConfig::idle_pause_ms`) when absent, never when 0.
+    #[serde(default)]
+    pub idle_pause_ms: Option<i64>,
+    /// Whether an operation on the paused box resumes it first (else it is refused).
+    #[serde(default = "yes")]
+    pub auto_resume: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl SessionSpec {
+    /// A spec with the defaults for everything but the template and the factory's payload.
+    pub fn new(template: String, payload: serde_json::Value) -> SessionSpec {
+        SessionSpec {
+            template,
+            metadata: BTreeMap::new(),
+            timeout_ms: None,
+            payload,
+            restore: None,
+            on_timeout: OnTimeout::Kill,
+            idle_pause_ms: None,
+            auto_resume: true,
+        }
+    }
+}
+
+/// What happens to a running box when its timeout is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnTimeout {
+    /// It is stopped and the session ends `Expired`.
+    #[default]
+    Kill,
+    /// It is paused with its memory (where its backend can), and resumes on the next request.
+    Pause,
+}
+
+/// How a box was paused, as the factory reports it.
+#[derive(Debug)]
+pub enum Paused<H> {
+    /// Frozen in place: the handle is kept (its memory stays resident), resumed by the factory.
+    Resident(H),
+    /// Its state was saved and the box ended: a resume starts it again from what was saved.
+    Saved,
 }
 
 /// A session's public record at one moment. Times are milliseconds on the manager's clock.
@@ -109,6 +169,9 @@ pub struct ManagerConfig {
     pub max_queued: usize,
     /// Ended sessions kept in memory for `get` and `list` (the oldest are forgotten first).
     pub keep_ended: usize,
+    /// Pause boxes idle this long (no request, no running command), unless their spec says
+    /// otherwise; `None`: never.
+    pub idle_pause_ms: Option<i64>,
 }
 
 impl Default for ManagerConfig {
@@ -120,6 +183,7 @@ impl Default for ManagerConfig {
             queue_timeout_ms: 120_000,
             max_queued: 1024,
             keep_ended: 10_000,
+            idle_pause_ms: None,
         }
     }
 }
@@ -141,6 +205,11 @@ impl ManagerConfig {
         }
         if self.queue_timeout_ms <= 0 {
             return Some("queue_timeout_ms must be positive".into());
+        }
+        if self.idle_pause_ms.is_some_and(|ms| ms <= 0) {
+            return Some(
+                "idle_pause_ms must be positive (or absent: never pause idle boxes)".into(),
+            );
         }
         None
     }

@@ -1,7 +1,7 @@
 //! What the session manager needs from outside: something that starts and stops boxes, a clock,
 //! and someone to tell about changes (the server's store).
 
-use super::{SessionInfo, SessionSpec};
+use super::{Paused, SessionInfo, SessionSpec};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Starts and stops the boxes of sessions. The manager never calls it with a lock held, so a slow
@@ -20,6 +20,33 @@ pub trait BoxFactory: Send + Sync + 'static {
     /// Whether the box is still alive; a `false` makes the session `Dead` (the box is then still
     /// handed to `stop` for cleanup). Should be quick: it runs for every idle box on each tick.
     fn alive(&self, handle: &mut Self::Handle) -> bool;
+
+    /// Pauses the box of session `id` (blocking): `memory` asks that its processes continue
+    /// where they were on resume. On refusal the handle comes back, the box still running, with
+    /// a sentence saying why.
+    fn pause(
+        &self,
+        id: &str,
+        spec: &SessionSpec,
+        handle: Self::Handle,
+        memory: bool,
+    ) -> Result<Paused<Self::Handle>, (Self::Handle, String)> {
+        let _ = (id, spec, memory);
+        Err((handle, "this server cannot pause boxes".into()))
+    }
+
+    /// Continues the box of session `id` (blocking): the `resident` handle a pause kept, or
+    /// (`None`) a new box from what the pause saved. On failure the resident handle comes back
+    /// (the session stays paused), with a sentence saying why.
+    fn resume(
+        &self,
+        id: &str,
+        spec: &SessionSpec,
+        resident: Option<Self::Handle>,
+    ) -> Result<Self::Handle, (Option<Self::Handle>, String)> {
+        let _ = (id, spec);
+        Err((resident, "this server cannot resume boxes".into()))
+    }
 }
 
 /// The time, in milliseconds; the manager measures every deadline with it.

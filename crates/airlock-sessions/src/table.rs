@@ -3,9 +3,12 @@
 //! and never waits, so the manager can hold it under its lock for short moments.
 //!
 //! Slots: a session holds one from the moment it leaves the queue until its box has been stopped
-//! (or failed to start), so the number of boxes alive never exceeds `max_running`.
+//! (or failed to start), so the number of boxes alive never exceeds `max_running`. A paused box
+//! gives its slot back; resuming takes one again, through the queue when none is free.
 
-use super::{ManagerConfig, ManagerError, SessionInfo, SessionSpec, SessionState};
+use super::{
+    ManagerConfig, ManagerError, OnTimeout, Paused, SessionInfo, SessionSpec, SessionState,
+};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 /// Where a session's box is. Every variant but `Empty` holds a slot.
@@ -20,6 +23,9 @@ pub(super) enum BoxSlot<H> {
     Lent,
     /// Some thread is stopping the box.
     Stopping,
+    /// The box is paused and holds no slot: its handle when it was frozen in place, `None` when
+    /// its state was saved and the box ended.
+    Paused(Option<H>),
 }
 
 struct Record<H> {
@@ -36,14 +42,36 @@ struct Record<H> {
     slot: BoxSlot<H>,
     /// In `ended` (terminal and without a box).
     retired: bool,
+    /// When a request last used the box (or it started or resumed).
+    last_active_ms: i64,
+    /// Commands and requests running in the box now; an idle pause waits until there are none.
+    busy: u32,
 }
 
-/// What a new session got.
-pub(super) enum Admission {
-    /// It holds a slot; the caller starts its box.
-    Start(StartJob),
+/// What a new session (or a resume) got.
+pub(super) enum Admission<H> {
+    /// It holds a slot; the caller starts (or resumes) its box.
+    Start(Job<H>),
     /// It waits in the queue.
     Queued(u64),
+}
+
+/// Work for a session that holds a slot.
+pub(super) enum Job<H> {
+    /// Start a new box.
+    Start(StartJob),
+    /// Resume a paused box: the session's key, id, spec and the handle its pause kept.
+    Resume(u64, String, SessionSpec, Option<H>),
+}
+
+/// What a housekeeping pass found due.
+pub(super) enum Due {
+    /// End the session with this state and reason.
+    End(u64, SessionState, String),
+    /// Pause the running box (its timeout says so, or it is idle), with the reason.
+    Pause(u64, String),
+    /// A resume waited too long for a slot: the session stays paused.
+    Unqueue(u64, String),
 }
 
 /// Why a handle could not be lent.
@@ -92,6 +120,11 @@ impl<H> Table<H> {
             .ok_or_else(|| ManagerError::NotFound(id.to_string()))
     }
 
+    /// How long a session may wait in the queue.
+    pub(super) fn queue_timeout_ms(&self) -> i64 {
+        self.config.queue_timeout_ms
+    }
+
     /// Boxes holding a slot.
     pub(super) fn occupied(&self) -> usize {
         self.occupied
@@ -137,7 +170,7 @@ impl<H> Table<H> {
         id: String,
         spec: SessionSpec,
         now: i64,
-    ) -> Result<Admission, ManagerError> {
+    ) -> Result<Admission<H>, ManagerError> {
         if self.shutting_down {
             return Err(ManagerError::ShuttingDown);
         }
@@ -169,11 +202,13 @@ impl<H> Table<H> {
             life_ms,
             slot: BoxSlot::Empty,
             retired: false,
+            last_active_ms: now,
+            busy: 0,
         };
         let admission = if start_now {
             take_slot(&mut record, now);
             self.occupied += 1;
-            Admission::Start((key, id.clone(), record.spec.clone()))
+            Admission::Start(Job::Start((key, id.clone(), record.spec.clone())))
         } else {
             self.queue.push_back(key);
             Admission::Queued(key)
@@ -184,18 +219,230 @@ impl<H> Table<H> {
         Ok(admission)
     }
 
-    /// Moves the head of the queue to `Starting` if a slot is free.
-    pub(super) fn next_start(&mut self, now: i64) -> Option<StartJob> {
+    /// Moves the head of the queue to `Starting` (or a queued resume on to resuming its box) if a
+    /// slot is free.
+    pub(super) fn next_start(&mut self, now: i64) -> Option<Job<H>> {
         if self.shutting_down || self.occupied >= self.config.max_running {
             return None;
         }
         let key = self.queue.pop_front()?;
         let r = self.records.get_mut(&key)?;
-        take_slot(r, now);
-        let job = (key, r.id.clone(), r.spec.clone());
+        let job = if r.state == SessionState::Resuming {
+            let resident = match std::mem::replace(&mut r.slot, BoxSlot::Starting) {
+                BoxSlot::Paused(h) => h,
+                _ => None,
+            };
+            Job::Resume(key, r.id.clone(), r.spec.clone(), resident)
+        } else {
+            take_slot(r, now);
+            Job::Start((key, r.id.clone(), r.spec.clone()))
+        };
         self.occupied += 1;
         self.changed(key);
         Some(job)
+    }
+
+    /// Asks to resume a paused session: it takes a free slot if nobody waits before it, else
+    /// joins the queue (its deadline then says by when it must have a slot).
+    pub(super) fn resume(&mut self, id: &str, now: i64) -> Result<Admission<H>, ManagerError> {
+        if self.shutting_down {
+            return Err(ManagerError::ShuttingDown);
+        }
+        let key = self.key(id)?;
+        let start_now = self.queue.is_empty() && self.occupied < self.config.max_running;
+        let queue_full = self.queue.len() >= self.config.max_queued;
+        let (max_running, max_queued, queue_timeout) = (
+            self.config.max_running,
+            self.config.max_queued,
+            self.config.queue_timeout_ms,
+        );
+        let r = self
+            .records
+            .get_mut(&key)
+            .ok_or_else(|| ManagerError::NotFound(id.to_string()))?;
+        if r.state != SessionState::Paused {
+            return Err(ManagerError::NotPaused {
+                id: id.to_string(),
+                state: r.state,
+            });
+        }
+        if !start_now && queue_full {
+            return Err(ManagerError::QueueFull {
+                max_running,
+                max_queued,
+            });
+        }
+        r.state = SessionState::Resuming;
+        r.reason = None;
+        let admission = if start_now {
+            let resident = match std::mem::replace(&mut r.slot, BoxSlot::Starting) {
+                BoxSlot::Paused(h) => h,
+                _ => None,
+            };
+            self.occupied += 1;
+            Admission::Start(Job::Resume(key, r.id.clone(), r.spec.clone(), resident))
+        } else {
+            r.deadline_ms = now.saturating_add(queue_timeout);
+            self.queue.push_back(key);
+            Admission::Queued(key)
+        };
+        self.changed(key);
+        Ok(admission)
+    }
+
+    /// Records how a resume went. Returns the handle when the session ended meanwhile (the
+    /// caller stops it, then calls [`Table::release`]); on failure the session is paused again
+    /// with the reason, and the error is returned.
+    pub(super) fn resumed(
+        &mut self,
+        key: u64,
+        result: Result<H, (Option<H>, String)>,
+        now: i64,
+    ) -> (Option<H>, Result<(), String>) {
+        let Some(r) = self.records.get_mut(&key) else {
+            return (result.ok(), Ok(()));
+        };
+        let ended = r.state.is_terminal();
+        let outcome = match result {
+            Ok(h) if ended => {
+                r.slot = BoxSlot::Stopping;
+                return (Some(h), Ok(()));
+            }
+            Err((Some(h), _)) if ended => {
+                r.slot = BoxSlot::Stopping;
+                return (Some(h), Ok(()));
+            }
+            Ok(h) => {
+                r.slot = BoxSlot::Ready(h);
+                r.state = SessionState::Running;
+                r.deadline_ms = now.saturating_add(r.life_ms);
+                r.last_active_ms = now;
+                Ok(())
+            }
+            Err((resident, message)) => {
+                self.occupied -= 1;
+                if ended {
+                    r.slot = BoxSlot::Empty;
+                } else {
+                    r.slot = BoxSlot::Paused(resident);
+                    r.state = SessionState::Paused;
+                    r.reason = Some(format!("the last resume failed: {message}"));
+                }
+                Err(message)
+            }
+        };
+        self.changed(key);
+        self.retire(key);
+        (None, outcome)
+    }
+
+    /// Records how a pause of a lent handle went. Returns the handle when the session ended
+    /// meanwhile (the caller stops it, then calls [`Table::release`]); on refusal the box runs on
+    /// and the error is returned.
+    pub(super) fn paused(
+        &mut self,
+        key: u64,
+        result: Result<Paused<H>, (H, String)>,
+        reason: &str,
+        now: i64,
+    ) -> (Option<H>, Result<(), String>) {
+        let Some(r) = self.records.get_mut(&key) else {
+            return (None, Ok(()));
+        };
+        let ended = r.state.is_terminal();
+        let outcome = match result {
+            Err((h, message)) => {
+                if ended {
+                    r.slot = BoxSlot::Stopping;
+                    return (Some(h), Ok(()));
+                }
+                r.slot = BoxSlot::Ready(h);
+                return (None, Err(message));
+            }
+            Ok(Paused::Resident(h)) if ended => {
+                r.slot = BoxSlot::Stopping;
+                return (Some(h), Ok(()));
+            }
+            Ok(paused) => {
+                self.occupied -= 1;
+                if ended {
+                    r.slot = BoxSlot::Empty;
+                } else {
+                    r.slot = BoxSlot::Paused(match paused {
+                        Paused::Resident(h) => Some(h),
+                        Paused::Saved => None,
+                    });
+                    r.state = SessionState::Paused;
+                    r.reason = Some(reason.to_string());
+                    r.last_active_ms = now;
+                }
+                Ok(())
+            }
+        };
+        self.changed(key);
+        self.retire(key);
+        (None, outcome)
+    }
+
+    /// Registers a session that was paused, with its state saved, before the server restarted.
+    pub(super) fn adopt_paused(
+        &mut self,
+        id: String,
+        spec: SessionSpec,
+        created_ms: i64,
+        now: i64,
+    ) -> Result<(), ManagerError> {
+        if self.by_id.contains_key(&id) {
+            return Err(ManagerError::AlreadyExists(id));
+        }
+        let life_ms = match spec.timeout_ms {
+            Some(t) if t > 0 && t <= self.config.max_timeout_ms => t,
+            _ => self.config.default_timeout_ms,
+        };
+        let key = self.next_key;
+        self.next_key += 1;
+        self.records.insert(
+            key,
+            Record {
+                id: id.clone(),
+                spec,
+                state: SessionState::Paused,
+                reason: Some("paused before the server restarted".into()),
+                created_ms,
+                started_ms: None,
+                deadline_ms: now.saturating_add(life_ms),
+                ended_ms: None,
+                life_ms,
+                slot: BoxSlot::Paused(None),
+                retired: false,
+                last_active_ms: now,
+                busy: 0,
+            },
+        );
+        self.by_id.insert(id, key);
+        self.changed(key);
+        Ok(())
+    }
+
+    /// Marks the start (`true`) or the end of work in a session's box: a request or a command.
+    /// Unknown sessions are ignored.
+    pub(super) fn work(&mut self, id: &str, begins: bool, now: i64) {
+        if let Some(r) = self.by_id.get(id).and_then(|k| self.records.get_mut(k)) {
+            r.last_active_ms = now;
+            if begins {
+                r.busy += 1;
+            } else {
+                r.busy = r.busy.saturating_sub(1);
+            }
+        }
+    }
+
+    /// The spec of a session, if known.
+    pub(super) fn spec(&self, id: &str) -> Option<SessionSpec> {
+        self.by_id
+            .get(id)
+            .and_then(|k| self.records.get(k))
+            .map(|r| r.spec.clone())
     }
 
     /// Records how a start went. Returns the handle when the session ended meanwhile: the caller
@@ -264,6 +511,13 @@ impl<H> Table<H> {
                 r.slot = BoxSlot::Stopping;
                 Some(h)
             }
+            // A frozen box takes a slot again while it is stopped (release frees it).
+            BoxSlot::Paused(Some(h)) => {
+                r.slot = BoxSlot::Stopping;
+                self.occupied += 1;
+                Some(h)
+            }
+            BoxSlot::Paused(None) => None,
             other => {
                 r.slot = other;
                 None
@@ -289,7 +543,10 @@ impl<H> Table<H> {
             }));
         }
         match std::mem::replace(&mut r.slot, BoxSlot::Lent) {
-            BoxSlot::Ready(h) => Ok((key, h)),
+            BoxSlot::Ready(h) => {
+                r.busy += 1;
+                Ok((key, h))
+            }
             other => {
                 r.slot = other;
                 Err(LendRefusal::Busy)
@@ -310,9 +567,14 @@ impl<H> Table<H> {
         out
     }
 
-    /// Takes back a lent handle. Returns it when the session ended meanwhile: the caller stops it,
+    /// Takes back a handle lent by [`Table::lend`] (`used`: it served a request) or
+    /// [`Table::lend_idle`]. Returns it when the session ended meanwhile: the caller stops it,
     /// then calls [`Table::release`].
-    pub(super) fn give_back(&mut self, key: u64, handle: H) -> Option<H> {
+    pub(super) fn give_back(&mut self, key: u64, handle: H, used: Option<i64>) -> Option<H> {
+        if let (Some(r), Some(now)) = (self.records.get_mut(&key), used) {
+            r.busy = r.busy.saturating_sub(1);
+            r.last_active_ms = now;
+        }
         match self.records.get_mut(&key) {
             Some(r) if !r.state.is_terminal() => {
                 r.slot = BoxSlot::Ready(handle);
@@ -340,7 +602,9 @@ impl<H> Table<H> {
             .get_mut(&key)
             .ok_or_else(|| ManagerError::NotFound(id.to_string()))?;
         match r.state {
-            SessionState::Queued => r.life_ms = timeout_ms,
+            SessionState::Queued | SessionState::Paused | SessionState::Resuming => {
+                r.life_ms = timeout_ms
+            }
             SessionState::Starting | SessionState::Running => {
                 r.life_ms = timeout_ms;
                 r.deadline_ms = now.saturating_add(timeout_ms);
@@ -356,22 +620,49 @@ impl<H> Table<H> {
         Ok(key)
     }
 
-    /// Running sessions past their deadline, and queued ones past theirs, with what they become.
-    pub(super) fn overdue(&self, now: i64) -> Vec<(u64, SessionState, String)> {
+    /// Running sessions past their deadline (or idle long enough to be paused), and queued ones
+    /// past theirs, with what they become.
+    pub(super) fn overdue(&self, now: i64) -> Vec<Due> {
         let mut out = Vec::new();
         for (key, r) in &self.records {
+            if r.state == SessionState::Running && now < r.deadline_ms {
+                let idle_ms = match r.spec.idle_pause_ms {
+                    Some(0) => None,
+                    Some(ms) => Some(ms),
+                    None => self.config.idle_pause_ms,
+                };
+                if let Some(idle_ms) = idle_ms {
+                    if r.busy == 0 && now.saturating_sub(r.last_active_ms) >= idle_ms {
+                        out.push(Due::Pause(*key, format!("idle for {}", seconds(idle_ms))));
+                    }
+                }
+                continue;
+            }
             if now < r.deadline_ms {
                 continue;
             }
             match r.state {
+                SessionState::Running if r.spec.on_timeout == OnTimeout::Pause => {
+                    out.push(Due::Pause(
+                        *key,
+                        format!("timeout of {} reached", seconds(r.life_ms)),
+                    ));
+                }
                 SessionState::Running => {
-                    out.push((
+                    out.push(Due::End(
                         *key,
                         SessionState::Expired,
                         format!("timeout of {} reached", seconds(r.life_ms)),
                     ));
                 }
-                SessionState::Queued => out.push((
+                SessionState::Resuming if self.queue.contains(key) => out.push(Due::Unqueue(
+                    *key,
+                    format!(
+                        "the resume waited {} in the queue without a free slot; it stays paused",
+                        seconds(self.config.queue_timeout_ms)
+                    ),
+                )),
+                SessionState::Queued => out.push(Due::End(
                     *key,
                     SessionState::Failed,
                     format!(
@@ -386,16 +677,46 @@ impl<H> Table<H> {
         out
     }
 
+    /// Takes a resume that waited too long out of the queue: the session is paused again.
+    pub(super) fn unqueue(&mut self, key: u64, reason: String) {
+        if let Some(r) = self.records.get_mut(&key) {
+            if r.state == SessionState::Resuming && self.queue.contains(&key) {
+                self.queue.retain(|k| *k != key);
+                r.state = SessionState::Paused;
+                r.reason = Some(reason);
+                self.changed(key);
+            }
+        }
+    }
+
+    /// For a shutdown: the handles of paused boxes that were frozen in place, to stop. Their
+    /// sessions stay paused (what their pause saved outlives the server); every paused session
+    /// is left out of [`Table::live`] from now on.
+    pub(super) fn take_paused_for_shutdown(&mut self) -> Vec<(u64, H)> {
+        let mut out = Vec::new();
+        for (key, r) in self.records.iter_mut() {
+            if r.state != SessionState::Paused {
+                continue;
+            }
+            if let BoxSlot::Paused(Some(h)) = std::mem::replace(&mut r.slot, BoxSlot::Empty) {
+                r.slot = BoxSlot::Stopping;
+                self.occupied += 1;
+                out.push((*key, h));
+            }
+        }
+        out
+    }
+
     /// Refuses new sessions and stops starting queued ones.
     pub(super) fn close(&mut self) {
         self.shutting_down = true;
     }
 
-    /// Every live session's key.
+    /// Every live session's key but the paused ones.
     pub(super) fn live(&self) -> Vec<u64> {
         self.records
             .iter()
-            .filter(|(_, r)| !r.state.is_terminal())
+            .filter(|(_, r)| !r.state.is_terminal() && r.state != SessionState::Paused)
             .map(|(k, _)| *k)
             .collect()
     }

@@ -2,12 +2,7 @@
 use super::*;
 
 fn spec() -> SessionSpec {
-    SessionSpec {
-        template: "workspace".into(),
-        metadata: BTreeMap::new(),
-        timeout_ms: None,
-        payload: serde_json::Value::Null,
-    }
+    SessionSpec::new("workspace".into(), serde_json::Value::Null)
 }
 
 fn table(max_running: usize) -> Table<&'static str> {
@@ -20,7 +15,7 @@ fn table(max_running: usize) -> Table<&'static str> {
 #[test]
 fn a_slot_is_held_until_the_stopped_box_is_released() {
     let mut t = table(1);
-    let Ok(Admission::Start((a, _, _))) = t.admit("a".into(), spec(), 0) else {
+    let Ok(Admission::Start(Job::Start((a, _, _)))) = t.admit("a".into(), spec(), 0) else {
         panic!()
     };
     assert_eq!(t.started(a, Ok("box-a"), 5), None);
@@ -36,7 +31,9 @@ fn a_slot_is_held_until_the_stopped_box_is_released() {
     );
     assert!(t.next_start(8).is_none(), "the box is not stopped yet");
     t.release(a);
-    let (_, id, s) = t.next_start(9).unwrap();
+    let Some(Job::Start((_, id, s))) = t.next_start(9) else {
+        panic!("no start")
+    };
     assert_eq!((id.as_str(), s.template.as_str()), ("b", "workspace"));
     assert_eq!(t.occupied(), 1);
 }
@@ -44,7 +41,7 @@ fn a_slot_is_held_until_the_stopped_box_is_released() {
 #[test]
 fn a_failed_start_frees_its_slot_and_keeps_the_kill_reason_if_killed_first() {
     let mut t = table(1);
-    let Ok(Admission::Start((a, _, _))) = t.admit("a".into(), spec(), 0) else {
+    let Ok(Admission::Start(Job::Start((a, _, _)))) = t.admit("a".into(), spec(), 0) else {
         panic!()
     };
     assert_eq!(
@@ -64,7 +61,7 @@ fn a_failed_start_frees_its_slot_and_keeps_the_kill_reason_if_killed_first() {
 #[test]
 fn a_lent_handle_of_an_ended_session_comes_back_to_be_stopped() {
     let mut t = table(2);
-    let Ok(Admission::Start((a, _, _))) = t.admit("a".into(), spec(), 0) else {
+    let Ok(Admission::Start(Job::Start((a, _, _)))) = t.admit("a".into(), spec(), 0) else {
         panic!()
     };
     t.started(a, Ok("box-a"), 0);
@@ -75,7 +72,7 @@ fn a_lent_handle_of_an_ended_session_comes_back_to_be_stopped() {
         t.end(key, SessionState::Expired, "timeout", 1).unwrap(),
         None
     );
-    assert_eq!(t.give_back(key, h), Some("box-a"));
+    assert_eq!(t.give_back(key, h, None), Some("box-a"));
     assert_eq!(t.occupied(), 1);
     t.release(key);
     assert_eq!(t.occupied(), 0);

@@ -15,8 +15,10 @@ pub enum SandboxState {
     Starting,
     /// Its box is up.
     Running,
-    /// Its box is frozen, memory and filesystem kept.
+    /// Its box is paused: frozen in place, or its state saved in a snapshot.
     Paused,
+    /// Its box is waiting for a slot to resume, or resuming.
+    Resuming,
     /// Ended on request.
     Killed,
     /// Ended because its deadline passed.
@@ -29,11 +31,12 @@ pub enum SandboxState {
 
 impl SandboxState {
     /// Every state, in lifecycle order.
-    pub const ALL: [SandboxState; 8] = [
+    pub const ALL: [SandboxState; 9] = [
         SandboxState::Queued,
         SandboxState::Starting,
         SandboxState::Running,
         SandboxState::Paused,
+        SandboxState::Resuming,
         SandboxState::Killed,
         SandboxState::Expired,
         SandboxState::Dead,
@@ -41,11 +44,12 @@ impl SandboxState {
     ];
 
     /// The states in which a box may still exist and needs a live supervisor.
-    pub const LIVE: [SandboxState; 4] = [
+    pub const LIVE: [SandboxState; 5] = [
         SandboxState::Queued,
         SandboxState::Starting,
         SandboxState::Running,
         SandboxState::Paused,
+        SandboxState::Resuming,
     ];
 
     /// True for the states a sandbox never leaves: killed, expired, dead, failed.
@@ -66,6 +70,7 @@ impl SandboxState {
             SandboxState::Starting => "starting",
             SandboxState::Running => "running",
             SandboxState::Paused => "paused",
+            SandboxState::Resuming => "resuming",
             SandboxState::Killed => "killed",
             SandboxState::Expired => "expired",
             SandboxState::Dead => "dead",

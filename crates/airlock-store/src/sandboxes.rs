@@ -207,6 +207,16 @@ impl Store {
         found(id, changed)
     }
 
+    /// Replaces a sandbox's resolved policy (its egress changed while it runs).
+    pub fn set_policy(&self, id: &str, policy: &serde_json::Value) -> Result<(), StoreError> {
+        let policy = encode_json("the policy", policy, MAX_POLICY_BYTES)?;
+        let changed = self.conn.execute(
+            "UPDATE sandboxes SET policy = ?2 WHERE id = ?1",
+            params![id, policy],
+        )?;
+        found(id, changed)
+    }
+
     /// Records which host process supervises a sandbox's box, and during which kernel boot, so
     /// [`Store::recover`] can tell after a restart whether the box can still be alive.
     pub fn set_supervisor(

@@ -2,7 +2,7 @@
 //! greeted agent, restore from the template snapshot to the first command's output, host memory
 //! per idle VM, and create → first exec through `airlock serve`'s API.
 //! Run by `benches/microvm.sh` (release build; the guest from `scripts/microvm-guest.sh`).
-//! Usage: microvm_bench AIRLOCK_BIN [WARM_RUNS]
+//! Usage: microvm_bench AIRLOCK_BIN [WARM_RUNS] [pause]   (`pause`: only the pause figures)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use airlock_policy::{resolve, BackendKind, LimitsSection, PolicyFile, ResolveContext, SizeValue};
@@ -63,6 +63,10 @@ fn main() {
     let backends = airlock_backends::built_in(&airlock_backends::BackendConfig::new(bin.clone()));
     let vm = backends.select(BackendKind::Microvm).unwrap();
     let native = backends.select(BackendKind::Native).unwrap();
+    if args.get(3).map(String::as_str) == Some("pause") {
+        pause(vm.as_ref());
+        return;
+    }
     let small = Some(512 << 20);
     let (pvm, pvm_default, pnat) = (
         policy(BackendKind::Microvm, small),
@@ -138,7 +142,92 @@ fn main() {
     }
     println!("host memory per idle VM (512 MiB guest, QEMU RSS): {rss:.1?} MiB; a native box's cgroup: {nat_mem:.1} MiB");
 
+    pause(vm.as_ref());
     api(&bin, runs);
+}
+
+/// A pause (checkpoint with `then_stop`) of a box holding 256 MiB of incompressible data in
+/// its memory (/tmp is guest RAM): how long the save takes and how big it is, next to the host
+/// copying a 256 MiB file of the same data (the peer: the least any save must write), and the
+/// restore of that checkpoint to the first output.
+fn pause(vm: &dyn Backend) {
+    let env = BTreeMap::new();
+    let file = PolicyFile {
+        workspace: Some("none".into()),
+        backend: Some(BackendKind::Microvm),
+        limits: LimitsSection {
+            memory: Some(SizeValue(1 << 30)),
+            disk: Some(SizeValue(400 << 20)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let ctx = ResolveContext {
+        cwd: "/".into(),
+        env: &env,
+        host: &RealHost,
+    };
+    let p = resolve(&file, &ctx).unwrap();
+    let (_, mut s) = first_output(vm, &p);
+    let out = s
+        .channel()
+        .exec(
+            &[
+                "sh",
+                "-c",
+                "head -c 268435456 /dev/urandom > /tmp/fill && wc -c < /tmp/fill",
+            ],
+            &[],
+            None,
+            None,
+            1 << 10,
+        )
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "268435456");
+    let dir = std::env::temp_dir().join(format!("mvm-bench-pause-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let t = Instant::now();
+    s.checkpoint(
+        &dir,
+        &airlock_runtime::backend::CheckpointOptions { then_stop: true },
+    )
+    .unwrap();
+    let save = ms(t.elapsed());
+    let size: u64 = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    s.kill();
+    // The peer: the host writing 256 MiB of random data to a file beside it.
+    let mut random = vec![0u8; 256 << 20];
+    let mut f = std::fs::File::open("/dev/urandom").unwrap();
+    std::io::Read::read_exact(&mut f, &mut random).unwrap();
+    let t = Instant::now();
+    let mut f = std::fs::File::create(dir.join("peer")).unwrap();
+    // Neither side syncs: both are writes into the host's page cache.
+    std::io::Write::write_all(&mut f, &random).unwrap();
+    drop(f);
+    let peer = ms(t.elapsed());
+    let t = Instant::now();
+    let mut r = LiveSandbox::connect(
+        vm.restore(&dir, &p, &Template::Host, &StartOptions::default())
+            .unwrap(),
+    )
+    .unwrap();
+    let out = r
+        .channel()
+        .exec(&["sh", "-c", "wc -c < /tmp/fill"], &[], None, None, 1 << 10)
+        .unwrap();
+    let restore = ms(t.elapsed());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "268435456");
+    r.kill();
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "pause of a box holding 256 MiB (1 GiB guest): save {save:.0} ms, {:.0} MiB; host writing 256 MiB {peer:.0} ms: ratio {:.1}×; restore → first output {restore:.0} ms",
+        size as f64 / (1 << 20) as f64,
+        save / peer
+    );
 }
 
 /// create → first exec output → delete through `airlock serve`, microvm next to native.

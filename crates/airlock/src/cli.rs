@@ -166,7 +166,8 @@ pub struct McpArgs {
     #[command(flatten)]
     pub tools: ToolArgs,
     /// End the session's box after this long without a tool call (the next call starts a fresh
-    /// one), e.g. 15m.
+    /// one), e.g. 15m. A fifteenth of it (1 s to 60 s) without a call pauses the box in place
+    /// first (CPU given back, its interpreter state kept); the next call resumes it.
     #[arg(long, value_name = "DURATION", default_value = "15m")]
     pub idle_timeout: String,
 }
@@ -222,9 +223,14 @@ pub struct ServeArgs {
     /// (default: $XDG_DATA_HOME/airlock or ~/.local/share/airlock).
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Boxes running at once; further creates are queued (FIFO).
+    /// Boxes running at once; further creates are queued (FIFO). Paused boxes do not count.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub max_running: usize,
+    /// Pause a sandbox after this long without a request or a running command (keepalives do
+    /// not count), e.g. 30m; its next request resumes it. A create request's `idle_pause`
+    /// overrides it. Default: never.
+    #[arg(long, value_name = "DURATION")]
+    pub idle_pause: Option<String>,
     /// Replace the E2B-format API key (for E2B's SDKs) with a new one, printed on start: use it
     /// when the key printed on the first start is lost.
     #[arg(long)]
@@ -365,6 +371,17 @@ pub struct PolicyArgs {
     /// With --net proxy: total bytes the box may move through the proxy (default: unlimited).
     #[arg(long, value_name = "SIZE")]
     pub byte_budget: Option<String>,
+    /// With --net proxy: a secret the egress proxy adds to requests to its hosts
+    /// (--secret-host); inside the box the variable NAME holds a placeholder. NAME takes $NAME
+    /// from airlock's environment, NAME=@FILE reads a file, NAME=@- reads stdin. A value is
+    /// never given on the command line (ps shows it).
+    #[arg(long, value_name = "NAME[=@FILE|=@-]")]
+    pub secret: Vec<String>,
+    /// A destination that receives a secret: [NAME=]PATTERN (NAME[:PORT] or *.NAME[:PORT],
+    /// port 443 when none). `NAME=` may be left out when one --secret is given. Binding a
+    /// secret also allows its hosts.
+    #[arg(long, value_name = "[NAME=]PATTERN")]
+    pub secret_host: Vec<String>,
     /// Memory cap, e.g. 512M (default 4G).
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<String>,
@@ -427,6 +444,55 @@ pub enum SandboxCommand {
     Cp(CpArgs),
     /// Kill sandboxes; prints each id with its final state.
     Kill(KillArgs),
+    /// Pause a sandbox: its processes stop where they are and continue on resume (memory kept:
+    /// a microVM's or gVisor box's memory is saved and given back, a native box is frozen in
+    /// place); a paused sandbox does not count against --max-running. Prints `ID paused`, and
+    /// on stderr what was kept.
+    Pause(PauseArgs),
+    /// Resume a paused sandbox (waits for a slot when --max-running are busy).
+    Resume(ResumeArgs),
+    /// Take a snapshot of a running sandbox (it runs on); prints its id, kind and size.
+    Snapshot(SnapshotArgs),
+    /// Start N new sandboxes from one snapshot of a sandbox (a new one, or --snapshot); each
+    /// continues from that moment with its own id, token and writable state. Prints `ID TOKEN`
+    /// per new sandbox.
+    Fork(ForkArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    /// The sandbox's id.
+    pub id: String,
+    /// Keep only its files and give its memory back: its processes start anew on resume.
+    #[arg(long)]
+    pub files_only: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The sandbox's id.
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// The sandbox's id.
+    pub id: String,
+    /// A label for it.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ForkArgs {
+    /// The sandbox's id.
+    pub id: String,
+    /// How many new sandboxes (1 to 16).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub count: u32,
+    /// Fork from this snapshot of the sandbox instead of taking a new one.
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub snapshot: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -462,8 +528,8 @@ pub struct CreateArgs {
 
 #[derive(Debug, Args)]
 pub struct LsArgs {
-    /// Only sandboxes in this state: queued, starting, running, paused, killed, expired, dead,
-    /// failed (repeatable).
+    /// Only sandboxes in this state: queued, starting, running, paused, resuming, killed, expired,
+    /// dead, failed (repeatable).
     #[arg(long, value_name = "STATE")]
     pub state: Vec<String>,
     /// Only sandboxes labelled KEY=VALUE (repeatable; all must match).

@@ -134,6 +134,7 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     if args.fail_if_unavailable {
         f.fail_if_unavailable = Some(true);
     }
+    f.secrets = crate::secret_flags::secrets(&args.secret, &args.secret_host, &base)?;
     Ok(base.merge(f))
 }
 
@@ -551,7 +552,18 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
             template_aliases.insert("code-interpreter-v1".into(), "code-interpreter".into());
         }
     }
+    let idle_pause = match &args.idle_pause {
+        Some(d) => {
+            let d = parse_duration(d).context("--idle-pause")?;
+            if d.is_zero() {
+                anyhow::bail!("--idle-pause 0 would pause every box at once; give a duration like 30m, or leave it out");
+            }
+            Some(d)
+        }
+        None => None,
+    };
     airlock_server::serve(airlock_server::ServerConfig {
+        idle_pause,
         template_aliases,
         default_backend,
         listen: args.listen,
@@ -605,6 +617,10 @@ fn cmd_sandbox(args: SandboxArgs) -> Result<i32> {
         SandboxCommand::Exec(a) => client::exec(&api, &a),
         SandboxCommand::Cp(a) => client::copy(&api, &a),
         SandboxCommand::Kill(a) => client::kill(&api, &a),
+        SandboxCommand::Pause(a) => client::pause(&api, &a),
+        SandboxCommand::Resume(a) => client::resume(&api, &a),
+        SandboxCommand::Snapshot(a) => client::snapshot(&api, &a),
+        SandboxCommand::Fork(a) => client::fork(&api, &a),
     }
 }
 

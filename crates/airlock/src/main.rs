@@ -4,6 +4,7 @@ mod cli;
 mod client;
 mod commands;
 mod mcp;
+mod secret_flags;
 mod templates;
 
 use std::process::ExitCode;

@@ -888,7 +888,7 @@ fn interpreter_execute_streams_and_contexts() {
     );
     assert_eq!(
         lines.iter().find(|l| l["type"] == "result").unwrap()["text"],
-        "'zz'"
+        "zz"
     );
     // The default Python context is the native API's too.
     let native = send(
@@ -951,7 +951,7 @@ fn interpreter_execute_streams_and_contexts() {
     );
     assert_eq!(
         lines.iter().find(|l| l["type"] == "result").unwrap()["text"],
-        "'/tmp'"
+        "/tmp"
     );
     let listed = send(
         gw.sandbox_req(&sb, None, 49999, "GET", "/contexts")

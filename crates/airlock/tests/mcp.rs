@@ -236,6 +236,41 @@ fn stdio_box_is_replaced_after_the_idle_timeout() {
 }
 
 #[test]
+fn stdio_pauses_an_idle_box_in_place_and_the_next_call_resumes_it_with_its_state() {
+    let ws = TempDir::new("mcp-pause");
+    // --idle-timeout 45s: the box is paused after 3 s without a call (a fifteenth), ended at 45.
+    let r = mcp(
+        ws.path(),
+        &["--idle-timeout", "45s"],
+        json!([
+            {"call": "run_code", "args": {"code": "x = 41"}},
+            {"call": "run_command", "args": {"command":
+                "(while :; do date +%s%N >> ticks; sleep 0.2; done) >/dev/null 2>&1 &"}},
+            {"wait": 7},
+            {"call": "run_code", "args": {"code": "x + 1"}},
+        ]),
+    );
+    assert_eq!(
+        text(&r[3]),
+        "42\n",
+        "the interpreter kept its state: {:?}",
+        r[3]
+    );
+    // The ticker in the box stopped while it was paused: one gap of seconds between ticks.
+    let ticks: Vec<u128> = std::fs::read_to_string(ws.join("ticks"))
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    let gap = ticks.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    assert!(
+        gap >= 2_000_000_000,
+        "no pause: the longest gap between ticks was {} ms",
+        gap / 1_000_000
+    );
+}
+
+#[test]
 fn bad_mcp_flags_are_refused_clearly() {
     let ws = TempDir::new("mcp-flags");
     let r = airlock(ws.path(), &["mcp", "--tools", "a b"]);

@@ -467,23 +467,127 @@ fn a_snapshot_restores_a_box_with_its_processes_and_files_intact() {
     );
     assert_eq!((out.as_str(), code), ("state-before\nalive\n", Some(0)));
     r.kill();
-    // A box with host directories mounted says why it cannot be snapshotted.
-    let ws2 = TempDir::new("mvm-snap-host");
+}
+
+#[test]
+fn a_box_with_a_workspace_checkpoints_and_two_restores_of_it_diverge() {
+    let ws = TempDir::new("mvm-ckpt-ws");
+    std::fs::write(ws.join("kept"), "host file\n").unwrap();
+    let p = policy(ws.path(), |_| {});
+    let b = backend();
     let instance = b
-        .start(
-            &policy(ws2.path(), |_| {}),
-            &Template::Host,
-            &StartOptions::default(),
-        )
+        .start(&p, &Template::Host, &StartOptions::default())
         .unwrap();
-    assert_eq!(instance.capabilities().checkpoint, None);
-    let mut h = LiveSandbox::connect(instance).unwrap();
-    let err = h
-        .checkpoint(checkpoint.path(), &CheckpointOptions::default())
+    assert_eq!(
+        instance.capabilities().checkpoint,
+        Some(CheckpointKind::Memory)
+    );
+    let mut s = LiveSandbox::connect(instance).unwrap();
+    let ws_in = ws.path().display().to_string();
+    let (_, _, code) = sh(
+        &mut s,
+        "echo before > /tmp/state; echo layer > /home/user/mine",
+    );
+    assert_eq!(code, Some(0));
+    // A process sitting in the workspace holds the share: the checkpoint is refused, saying
+    // why, and the box runs on with its workspace mounted.
+    let (pid, _, _) = sh(
+        &mut s,
+        &format!("cd {ws_in} && (sleep 1000 >/dev/null 2>&1 & echo $!)"),
+    );
+    let busy = TempDir::new("mvm-ckpt-busy");
+    let err = s
+        .checkpoint(busy.path(), &CheckpointOptions::default())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("9p"), "{err}");
-    h.kill();
+    assert!(err.contains("working directory"), "{err}");
+    let (out, _, _) = sh(&mut s, &format!("cat {ws_in}/kept; kill {}", pid.trim()));
+    assert_eq!(
+        out, "host file\n",
+        "the workspace is attached again after a refusal"
+    );
+    // Idle, it checkpoints, and the box runs on with the workspace attached again.
+    let checkpoint = TempDir::new("mvm-ckpt");
+    let t0 = Instant::now();
+    s.checkpoint(checkpoint.path(), &CheckpointOptions::default())
+        .unwrap();
+    eprintln!("checkpoint of an idle box with shares: {:?}", t0.elapsed());
+    let (out, _, code) = sh(
+        &mut s,
+        &format!("echo after > /tmp/state; echo written-after > {ws_in}/after; cat {ws_in}/kept"),
+    );
+    assert_eq!((out.as_str(), code), ("host file\n", Some(0)));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("after")).unwrap(),
+        "written-after\n"
+    );
+    // then_stop: the VM is saved and freed.
+    let before: Vec<i32> = qemus_of(std::process::id() as i32);
+    let last = TempDir::new("mvm-ckpt-stop");
+    s.checkpoint(last.path(), &CheckpointOptions { then_stop: true })
+        .unwrap();
+    assert!(
+        wait_gone(&before, Duration::from_secs(10)),
+        "then_stop left its QEMU running"
+    );
+    s.kill();
+    // Two restores of one checkpoint (a fork): each has its own copy of the VM's memory, so of
+    // /tmp, home and the root's writable layer; both see the host's workspace as it is now.
+    let mut forks: Vec<LiveSandbox> = (0..2)
+        .map(|_| {
+            LiveSandbox::connect(
+                b.restore(
+                    checkpoint.path(),
+                    &p,
+                    &Template::Host,
+                    &StartOptions::default(),
+                )
+                .unwrap(),
+            )
+            .unwrap()
+        })
+        .collect();
+    for (i, f) in forks.iter_mut().enumerate() {
+        let (_, _, code) = sh(f, &format!("echo fork-{i} > /tmp/state"));
+        assert_eq!(code, Some(0));
+    }
+    for (i, f) in forks.iter_mut().enumerate() {
+        let (out, _, code) = sh(
+            f,
+            &format!("cat /tmp/state /home/user/mine {ws_in}/kept {ws_in}/after"),
+        );
+        assert_eq!(
+            (out.as_str(), code),
+            (
+                format!("fork-{i}\nlayer\nhost file\nwritten-after\n").as_str(),
+                Some(0)
+            ),
+            "fork {i} sees another's memory or lost its workspace"
+        );
+    }
+    // A restored box's protected paths hold as a started box's do (its placeholders are made
+    // again before QEMU starts, so QEMU's jail and the guest both hold them).
+    let (out, _, _) = sh(
+        &mut forks[0],
+        &format!(
+            "mkdir -p {ws_in}/.git/hooks; echo x > {ws_in}/.git/hooks/pre-commit && echo MADE-HOOK; echo x >> {ws_in}/.bashrc && echo WROTE-RC; true"
+        ),
+    );
+    assert!(
+        !out.contains("MADE-HOOK") && !out.contains("WROTE-RC"),
+        "{out}"
+    );
+    for f in forks {
+        f.kill();
+    }
+    assert!(
+        !ws.join(".git/hooks/pre-commit").exists(),
+        "the restored box wrote a hook on the host"
+    );
+    assert!(
+        !ws.join(".bashrc").exists(),
+        "the restored box left a .bashrc on the host"
+    );
 }
 
 #[test]
@@ -578,7 +682,7 @@ fn killing_airlock_kills_its_vms_and_leaves_nothing_behind() {
 }
 
 #[test]
-fn an_unprivileged_user_runs_a_microvm_box_with_its_own_uid_and_no_root() {
+fn an_unprivileged_user_runs_a_microvm_box_whose_files_are_its_own_and_no_root() {
     let (uid, gid, home) = common::ensure_test_user();
     let (_bin_dir, bin) = common::binary_for_test_user("mvm-rootless-bin");
     let ws = TempDir::new("mvm-rootless");
@@ -603,7 +707,9 @@ fn an_unprivileged_user_runs_a_microvm_box_with_its_own_uid_and_no_root() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines[0], uid.to_string(), "{stdout}");
+    // The box user is uid 1000 inside whoever starts it; its files are the caller's on the host
+    // (QEMU's user namespace maps its 1000 to the caller alone).
+    assert_eq!(lines[0], "1000", "{stdout}");
     assert_eq!(lines[1], guest_release(), "{stdout}");
     assert_eq!(lines[2], "CapEff:\t0000000000000000", "{stdout}");
     // The box's file is the caller's, as the caller wrote it.

@@ -59,14 +59,9 @@ fn remote_with(
 /// The uid the box's processes have. Native: 1000, the box user of its user namespace (files
 /// are idmapped to it). microvm: the caller's own uid, with no capabilities — 9p shares have
 /// no id mapping, so that is the uid under which files keep the caller's ownership.
+/// The box user's uid: 1000 in every kind of box (a microVM's QEMU maps it to the caller).
 fn box_uid() -> String {
-    match common::test_backend_kind() {
-        airlock_policy::BackendKind::Microvm => {
-            // SAFETY: geteuid cannot fail.
-            unsafe { libc::geteuid() }.to_string()
-        }
-        _ => "1000".to_string(),
-    }
+    "1000".to_string()
 }
 
 fn parent_of(pid: i32) -> i32 {
@@ -269,10 +264,12 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         .collect();
     let kind = common::test_backend_kind();
     match kind {
-        // A VM's boundary is its own kernel under QEMU: no seccomp or Landlock in the guest
-        // (its receipt says so); capabilities and no_new_privs still hold.
+        // A VM's boundary is its own kernel under QEMU, jailed (the `vmm` layer); no Landlock
+        // in the guest; the native box's seccomp filter is part of its `privileges` layer.
         airlock_policy::BackendKind::Microvm => assert!(
-            layers.contains(&"isolation".to_string()) && layers.contains(&"privileges".to_string()),
+            layers.contains(&"isolation".to_string())
+                && layers.contains(&"privileges".to_string())
+                && layers.contains(&"vmm".to_string()),
             "{layers:?}"
         ),
         // gVisor: the Sentry answers every system call; the host kernel sees only the
@@ -359,10 +356,8 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         );
         text.push_str("NoNewPrivs:\t1\n");
     }
-    let seccomp = match kind {
-        airlock_policy::BackendKind::Microvm => "Seccomp:\t0",
-        _ => "Seccomp:\t2",
-    };
+    // Every kind filters syscalls (a microVM's guest installs the native box's filter).
+    let seccomp = "Seccomp:\t2";
     assert!(
         text.contains("CapEff:\t0000000000000000")
             && text.contains("NoNewPrivs:\t1")
@@ -561,11 +556,11 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
         .expect("the box's end was noticed");
     assert!(end.reason.contains("ended"), "{end:?}");
     assert!(s.usage().is_err());
-    // A native box has no pause yet, and says so instead of pretending (gVisor boxes pause:
-    // tests/gvisor.rs).
+    // A native box pauses (the cgroup freezer; tests/lifecycle.rs), but not once it has ended
+    // (gVisor boxes pause too: tests/gvisor.rs).
     if common::test_backend_kind() != BackendKind::Gvisor {
-        assert!(!s.capabilities().pause);
-        assert!(matches!(s.pause(), Err(BackendError::Unsupported { .. })));
+        assert!(s.capabilities().pause);
+        assert!(matches!(s.pause(), Err(BackendError::Ended(_))));
     }
 }
 

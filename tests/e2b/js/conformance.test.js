@@ -53,6 +53,24 @@ async function listAll(query, opts = {}) {
 const secondsLeft = (info) => (info.endAt.getTime() - Date.now()) / 1000
 
 describe('lifecycle', () => {
+  test('list order across pages, startedAfter; metrics ranges', T, async () => {
+    const tag = { case: 'js-order-' + crypto.randomBytes(4).toString('hex') }
+    await withSandbox({ metadata: tag }, async (a) => {
+      await new Promise((r) => setTimeout(r, 1100))
+      const between = new Date()
+      await withSandbox({ metadata: tag }, async (b) => {
+        const ids = async (opts, query = {}) =>
+          (await listAll({ metadata: { 'suite-run': RUN, ...tag }, ...query }, opts)).map((s) => s.sandboxId)
+        assert.deepEqual(await ids({ order: 'asc', limit: 1 }), [a.sandboxId, b.sandboxId])
+        assert.deepEqual(await ids({ order: 'desc' }), [b.sandboxId, a.sandboxId])
+        assert.deepEqual(await ids({}, { startedAfter: between }), [b.sandboxId])
+        const m = await b.getMetrics({ start: new Date('2020-01-01'), end: new Date('2020-01-02') })
+        assert.deepEqual(m, [], 'a range before the box existed is empty')
+        assert.equal((await b.getMetrics()).length, 1)
+      })
+    })
+  })
+
   test('create with template, timeout, metadata and env vars; getInfo', T, async () => {
     await withSandbox({ template: 'base', timeoutMs: 120_000, metadata: { owner: 'js' }, envs: { GREETING: 'hello js' } }, async (sbx) => {
       assert.match(sbx.sandboxId, /^[a-z0-9_]+$/)
@@ -232,6 +250,23 @@ describe('files', () => {
     })
   })
 
+  test('as envd: remove of a missing path, mode bits, symlink info, CHMOD events', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      await sbx.files.remove('/home/user/never-was')
+      await sbx.commands.run('cd /home/user && mkdir -m 750 p && echo x > p/t && ln -s p/t ln && ln -s p dl')
+      const dir = await sbx.files.getInfo('/home/user/p')
+      assert.deepEqual([dir.mode, dir.permissions], [0o750, 'drwxr-x---'])
+      const ln = await sbx.files.getInfo('/home/user/ln')
+      assert.deepEqual([ln.type, ln.symlinkTarget, ln.path], ['file', '/home/user/p/t', '/home/user/ln'])
+      assert.deepEqual([(await sbx.files.getInfo('/home/user/dl')).type], ['dir'])
+      const events = []
+      const handle = await sbx.files.watchDir('/home/user/p', (e) => events.push(e))
+      await sbx.commands.run('chmod 600 /home/user/p/t')
+      await waitFor('the watch reports CHMOD of t', () => events.some((e) => e.name === 't' && e.type === e2b.FilesystemEventType.CHMOD))
+      await handle.stop()
+    })
+  })
+
   test('upload and download URLs', T, async () => {
     await withSandbox({}, async (sbx) => {
       const up = await sbx.uploadUrl('/home/user/up.txt')
@@ -273,6 +308,26 @@ describe('code', () => {
       const png = ex.results.find((r) => r.png)
       assert.ok(png, JSON.stringify(ex))
       assert.deepEqual([...Buffer.from(png.png, 'base64').subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+    }, true)
+  })
+
+  test('as E2B: dedent, unquoted str text, default contexts, top-level await, imports, charts, data', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const listed = await sbx.listCodeContexts()
+      assert.ok(['python', 'javascript'].every((l) => listed.some((c) => c.language === l)), JSON.stringify(listed))
+      const dedented = await sbx.runCode('\n    x = 2\n    if x:\n        print("in")\n    x * 3\n')
+      assert.deepEqual([dedented.error, dedented.text, dedented.logs.stdout], [undefined, '6', ['in\n']])
+      assert.equal((await sbx.runCode("'hello'")).text, 'hello')
+      assert.equal((await sbx.runCode("!echo from shell")).logs.stdout.join(''), 'from shell\n')
+      const awaited = await sbx.runCode('const v = await Promise.resolve(20)\nv + 1', { language: 'js' })
+      assert.equal(awaited.text, '21')
+      const imported = await sbx.runCode("import { basename } from 'node:path'\nbasename('/a/b.txt')", { language: 'js' })
+      assert.equal(imported.text, 'b.txt')
+      const chart = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2], [3, 4])\nplt.title("t")\nplt.show()')
+      assert.equal(chart.results[0].chart.type, 'line')
+      assert.deepEqual(chart.results[0].chart.elements[0].points, [[1, 3], [2, 4]])
+      const frame = await sbx.runCode("import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+      assert.deepEqual(frame.results[0].data, { a: [1, 2] })
     }, true)
   })
 
@@ -331,6 +386,20 @@ describe('network', () => {
         assert.ok(!out.includes(secret), out)
       })
       assert.equal(seen.length, 1, 'the denied sandboxes never reached the server')
+    })
+  })
+
+  test('updateNetwork changes a running box\'s egress', T, async () => {
+    await withServer(async (url, secret, seen) => {
+      await withSandbox({}, async (sbx) => {
+        assert.ok(!(await fetchIn(sbx, url)).includes(secret))
+        await sbx.updateNetwork({ allowOut: ['127.0.0.1'] })
+        const out = await fetchIn(sbx, url)
+        assert.ok(out.startsWith('200 exit=0') && out.includes(secret), out)
+        await sbx.updateNetwork({ denyOut: ['0.0.0.0/0'] })
+        assert.ok(!(await fetchIn(sbx, url)).includes(secret))
+      })
+      assert.deepEqual(seen, ['/probe'], 'only the granted fetch got through')
     })
   })
 

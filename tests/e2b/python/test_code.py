@@ -35,7 +35,7 @@ async def test_error_carries_name_value_and_traceback(sdk):
         assert "inner" in execution.error.traceback
         assert "ZeroDivisionError" in execution.error.traceback
         # The interpreter survives an error; the next call works.
-        assert (await sdk(sbx.run_code, "'ok'")).text == "'ok'"
+        assert (await sdk(sbx.run_code, "'ok'")).text == "ok"
 
 
 async def test_matplotlib_chart_is_a_real_png(sdk):
@@ -98,7 +98,7 @@ async def test_contexts_create_list_restart_remove(sdk):
     async with sdk.sandbox(code=True) as sbx:
         ctx = await sdk(sbx.create_code_context, cwd="/tmp")
         assert ctx.id and ctx.language == "python" and ctx.cwd == "/tmp"
-        assert (await sdk(sbx.run_code, "import os\nsecret = 7\nos.getcwd()", context=ctx)).text == "'/tmp'"
+        assert (await sdk(sbx.run_code, "import os\nsecret = 7\nos.getcwd()", context=ctx)).text == "/tmp"
         # The default context does not see the new context's variables.
         default = await sdk(sbx.run_code, "secret")
         assert default.error is not None and default.error.name == "NameError"
@@ -145,3 +145,140 @@ async def test_killed_mid_run_code_is_the_sdks_sandbox_killed_error(sdk):
         raised = await raised_while_killed(sdk, sbx, lambda: sbx.run_code("import time\nprint('started')\ntime.sleep(30)", timeout=50))
         assert isinstance(raised, sdk.e2b.TimeoutException), repr(raised)
         assert "The sandbox was killed while the request was in progress" in str(raised), repr(raised)
+
+
+async def test_cells_are_dedented_and_str_text_is_unquoted_as_e2b(sdk):
+    async with sdk.sandbox(code=True) as sbx:
+        # SDK users send indented triple-quoted code: IPython removes the first line's indent.
+        indented = await sdk(sbx.run_code, """
+            x = 20
+            if x:
+                print("in block")
+            x + 1
+        """)
+        assert indented.error is None, indented.error
+        assert (indented.text, indented.logs.stdout) == ("21", ["in block\n"])
+        # A str result's text loses one pair of quotes (E2B's interpreter); other reprs stay.
+        assert (await sdk(sbx.run_code, "'hello'")).text == "hello"
+        assert (await sdk(sbx.run_code, "\"it's\"")).text == "it's"
+        assert (await sdk(sbx.run_code, "['a']")).text == "['a']"
+        assert (await sdk(sbx.run_code, "'a\\nb'")).text == "a\\nb", "the repr's escapes stay"
+
+
+async def test_default_contexts_are_listed_from_the_start(sdk):
+    async with sdk.sandbox(code=True) as sbx:
+        listed = await sdk(sbx.list_code_contexts)
+        by_language = {c.language: c for c in listed}
+        assert {"python", "javascript"} <= set(by_language), listed
+        assert by_language["python"].cwd == "/home/user"
+        # They are the contexts run_code uses by default: state set there is seen through the id.
+        await sdk(sbx.run_code, "shared = 5")
+        assert (await sdk(sbx.run_code, "shared", context=by_language["python"])).text == "5"
+        assert len([c for c in await sdk(sbx.list_code_contexts) if c.language == "python"]) == 1
+
+
+async def test_shell_escapes_pip_and_raw_display(sdk):
+    async with sdk.sandbox(code=True) as sbx:
+        shell = await sdk(sbx.run_code, "n = 3\n!echo shell says {n} $HOME; echo to-err >&2\nlines = !printf 'a\\nb\\n'\nlines, _exit_code")
+        assert shell.error is None, shell.error
+        assert "".join(shell.logs.stdout) == "shell says 3 /home/user\nto-err\n"
+        assert shell.text == "(['a', 'b'], 0)"
+        indented = await sdk(sbx.run_code, "for i in range(2):\n    !echo loop {i}")
+        assert "".join(indented.logs.stdout) == "loop 0\nloop 1\n"
+        bash_cell = await sdk(sbx.run_code, "%%bash\necho from a bash cell\n")
+        assert bash_cell.logs.stdout == ["from a bash cell\n"]
+        # %pip runs this interpreter's pip (a local wheel: no index is reachable from a test).
+        await sdk(sbx.files.write, "/home/user/wheel.py", WHEEL_MAKER)
+        made = await sdk(sbx.commands.run, "python3 /home/user/wheel.py /home/user")
+        wheel = made.stdout.strip()
+        installed = await sdk(sbx.run_code, f"%pip install --no-index --no-deps {wheel}")
+        assert installed.error is None, installed.error
+        out = "".join(installed.logs.stdout)
+        assert "Successfully installed airlock-probe-1.0" in out, out
+        assert (await sdk(sbx.run_code, "import airlock_probe\nairlock_probe.ANSWER")).text == "42"
+        unknown = await sdk(sbx.run_code, "%nosuchmagic")
+        assert (unknown.error.name, unknown.error.value) == ("UsageError", "Line magic function `%nosuchmagic` not found.")
+        raw = await sdk(sbx.run_code, "display({'text/plain': 'raw text', 'text/html': '<i>raw</i>'}, raw=True)")
+        [result] = raw.results
+        assert (result.text, result.html, result.is_main_result) == ("raw text", "<i>raw</i>", False)
+
+
+# Writes a minimal wheel (a zip with the dist-info pip needs) into the directory it is given and
+# prints its path.
+WHEEL_MAKER = """
+import base64, hashlib, sys, zipfile
+files = {
+    "airlock_probe/__init__.py": "ANSWER = 42\\n",
+    "airlock_probe-1.0.dist-info/METADATA": "Metadata-Version: 2.1\\nName: airlock-probe\\nVersion: 1.0\\n",
+    "airlock_probe-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+}
+record = []
+path = sys.argv[1] + "/airlock_probe-1.0-py3-none-any.whl"
+with zipfile.ZipFile(path, "w") as z:
+    for name, text in files.items():
+        data = text.encode()
+        z.writestr(name, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append("airlock_probe-1.0.dist-info/RECORD,,")
+    z.writestr("airlock_probe-1.0.dist-info/RECORD", "\\n".join(record) + "\\n")
+print(path)
+"""
+
+
+async def test_matplotlib_gives_e2b_charts_and_dataframes_give_data(sdk):
+    from e2b_code_interpreter.charts import ChartType
+    async with sdk.sandbox(code=True) as sbx:
+        line = await sdk(sbx.run_code, """
+            import matplotlib.pyplot as plt
+            plt.plot([1, 2, 3], [1, 4, 9], label="squares")
+            plt.title("growth")
+            plt.xlabel("time (s)")
+            plt.show()
+        """)
+        assert line.error is None, line.error
+        [result] = line.results
+        assert result.png and result.chart is not None
+        chart = result.chart
+        assert (chart.type, chart.title, chart.x_label, chart.x_unit) == (ChartType.LINE, "growth", "time (s)", "s")
+        assert [(e.label, e.points) for e in chart.elements] == [("squares", [(1, 1), (2, 4), (3, 9)])]
+        several = await sdk(sbx.run_code, """
+            fig, (left, right) = plt.subplots(1, 2)
+            left.bar(["x", "y"], [3, 4], label="counts")
+            right.pie([1, 3], labels=["p", "q"])
+            plt.show()
+        """)
+        [result] = several.results
+        assert result.chart.type == ChartType.SUPERCHART
+        bar, pie = result.chart.elements
+        assert (bar.type, [(e.label, e.group, e.value) for e in bar.elements]) == (ChartType.BAR, [("x", "counts", 3), ("y", "counts", 4)])
+        assert (pie.type, [e.label for e in pie.elements]) == (ChartType.PIE, ["p", "q"])
+        assert [round(e.angle) for e in pie.elements] == [90, 270]
+        # pandas is in the host's Python the native box runs (and in the code-interpreter template).
+        frame = await sdk(sbx.run_code, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [0.5, float('nan')], 'c': ['u', 'v']})")
+        assert frame.error is None, frame.error
+        [result] = frame.results
+        assert result.data == {"a": [1, 2], "b": [0.5, None], "c": ["u", "v"]}
+        assert result.html and "<table" in result.html
+        assert "data" in result.formats()
+
+
+async def test_javascript_top_level_await_and_es_imports(sdk):
+    async with sdk.sandbox(code=True) as sbx:
+        awaited = await sdk(sbx.run_code, "const v = await Promise.resolve(21)\nv * 2", language="js")
+        assert (awaited.error, awaited.text) == (None, "42")
+        # A declaration in an awaiting cell is kept, as in Node's REPL.
+        assert (await sdk(sbx.run_code, "v + 1", language="js")).text == "22"
+        await sdk(sbx.files.write, "/home/user/mod.mjs", "export const answer = 42;\nexport default 'the default';\n")
+        imported = await sdk(sbx.run_code, "import fs from 'fs'\nimport { join as j } from 'node:path'\nimport * as os from 'os'\nimport def, { answer } from './mod.mjs'\n[typeof fs.readFileSync, j('a', 'b'), typeof os.cpus, def, answer].join(' ')", language="js")
+        assert imported.error is None, imported.error
+        assert imported.text == "function a/b function the default 42"
+        # The imported bindings persist into the next cell.
+        assert (await sdk(sbx.run_code, "j('x', String(answer))", language="js")).text == "x/42"
+        # TypeScript: the template has no compiler; refused, saying so.
+        ts = None
+        try:
+            await sdk(sbx.run_code, "const n: number = 1; n", language="typescript")
+        except Exception as e:  # noqa: BLE001 - the message is what is checked
+            ts = e
+        assert ts is not None and "typescript" in str(ts).lower()

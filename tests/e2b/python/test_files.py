@@ -187,3 +187,103 @@ async def test_upload_and_download_urls(sdk):
         expiring = sbx.download_url("/home/user/uploaded.bin", use_signature_expiration=60)
         assert "signature_expiration=" in expiring
         assert httpx.get(expiring, timeout=30).content == BINARY
+
+
+async def test_remove_of_a_missing_path_succeeds_as_envd(sdk):
+    async with sdk.sandbox() as sbx:
+        # envd removes with Go's os.RemoveAll: what is not there is already removed.
+        await sdk(sbx.files.remove, "/home/user/never-was")
+        await sdk(sbx.files.remove, "/home/user/no/such/tree")
+        assert await sdk(sbx.files.exists, "/home/user/never-was") is False
+
+
+async def test_mode_is_the_permission_bits(sdk):
+    async with sdk.sandbox() as sbx:
+        await sdk(sbx.files.make_dir, "/home/user/perm")
+        await sdk(sbx.commands.run, "chmod 750 /home/user/perm && echo x > /home/user/perm/f && chmod 640 /home/user/perm/f")
+        d = await sdk(sbx.files.get_info, "/home/user/perm")
+        # envd sends Go's Mode().Perm(): 0o750 is 488, without Go's ModeDir bit (1 << 31).
+        assert (d.mode, d.permissions) == (0o750, "drwxr-x---")
+        f = await sdk(sbx.files.get_info, "/home/user/perm/f")
+        assert (f.mode, f.permissions) == (0o640, "-rw-r-----")
+        listed = {e.name: e.mode for e in await sdk(sbx.files.list, "/home/user")}
+        assert listed["perm"] == 0o750
+
+
+async def test_get_info_of_a_symlink_describes_its_target(sdk):
+    FileType = sdk.e2b.FileType
+    async with sdk.sandbox() as sbx:
+        await sdk(sbx.commands.run, "cd /home/user && mkdir -p real/dir && echo hi > real/t.txt && ln -s real/t.txt rel && ln -s /home/user/real/dir absdir && ln -s rel chain && ln -s gone dangling")
+        rel = await sdk(sbx.files.get_info, "/home/user/rel")
+        # envd: the type of what the link resolves to, and the absolute resolved path.
+        assert (rel.type, rel.symlink_target) == (FileType.FILE, "/home/user/real/t.txt")
+        absdir = await sdk(sbx.files.get_info, "/home/user/absdir")
+        assert (absdir.type, absdir.symlink_target) == (FileType.DIR, "/home/user/real/dir")
+        chain = await sdk(sbx.files.get_info, "/home/user/chain")
+        assert (chain.type, chain.symlink_target) == (FileType.FILE, "/home/user/real/t.txt")
+        # The link itself is still what is described: its own path and name.
+        assert (rel.path, rel.name) == ("/home/user/rel", "rel")
+        listed = {e.name: (e.type, e.symlink_target) for e in await sdk(sbx.files.list, "/home/user")}
+        assert listed["rel"] == (FileType.FILE, "/home/user/real/t.txt")
+        assert listed["dangling"][0] == FileType.SYMLINK, "a dangling link stays a symlink"
+
+
+async def test_file_metadata_is_kept_as_xattrs(sdk):
+    async with sdk.sandbox() as sbx:
+        if os.environ.get("AIRLOCK_E2B_BACKEND") == "microvm":
+            # The microVM's guest kernel (Debian 12's 6.1) keeps no user.* extended attributes
+            # on the tmpfs under /home/user (Linux 6.6 added them): the upload says so (409)
+            # rather than drop the metadata; the file itself is written.
+            with pytest.raises(sdk.e2b.SandboxException, match="keeps no user extended attributes"):
+                await sdk(sbx.files.write, "/home/user/meta.txt", "x", metadata={"owner": "alice"})
+            assert await sdk(sbx.files.read, "/home/user/meta.txt") == "x"
+            assert (await sdk(sbx.files.get_info, "/home/user/meta.txt")).metadata is None
+            return
+        info = await sdk(sbx.files.write, "/home/user/meta.txt", "x", metadata={"Owner": "alice", "stage": "raw"})
+        # Keys are lowercased, as envd does; the answer carries what was stored.
+        assert info.metadata == {"owner": "alice", "stage": "raw"}
+        got = await sdk(sbx.files.get_info, "/home/user/meta.txt")
+        assert got.metadata == {"owner": "alice", "stage": "raw"}
+        # They are real extended attributes on the file inside the box.
+        xattrs = await sdk(sbx.commands.run, "python3 -c \"import os; print(sorted((k, os.getxattr('/home/user/meta.txt', k).decode()) for k in os.listxattr('/home/user/meta.txt')))\"")
+        assert xattrs.stdout.strip() == "[('user.e2b.owner', 'alice'), ('user.e2b.stage', 'raw')]"
+        # Kept across a rename, listed, and one set out of band inside the box shows too.
+        moved = await sdk(sbx.files.rename, "/home/user/meta.txt", "/home/user/moved.txt")
+        assert moved.metadata == {"owner": "alice", "stage": "raw"}
+        await sdk(sbx.commands.run, "python3 -c \"import os; os.setxattr('/home/user/moved.txt', 'user.e2b.extra', b'1')\"")
+        listed = {e.name: e.metadata for e in await sdk(sbx.files.list, "/home/user")}
+        assert listed["moved.txt"] == {"owner": "alice", "stage": "raw", "extra": "1"}
+        # A file written without metadata has none; several files at once all get it.
+        assert (await sdk(sbx.files.get_info, "/home/user/moved.txt")).metadata["extra"] == "1"
+        plain = await sdk(sbx.files.write, "/home/user/plain.txt", "y")
+        assert plain.metadata is None
+        assert (await sdk(sbx.files.get_info, "/home/user/plain.txt")).metadata is None
+        many = await sdk(sbx.files.write_files, [{"path": "/home/user/m1", "data": "1"}, {"path": "/home/user/m2", "data": "2"}], metadata={"batch": "7"})
+        assert [i.metadata for i in many] == [{"batch": "7"}, {"batch": "7"}]
+        assert (await sdk(sbx.files.get_info, "/home/user/m2")).metadata == {"batch": "7"}
+
+
+async def test_a_polled_watcher_sees_every_completed_change_and_chmod(sdk):
+    Type = sdk.e2b.FilesystemEventType
+    async with sdk.sandbox() as sbx:
+        await sdk(sbx.files.make_dir, "/home/user/polled")
+        if sdk.is_async:
+            # The async SDK streams events: CHMOD arrives on the stream.
+            events = []
+            handle = await sbx.files.watch_dir("/home/user/polled", on_event=events.append)
+            await sbx.commands.run("echo a > /home/user/polled/f && chmod 600 /home/user/polled/f")
+            await wait_for("the watch reports CHMOD of f", lambda: any(e.name == "f" and e.type == Type.CHMOD for e in events))
+            await handle.stop()
+            return
+        handle = sbx.files.watch_dir("/home/user/polled")
+        for round_ in range(3):
+            # Changes that completed before the poll are all in its answer: no waiting.
+            sbx.commands.run(f"for i in $(seq 1 40); do echo $i > /home/user/polled/r{round_}-$i; done; chmod 600 /home/user/polled/r{round_}-1")
+            events = handle.get_new_events()
+            created = {e.name for e in events if e.type == Type.CREATE}
+            assert created == {f"r{round_}-{i}" for i in range(1, 41)}, sorted(created)
+            assert any(e.name == f"r{round_}-1" and e.type == Type.CHMOD for e in events)
+        # A write through the SDK is a completed change too.
+        sbx.files.write("/home/user/polled/sdk.txt", "z")
+        assert "sdk.txt" in {e.name for e in handle.get_new_events() if e.type == Type.CREATE}
+        handle.stop()

@@ -2,7 +2,7 @@
 and state filters, set_timeout, kill, is_running, expiry at the timeout, pause."""
 import re
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -138,3 +138,43 @@ async def test_pause_is_a_clear_typed_error_not_a_silent_success(sdk):
         assert (await sdk(sbx.commands.run, "echo still here")).stdout == "still here\n"
         info = await sdk(sbx.get_info)
         assert info.state == sdk.e2b.SandboxState.RUNNING
+
+
+async def test_list_orders_filters_by_start_and_template_and_pages(sdk):
+    SandboxQuery = sdk.e2b.SandboxQuery
+    mine = {"suite-run": sdk.run_id, "case": "order"}
+    async with sdk.sandbox(metadata=dict(mine, n="1")) as first:
+        time.sleep(1.1)
+        between = datetime.now(timezone.utc)
+        time.sleep(0.1)
+        async with sdk.sandbox(metadata=dict(mine, n="2")) as second, sdk.sandbox(metadata=dict(mine, n="3")) as third:
+            ids = [first.sandbox_id, second.sandbox_id, third.sandbox_id]
+
+            async def listed(**kwargs):
+                query = SandboxQuery(metadata=mine, **kwargs.pop("query", {}))
+                return [s.sandbox_id for s in await sdk.items(await sdk(sdk.Sandbox.list, query=query, **kwargs))]
+
+            assert await listed(order="asc") == ids
+            assert await listed(order="desc") == ids[::-1]
+            # The order holds across pages: pages of one, oldest first.
+            assert await listed(order="asc", limit=1) == ids
+            assert set(await listed(query={"started_after": between})) == set(ids[1:])
+            assert await listed(query={"template": "base"}) != []
+            assert await listed(query={"template": "code-interpreter-v1"}) == []
+
+
+async def test_metrics_honour_start_and_end(sdk):
+    async with sdk.sandbox() as sbx:
+        now = await sdk(sbx.get_metrics)
+        # (mem_used is 0 where the host delegates no cgroup: an unprivileged server.)
+        assert len(now) == 1 and now[0].cpu_count >= 1 and now[0].mem_total > 0
+        await sdk(sbx.commands.run, "sleep 1.2")
+        later = await sdk(sbx.get_metrics)
+        # The history keeps both samples; a range picks them out.
+        window = await sdk(sbx.get_metrics, start=now[0].timestamp - timedelta(seconds=1), end=datetime.now(timezone.utc) + timedelta(seconds=1))
+        stamps = [m.timestamp for m in window]
+        assert stamps == sorted(stamps) and len(stamps) >= 2, stamps
+        assert now[0].timestamp in stamps and later[0].timestamp in stamps
+        # A range before the box existed is empty.
+        before = await sdk(sbx.get_metrics, start=datetime(2020, 1, 1, tzinfo=timezone.utc), end=datetime(2020, 1, 2, tzinfo=timezone.utc))
+        assert before == []

@@ -7,6 +7,8 @@ server is reachable only through airlock's egress proxy, which refuses loopback 
 grants that address: the positive case (allow_out 127.0.0.1) proves the path works, so the
 denials below are real denials and not a broken setup."""
 
+import pytest
+
 # Fetches URL from inside the box through the egress proxy (curl honours the proxy variables
 # airlock sets; `--noproxy ''` overrides NO_PROXY, which sends loopback to the box's own loopback,
 # so that the host's server is asked for through the proxy), prints the HTTP status and body;
@@ -100,3 +102,27 @@ async def test_processes_in_a_box_talk_over_its_own_loopback_in_every_mode(sdk, 
             assert "by-name box-own exit=0" in lines, (opts, out)
             assert loopback_server.secret not in out
             assert loopback_server.requests == []
+
+
+async def test_update_network_changes_a_running_boxs_egress(sdk, loopback_server):
+    """`update_network` (PUT /sandboxes/{id}/network) replaces the egress rules of a box that
+    is running: the same box is refused, then granted the host's server, then refused again."""
+    async with sdk.sandbox() as sbx:
+        assert refused(await fetch(sdk, sbx, loopback_server.url))
+        await sdk(sbx.update_network, {"allow_out": ["127.0.0.1"]})
+        out = await fetch(sdk, sbx, loopback_server.url)
+        assert out.startswith("200 exit=0") and loopback_server.secret in out, out
+        assert loopback_server.requests == ["/probe"]
+        await sdk(sbx.update_network, {"deny_out": ["0.0.0.0/0"]})
+        out = await fetch(sdk, sbx, loopback_server.url)
+        assert refused(out) and loopback_server.secret not in out, out
+        assert loopback_server.requests == ["/probe"], "nothing got through after the update"
+        # What E2B can do and airlock cannot enforce is refused, saying what.
+        with pytest.raises(sdk.e2b.SandboxException, match="denyOut"):
+            await sdk(sbx.update_network, {"deny_out": ["10.1.2.3"]})
+    # A box made without network has no proxy to reconfigure: a clear refusal, nothing opened.
+    async with sdk.sandbox(allow_internet_access=False) as closed:
+        with pytest.raises(sdk.e2b.SandboxException, match="without network"):
+            await sdk(closed.update_network, {"allow_out": ["127.0.0.1"]})
+        assert refused(await fetch(sdk, closed, loopback_server.url))
+        assert loopback_server.requests == ["/probe"]

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::cgroupfs;
 use super::error::{fix_hint, CgroupError};
+use super::freezer::{self, Freezer};
 use super::hierarchy::{self, CgroupVersion, Controller, Site};
 use super::limits::{cpu_quota_us, CgroupLimits, CPU_PERIOD_US};
 use super::parse;
@@ -38,6 +39,8 @@ pub struct BoxCgroup {
     cgroup_paths: Vec<String>,
     memory_dir: Option<PathBuf>,
     pids_dir: Option<PathBuf>,
+    /// How the box is frozen in place, or why it cannot be.
+    freezer: Result<Freezer, String>,
 }
 
 impl BoxCgroup {
@@ -101,6 +104,7 @@ impl BoxCgroup {
             cgroup_paths: Vec::new(),
             memory_dir: None,
             pids_dir: None,
+            freezer: Err("not set up".into()),
         };
         // From here on, an early return drops `cgroup`, whose Drop removes what was created.
         for (controller, site) in &sites {
@@ -118,6 +122,7 @@ impl BoxCgroup {
                 _ => {}
             }
         }
+        cgroup.freezer = cgroup.add_freezer(name);
         for (controller, site) in &sites {
             let dir = site.parent.join(name);
             match controller {
@@ -128,6 +133,63 @@ impl BoxCgroup {
             }
         }
         Ok(cgroup)
+    }
+
+    /// Sets up the box's freezer: on v1 a directory in the freezer hierarchy (so that `add_pid`
+    /// puts the box there too), on v2 its own `cgroup.freeze`. A host without one still runs
+    /// boxes; they cannot be paused, and the reason is kept for the error.
+    fn add_freezer(&mut self, name: &str) -> Result<Freezer, String> {
+        match self.version {
+            CgroupVersion::V2 => self
+                .dirs
+                .first()
+                .filter(|d| d.join("cgroup.freeze").exists())
+                .map(|d| Freezer::V2(d.clone()))
+                .ok_or_else(|| "this kernel's cgroup v2 has no cgroup.freeze (Linux < 5.2)".into()),
+            CgroupVersion::V1 => {
+                let (parent, path) = freezer::discover_v1()?;
+                let dir = parent.join(name);
+                if !self.dirs.contains(&dir) {
+                    make_dir(&dir).map_err(|e| e.to_string())?;
+                    self.dirs.push(dir.clone());
+                    self.cgroup_paths.push(parse::child_path(&path, name));
+                }
+                Ok(Freezer::V1(dir))
+            }
+        }
+    }
+
+    /// Whether the box can be frozen, and if not, why.
+    pub fn can_freeze(&self) -> Result<(), String> {
+        self.freezer.as_ref().map(|_| ()).map_err(Clone::clone)
+    }
+
+    /// Stops every process of the box in place (the kernel's freezer: nothing the box can catch
+    /// or observe as a signal), keeping its memory; returns once all are frozen.
+    pub fn freeze(&self) -> Result<(), CgroupError> {
+        match &self.freezer {
+            Ok(f) => f.freeze(),
+            Err(why) => Err(CgroupError::Freeze {
+                path: self.dirs.first().cloned().unwrap_or_default(),
+                why: why.clone(),
+            }),
+        }
+    }
+
+    /// Continues a frozen box.
+    pub fn thaw(&self) -> Result<(), CgroupError> {
+        match &self.freezer {
+            Ok(f) => f.thaw(),
+            Err(why) => Err(CgroupError::Freeze {
+                path: self.dirs.first().cloned().unwrap_or_default(),
+                why: why.clone(),
+            }),
+        }
+    }
+
+    /// Whether the box is frozen now.
+    pub fn is_frozen(&self) -> bool {
+        self.freezer.as_ref().is_ok_and(Freezer::is_frozen)
     }
 
     fn write_memory(&self, dir: &Path, limits: &CgroupLimits) -> Result<(), CgroupError> {
@@ -272,6 +334,10 @@ impl BoxCgroup {
     }
 
     fn kill_until(&self, deadline: Instant) {
+        // Frozen processes cannot act on SIGKILL (v1) until thawed.
+        if let Ok(f) = &self.freezer {
+            let _ = f.thaw();
+        }
         if self.version == CgroupVersion::V2 {
             for dir in &self.dirs {
                 let kill_file = dir.join("cgroup.kill");

@@ -32,6 +32,10 @@ pub enum CgroupError {
         reason: String,
     },
 
+    /// The box could not be frozen (or has no freezer).
+    #[error("cannot freeze the box through {path}: {why}")]
+    Freeze { path: PathBuf, why: String },
+
     /// A directory with the box's name already exists; it is never adopted.
     #[error("cgroup {path} already exists: pick a unique box name, or remove the stale directory with rmdir")]
     AlreadyExists { path: PathBuf },

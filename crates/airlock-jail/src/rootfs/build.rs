@@ -1,7 +1,7 @@
 //! Building a planned root inside the box's first process (single-threaded, after clone and
 //! before exec), and entering it with pivot_root.
 
-use super::plan::{CHANGES_DIR, EMPTY_DIR, EMPTY_FILE, PROC_MASKED, PROC_READ_ONLY};
+use super::plan::{CHANGES_DIR, EMPTY_DIR, EMPTY_FILE, EXTENDED_DIR, PROC_MASKED, PROC_READ_ONLY};
 use super::template_root::{make_real_path, template_root, Lower};
 use super::{Cover, FsOp, NodeKind, RootBase, RootfsError, RootfsPlan};
 use crate::mount_attr::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
@@ -382,6 +382,34 @@ fn run_op(
                 mkdir_all(parent, 0o755).map_err(ctx("mkdir", parent))?;
             }
             std::fs::write(&t, contents).map_err(ctx("write", target))?;
+        }
+        FsOp::ExtendFile { target, append } => {
+            let t = under(root, target);
+            let mut data = match std::fs::read(&t) {
+                Ok(d) => d,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(ctx("read", target)(e)),
+            };
+            if !data.is_empty() && !data.ends_with(b"\n") {
+                data.push(b'\n');
+            }
+            data.extend_from_slice(append.as_bytes());
+            // The new content lives in the root's own private directory, bound over the
+            // target (which may sit in a read-only bind of the host's).
+            let name = target.to_string_lossy().replace('/', "_");
+            let copy = under(root, &Path::new(EXTENDED_DIR).join(name));
+            if let Some(parent) = copy.parent() {
+                mkdir_all(parent, 0o755).map_err(ctx("mkdir", parent))?;
+            }
+            std::fs::write(&copy, data).map_err(ctx("write", &copy))?;
+            touch(&t).map_err(ctx("create mount point", target))?;
+            mount(Some(&copy), &t, None, libc::MS_BIND, None).map_err(ctx("bind", target))?;
+            set_attr(
+                &t,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                false,
+            )
+            .map_err(ctx("restrict mount", target))?;
         }
         FsOp::Tmpfs { target, size, mode } => {
             let t = under(root, target);

@@ -50,7 +50,7 @@ pub const ETC_ENTRIES: &[&str] = &[
 /// Device nodes bound from the host's /dev.
 const DEV_NODES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 /// /proc entries covered with an empty file (information leaks or dangerous triggers).
-pub(super) const PROC_MASKED: &[&str] = &[
+pub const PROC_MASKED: &[&str] = &[
     "kcore",
     "keys",
     "timer_list",
@@ -59,10 +59,12 @@ pub(super) const PROC_MASKED: &[&str] = &[
     "kallsyms",
 ];
 /// /proc subtrees made read-only.
-pub(super) const PROC_READ_ONLY: &[&str] = &["sys", "irq", "bus", "fs"];
+pub const PROC_READ_ONLY: &[&str] = &["sys", "irq", "bus", "fs"];
 /// Where the box keeps its empty placeholders (inside the read-only root).
 pub(super) const EMPTY_FILE: &str = "/.airlock/empty";
 pub(super) const EMPTY_DIR: &str = "/.airlock/empty.d";
+/// Where [`FsOp::ExtendFile`] keeps the extended copies.
+pub(super) const EXTENDED_DIR: &str = "/.airlock/extended";
 /// Where the workspace's change layer (upper and work directories) lives on the scratch tmpfs;
 /// no view of the scratch shows it to the box.
 pub(super) const CHANGES_DIR: &str = "changes";
@@ -124,6 +126,13 @@ pub enum FsOp {
     /// box's own layer (the host's resolver config, `/sys`); a fresh root has nothing there.
     Absent {
         target: PathBuf,
+    },
+    /// The file at `target`, as the root has it so far (in a read-only bind, or absent), with
+    /// `append` added, bound read-only over it. How the box's trust bundle gets the box's own
+    /// CA (the egress proxy's secrets) without touching the host's file.
+    ExtendFile {
+        target: PathBuf,
+        append: String,
     },
     /// An overlay over what is mounted at `target` (its read-only lower layer), whose upper
     /// layer lives on the scratch tmpfs: the box's writes there count against the scratch cap
@@ -392,21 +401,16 @@ impl RootfsPlan {
                 });
             }
             if m.protect && kind == NodeKind::Dir {
-                for p in PROTECTED_PATHS {
-                    if let Some(parent) = Path::new(p.relative)
-                        .parent()
-                        .filter(|d| !d.as_os_str().is_empty())
-                    {
-                        let pin = m.inside.join(parent);
-                        if !pins.contains(&pin) {
-                            pins.push(pin);
-                        }
+                let (mount_pins, protected) = protected_under(&m.inside);
+                for pin in mount_pins {
+                    if !pins.contains(&pin) {
+                        pins.push(pin);
                     }
-                    covers.push(Cover {
-                        path: m.inside.join(p.relative),
-                        keep_visible: true,
-                    });
                 }
+                covers.extend(protected.into_iter().map(|path| Cover {
+                    path,
+                    keep_visible: true,
+                }));
             }
         }
         for d in deny {
@@ -423,6 +427,28 @@ impl RootfsPlan {
             scratch_size: policy.limits.disk,
         })
     }
+}
+
+/// The protected paths of a protected directory mounted at `root`: the directories holding
+/// protected paths, to pin (bind onto themselves, so they cannot be renamed or replaced), and
+/// the protected paths themselves, to cover read-only, pins first. Every box kind that exports a
+/// writable directory uses this one selection.
+pub fn protected_under(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut pins: Vec<PathBuf> = Vec::new();
+    let mut covers = Vec::new();
+    for p in PROTECTED_PATHS {
+        if let Some(parent) = Path::new(p.relative)
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            let pin = root.join(parent);
+            if !pins.contains(&pin) {
+                pins.push(pin);
+            }
+        }
+        covers.push(root.join(p.relative));
+    }
+    (pins, covers)
 }
 
 /// Git ignore patterns for the protected files at a repository's root (empty directories are

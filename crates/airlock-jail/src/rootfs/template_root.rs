@@ -128,7 +128,9 @@ pub(super) fn make_real_path(root: &Path, op: &FsOp) -> Result<(), RootfsError> 
                 NodeKind::File => Want::File,
             },
         ),
-        FsOp::Copy { target, .. } | FsOp::File { target, .. } => (target, Want::File),
+        FsOp::Copy { target, .. } | FsOp::File { target, .. } | FsOp::ExtendFile { target, .. } => {
+            (target, Want::File)
+        }
         FsOp::Symlink { link, .. } => (link, Want::Nothing),
         FsOp::Absent { target } => (target, Want::Nothing),
         FsOp::Dir { target, .. }

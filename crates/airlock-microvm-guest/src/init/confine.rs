@@ -1,46 +1,27 @@
 //! The agent's start, in the forked child of the init: into the pids cgroup, chrooted into the
 //! box's root, limits set, every capability gone for good (bounding set emptied, securebits
-//! locked so uid 0 regains nothing at exec, no new privileges), then the agent is executed from
-//! its read-only bind in the box's root. The init is single-threaded when it forks, and this
+//! locked so uid 0 regains nothing at exec, no new privileges: `airlock_jail::caps`, as in the
+//! native box), the native box's seccomp filter installed, then the agent is executed from its
+//! read-only bind in the box's root. The init is single-threaded when it forks, and this
 //! child only makes syscalls before `execve`.
 
 use super::rootfs::NEW_ROOT;
 use super::sys::{cstr, cvt, Result};
 use crate::config::GuestConfig;
+use airlock_jail::caps;
+use airlock_jail::seccomp::SeccompProgram;
 use std::os::fd::RawFd;
 
 /// The pids cgroup the box's processes live in (outside the box's root).
 pub const BOX_CGROUP: &str = "/cgroup/box";
 
-/// Highest capability number to drop from the bounding set (more than any kernel has).
-const CAP_LAST: libc::c_ulong = 63;
-
-// Securebits (linux/securebits.h): uid 0 is not special at exec and on setuid, and it stays so.
-const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
-const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
-const SECBIT_NO_SETUID_FIXUP: libc::c_ulong = 1 << 2;
-const SECBIT_NO_SETUID_FIXUP_LOCKED: libc::c_ulong = 1 << 3;
-const SECBIT_KEEP_CAPS_LOCKED: libc::c_ulong = 1 << 5;
-const SECBIT_NO_CAP_AMBIENT_RAISE: libc::c_ulong = 1 << 6;
-const SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED: libc::c_ulong = 1 << 7;
-
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: libc::c_int,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
 /// Everything the child does between fork and exec. Returns only on failure.
-pub fn exec_agent(cfg: &GuestConfig, conn: RawFd) -> super::sys::InitError {
-    match confine_and_exec(cfg, conn) {
+pub fn exec_agent(
+    cfg: &GuestConfig,
+    conn: RawFd,
+    filter: &SeccompProgram,
+) -> super::sys::InitError {
+    match confine_and_exec(cfg, conn, filter) {
         Ok(()) => super::sys::InitError {
             what: "the agent returned from exec".into(),
             source: std::io::Error::other("impossible"),
@@ -49,7 +30,7 @@ pub fn exec_agent(cfg: &GuestConfig, conn: RawFd) -> super::sys::InitError {
     }
 }
 
-fn confine_and_exec(cfg: &GuestConfig, conn: RawFd) -> Result<()> {
+fn confine_and_exec(cfg: &GuestConfig, conn: RawFd, filter: &SeccompProgram) -> Result<()> {
     if cfg.pids.is_some() {
         std::fs::write(format!("{BOX_CGROUP}/cgroup.procs"), b"0")
             .map_err(super::sys::io_err("cannot join the box's pids cgroup"))?;
@@ -63,15 +44,22 @@ fn confine_and_exec(cfg: &GuestConfig, conn: RawFd) -> Result<()> {
     cvt(unsafe { libc::chroot(root.as_ptr()) }, || {
         "cannot enter the box's root".into()
     })?;
-    let cwd = cstr(&cfg.cwd)?;
-    // SAFETY: a valid path (checked to exist before the fork).
-    let ret = unsafe { libc::chdir(cwd.as_ptr()) };
-    cvt(ret, || {
-        format!("cannot enter the working directory {}", cfg.cwd)
+    // The agent itself stays at "/" (every command it starts is given its own working
+    // directory): a share it sat in could not be detached for a checkpoint.
+    let slash = cstr("/")?;
+    // SAFETY: a valid path.
+    cvt(unsafe { libc::chdir(slash.as_ptr()) }, || {
+        "cannot enter the box's root".into()
     })?;
     limit(libc::RLIMIT_NOFILE, cfg.open_files)?;
     limit(libc::RLIMIT_FSIZE, cfg.file_size)?;
     drop_privileges(cfg.uid, cfg.gid)?;
+    // Last: the native box's own syscall filter (the guest kernel is the box's first wall; the
+    // filter narrows what of it the box can reach).
+    filter.install().map_err(|e| super::sys::InitError {
+        what: "cannot install the syscall filter".into(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
     let argv0 = cstr("airlock-agent")?;
     let fd_flag = cstr("--fd")?;
     let three = cstr("3")?;
@@ -100,55 +88,19 @@ fn limit(resource: libc::__rlimit_resource_t, value: u64) -> Result<()> {
     .map(|_| ())
 }
 
+/// The box's identity, then no capability at all: the same steps (and code) as the native box.
 fn drop_privileges(uid: u32, gid: u32) -> Result<()> {
-    let bits = SECBIT_NOROOT
-        | SECBIT_NOROOT_LOCKED
-        | SECBIT_NO_SETUID_FIXUP
-        | SECBIT_NO_SETUID_FIXUP_LOCKED
-        | SECBIT_KEEP_CAPS_LOCKED
-        | SECBIT_NO_CAP_AMBIENT_RAISE
-        | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
-    // SAFETY: prctl with integer arguments.
-    let ret = unsafe { libc::prctl(libc::PR_SET_SECUREBITS, bits, 0, 0, 0) };
-    cvt(ret, || "cannot lock the securebits".into())?;
-    for cap in 0..=CAP_LAST {
-        // SAFETY: prctl with integer arguments; numbers past the kernel's last cap fail with
-        // EINVAL, which ends the loop.
-        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } == -1 {
-            break;
-        }
-    }
-    let clear = libc::PR_CAP_AMBIENT_CLEAR_ALL;
-    // SAFETY: prctl with integer arguments.
-    let ret = unsafe { libc::prctl(libc::PR_CAP_AMBIENT, clear, 0, 0, 0) };
-    cvt(ret, || "cannot clear ambient capabilities".into())?;
     let groups = [gid];
     // SAFETY: one valid gid.
     cvt(unsafe { libc::setgroups(1, groups.as_ptr()) }, || {
         "cannot set the box's groups".into()
     })?;
-    // SAFETY: plain ids.
-    cvt(unsafe { libc::setresgid(gid, gid, gid) }, || {
-        "cannot set the box's gid".into()
-    })?;
-    // SAFETY: plain ids.
-    cvt(unsafe { libc::setresuid(uid, uid, uid) }, || {
-        "cannot set the box's uid".into()
-    })?;
-    let mut head = CapHeader {
-        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
-        pid: 0,
+    let err = |what: &'static str| {
+        move |source| super::sys::InitError {
+            what: what.into(),
+            source,
+        }
     };
-    let data = [CapData {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    // SAFETY: capset with a v3 header and two zeroed data structs.
-    let ret = unsafe { libc::syscall(libc::SYS_capset, &mut head, data.as_ptr()) };
-    cvt(ret as libc::c_int, || "cannot drop every capability".into())?;
-    // SAFETY: prctl with integer arguments.
-    let ret = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
-    cvt(ret, || "cannot forbid new privileges".into())?;
-    Ok(())
+    caps::become_user_keeping_caps(uid, gid).map_err(err("cannot become the box's user"))?;
+    caps::drop_all().map_err(err("cannot drop every capability"))
 }

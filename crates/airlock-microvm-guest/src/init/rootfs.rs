@@ -17,7 +17,9 @@ const AGENT: &str = "/airlock-agent";
 pub const NEW_ROOT: &str = "/newroot";
 /// The read-only image and the writable layer of an image root.
 const LOWER: &str = "/lower";
-const UPPER: &str = "/upper";
+const UPPER: &str = "/scratch/layer";
+/// The box's capped scratch tmpfs (outside its root).
+const SCRATCH: &str = "/scratch";
 
 /// Device nodes made in the box's `/dev`: (name, char major, minor).
 const DEV_NODES: &[(&str, u32, u32)] = &[
@@ -47,6 +49,20 @@ fn tmpfs(target: &str, bytes: u64, mode: &str) -> Result<()> {
 
 /// Builds the whole root.
 pub fn build(cfg: &GuestConfig) -> Result<()> {
+    // One capped tmpfs holds everything the box writes outside its shares (as the native
+    // box's scratch): the root's writable layer, /tmp, home and /dev/shm share its cap.
+    tmpfs(SCRATCH, cfg.disk_bytes, "0755")?;
+    for (dir, mode) in [
+        ("layer", 0o755),
+        ("tmp", 0o1777),
+        ("home", 0o755),
+        ("shm", 0o1777),
+    ] {
+        let p = format!("{SCRATCH}/{dir}");
+        mkdir_all(&p)?;
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(mode))
+            .map_err(super::sys::io_err(format!("cannot set the mode of {p}")))?;
+    }
     match &cfg.root {
         GuestRoot::Host { links } => host_root(cfg, links)?,
         GuestRoot::Disk { fstype } => disk_root(cfg, fstype)?,
@@ -58,19 +74,75 @@ pub fn build(cfg: &GuestConfig) -> Result<()> {
     write_file(&r(AGENT_INSIDE), b"")?;
     bind(AGENT, &r(AGENT_INSIDE), true)?;
     devices()?;
-    mkdir_all(&r("/proc"))?;
-    mount(
-        "proc",
-        &r("/proc"),
-        "proc",
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-        None,
-    )?;
-    tmpfs(&r("/tmp"), cfg.disk_bytes, "1777")?;
-    tmpfs(&r(&cfg.home), cfg.disk_bytes, "0755")?;
+    proc_fs()?;
+    for (dir, at) in [
+        ("tmp", "/tmp"),
+        ("home", cfg.home.as_str()),
+        ("shm", "/dev/shm"),
+    ] {
+        mkdir_all(&r(at))?;
+        bind(&format!("{SCRATCH}/{dir}"), &r(at), false)?;
+    }
     chown(&r(&cfg.home), cfg.uid, cfg.gid)?;
+    attach_shares(cfg, &[])?;
+    for path in &cfg.deny {
+        if !under_share(cfg, path) {
+            hide(&r(path))?;
+        }
+    }
+    if matches!(cfg.root, GuestRoot::Host { .. }) {
+        // The host root's own tmpfs (its links, mount points and /etc) becomes read-only.
+        let flags = libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+        mount("tmpfs", NEW_ROOT, "tmpfs", flags, None)?;
+    }
+    Ok(())
+}
+
+/// The host template's system shares: (tag, where).
+const SYSTEM_SHARES: [(&str, &str); 2] = [("usr", "/usr"), ("etc", "/etc")];
+
+/// Whether `path` (inside) is at or under one of the box's 9p mounts.
+fn under_share(cfg: &GuestConfig, path: &str) -> bool {
+    let system = matches!(cfg.root, GuestRoot::Host { .. });
+    let mut ats: Vec<&str> = cfg.shares.iter().map(|s| s.inside.as_str()).collect();
+    if system {
+        ats.extend(SYSTEM_SHARES.iter().map(|(_, at)| *at));
+    }
+    ats.iter().any(|at| is_under(path, at))
+}
+
+fn is_under(path: &str, at: &str) -> bool {
+    let at = at.trim_end_matches('/');
+    path == at || path.starts_with(&format!("{at}/"))
+}
+
+/// Mounts the box's 9p shares (the host template's system shares first) and what covers parts
+/// of them (protected paths read-only, denied paths hidden). Mount points listed in `present`
+/// (inside the box's root, still mounted) are left as they are, so a failed detach can be
+/// undone by attaching again.
+pub fn attach_shares(cfg: &GuestConfig, present: &[String]) -> Result<()> {
+    let here = |target: &str| present.iter().any(|p| p == target);
+    if matches!(cfg.root, GuestRoot::Host { .. }) {
+        let opts = "trans=virtio,version=9p2000.L,msize=262144,cache=loose";
+        for (tag, at) in SYSTEM_SHARES {
+            if here(&r(at)) {
+                continue;
+            }
+            mkdir_all(&r(at))?;
+            mount(
+                tag,
+                &r(at),
+                "9p",
+                libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID,
+                Some(opts),
+            )?;
+        }
+    }
     for share in &cfg.shares {
         let target = r(&share.inside);
+        if here(&target) {
+            continue;
+        }
         mkdir_all(&target)?;
         let flags =
             libc::MS_NOSUID | libc::MS_NODEV | if share.read_only { libc::MS_RDONLY } else { 0 };
@@ -84,34 +156,98 @@ pub fn build(cfg: &GuestConfig) -> Result<()> {
     }
     for path in &cfg.protect {
         let target = r(path);
-        if Path::new(&target).exists() {
+        if !here(&target) && Path::new(&target).exists() {
             bind(&target, &target, true)?;
         }
     }
-    for path in &cfg.deny {
-        hide(&r(path))?;
-    }
-    if matches!(cfg.root, GuestRoot::Host { .. }) {
-        // The host root's own tmpfs (its links, mount points and /etc) becomes read-only.
-        let flags = libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
-        mount("tmpfs", NEW_ROOT, "tmpfs", flags, None)?;
+    for path in cfg.deny.iter().filter(|p| under_share(cfg, p)) {
+        if !here(&r(path)) {
+            hide(&r(path))?;
+        }
     }
     Ok(())
 }
 
+/// Unmounts every 9p share of the box and everything mounted on or inside them, deepest and
+/// latest first (QEMU cannot save a VM while a 9p export is attached). Fails when a process
+/// of the box holds a file or its working directory there; what is still mounted is then
+/// attached again, so the box runs on as before.
+pub fn detach_shares(cfg: &GuestConfig) -> Result<()> {
+    let mounts = mountinfo()?;
+    let shares: Vec<&String> = mounts
+        .iter()
+        .filter(|(at, fs)| fs == "9p" && is_under(at, NEW_ROOT))
+        .map(|(at, _)| at)
+        .collect();
+    let doomed: Vec<&String> = mounts
+        .iter()
+        .map(|(at, _)| at)
+        .filter(|at| shares.iter().any(|s| is_under(at, s)))
+        .collect();
+    for at in doomed.iter().rev() {
+        let p = super::sys::cstr(at)?;
+        // SAFETY: a valid path.
+        if unsafe { libc::umount2(p.as_ptr(), 0) } == -1 {
+            let source = std::io::Error::last_os_error();
+            attach_shares(cfg, &mounted())?;
+            let inside = at.strip_prefix(NEW_ROOT).unwrap_or(at);
+            return Err(super::sys::InitError {
+                what: format!(
+                    "cannot detach {inside} for the checkpoint: a process of the box has a file or its working directory there (end it, or leave the directory, and try again)"
+                ),
+                source,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Every mount point in the guest (unescaped), in mount order.
+pub fn mounted() -> Vec<String> {
+    mountinfo()
+        .map(|m| m.into_iter().map(|(at, _)| at).collect())
+        .unwrap_or_default()
+}
+
+/// The mount points (unescaped) and filesystem types of `/proc/self/mountinfo`, in mount order.
+fn mountinfo() -> Result<Vec<(String, String)>> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(super::sys::io_err("cannot read the mount table"))?;
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let at = line.split(' ').nth(4)?;
+            let fs = line.split(" - ").nth(1)?.split(' ').next()?;
+            Some((unescape(at), fs.to_string()))
+        })
+        .collect())
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for a space).
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
+            let d = |k: usize| u16::from(b[i + k] - b'0');
+            if let Ok(n) = u8::try_from(d(1) * 64 + d(2) * 8 + d(3)) {
+                out.push(n);
+                i += 4;
+                continue;
+            }
+            out.push(b[i]);
+            i += 1;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 fn host_root(cfg: &GuestConfig, links: &[(String, String)]) -> Result<()> {
     tmpfs(NEW_ROOT, cfg.disk_bytes, "0755")?;
-    let opts = "trans=virtio,version=9p2000.L,msize=262144,cache=loose";
-    for (tag, at) in [("usr", "/usr"), ("etc", "/etc")] {
-        mkdir_all(&r(at))?;
-        mount(
-            tag,
-            &r(at),
-            "9p",
-            libc::MS_RDONLY | libc::MS_NODEV | libc::MS_NOSUID,
-            Some(opts),
-        )?;
-    }
     for (link, target) in links {
         std::os::unix::fs::symlink(target, r(link)).map_err(super::sys::io_err(format!(
             "cannot link {link} to {target}"
@@ -129,8 +265,9 @@ fn disk_root(cfg: &GuestConfig, fstype: &str) -> Result<()> {
         libc::MS_RDONLY | libc::MS_NODEV,
         None,
     )?;
-    tmpfs(UPPER, cfg.disk_bytes, "0755")?;
     mkdir_all(&format!("{UPPER}/data"))?;
+    // The merged root's own directory is the upper's: the box user's, as the image's files are.
+    chown(&format!("{UPPER}/data"), cfg.uid, cfg.gid)?;
     mkdir_all(&format!("{UPPER}/work"))?;
     mkdir_all(NEW_ROOT)?;
     let data = format!("lowerdir={LOWER},upperdir={UPPER}/data,workdir={UPPER}/work");
@@ -162,6 +299,35 @@ fn identity(cfg: &GuestConfig) -> Result<()> {
     for (path, data) in files {
         let _ = std::fs::remove_file(r(path));
         write_file(&r(path), data)?;
+    }
+    Ok(())
+}
+
+/// The box's `/proc`: only the box user's own processes are visible in it (hidepid: not the
+/// init, the kernel's threads or anything else the guest runs as root), and the entries the
+/// native box masks or keeps read-only are masked or read-only here too (the same list).
+fn proc_fs() -> Result<()> {
+    let at = r("/proc");
+    mkdir_all(&at)?;
+    mount(
+        "proc",
+        &at,
+        "proc",
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        Some("hidepid=invisible"),
+    )?;
+    write_file("/proc-empty", b"")?;
+    for name in airlock_jail::rootfs::PROC_MASKED {
+        let p = format!("{at}/{name}");
+        if Path::new(&p).exists() {
+            bind("/proc-empty", &p, true)?;
+        }
+    }
+    for name in airlock_jail::rootfs::PROC_READ_ONLY {
+        let p = format!("{at}/{name}");
+        if Path::new(&p).is_dir() {
+            bind(&p, &p, true)?;
+        }
     }
     Ok(())
 }
@@ -209,7 +375,6 @@ fn devices() -> Result<()> {
         std::os::unix::fs::symlink(to, format!("{dev}/{link}"))
             .map_err(super::sys::io_err(format!("cannot link /dev/{link}")))?;
     }
-    tmpfs(&format!("{dev}/shm"), 64 << 20, "1777")?;
     Ok(())
 }
 
@@ -237,4 +402,21 @@ fn chown(path: &str, uid: u32, gid: u32) -> Result<()> {
     // SAFETY: a valid path.
     let ret = unsafe { libc::chown(p.as_ptr(), uid, gid) };
     super::sys::cvt(ret, || format!("cannot hand {path} to the box user")).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_under, unescape};
+
+    #[test]
+    fn mountinfo_escapes_are_undone_and_prefixes_are_whole_components() {
+        assert_eq!(unescape("/newroot/my\\040dir"), "/newroot/my dir");
+        assert_eq!(unescape("/a\\134b"), "/a\\b");
+        // Not an escape: left as it is.
+        assert_eq!(unescape("/a\\9z"), "/a\\9z");
+        assert_eq!(unescape("/a\\777"), "/a\\777");
+        assert!(is_under("/newroot/w", "/newroot/w"));
+        assert!(is_under("/newroot/w/.git", "/newroot/w/"));
+        assert!(!is_under("/newroot/wx", "/newroot/w"));
+    }
 }

@@ -2,8 +2,9 @@
 //! end the VM when the agent ends.
 
 use super::sys::{io_err, mkdir_all, mount, InitError, Result};
-use super::{confine, door, modules, ports, relay, rootfs};
-use crate::config::{GuestConfig, INIT_READY, INIT_WAITING, PORT_AGENT, PORT_NET};
+use super::{confine, ctl, door, modules, ports, relay, rootfs};
+use crate::config::{GuestConfig, INIT_READY, INIT_WAITING, PORT_AGENT, PORT_CTL, PORT_NET};
+use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -40,14 +41,64 @@ fn start() -> Result<()> {
         mount(fs, target, fs, libc::MS_NOSUID, None)?;
     }
     modules::load_all()?;
+    // Everything that does not depend on the config is done before the greeting, so a VM
+    // restored from the template snapshot (taken right after it) skips it: the syscall filter
+    // (the native box's, inet sockets allowed as there: without --net proxy only the guest's
+    // loopback is there to reach), and the page cache and free memory given back as zeros, so
+    // the snapshot holds less (QEMU writes a zero page as a few bytes).
+    let filter = SeccompProgram::build(&SeccompProfile {
+        sockets: SocketPolicy::UnixAndInet,
+    })
+    .map_err(|e| InitError {
+        what: format!("cannot build the syscall filter: {e}"),
+        source: std::io::Error::from(std::io::ErrorKind::InvalidData),
+    })?;
+    give_back_memory();
     let mut port = ports::open(PORT_AGENT)?;
     writeln!(port, "{INIT_WAITING}").map_err(io_err("cannot greet the host"))?;
     let cfg = read_config(&mut port)?;
-    match build(&cfg, &port) {
+    match build(&cfg, &port, &filter) {
         Ok(agent_pid) => reap_until(agent_pid),
         Err(e) => {
             let _ = writeln!(port, "error: {e}");
             Err(e)
+        }
+    }
+}
+
+/// Drops the page cache, then zeroes the free memory once: every free page is taken (the
+/// kernel zeroes what it hands out) and given back. Best effort; a failure only costs size.
+fn give_back_memory() {
+    // SAFETY: sync takes no arguments.
+    unsafe { libc::sync() };
+    let _ = std::fs::write("/proc/sys/vm/drop_caches", b"3");
+    let free_kib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemFree:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<usize>().ok())
+        })
+        .unwrap_or(0);
+    // A quarter of it, and 64 MiB at least, is left alone: the kernel's reserves and the
+    // mapping's page tables need room, and an out-of-memory here would end PID 1 (the VM).
+    let bytes = (free_kib / 4 * 3).saturating_sub(64 * 1024) * 1024;
+    if bytes == 0 {
+        return;
+    }
+    // SAFETY: a fresh private anonymous mapping, unmapped right after; no pointer escapes.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE | libc::MAP_NORESERVE,
+            -1,
+            0,
+        );
+        if p != libc::MAP_FAILED {
+            libc::munmap(p, bytes);
         }
     }
 }
@@ -85,7 +136,7 @@ fn bad(what: &str) -> InitError {
 }
 
 /// Builds the box and starts the agent; its pid.
-fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
+fn build(cfg: &GuestConfig, port: &File, filter: &SeccompProgram) -> Result<libc::pid_t> {
     rootfs::build(cfg)?;
     if !std::path::Path::new(&format!("{}{}", rootfs::NEW_ROOT, cfg.cwd)).is_dir() {
         return Err(bad(&format!(
@@ -121,7 +172,7 @@ fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
     // SAFETY: the init has no other threads yet; the child only makes syscalls and execs.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        let e = confine::exec_agent(cfg, theirs.as_raw_fd());
+        let e = confine::exec_agent(cfg, theirs.as_raw_fd(), filter);
         eprintln!("airlock-vm-init: {e}");
         // SAFETY: ending the forked child without running the parent's destructors.
         unsafe { libc::_exit(127) };
@@ -133,6 +184,8 @@ fn build(cfg: &GuestConfig, port: &File) -> Result<libc::pid_t> {
         .map_err(io_err("cannot share the agent port"))?;
     writeln!(out, "{INIT_READY}").map_err(io_err("cannot tell the host the box is ready"))?;
     relay::start(out, ours).map_err(io_err("cannot start the agent's relay"))?;
+    let control = ports::open(PORT_CTL)?;
+    ctl::start(control, cfg.clone()).map_err(io_err("cannot serve the control port"))?;
     if let Some(listener) = listener {
         let net = ports::open(PORT_NET)?;
         door::start(listener, net).map_err(io_err("cannot start the proxy's door"))?;

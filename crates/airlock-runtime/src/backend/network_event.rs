@@ -12,6 +12,8 @@ pub enum NetProtocol {
     Connect,
     /// SOCKS5.
     Socks5,
+    /// One request on an intercepted connection (a secret is bound to its host).
+    Https,
 }
 
 /// What became of the request.
@@ -44,4 +46,10 @@ pub struct NetworkEvent {
     pub bytes_down: u64,
     /// How long the connection lasted, in milliseconds.
     pub duration_ms: f64,
+    /// Whether the proxy terminated the box's TLS to add a secret.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub intercepted: bool,
+    /// The secrets whose values went into this request (names only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }

@@ -2,6 +2,7 @@
 //! and the polling watchers it holds. Kept by sandbox id in [`super::E2bState`] (the box's
 //! handle knows nothing of E2B) and forgotten when the sandbox ends.
 
+use super::metrics::History;
 use super::procs::Procs;
 use super::watch::Watchers;
 
@@ -10,4 +11,5 @@ use super::watch::Watchers;
 pub(crate) struct E2bBox {
     pub procs: Procs,
     pub watchers: Watchers,
+    pub metrics: History,
 }

@@ -1,6 +1,7 @@
-//! E2B's control plane (`X-API-KEY`): create, connect, get, list, kill, extend, metrics — on
-//! the same session manager and store as the native API. Pause and resume are refused with
-//! 501 until airlock can pause a box: the SDK raises it as a `SandboxException`.
+//! E2B's control plane (`X-API-KEY`): create, connect (resuming a paused sandbox), get, list,
+//! kill, extend, pause, resume, fork, snapshots, metrics — on the same session manager and store
+//! as the native API. E2B's pause keeps memory wherever the box's kind can (see
+//! [`crate::factory`] for the mapping).
 
 use super::auth::require_api_key;
 use super::error::E2bError;
@@ -48,9 +49,15 @@ pub fn routes() -> Router<AppState> {
         .route("/sandboxes/{id}/connect", post(connect))
         .route("/v2/sandboxes/{id}/connect", post(connect))
         .route("/sandboxes/{id}/timeout", post(set_timeout))
-        .route("/sandboxes/{id}/pause", post(pause_or_resume))
-        .route("/sandboxes/{id}/resume", post(pause_or_resume))
+        .route("/sandboxes/{id}/pause", post(pause))
+        .route("/sandboxes/{id}/resume", post(resume))
+        .route("/sandboxes/{id}/fork", post(fork))
+        .route("/sandboxes/{id}/snapshots", post(snapshot))
         .route("/sandboxes/{id}/metrics", get(metrics))
+        .route(
+            "/sandboxes/{id}/network",
+            axum::routing::put(super::network_update::update),
+        )
 }
 
 /// `POST /sandboxes` and `POST /v2/sandboxes` bodies. Fields airlock cannot honour are
@@ -67,8 +74,16 @@ pub struct NewSandbox {
     pub allow_internet_access: Option<bool>,
     pub network: Option<NetworkOptions>,
     pub auto_pause: Option<bool>,
+    pub auto_pause_memory: Option<bool>,
+    pub auto_resume: Option<AutoResume>,
     pub volume_mounts: Option<Vec<Value>>,
     pub mcp: Option<Value>,
+}
+
+/// `autoResume` of a create request.
+#[derive(Debug, Default, Deserialize)]
+pub struct AutoResume {
+    pub enabled: bool,
 }
 
 /// The template's name, working directory and root: a stored template (by name, or an alias
@@ -101,11 +116,13 @@ pub fn plan(
     catalog: &crate::template_catalog::TemplateCatalog,
 ) -> Result<SessionSpec, E2bError> {
     let (template, cwd, root) = template(req.template_id.as_deref(), catalog)?;
-    if req.auto_pause == Some(true) {
+    let auto_pause = req.auto_pause == Some(true);
+    if auto_pause && req.auto_pause_memory == Some(false) {
         return Err(E2bError::InvalidArgument(
-            "autoPause is not supported: airlock cannot pause sandboxes yet; leave it off".into(),
+            "autoPauseMemory: false is not supported: airlock's auto-pause keeps the box's memory wherever its kind can; leave it out".into(),
         ));
     }
+    let auto_resume = req.auto_resume.as_ref().is_some_and(|a| a.enabled);
     if req.volume_mounts.as_ref().is_some_and(|v| !v.is_empty()) {
         return Err(E2bError::InvalidArgument(
             "volumeMounts are not supported by airlock; copy files in with sandbox.files.write"
@@ -145,17 +162,25 @@ pub fn plan(
             filesystem: None,
         }),
         backend: None,
+        on_timeout: None,
+        idle_pause: None,
+        auto_resume: None,
     };
     let mut policy = resolve_policy(&mut native, cwd, backend).map_err(E2bError::from)?;
     crate::template::apply(&mut policy, &root).map_err(E2bError::from)?;
     let payload = serde_json::to_value(&policy)
         .map_err(|e| E2bError::Internal(format!("the policy cannot be encoded: {e}")))?;
-    Ok(SessionSpec {
-        template,
-        metadata,
-        timeout_ms: Some(timeout_ms),
-        payload,
-    })
+    let mut spec = SessionSpec::new(template, payload);
+    spec.metadata = metadata;
+    spec.timeout_ms = Some(timeout_ms);
+    spec.on_timeout = if auto_pause {
+        airlock_sessions::OnTimeout::Pause
+    } else {
+        airlock_sessions::OnTimeout::Kill
+    };
+    // E2B's default: a paused sandbox resumes only on connect, unless autoResume is on.
+    spec.auto_resume = auto_resume;
+    Ok(spec)
 }
 
 /// A new E2B-style sandbox id: 20 characters of `[0-9a-f]` (E2B requires `^[a-z0-9]+$`).
@@ -202,7 +227,7 @@ fn parse_body<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T
 }
 
 /// A live sandbox's record, or not_found (unknown, or ended: E2B forgets ended sandboxes).
-fn live_record(state: &AppState, id: &str) -> Result<SandboxRecord, E2bError> {
+pub(crate) fn live_record(state: &AppState, id: &str) -> Result<SandboxRecord, E2bError> {
     let not_found = || {
         E2bError::NotFound(format!(
             "sandbox {id} not found (it ended or never existed)"
@@ -292,16 +317,27 @@ async fn connect(
         async move {
             require_api_key(&state.e2b, &headers)?;
             let req: ConnectBody = parse_body(&body)?;
-            let shown = blocking(&state, move |state| {
-                let rec = live_record(&state, &id)?;
+            let (shown, resumed) = blocking(&state, move |state| {
+                let mut rec = live_record(&state, &id)?;
+                // A paused sandbox is resumed (201); its deadline then counts from now.
+                let resumed = matches!(rec.state, SandboxState::Paused | SandboxState::Resuming);
+                if resumed {
+                    resume_now(&state, &id)?;
+                    rec = live_record(&state, &id)?;
+                }
                 if let Some(t) = req.timeout.filter(|t| *t > 0) {
                     extend_to(&state, &id, &rec, t as u64)?;
                 }
                 let token = state.e2b.token_of(&id);
-                Ok(views::sandbox(&rec, token.as_deref()))
+                Ok((views::sandbox(&rec, token.as_deref()), resumed))
             })
             .await?;
-            Ok((StatusCode::OK, Json(shown)).into_response())
+            let status = if resumed {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            Ok((status, Json(shown)).into_response())
         }
         .await,
     )
@@ -352,11 +388,17 @@ async fn get_one(
             let shown = blocking(&state, move |state| {
                 let rec = live_record(&state, &id)?;
                 let token = state.e2b.token_of(&id);
-                Ok(views::detail(
-                    &rec,
-                    started_ms(&state, &id),
-                    token.as_deref(),
-                ))
+                let mut shown = views::detail(&rec, started_ms(&state, &id), token.as_deref());
+                if let Some(spec) = state.manager.spec(&id) {
+                    shown["lifecycle"] = serde_json::json!({
+                        "autoResume": spec.auto_resume,
+                        "onTimeout": match spec.on_timeout {
+                            airlock_sessions::OnTimeout::Pause => "pause",
+                            airlock_sessions::OnTimeout::Kill => "kill",
+                        },
+                    });
+                }
+                Ok(shown)
             })
             .await?;
             Ok(Json(shown).into_response())
@@ -374,10 +416,17 @@ pub struct ListQuery {
     pub limit: usize,
     /// Entries to skip (the previous page's `X-Next-Token`).
     pub offset: usize,
+    /// Oldest start first (`order=asc`); newest first otherwise (the default, `desc`).
+    pub oldest_first: bool,
+    /// Only sandboxes started at or after this time (ms since the epoch).
+    pub started_after_ms: Option<i64>,
+    /// Only sandboxes of this template (its id or name, or an alias the server maps to it).
+    pub template: Option<String>,
 }
 
-/// Parses `metadata` (url-encoded `k=v&…`), `state` (comma-separated or repeated), `limit`
-/// and `nextToken`; other parameters (`order`, `template`, …) are accepted and ignored.
+/// Parses `metadata` (url-encoded `k=v&…`), `state` (comma-separated or repeated), `order`
+/// (`asc`/`desc` by start time), `startedAfter` (RFC 3339), `template`, `limit` and
+/// `nextToken`; other parameters are accepted and ignored.
 pub fn list_query(raw: &str) -> Result<ListQuery, E2bError> {
     let bad = |what: &str| E2bError::InvalidArgument(format!("the query's {what} is malformed"));
     let pairs: Vec<(String, String)> =
@@ -411,6 +460,25 @@ pub fn list_query(raw: &str) -> Result<ListQuery, E2bError> {
                 q.limit = n.min(MAX_LIST_LIMIT);
             }
             "nextToken" => q.offset = v.parse().map_err(|_| bad("nextToken"))?,
+            "order" => {
+                q.oldest_first = match v.to_ascii_lowercase().as_str() {
+                    "asc" => true,
+                    "desc" => false,
+                    other => {
+                        return Err(E2bError::InvalidArgument(format!(
+                            "unknown order {other:?}; use asc or desc"
+                        )))
+                    }
+                }
+            }
+            "startedAfter" => {
+                q.started_after_ms = Some(views::parse_rfc3339(&v).ok_or_else(|| {
+                    E2bError::InvalidArgument(format!(
+                        "startedAfter {v:?} is not an RFC 3339 time (2024-01-02T03:04:05Z)"
+                    ))
+                })?)
+            }
+            "template" if !v.is_empty() => q.template = Some(v),
             _ => {}
         }
     }
@@ -443,10 +511,27 @@ fn list_matching(
     let recs = lock(&state.store)
         .list_sandboxes(&filter)
         .map_err(|e| E2bError::Internal(e.to_string()))?;
-    let all: Vec<Value> = recs
+    let catalog = &state.templates;
+    let of_template = |r: &SandboxRecord| {
+        q.template.as_deref().is_none_or(|t| {
+            r.template == t || catalog.canonical(&r.template) == catalog.canonical(t)
+        })
+    };
+    let mut found: Vec<(i64, Value)> = recs
         .iter()
-        .map(|r| views::listed(r, started_ms(state, &r.id)))
+        .filter(|r| of_template(r))
+        .filter_map(|r| {
+            let started = started_ms(state, &r.id).unwrap_or(r.created_ms);
+            let wanted = q.started_after_ms.is_none_or(|after| started >= after);
+            wanted.then(|| (started, views::listed(r, Some(started))))
+        })
         .collect();
+    // The order holds across pages (the SDKs say so): sort the whole result, then page it.
+    found.sort_by_key(|(started, _)| *started);
+    if !q.oldest_first {
+        found.reverse();
+    }
+    let all: Vec<Value> = found.into_iter().map(|(_, v)| v).collect();
     if !paginate {
         return Ok((all, None));
     }
@@ -557,55 +642,256 @@ async fn set_timeout(
     )
 }
 
-fn not_pausable(id: &str) -> E2bError {
-    E2bError::Unimplemented(format!(
-        "pausing and resuming are not supported by airlock yet; sandbox {id} keeps running — extend it with set_timeout or kill it"
-    ))
+/// Resumes paused sandbox `id` for E2B: a refusal is E2B's (409 when it is not paused).
+fn resume_now(state: &AppState, id: &str) -> Result<(), E2bError> {
+    crate::service::lifecycle::resume(state, id, &Caller::E2bKey)
+        .map(|_| ())
+        .map_err(|e| match e {
+            crate::ApiError::Conflict(m) => E2bError::FailedPrecondition(m),
+            crate::ApiError::QueueFull(m) => E2bError::ResourceExhausted(m),
+            crate::ApiError::NotFound(m) | crate::ApiError::NotRunning(m) => E2bError::NotFound(m),
+            other => E2bError::Internal(other.to_string()),
+        })
 }
 
-/// Pause and resume: refused (501) for a live sandbox, 404 for an unknown one.
-async fn pause_or_resume(
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PauseBody {
+    memory: Option<bool>,
+    #[allow(dead_code)]
+    require_healthy_guest: Option<bool>,
+}
+
+/// `POST /sandboxes/{id}/pause`: 204 once paused (with its memory wherever the box's kind can),
+/// 409 when it is paused already, 404 when it is unknown or ended.
+async fn pause(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
+    body: Bytes,
 ) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
+            let req: PauseBody = parse_body(&body)?;
             blocking(&state, move |state| {
                 live_record(&state, &id)?;
-                Err::<Response, _>(not_pausable(&id))
+                crate::service::lifecycle::pause(
+                    &state,
+                    &id,
+                    req.memory.unwrap_or(true),
+                    &Caller::E2bKey,
+                )
+                .map_err(|e| match e {
+                    crate::ApiError::Conflict(m) => E2bError::FailedPrecondition(m),
+                    crate::ApiError::NotFound(m) | crate::ApiError::NotRunning(m) => {
+                        E2bError::NotFound(m)
+                    }
+                    other => E2bError::Internal(other.to_string()),
+                })?;
+                Ok(())
             })
-            .await
+            .await?;
+            Ok(StatusCode::NO_CONTENT.into_response())
         }
         .await,
     )
+}
+
+/// `POST /sandboxes/{id}/resume` (deprecated; `connect` resumes too): 201 with the sandbox,
+/// 409 when it is not paused.
+async fn resume(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            let req: ConnectBody = parse_body(&body)?;
+            let shown = blocking(&state, move |state| {
+                let rec = live_record(&state, &id)?;
+                if !matches!(rec.state, SandboxState::Paused | SandboxState::Resuming) {
+                    return Err(E2bError::FailedPrecondition(format!(
+                        "sandbox {id} is already running"
+                    )));
+                }
+                resume_now(&state, &id)?;
+                let rec = live_record(&state, &id)?;
+                if let Some(t) = req.timeout.filter(|t| *t > 0) {
+                    extend_to(&state, &id, &rec, t as u64)?;
+                }
+                let token = state.e2b.token_of(&id);
+                Ok(views::sandbox(&rec, token.as_deref()))
+            })
+            .await?;
+            Ok((StatusCode::CREATED, Json(shown)).into_response())
+        }
+        .await,
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ForkBody {
+    timeout: Option<i64>,
+    count: Option<u32>,
+}
+
+/// `POST /sandboxes/{id}/fork` `{timeout?, count?}`: 201 with one result per new sandbox
+/// (`{sandbox}` or `{error: {code, message}}`), all from one snapshot of this moment.
+async fn fork(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            let req: ForkBody = parse_body(&body)?;
+            let count = req.count.unwrap_or(1);
+            if !(1..=crate::requests::MAX_FORK).contains(&count) {
+                return Err(E2bError::InvalidArgument(format!(
+                    "count must be between 1 and {}, not {count}",
+                    crate::requests::MAX_FORK
+                )));
+            }
+            let timeout = match req.timeout {
+                Some(t) if t > 0 => Some(timeout_ms(t as u64).map_err(E2bError::from)?),
+                _ => None,
+            };
+            let results = blocking(&state, move |state| {
+                live_record(&state, &id)?;
+                let (_, forks) = crate::service::lifecycle::fork(
+                    &state,
+                    &id,
+                    count,
+                    None,
+                    timeout,
+                    &Caller::E2bKey,
+                )
+                .map_err(E2bError::from)?;
+                let mut out = Vec::new();
+                for f in forks {
+                    match f.outcome {
+                        Ok(_) => {
+                            state.e2b.remember_token(&f.id, &f.token);
+                            let rec = live_record(&state, &f.id)?;
+                            out.push(serde_json::json!({
+                                "sandbox": views::sandbox(&rec, Some(&f.token))
+                            }));
+                        }
+                        Err(e) => out.push(serde_json::json!({
+                            "error": { "code": e.status().as_u16(), "message": e.to_string() }
+                        })),
+                    }
+                }
+                Ok(out)
+            })
+            .await?;
+            Ok((StatusCode::CREATED, Json(results)).into_response())
+        }
+        .await,
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct SnapshotBody {
+    name: Option<String>,
+    #[allow(dead_code)]
+    memory: Option<bool>,
+}
+
+/// `POST /sandboxes/{id}/snapshots` `{name?, memory?}`: 201 `{snapshotID, names}`.
+async fn snapshot(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    respond(
+        async move {
+            require_api_key(&state.e2b, &headers)?;
+            let req: SnapshotBody = parse_body(&body)?;
+            let taken = blocking(&state, move |state| {
+                live_record(&state, &id)?;
+                crate::service::lifecycle::snapshot(&state, &id, req.name, &Caller::E2bKey)
+                    .map_err(E2bError::from)
+            })
+            .await?;
+            let names: Vec<String> = taken.name.into_iter().collect();
+            Ok((
+                StatusCode::CREATED,
+                Json(serde_json::json!({ "snapshotID": taken.id, "names": names })),
+            )
+                .into_response())
+        }
+        .await,
+    )
+}
+
+/// Takes a sample of live sandbox `id` into its history; answers the history.
+pub(crate) fn record_sample(
+    state: &AppState,
+    id: &str,
+) -> Result<std::sync::Arc<super::boxstate::E2bBox>, E2bError> {
+    let rec = live_record(state, id)?;
+    let started = started_ms(state, id);
+    state
+        .manager
+        .with_handle(id, |h| {
+            let usage = h.sandbox().usage().unwrap_or_default();
+            // Inside the lent handle: the box's end (which drops its state) comes after.
+            let boxed = state.e2b.box_state(id);
+            boxed.metrics.record(&rec, &usage, started, now_ms());
+            boxed
+        })
+        .map_err(|e| state.manager_error(id, e))
+        .map_err(E2bError::from)
+}
+
+/// The metrics query's `start` and `end` (Unix seconds).
+pub fn metrics_range(raw: &str) -> Result<(Option<i64>, Option<i64>), E2bError> {
+    #[derive(Deserialize)]
+    struct Range {
+        start: Option<i64>,
+        end: Option<i64>,
+    }
+    let r: Range = serde_urlencoded::from_str(raw).map_err(|_| {
+        E2bError::InvalidArgument(
+            "start and end are Unix times in seconds (start=1700000000&end=1700000600)".into(),
+        )
+    })?;
+    if let (Some(s), Some(e)) = (r.start, r.end) {
+        if e < s {
+            return Err(E2bError::InvalidArgument(format!(
+                "end {e} is before start {s}; give a range that moves forward"
+            )));
+        }
+    }
+    Ok((r.start, r.end))
 }
 
 async fn metrics(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(id): Path<String>,
+    RawQuery(raw): RawQuery,
 ) -> Response {
     respond(
         async move {
             require_api_key(&state.e2b, &headers)?;
-            let sample = blocking(&state, move |state| {
-                let rec = live_record(&state, &id)?;
-                let usage = state
-                    .manager
-                    .with_handle(&id, |h| h.sandbox().usage())
-                    .map_err(|e| state.manager_error(&id, e))?
-                    .unwrap_or_default();
-                Ok(super::metrics::sample(
-                    &rec,
-                    &usage,
-                    started_ms(&state, &id),
-                    now_ms(),
-                ))
+            let (start, end) = metrics_range(raw.as_deref().unwrap_or(""))?;
+            let samples = blocking(&state, move |state| {
+                let history = record_sample(&state, &id)?;
+                Ok(match (start, end) {
+                    (None, None) => history.metrics.latest().into_iter().collect(),
+                    _ => history.metrics.between(start, end),
+                })
             })
             .await?;
-            Ok(Json(vec![sample]).into_response())
+            Ok(Json(samples).into_response())
         }
         .await,
     )

@@ -52,7 +52,7 @@ fn create_requests_plan_a_session() {
     for bad in [
         r#"{"timeout":-1}"#,
         r#"{"timeout":999999999}"#,
-        r#"{"autoPause":true}"#,
+        r#"{"autoPause":true,"autoPauseMemory":false}"#,
         r#"{"volumeMounts":[{"name":"v","path":"/v"}]}"#,
         r#"{"templateID":"gpu"}"#,
     ] {

@@ -118,6 +118,17 @@ impl E2bError {
             ManagerError::AlreadyExists(_) => E2bError::AlreadyExists(e.to_string()),
             ManagerError::ShuttingDown => E2bError::SandboxGone(e.to_string()),
             ManagerError::InvalidConfig(_) => E2bError::Internal(e.to_string()),
+            ManagerError::AlreadyPaused(_) => {
+                E2bError::FailedPrecondition(format!("sandbox {id} is already paused"))
+            }
+            ManagerError::NotPaused { .. } => E2bError::FailedPrecondition(e.to_string()),
+            ManagerError::PauseFailed { .. } | ManagerError::ResumeFailed { .. } => {
+                E2bError::Internal(e.to_string())
+            }
+            // What E2B's edge answers for a paused sandbox: it is not reachable until resumed.
+            ManagerError::PausedNoAutoResume(_) => E2bError::SandboxGone(format!(
+                "sandbox {id} is paused; resume it with Sandbox.connect() (or create it with autoResume) to use it"
+            )),
         }
     }
 }

@@ -11,6 +11,7 @@ use super::auth::{
 };
 use super::boxio::with_box_blocking;
 use super::error::E2bError;
+use super::filesystem::{file_metadata, METADATA_XATTR_PREFIX};
 use crate::state::AppState;
 use airlock_protocol::EntryKind;
 use axum::body::Bytes;
@@ -20,12 +21,15 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use tokio::sync::mpsc;
 
 /// Chunks buffered in either direction.
 const CHUNKS_BUFFERED: usize = 8;
 /// Most files one upload may carry.
 const MAX_FILES: usize = 1000;
+/// The header prefix of file metadata on an upload (header names arrive lowercased).
+const METADATA_HEADER_PREFIX: &str = "x-metadata-";
 
 #[derive(Debug, Default, Deserialize)]
 struct FilesQuery {
@@ -142,8 +146,14 @@ struct FileWriter {
 
 impl FileWriter {
     /// Starts writing `path` (its missing parent directories are created), gunzipping the
-    /// bytes when `gzip`.
-    fn open(state: &AppState, id: &str, path: String, gzip: bool) -> FileWriter {
+    /// bytes when `gzip`; once written, the file gets the extended attributes `xattrs`.
+    fn open(
+        state: &AppState,
+        id: &str,
+        path: String,
+        gzip: bool,
+        xattrs: BTreeMap<String, String>,
+    ) -> FileWriter {
         let (tx, rx) = mpsc::channel(CHUNKS_BUFFERED);
         let (state, id) = (state.clone(), id.to_string());
         let task = tokio::task::spawn_blocking(move || {
@@ -161,8 +171,11 @@ impl FileWriter {
                         session.write_file_from(&path, &mut flate2::read::GzDecoder::new(reader))
                     } else {
                         session.write_file_from(&path, &mut reader)
-                    };
-                    Ok(written?)
+                    }?;
+                    if !xattrs.is_empty() {
+                        session.set_xattrs(&path, &xattrs).map_err(metadata_error)?;
+                    }
+                    Ok(written)
                 },
             )
         });
@@ -185,9 +198,61 @@ impl FileWriter {
     }
 }
 
-fn written(path: &str) -> Value {
+/// envd's `WriteInfo` of a written file, with the metadata it was given.
+fn written(path: &str, metadata: &BTreeMap<String, String>) -> Value {
     let name = path.rsplit('/').next().unwrap_or(path);
-    json!({"path": path, "name": name, "type": "file"})
+    let mut info = json!({"path": path, "name": name, "type": "file"});
+    let metadata = file_metadata(metadata);
+    if !metadata.is_empty() {
+        info["metadata"] = json!(metadata);
+    }
+    info
+}
+
+/// The file metadata an upload carries (`X-Metadata-<key>: <value>` headers, as envd ≥ 0.6.2
+/// reads them) as the extended attributes it becomes: `user.e2b.<key>`, the key lowercased.
+/// A value that is not printable US-ASCII, or more or larger attributes than a box takes,
+/// is refused naming the header.
+pub fn upload_metadata(headers: &HeaderMap) -> Result<BTreeMap<String, String>, E2bError> {
+    let mut xattrs = BTreeMap::new();
+    for (name, value) in headers {
+        let Some(key) = name.as_str().strip_prefix(METADATA_HEADER_PREFIX) else {
+            continue;
+        };
+        if key.is_empty() {
+            return Err(E2bError::InvalidArgument(format!(
+                "the header {METADATA_HEADER_PREFIX} names no metadata key; \
+                 send {METADATA_HEADER_PREFIX}<key>: <value>"
+            )));
+        }
+        let value = value
+            .to_str()
+            .ok()
+            .filter(|v| v.bytes().all(|b| (0x20..0x7f).contains(&b)))
+            .ok_or_else(|| {
+                E2bError::InvalidArgument(format!(
+                    "the metadata value of {key:?} must be printable US-ASCII"
+                ))
+            })?;
+        xattrs.insert(
+            format!("{METADATA_XATTR_PREFIX}{}", key.to_ascii_lowercase()),
+            value.to_string(),
+        );
+    }
+    airlock_protocol::check_xattrs(&xattrs)
+        .map_err(|why| E2bError::InvalidArgument(format!("the file metadata is refused: {why}")))?;
+    Ok(xattrs)
+}
+
+/// Setting the metadata failed: a file system without user extended attributes says so.
+fn metadata_error(e: airlock_runtime::SandboxError) -> E2bError {
+    match E2bError::from(e) {
+        E2bError::Unimplemented(why) => E2bError::FailedPrecondition(format!(
+            "the file was written but its metadata was not: the box's file system keeps no \
+             user extended attributes there ({why})"
+        )),
+        other => other,
+    }
 }
 
 /// `POST /files`: writes one or more files; answers the list of files written.
@@ -206,6 +271,7 @@ async fn upload_inner(
 ) -> Result<Response, E2bError> {
     let q = query(req.uri().query())?;
     let id = authorise(&state, &headers, &q, "write")?;
+    let metadata = upload_metadata(&headers)?;
     let media = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -239,7 +305,7 @@ async fn upload_inner(
                 }
             };
             let path = resolve_path(&target)?;
-            let mut writer = FileWriter::open(&state, &id, path.clone(), false);
+            let mut writer = FileWriter::open(&state, &id, path.clone(), false, metadata.clone());
             loop {
                 let chunk = field.chunk().await;
                 let (chunk, end) = match chunk {
@@ -255,7 +321,7 @@ async fn upload_inner(
                 }
             }
             writer.finish().await?;
-            done.push(written(&path));
+            done.push(written(&path, &metadata));
         }
     } else {
         let target = q
@@ -268,7 +334,7 @@ async fn upload_inner(
             .get(header::CONTENT_ENCODING)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.trim().eq_ignore_ascii_case("gzip"));
-        let mut writer = FileWriter::open(&state, &id, path.clone(), gzip);
+        let mut writer = FileWriter::open(&state, &id, path.clone(), gzip, metadata.clone());
         let mut chunks = req.into_body().into_data_stream();
         while let Some(chunk) = chunks.next().await {
             let failed = chunk.is_err();
@@ -279,7 +345,7 @@ async fn upload_inner(
             }
         }
         writer.finish().await?;
-        done.push(written(&path));
+        done.push(written(&path, &metadata));
     }
     if done.is_empty() {
         return Err(E2bError::InvalidArgument(

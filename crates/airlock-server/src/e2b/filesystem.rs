@@ -9,16 +9,19 @@ use super::error::E2bError;
 use super::views::rfc3339_secs;
 use crate::state::AppState;
 use airlock_protocol::{Entry, EntryKind, MAX_LIST_DEPTH};
+use airlock_runtime::AgentChannel;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
 
-/// Go's `os.ModeDir` and `os.ModeSymlink` bits, which envd's `mode` carries.
-const GO_MODE_DIR: u32 = 1 << 31;
-const GO_MODE_SYMLINK: u32 = 1 << 27;
+/// The extended-attribute prefix under which envd keeps a file's metadata.
+pub const METADATA_XATTR_PREFIX: &str = "user.e2b.";
+/// Most symlinks followed to describe one path (the kernel's own bound).
+const MAX_SYMLINK_HOPS: usize = 40;
 
 #[derive(Debug, Default, Deserialize)]
 struct PathRequest {
@@ -85,8 +88,70 @@ fn required(path: &str, what: &str) -> Result<String, E2bError> {
 
 async fn stat(state: &AppState, id: &str, req: PathRequest) -> Result<Value, E2bError> {
     let path = required(&req.path, "path")?;
-    let entry = with_session(state, id, move |s| Ok(s.stat(&path)?)).await?;
+    let entry = with_session(state, id, move |s| {
+        let entry = s.stat(&path)?;
+        Ok(described(s, entry))
+    })
+    .await?;
     Ok(json!({ "entry": entry_info(&entry) }))
+}
+
+/// An entry as envd describes it: a symlink has its final target's type and metadata, and its
+/// target is the absolute path it resolves to (lexically: `..` after a symlinked directory is
+/// taken as written). A dangling or looping link stays a symlink with the path it names.
+pub fn described(s: &mut AgentChannel, entry: Entry) -> Entry {
+    if entry.kind != EntryKind::Symlink {
+        return entry;
+    }
+    let mut at = entry.path.clone();
+    let mut current = entry.clone();
+    for _ in 0..MAX_SYMLINK_HOPS {
+        let Some(target) = current.target.as_deref() else {
+            break;
+        };
+        at = joined(&at, target);
+        match s.stat(&at) {
+            Ok(next) if next.kind == EntryKind::Symlink => current = next,
+            Ok(next) => {
+                return Entry {
+                    kind: next.kind,
+                    mode: next.mode,
+                    xattrs: next.xattrs,
+                    target: Some(at),
+                    ..entry
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    Entry {
+        target: Some(at),
+        ..entry
+    }
+}
+
+/// `target` (a symlink's content) resolved against the directory of the link at `link`, with
+/// `.` and `..` removed.
+fn joined(link: &str, target: &str) -> String {
+    let base = if target.starts_with('/') {
+        String::new()
+    } else {
+        link.rsplit_once('/')
+            .map(|(d, _)| d)
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut parts: Vec<&str> = Vec::new();
+    for part in base.split('/').chain(target.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
 }
 
 async fn make_dir(state: &AppState, id: &str, req: PathRequest) -> Result<Value, E2bError> {
@@ -132,7 +197,11 @@ async fn list_dir(state: &AppState, id: &str, req: ListDirRequest) -> Result<Val
                 "{path} is not a directory"
             )));
         }
-        Ok(s.list_dir(&path, depth)?)
+        let entries = s.list_dir(&path, depth)?;
+        Ok(entries
+            .into_iter()
+            .map(|e| described(s, e))
+            .collect::<Vec<_>>())
     })
     .await?;
     Ok(json!({ "entries": entries.iter().map(entry_info).collect::<Vec<_>>() }))
@@ -140,23 +209,29 @@ async fn list_dir(state: &AppState, id: &str, req: ListDirRequest) -> Result<Val
 
 async fn remove(state: &AppState, id: &str, req: PathRequest) -> Result<Value, E2bError> {
     let path = required(&req.path, "path")?;
+    // As envd (Go's `os.RemoveAll`): removing what is not there succeeds.
     with_session(state, id, move |s| {
-        s.stat(&path)?;
-        Ok(s.remove(&path, true)?)
+        match s.stat(&path).map_err(E2bError::from) {
+            Ok(_) => Ok(s.remove(&path, true)?),
+            Err(E2bError::NotFound(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
     })
     .await?;
     Ok(json!({}))
 }
 
 /// An entry as proto3-JSON `EntryInfo`: default values omitted, `size` as a string, the type
-/// as its enum name, `mode` with Go's file-mode type bits, `permissions` as Go prints a mode.
-/// Owner and group are the box's names for the ids (`user`, `root`; other ids as numbers).
+/// as its enum name, `mode` the permission bits (envd's `Mode().Perm()`: a directory's
+/// `0o755` is 493), `permissions` as Go prints a mode, `metadata` the `user.e2b.*` extended
+/// attributes without their prefix. Owner and group are the box's names for the ids (`user`,
+/// `root`; other ids as numbers).
 pub fn entry_info(e: &Entry) -> Value {
-    let (type_name, type_bits, type_char) = match e.kind {
-        EntryKind::File => (Some("FILE_TYPE_FILE"), 0, '-'),
-        EntryKind::Dir => (Some("FILE_TYPE_DIRECTORY"), GO_MODE_DIR, 'd'),
-        EntryKind::Symlink => (Some("FILE_TYPE_SYMLINK"), GO_MODE_SYMLINK, 'L'),
-        EntryKind::Other => (None, 0, '?'),
+    let (type_name, type_char) = match e.kind {
+        EntryKind::File => (Some("FILE_TYPE_FILE"), '-'),
+        EntryKind::Dir => (Some("FILE_TYPE_DIRECTORY"), 'd'),
+        EntryKind::Symlink => (Some("FILE_TYPE_SYMLINK"), 'L'),
+        EntryKind::Other => (None, '?'),
     };
     let perm = e.mode & 0o777;
     let mut map = Map::new();
@@ -168,9 +243,8 @@ pub fn entry_info(e: &Entry) -> Value {
     if e.size != 0 {
         map.insert("size".into(), json!(e.size.to_string()));
     }
-    let mode = type_bits | perm;
-    if mode != 0 {
-        map.insert("mode".into(), json!(mode));
+    if perm != 0 {
+        map.insert("mode".into(), json!(perm));
     }
     map.insert("permissions".into(), json!(permissions(type_char, perm)));
     map.insert("owner".into(), json!(id_name(e.uid)));
@@ -179,7 +253,23 @@ pub fn entry_info(e: &Entry) -> Value {
     if let Some(target) = &e.target {
         map.insert("symlinkTarget".into(), json!(target));
     }
+    let metadata = file_metadata(&e.xattrs);
+    if !metadata.is_empty() {
+        map.insert("metadata".into(), json!(metadata));
+    }
     Value::Object(map)
+}
+
+/// envd's file metadata: the `user.e2b.*` attributes, keyed without the prefix.
+pub fn file_metadata(xattrs: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    xattrs
+        .iter()
+        .filter_map(|(k, v)| {
+            k.strip_prefix(METADATA_XATTR_PREFIX)
+                .filter(|k| !k.is_empty())
+                .map(|k| (k.to_string(), v.clone()))
+        })
+        .collect()
 }
 
 /// The box's name of a user or group id: its one user (and group) is `user`, 0 is `root`.

@@ -145,6 +145,25 @@ fn nanos(time: f64) -> i64 {
     (time * 1e9) as i64
 }
 
+/// The drivers' mime types of E2B's chart and data structures (`result.chart`,
+/// `result.data` in the SDKs).
+const CHART_MIME: &str = "application/vnd.airlock.chart+json";
+const DATA_MIME: &str = "application/vnd.airlock.data+json";
+
+/// A result's `text` as E2B's interpreter gives it: a `str`'s repr loses one pair of
+/// surrounding quotes (`'hi'` is `hi`); any other text is kept.
+pub fn e2b_text(text: &str) -> &str {
+    for quote in ['\'', '"'] {
+        if let Some(inner) = text
+            .strip_prefix(quote)
+            .and_then(|rest| rest.strip_suffix(quote))
+        {
+            return inner;
+        }
+    }
+    text
+}
+
 /// A mime bundle as E2B's result formats.
 pub fn formats(data: &Value) -> Map<String, Value> {
     let mut out = Map::new();
@@ -152,7 +171,13 @@ pub fn formats(data: &Value) -> Map<String, Value> {
     if let Value::Object(bundle) = data {
         for (mime, content) in bundle {
             let key = match mime.as_str() {
-                "text/plain" => "text",
+                "text/plain" => {
+                    let text = content.as_str().map(|t| json!(e2b_text(t)));
+                    out.insert("text".into(), text.unwrap_or_else(|| content.clone()));
+                    continue;
+                }
+                CHART_MIME => "chart",
+                DATA_MIME => "data",
                 "text/html" => "html",
                 "text/markdown" => "markdown",
                 "image/svg+xml" => "svg",
@@ -376,6 +401,14 @@ async fn list_contexts(State(state): State<AppState>, headers: HeaderMap) -> Res
                     )
                 })
                 .collect();
+            // E2B's default python and javascript contexts exist from the start (ours start
+            // on first use).
+            for l in [Language::Python, Language::JavaScript] {
+                let ctx = crate::service::contexts::language_name(l);
+                if !contexts.contains_key(ctx) {
+                    all.push(context_view(ctx, l, &default_cwd));
+                }
+            }
             all.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
             Ok(all)
         })

@@ -46,3 +46,23 @@ fn events_become_e2b_lines() {
     });
     assert_eq!(e["traceback"], "a\nb");
 }
+
+#[test]
+fn a_str_result_loses_one_pair_of_quotes_and_charts_and_data_have_their_keys() {
+    assert_eq!(e2b_text("'hi'"), "hi");
+    assert_eq!(e2b_text("\"it's\""), "it's");
+    assert_eq!(e2b_text("''"), "");
+    assert_eq!(e2b_text("'''"), "'", "one pair only");
+    assert_eq!(e2b_text("42"), "42");
+    assert_eq!(e2b_text("'a\""), "'a\"", "unmatched quotes stay");
+    assert_eq!(e2b_text("'"), "'");
+    let r = event_line(&CodeEvent::Display(json!({
+        "text/plain": "'x'",
+        CHART_MIME: {"type": "line", "title": null, "elements": []},
+        DATA_MIME: {"a": [1]},
+    })));
+    assert_eq!(r["text"], "x");
+    assert_eq!(r["chart"]["type"], "line");
+    assert_eq!(r["data"], json!({"a": [1]}));
+    assert!(r.get("extra").is_none());
+}

@@ -25,6 +25,7 @@ pub(crate) mod filesystem;
 pub(crate) mod interpreter;
 pub(crate) mod metrics;
 pub(crate) mod network;
+pub(crate) mod network_update;
 pub(crate) mod process;
 pub(crate) mod procs;
 pub(crate) mod views;
@@ -45,8 +46,12 @@ use tower::ServiceExt;
 pub const ENVD_PORT: &str = "49983";
 /// The code interpreter's port in E2B.
 pub const INTERPRETER_PORT: &str = "49999";
-/// The envd version advertised: the features of envd up to it are implemented (see the
-/// protocol notes: 0.6.3 brings watch `include_entry`).
+/// The envd version advertised: every feature the SDKs gate on a version up to it is served.
+/// The gates (e2b 2.63 `envd/versions.py`, the JS SDK's `envd/versions.ts`): 0.1.4 recursive
+/// watch, 0.3.0 command stdin, 0.4.0 default user, 0.5.2 `CloseStdin`, 0.5.7 octet-stream
+/// upload, 0.6.2 file metadata (`X-Metadata-*` as `user.e2b.*` xattrs), 0.6.3 watch events
+/// with `include_entry`. Not 0.6.4: it gates `allow_network_mounts` watches, and a box has no
+/// network mounts to allow.
 pub const ENVD_VERSION: &str = "0.6.3";
 
 /// The network E2B boxes get when their create request sets no network option.

@@ -13,7 +13,7 @@ pub const CLIENT_ID: &str = "airlock";
 pub fn e2b_state(state: SandboxState) -> Option<&'static str> {
     match state {
         SandboxState::Queued | SandboxState::Starting | SandboxState::Running => Some("running"),
-        SandboxState::Paused => Some("paused"),
+        SandboxState::Paused | SandboxState::Resuming => Some("paused"),
         _ => None,
     }
 }
@@ -126,6 +126,79 @@ pub fn rfc3339_secs(secs: i64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+/// An RFC 3339 / ISO 8601 time (`2024-01-02T03:04:05[.frac][Z|±hh:mm]`, what the SDKs send
+/// for `startedAfter`) as milliseconds since the Unix epoch; no offset is UTC. `None` when it
+/// is not one.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let t = text.trim();
+    let b = t.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = t.get(r)?;
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut millis = 0;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        let frac = t.get(start..i)?;
+        if frac.is_empty() {
+            return None;
+        }
+        millis = format!("{frac:0<3}").get(..3)?.parse().ok()?;
+    }
+    let offset_s = match t.get(i..)? {
+        "" | "Z" | "z" => 0,
+        rest => {
+            let sign = match rest.as_bytes().first()? {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let hm = rest.get(1..)?;
+            let (oh, om) = match hm.split_once(':') {
+                Some((oh, om)) => (oh, om),
+                None if hm.len() == 4 => hm.split_at(2),
+                None => return None,
+            };
+            if oh.len() != 2 || om.len() != 2 {
+                return None;
+            }
+            sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60)
+        }
+    };
+    let days = days_from_civil(y, mo, d);
+    Some(((days * 86_400 + h * 3600 + mi * 60 + sec) - offset_s) * 1000 + millis)
+}
+
+/// (year, month, day) in the proleptic Gregorian calendar to days since 1970-01-01 (Howard
+/// Hinnant's algorithm, the inverse of [`civil_from_days`]).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar

@@ -63,3 +63,32 @@ fn sandboxes_show_the_required_fields() {
     );
     assert_eq!(e2b_state(SandboxState::Killed), None);
 }
+
+#[test]
+fn rfc3339_times_parse_back() {
+    for ms in [0i64, 1_700_000_000_123, 951_782_400_000, -86_400_000] {
+        assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms), "{}", rfc3339(ms));
+    }
+    // What Python's isoformat() and JS's toISOString() send.
+    assert_eq!(
+        parse_rfc3339("2023-11-14T22:13:20.123456+00:00"),
+        Some(1_700_000_000_123)
+    );
+    assert_eq!(
+        parse_rfc3339("2023-11-15T00:13:20+02:00"),
+        Some(1_700_000_000_000)
+    );
+    assert_eq!(
+        parse_rfc3339("2023-11-14T22:13:20"),
+        Some(1_700_000_000_000)
+    );
+    for bad in [
+        "",
+        "yesterday",
+        "2023-13-01T00:00:00Z",
+        "2023-11-14T22:13:20+2",
+        "2023-11-14",
+    ] {
+        assert_eq!(parse_rfc3339(bad), None, "{bad}");
+    }
+}

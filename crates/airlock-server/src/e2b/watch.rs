@@ -25,7 +25,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 /// Events a polled watcher keeps between polls; older ones are dropped beyond it.
 const MAX_PENDING: usize = 10_000;
@@ -33,6 +33,10 @@ const MAX_PENDING: usize = 10_000;
 const MAX_WATCHERS: usize = 256;
 /// How often a watch looks at whether its client is still there.
 const POLL: Duration = Duration::from_millis(250);
+/// How often a polled watcher looks for polls waiting on it.
+const POLLED_TICK: Duration = Duration::from_millis(20);
+/// Longest a poll waits for its watcher to catch up with the agent.
+const SYNC_LIMIT: Duration = Duration::from_secs(5);
 /// Keepalive interval of a `WatchDir` stream.
 const KEEPALIVE: Duration = Duration::from_secs(30);
 
@@ -70,6 +74,23 @@ struct WatcherRequest {
 struct Polled {
     events: Mutex<VecDeque<Value>>,
     stop: AtomicBool,
+    /// Polls waiting for the watcher to catch up: each is answered once every event of a
+    /// change made before the poll arrived is in `events`.
+    syncs: Mutex<Vec<oneshot::Sender<()>>>,
+}
+
+impl Polled {
+    fn push(&self, ev: Value) {
+        let mut q = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        if q.len() >= MAX_PENDING {
+            q.pop_front();
+        }
+        q.push_back(ev);
+    }
+
+    fn take_syncs(&self) -> Vec<oneshot::Sender<()>> {
+        std::mem::take(&mut *self.syncs.lock().unwrap_or_else(PoisonError::into_inner))
+    }
 }
 
 /// The polled watchers of one box.
@@ -99,6 +120,7 @@ fn kind_name(kind: FsEventKind) -> Option<&'static str> {
         FsEventKind::Write => Some("EVENT_TYPE_WRITE"),
         FsEventKind::Remove => Some("EVENT_TYPE_REMOVE"),
         FsEventKind::Rename => Some("EVENT_TYPE_RENAME"),
+        FsEventKind::Chmod => Some("EVENT_TYPE_CHMOD"),
         FsEventKind::Overflow => None,
     }
 }
@@ -123,7 +145,7 @@ fn fs_event(
     let mut ev = json!({"name": relative(root, &change.path), "type": kind});
     if include_entry && !matches!(change.kind, FsEventKind::Remove) {
         if let Ok(entry) = session.stat(&change.path) {
-            ev["entry"] = entry_info(&entry);
+            ev["entry"] = entry_info(&super::filesystem::described(session, entry));
         }
     }
     Some(ev)
@@ -225,6 +247,7 @@ async fn create_watcher(
         let polled = Arc::new(Polled {
             events: Mutex::new(VecDeque::new()),
             stop: AtomicBool::new(false),
+            syncs: Mutex::new(Vec::new()),
         });
         let watcher_id = {
             let mut map = boxed.watchers.lock();
@@ -246,28 +269,63 @@ async fn create_watcher(
         // The watcher's thread ends when the watcher is removed, the box ends (its Watchers
         // drop and stop every watcher) or the box's agent goes away.
         tokio::task::spawn_blocking(move || {
-            while !polled.stop.load(Ordering::Acquire) {
-                match session.next_change(watch, Instant::now() + POLL) {
-                    Ok(Some(change)) => {
-                        if let Some(ev) = fs_event(&mut session, &root, &change, include) {
-                            let mut q =
-                                polled.events.lock().unwrap_or_else(PoisonError::into_inner);
-                            if q.len() >= MAX_PENDING {
-                                q.pop_front();
-                            }
-                            q.push_back(ev);
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(_) => return,
-                }
-            }
+            poll_watcher(&polled, &mut session, watch, &root, include);
+            // Ended: later polls answer at once with what was collected.
+            polled.stop.store(true, Ordering::Release);
+            drop(polled.take_syncs());
         });
         Ok::<_, E2bError>(json!({"watcherId": watcher_id}))
     };
     match run.await {
         Ok(v) => unary_ok(&v),
         Err(e) => unary_error(&e),
+    }
+}
+
+/// A polled watcher's loop: collects events into `polled` and answers waiting polls, until
+/// the watcher is stopped or the agent goes away.
+fn poll_watcher(
+    polled: &Polled,
+    session: &mut AgentChannel,
+    watch: u32,
+    root: &str,
+    include: bool,
+) {
+    let take = |session: &mut AgentChannel, deadline: Instant| match session
+        .next_change(watch, deadline)
+    {
+        Ok(Some(change)) => {
+            if let Some(ev) = fs_event(session, root, &change, include) {
+                polled.push(ev);
+            }
+            Ok(true)
+        }
+        Ok(None) => Ok(false),
+        Err(e) => Err(e),
+    };
+    while !polled.stop.load(Ordering::Acquire) {
+        let waiting = polled.take_syncs();
+        if !waiting.is_empty() {
+            // The agent reports every change it has seen before it answers: after this round
+            // trip the session holds the events of every change made before the poll; take
+            // them all without waiting.
+            if session.sync().is_err() {
+                return;
+            }
+            loop {
+                match take(session, Instant::now()) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(_) => return,
+                }
+            }
+            for poll in waiting {
+                let _ = poll.send(());
+            }
+        }
+        if take(session, Instant::now() + POLLED_TICK).is_err() {
+            return;
+        }
     }
 }
 
@@ -302,6 +360,14 @@ async fn get_watcher_events(
 ) -> Response {
     match find(&state, &headers, &body, false).await {
         Ok(w) => {
+            // Wait (bounded) for the watcher to take in every change made before this poll.
+            // A watcher whose box or agent went away drops the sender: answer what it has.
+            let (tx, rx) = oneshot::channel();
+            w.syncs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(tx);
+            let _ = tokio::time::timeout(SYNC_LIMIT, rx).await;
             let events: Vec<Value> = w
                 .events
                 .lock()

@@ -79,6 +79,7 @@ fn command(req: ExecRequest) -> Result<Command, ApiError> {
 
 fn run(state: &AppState, id: &str, caller: &Caller, cmd: &Command, tx: &mpsc::Sender<Out>) {
     let started = Cell::new(false);
+    let _working = state.working(id);
     // A session of its own: the box stays usable (and killable) while the command runs.
     let outcome = state
         .manager

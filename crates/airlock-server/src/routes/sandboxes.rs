@@ -44,12 +44,10 @@ pub async fn create(
         })
     };
     let (id, token) = (random(new_sandbox_id())?, random(new_token())?);
-    let spec = SessionSpec {
-        template,
-        metadata: req.metadata,
-        timeout_ms,
-        payload: policy,
-    };
+    let mut spec = SessionSpec::new(template, policy);
+    req.lifecycle(&mut spec)?;
+    spec.metadata = std::mem::take(&mut req.metadata);
+    spec.timeout_ms = timeout_ms;
     let box_token = token.clone();
     let mut shown = state
         .blocking(move |state| {

@@ -94,6 +94,7 @@ pub(crate) fn run_in_context(
         .manager
         .with_handle(id, |h| ensure_context(h, ctx_id, language))
         .map_err(|e| state.manager_error(id, e))??;
+    let _working = state.working(id);
     let mut run = live.run.lock().unwrap_or_else(PoisonError::into_inner);
     on_started();
     let ContextRun { session, ctx } = &mut *run;

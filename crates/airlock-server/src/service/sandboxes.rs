@@ -105,3 +105,12 @@ pub(crate) fn timeout_ms(seconds: u64) -> Result<i64, ApiError> {
 pub(crate) fn check_metadata(metadata: &BTreeMap<String, String>) -> Result<(), ApiError> {
     Ok(checks::metadata("metadata", metadata)?)
 }
+
+/// The spec a recorded sandbox was created with, as far as the store keeps it (its template,
+/// labels and policy; the lifecycle settings take their defaults): for a paused sandbox taken
+/// back after a restart.
+pub(crate) fn spec_of_record(rec: &airlock_store::SandboxRecord) -> SessionSpec {
+    let mut spec = SessionSpec::new(rec.template.clone(), rec.policy.clone());
+    spec.metadata = rec.metadata.clone();
+    spec
+}

@@ -454,3 +454,41 @@ pub fn test_backend() -> std::sync::Arc<dyn airlock_runtime::backend::Backend> {
         .select(kind)
         .unwrap_or_else(|e| panic!("AIRLOCK_TEST_BACKEND={kind}: {e}"))
 }
+
+/// The workspace's root directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the workspace root exists")
+}
+
+/// The code-interpreter template (`templates/code-interpreter.toml`), built once into
+/// `target/airlock-templates` (later runs find it in the store's cache by the spec's digest), and
+/// a fresh data dir that holds it (hard links: the store's trees are never written).
+pub fn data_dir_with_code_interpreter() -> TempDir {
+    let cache = repo_root().join("target/airlock-templates");
+    let build = Command::new(airlock_bin())
+        .args(["template", "build", "--data-dir"])
+        .arg(&cache)
+        .arg(repo_root().join("templates/code-interpreter.toml"))
+        .output()
+        .expect("run airlock template build");
+    assert!(
+        build.status.success(),
+        "building the code-interpreter template failed (mmdebstrap and the host's apt mirror are needed; scripts/test.sh installs mmdebstrap): {}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let data = TempDir::new("e2b-template");
+    let cp = Command::new("cp")
+        .arg("-al")
+        .arg(cache.join("templates"))
+        .arg(data.join("templates"))
+        .status()
+        .expect("run cp");
+    assert!(
+        cp.success(),
+        "cannot link the template store into the data dir"
+    );
+    data
+}
