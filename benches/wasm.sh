@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # WASM box figures (issue 17), each against a peer in the same run:
 #  1. start: `airlock run --backend wasm -- python3 -c pass` (CPython for WASI, precompiled)
-#     against the host's own `python3 -c pass` and against the same in a native box (hyperfine);
-#  2. warm `1+1` through the API and host memory per idle session (benches/wasm.py).
+#     against the host's own `python3 -c pass` and against the same in a native box; and the
+#     runner alone (`airlock wasm-run`, no box) with the standard library unpacked (what boxes
+#     use) against the zip inside the module (hyperfine);
+#  2. where a runner's start goes: its phases, timed by the runner (AIRLOCK_WASM_PHASES);
+#  3. warm `1+1` through the API and host memory per idle session (benches/wasm.py).
 # Needs CPython for WASI in target/airlock-wasm (scripts/test.sh installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,10 +13,21 @@ runs=${1:-100}
 target=${CARGO_TARGET_DIR:-$PWD/target}
 cargo build --release --locked -q -p airlock
 exe="$target/release/airlock"
-# Compile CPython for WASI into the cache first (once), so the runs measure a start only.
+export AIRLOCK_WASM_DIR=${AIRLOCK_WASM_DIR:-$target/airlock-wasm}
+# Compile CPython for WASI and unpack its standard library into the cache first (once), so the
+# runs measure a start only.
 "$exe" run --backend wasm --workspace none --no-stdin -- python3 -c pass
+module=$(ls "$AIRLOCK_WASM_DIR"/cache/*.cwasm | head -n 1)
+home=$(ls -d "$AIRLOCK_WASM_DIR"/cache/*-home | head -n 1)
 hyperfine -N --warmup 10 --runs "$runs" \
   "$exe run --backend wasm --workspace none --no-stdin -- python3 -c pass" \
   "/usr/bin/python3 -c pass" \
-  "$exe run --workspace none --no-stdin -- /usr/bin/python3 -c pass"
+  "$exe run --workspace none --no-stdin -- /usr/bin/python3 -c pass" \
+  "$exe wasm-run --module $module --dir ro:$home --env PYTHONHOME=$home -- python3 -c pass" \
+  "$exe wasm-run --module $module -- python3 -c pass"
+for i in 1 2 3; do
+  AIRLOCK_WASM_PHASES=1 "$exe" wasm-run --module "$module" --dir "ro:$home" \
+    --env "PYTHONHOME=$home" -- python3 -c pass 2>&1 | tr '\n' ' '
+  echo
+done
 /usr/bin/python3 benches/wasm.py "$exe"

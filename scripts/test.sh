@@ -115,10 +115,12 @@ AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test server --test 
   a_box_expires_at_its_timeout a_client_that_goes_away_kills_its_command \
   code_keeps_state_streams_output_and_reports_errors \
   http_mcp_needs_the_key_and_serves_tools_per_profile 2>&1 | tee -a "$log"
-# The attached-run suite against wasm boxes (each case in Python there; tests/wasm.rs ran above).
-# sandboxes.rs and network.rs are not yet among them: their cases are shell commands, which a
-# wasm box refuses, and still need their wasm counterparts marked.
-AIRLOCK_TEST_BACKEND=wasm cargo test -p airlock --locked --test attached 2>&1 | tee -a "$log"
+# The shared suites against wasm boxes (tests/wasm.rs ran above): attached runs in Python, the
+# library contract with each shell case's wasm counterpart (CPython, or the refusal and what
+# holds instead), and the proxy suite, where every case is the refusal of --net proxy plus, for
+# the bypass case, a socket that fails inside the module.
+AIRLOCK_TEST_BACKEND=wasm cargo test -p airlock --locked --test attached --test sandboxes \
+  --test network 2>&1 | tee -a "$log"
 # The native escape and network suites again, with every box on a template root built from
 # tests/templates/suite.toml (built once, cached in target/xdg/airlock by the spec's digest).
 target/debug/airlock template build --data-dir target/xdg/airlock tests/templates/suite.toml

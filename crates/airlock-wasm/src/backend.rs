@@ -1,14 +1,17 @@
 //! `WasmBackend`: the WASM box behind the runtime's seam.
 
 use crate::box_policy::{self, INSIDE_CACHE, INSIDE_RUNNER};
-use crate::exec_map::ExecMap;
-use crate::instance::WasmInstance;
-use crate::python::{WasmDir, PYTHON_SHA256};
+use crate::exec_map::{ExecMap, KILL_GRACE};
+use crate::instance::{command_env, WasmInstance};
+use crate::python::WasmDir;
+use crate::python_files::{self, PythonError, PythonFiles};
+use crate::receipt;
 use crate::scope::Scope;
-use crate::{engine, receipt};
-use airlock_policy::{BackendKind, ResolvedPolicy};
+use airlock_policy::{BackendKind, ChangesMode, FilesystemPolicy, ResolvedPolicy};
+use airlock_protocol::ExecRequest;
+use airlock_runtime::attached::{run_over_agent, RunOptions, StdinMode};
 use airlock_runtime::backend::{Backend, BackendError, BoxInstance, StartOptions, Template};
-use airlock_runtime::Receipt;
+use airlock_runtime::{Receipt, RunResult};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -18,8 +21,8 @@ pub struct WasmBackend {
     confinement: Arc<dyn Backend>,
     airlock_exe: PathBuf,
     dir: WasmDir,
-    /// CPython's compiled module on the host, once found (or made).
-    python: Mutex<Option<PathBuf>>,
+    /// CPython, compiled and unpacked on the host, once found (or made).
+    python: Mutex<Option<PythonFiles>>,
 }
 
 impl WasmBackend {
@@ -34,45 +37,38 @@ impl WasmBackend {
         }
     }
 
-    /// CPython for WASI, compiled: checked against its pinned digest and compiled into the
-    /// cache the first time (that takes a minute or so, once per wasmtime version).
-    pub fn compiled_python(&self) -> Result<PathBuf, BackendError> {
+    /// CPython for WASI, ready: checked against its pinned digest, compiled and its standard
+    /// library unpacked into the cache the first time (a minute or so, once per wasmtime
+    /// version).
+    pub fn compiled_python(&self) -> Result<PythonFiles, BackendError> {
         let mut known = self.python.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = known.as_ref() {
             return Ok(p.clone());
         }
-        let module = self.dir.python();
-        let bytes = std::fs::read(&module).map_err(|e| BackendError::Unavailable {
-            kind: BackendKind::Wasm,
-            why: format!(
-                "CPython for WASI is not installed ({}: {e}); install it with `{}`",
-                module.display(),
-                self.dir.install_command()
-            ),
+        let files = python_files::prepare(&self.dir, &self.airlock_exe).map_err(|e| match e {
+            e @ (PythonError::Missing { .. } | PythonError::Digest { .. }) => {
+                BackendError::Unavailable {
+                    kind: BackendKind::Wasm,
+                    why: e.to_string(),
+                }
+            }
+            e => BackendError::Start(e.to_string()),
         })?;
-        let digest = engine::module_digest(&bytes);
-        if digest != PYTHON_SHA256 {
-            return Err(BackendError::Unavailable {
-                kind: BackendKind::Wasm,
-                why: format!(
-                    "{} is not the pinned CPython for WASI (sha256 {digest}, expected {PYTHON_SHA256}); reinstall it with `{}`",
-                    module.display(),
-                    self.dir.install_command()
-                ),
-            });
-        }
-        let engine = engine::engine().map_err(|e| BackendError::Start(e.to_string()))?;
-        let compiled = engine::ensure_compiled(&engine, &module, &digest, &self.dir.cache())
-            .map_err(|e| BackendError::Start(e.to_string()))?;
-        *known = Some(compiled.clone());
-        Ok(compiled)
+        *known = Some(files.clone());
+        Ok(files)
     }
 
-    fn exec_map(&self, policy: &ResolvedPolicy, template: &Template, python: &Path) -> ExecMap {
-        let name = python.file_name().map(PathBuf::from).unwrap_or_default();
+    fn exec_map(
+        &self,
+        policy: &ResolvedPolicy,
+        template: &Template,
+        python: &PythonFiles,
+    ) -> ExecMap {
+        let inside = |p: &Path| Path::new(INSIDE_CACHE).join(p.file_name().unwrap_or_default());
         ExecMap {
             runner: INSIDE_RUNNER.into(),
-            python: Path::new(INSIDE_CACHE).join(name),
+            python: inside(&python.compiled),
+            python_home: Some(inside(&python.home).to_string_lossy().into_owned()),
             dirs: box_policy::preopens(policy, template),
             memory: policy.limits.memory.map(guest_memory),
             timeout: policy.limits.timeout,
@@ -139,5 +135,54 @@ impl Backend for WasmBackend {
         Ok(Box::new(WasmInstance::start(
             boxed, receipt, policy, template, map, scope,
         )?))
+    }
+
+    /// `airlock run`: the runner is the first and only process of a one-shot native box (the
+    /// native supervisor's path: no agent, no sandbox-host, no relay), which is most of what
+    /// makes a WASM start cheap. What that path cannot say the same way as a long-lived box —
+    /// a refused command, `--control-fd`, a change layer — goes through the generic path, whose
+    /// refusals are the same sentences as through the API.
+    fn run_attached(
+        &self,
+        policy: &ResolvedPolicy,
+        template: &Template,
+        argv: &[String],
+        opts: &RunOptions,
+    ) -> Result<RunResult, BackendError> {
+        box_policy::check(policy)?;
+        let python = self.compiled_python()?;
+        let map = self.exec_map(policy, template, &python);
+        let request = ExecRequest {
+            argv: argv.to_vec(),
+            env: command_env(policy, template),
+            cwd: None,
+            tty: None,
+            stdin: opts.stdin == StdinMode::Auto,
+            timeout_ms: None,
+            tag: None,
+        };
+        let change_layer = policy.changes == ChangesMode::Apply
+            && matches!(
+                &policy.filesystem,
+                FilesystemPolicy::Isolated {
+                    workspace: Some(_),
+                    ..
+                }
+            );
+        let mapped = match map.map(&request) {
+            Ok(m) if opts.control_fd.is_none() && !change_layer => m,
+            _ => return run_over_agent(self, policy, template, argv, opts),
+        };
+        let mut inner =
+            box_policy::confinement_policy(policy, template, &self.airlock_exe, &self.dir.cache())?;
+        // The runner stops the module at the time limit itself and says so; the box's own
+        // limit is the backstop a little later.
+        inner.limits.timeout = policy.limits.timeout.map(|t| t + KILL_GRACE);
+        let receipt = self.plan(policy, template)?;
+        let mut result =
+            self.confinement
+                .run_attached(&inner, &Template::Host, &mapped.argv, opts)?;
+        result.receipt = receipt;
+        Ok(result)
     }
 }

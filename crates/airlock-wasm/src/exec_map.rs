@@ -3,7 +3,7 @@
 //! that module), turned here into the in-box runner's command line. Anything else — a shell, a
 //! native program — is refused with a sentence saying why and what works instead.
 
-use crate::run_spec::{Preopen, RunSpec};
+use crate::run_spec::{DirAccess, Preopen, RunSpec};
 use airlock_protocol::ExecRequest;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,7 +18,7 @@ const DRIVER_DIR: &str = "/tmp/.airlock-interpreter/";
 const PYTHON_DRIVER: &str = "python_driver.py";
 /// How much longer than the runner's own time limit the agent waits before killing it, so
 /// the runner stops the module and says why first.
-const KILL_GRACE: Duration = Duration::from_secs(1);
+pub const KILL_GRACE: Duration = Duration::from_secs(1);
 
 /// Why an exec cannot run in a WASM box (the sentence goes back to the caller).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,6 +32,9 @@ pub struct ExecMap {
     pub runner: String,
     /// CPython for WASI, compiled, as the box sees it.
     pub python: PathBuf,
+    /// CPython's unpacked standard library as the box sees it (the guest's `PYTHONHOME`,
+    /// preopened read-only); `None` leaves CPython on the zip inside its own module.
+    pub python_home: Option<String>,
     /// The guest's preopened directories (the box's workspace, grants and /tmp).
     pub dirs: Vec<Preopen>,
     /// Linear memory cap of each run.
@@ -71,6 +74,7 @@ impl ExecMap {
     /// The runner's exec for `req`, or why it cannot run.
     pub fn map(&self, req: &ExecRequest) -> Result<ExecRequest, Refusal> {
         let program = req.argv.first().map(String::as_str).unwrap_or_default();
+        let mut python_run = true;
         let (module, argv) = if let Some((interpreter, driver)) = driver_launch(&req.argv) {
             if !PYTHON_NAMES.contains(&base_name(interpreter)) || base_name(driver) != PYTHON_DRIVER
             {
@@ -93,6 +97,7 @@ impl ExecMap {
                     "{program}: give a WASI module by its absolute path inside the box (e.g. /workspace/{program})"
                 )));
             }
+            python_run = false;
             (PathBuf::from(program), req.argv.clone())
         } else {
             return Err(no_processes(&format!("`{program}` (not a WASI module)")));
@@ -102,15 +107,22 @@ impl ExecMap {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let mut env = req.env.clone();
+        let mut dirs = self.dirs.clone();
+        if let (true, Some(home)) = (python_run, &self.python_home) {
+            // A PYTHONHOME of the caller's own is kept (it names a directory of theirs).
+            env.entry("PYTHONHOME".into())
+                .or_insert_with(|| home.clone());
+            dirs.push(Preopen {
+                path: home.clone(),
+                access: DirAccess::ReadOnly,
+            });
+        }
         let spec = RunSpec {
             module,
             argv,
-            env: req
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            dirs: self.dirs.clone(),
+            env: env.into_iter().collect(),
+            dirs,
             memory: self.memory,
             timeout,
         };

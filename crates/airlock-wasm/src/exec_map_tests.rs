@@ -6,6 +6,7 @@ fn map() -> ExecMap {
     ExecMap {
         runner: "/.airlock-wasm/airlock".into(),
         python: "/.airlock-wasm/cache/py.cwasm".into(),
+        python_home: None,
         dirs: vec![Preopen {
             path: "/work".into(),
             access: DirAccess::ReadWrite,
@@ -105,4 +106,33 @@ fn shells_and_native_programs_are_refused_with_what_works_instead() {
     let mut shell = exec(&["bash", "-i"]);
     shell.tty = size;
     assert!(map().map(&shell).unwrap_err().0.contains("no processes"));
+}
+
+#[test]
+fn python_gets_its_unpacked_standard_library_read_only_and_a_module_does_not() {
+    let home = "/.airlock-wasm/cache/x-home";
+    let m = ExecMap {
+        python_home: Some(home.into()),
+        ..map()
+    };
+    let ro_home = Preopen {
+        path: home.into(),
+        access: DirAccess::ReadOnly,
+    };
+    let spec = spec_of(&m.map(&exec(&["python3", "-c", "pass"])).unwrap());
+    assert!(spec.dirs.contains(&ro_home), "{:?}", spec.dirs);
+    assert!(spec
+        .env
+        .contains(&("PYTHONHOME".to_string(), home.to_string())));
+    // A PYTHONHOME of the caller's own wins (it names a directory of theirs).
+    let mut own = exec(&["python3", "-c", "pass"]);
+    own.env.insert("PYTHONHOME".into(), "/work/py".into());
+    let spec = spec_of(&m.map(&own).unwrap());
+    assert!(spec
+        .env
+        .contains(&("PYTHONHOME".to_string(), "/work/py".to_string())));
+    // Another module sees neither.
+    let spec = spec_of(&m.map(&exec(&["/work/m.wasm"])).unwrap());
+    assert!(!spec.dirs.contains(&ro_home), "{:?}", spec.dirs);
+    assert!(spec.env.iter().all(|(k, _)| k != "PYTHONHOME"));
 }

@@ -10,6 +10,19 @@ use airlock_runtime::backend::{
 use airlock_runtime::Receipt;
 use std::os::unix::net::UnixStream;
 
+/// The environment commands of a box start with: the template's, then the policy's.
+pub(crate) fn command_env(
+    policy: &ResolvedPolicy,
+    template: &Template,
+) -> std::collections::BTreeMap<String, String> {
+    let mut env = match template {
+        Template::Image(t) => t.defaults.env.clone(),
+        Template::Host => Default::default(),
+    };
+    env.extend(policy.env.iter().cloned());
+    env
+}
+
 /// A WASM box. Dropping it ends the relay, then the native box under it.
 pub struct WasmInstance {
     relay: Option<Relay>,
@@ -47,11 +60,7 @@ impl WasmInstance {
                 )));
             }
         };
-        let mut env = match template {
-            Template::Image(t) => t.defaults.env.clone(),
-            Template::Host => Default::default(),
-        };
-        env.extend(policy.env.iter().cloned());
+        let env = command_env(policy, template);
         Ok(WasmInstance {
             relay: Some(relay),
             host_end: Some(host_end),

@@ -15,6 +15,7 @@ pub mod engine;
 pub mod exec_map;
 mod instance;
 pub mod python;
+pub mod python_files;
 mod receipt;
 pub mod relay;
 pub mod run_spec;

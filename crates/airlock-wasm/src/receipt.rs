@@ -21,7 +21,7 @@ pub fn receipt(
             crate::WASMTIME_VERSION
         ),
         format!(
-            "each command is one WASI command module: python3 is {}{}, or a .wasm given by path; modules are compiled once and cached",
+            "each command is one WASI command module: python3 is {}{}, or a .wasm given by path; modules are compiled once and cached; a python3 run also gets CPython's standard library, unpacked from the pinned module, read-only (PYTHONHOME)",
             PYTHON_NAME,
             if python { "" } else { " (not installed on this host)" }
         ),

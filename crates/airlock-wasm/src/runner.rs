@@ -103,6 +103,9 @@ fn load(engine: &Engine, spec: &RunSpec) -> Result<Module, RunError> {
 fn wasi_ctx(spec: &RunSpec) -> Result<WasiP1Ctx, RunError> {
     let mut b = WasiCtxBuilder::new();
     b.args(&spec.argv).envs(&spec.env).inherit_stdio();
+    // File operations run on the guest's own thread: the default hands each one to a thread
+    // pool, and CPython's start makes hundreds of them (a stat per import path entry).
+    b.allow_blocking_current_thread(true);
     // No network: preview 1 has no socket API, and no socket is ever preopened. The builder's
     // preview-2 network defaults are turned off too, so nothing reaches `inherit_network`.
     b.allow_tcp(false)
@@ -137,8 +140,36 @@ fn start_ticker(engine: &Engine) -> Arc<AtomicBool> {
     stop
 }
 
+/// Times the phases of one run when `AIRLOCK_WASM_PHASES` is set in the runner's environment
+/// (not the guest's): one `airlock: phase NAME MS` line each on stderr, for the start-time bench.
+struct Phases {
+    on: bool,
+    last: Instant,
+}
+
+impl Phases {
+    fn new() -> Phases {
+        Phases {
+            on: std::env::var_os("AIRLOCK_WASM_PHASES").is_some(),
+            last: Instant::now(),
+        }
+    }
+
+    fn done(&mut self, name: &str) {
+        if self.on {
+            let now = Instant::now();
+            eprintln!(
+                "airlock: phase {name} {:.2} ms",
+                (now - self.last).as_secs_f64() * 1e3
+            );
+            self.last = now;
+        }
+    }
+}
+
 /// Runs the module of `spec`; its exit status.
 pub fn run(spec: &RunSpec) -> Result<i32, RunError> {
+    let mut phases = Phases::new();
     // SAFETY: installs a handler that only stores to an atomic (async-signal-safe).
     unsafe {
         libc::signal(
@@ -147,7 +178,9 @@ pub fn run(spec: &RunSpec) -> Result<i32, RunError> {
         );
     }
     let engine = engine::engine()?;
+    phases.done("engine");
     let module = load(&engine, spec)?;
+    phases.done("load");
     let mut limits = StoreLimitsBuilder::new().trap_on_grow_failure(false);
     if let Some(m) = spec.memory {
         limits = limits.memory_size(usize::try_from(m).unwrap_or(usize::MAX));
@@ -156,6 +189,7 @@ pub fn run(spec: &RunSpec) -> Result<i32, RunError> {
         wasi: wasi_ctx(spec)?,
         limits: limits.build(),
     };
+    phases.done("wasi-ctx");
     let mut store = Store::new(&engine, state);
     store.limiter(|s| &mut s.limits);
     let deadline = spec.timeout.map(|t| Instant::now() + t);
@@ -173,13 +207,16 @@ pub fn run(spec: &RunSpec) -> Result<i32, RunError> {
     wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |s| &mut s.wasi)
         .map_err(|e| RunError::Instantiate(format!("{e:#}")))?;
     let ticker = start_ticker(&engine);
+    phases.done("linker");
     let instance = linker
         .instantiate(&mut store, &module)
         .map_err(|e| RunError::Instantiate(format!("{e:#}")))?;
+    phases.done("instantiate");
     let start = instance
         .get_typed_func::<(), ()>(&mut store, "_start")
         .map_err(|_| RunError::NoStart)?;
     let outcome = start.call(&mut store, ());
+    phases.done("guest");
     ticker.store(true, Ordering::Relaxed);
     Ok(match outcome {
         Ok(()) => 0,

@@ -158,6 +158,42 @@ fn lookup(root: &Path, path: &str) -> Option<(&'static str, Vec<u8>)> {
     Some((ctype, body))
 }
 
+// ----- the wasm box: no network at all -----
+
+/// A wasm box has no network (WASI preview 1 has no sockets), so every case of this suite is,
+/// under `AIRLOCK_TEST_BACKEND=wasm`, the same refusal: `--net proxy` (with the grants `flags`
+/// most cases start from) fails closed before any box starts, with exit 125, a sentence naming the flag and
+/// what to use instead, in the result document too; and `origin`, when the case has one, saw no
+/// connection.
+fn wasm_refuses_proxy(flags: &[&str], origin: Option<&Origin>) {
+    let ws = TempDir::new("net-wasm");
+    let mut all = vec!["--backend", "wasm"];
+    all.extend_from_slice(flags);
+    if !all.contains(&"proxy") {
+        all.extend_from_slice(&["--net", "proxy"]);
+    }
+    let (run, result) = boxed(ws.path(), &all, "true");
+    assert_eq!(run.code, 125, "stdout {} stderr {}", run.stdout, run.stderr);
+    for text in [
+        run.stderr.as_str(),
+        result["error"].as_str().unwrap_or_default(),
+    ] {
+        assert!(
+            text.contains("--net proxy")
+                && text.contains("no sockets")
+                && text.contains("--backend native"),
+            "{text}"
+        );
+    }
+    if let Some(origin) = origin {
+        origin.assert_reached(0, "a refused wasm box");
+    }
+}
+
+fn is_wasm() -> bool {
+    common::test_backend_kind() == airlock_policy::BackendKind::Wasm
+}
+
 // ----- running boxes -----
 
 /// `svc.test` mapped to the origin's address and allowed: the grant most tests start from.
@@ -380,6 +416,10 @@ fn socks5_domain(name: &str, port: u16) -> Vec<u8> {
 
 #[test]
 fn allowed_requests_reach_the_server_over_http_connect_socks5_and_urllib() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-allow-root");
     write(&root.join("hello.txt"), b"hello-from-origin\n");
     let origin = Origin::serve(root.path());
@@ -441,6 +481,10 @@ fn allowed_requests_reach_the_server_over_http_connect_socks5_and_urllib() {
 
 #[test]
 fn git_clones_over_dumb_http_through_the_proxy() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-git-root");
     let scratch = TempDir::new("net-git-scratch");
     let git = |dir: &Path, args: &[&str]| {
@@ -562,6 +606,10 @@ open(root + "/simple/airlock-demo/index.html", "w").write(
 
 #[test]
 fn pip_installs_a_wheel_from_a_local_index_through_the_proxy() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-pip-root");
     let build = TempDir::new("net-pip-build");
     write(&build.join("build.py"), BUILD_WHEEL_PY.as_bytes());
@@ -637,6 +685,10 @@ open(root + "/airlock-demo", "w").write(json.dumps(packument))
 
 #[test]
 fn npm_installs_a_package_from_a_local_registry_through_the_proxy() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-npm-root");
     let origin = Origin::serve(root.path());
     let build = TempDir::new("net-npm-build");
@@ -683,6 +735,10 @@ fn npm_installs_a_package_from_a_local_registry_through_the_proxy() {
 
 #[test]
 fn deny_rules_the_allowlist_and_address_checks_refuse_names() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-names-root");
     write(&root.join("ok.txt"), b"control-ok\n");
     let origin = Origin::serve(root.path());
@@ -811,6 +867,10 @@ fn deny_rules_the_allowlist_and_address_checks_refuse_names() {
 
 #[test]
 fn ip_literals_in_every_notation_need_an_allow_ip_grant() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-ip-root");
     write(&root.join("ok.txt"), b"control-ok\n");
     let origin = Origin::serve(root.path());
@@ -926,6 +986,10 @@ fn ip_literals_in_every_notation_need_an_allow_ip_grant() {
 
 #[test]
 fn userinfo_in_the_url_never_reaches_the_server() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-userinfo-root");
     write(&root.join("ok.txt"), b"control-ok\n");
     let origin = Origin::serve(root.path());
@@ -979,6 +1043,10 @@ fn userinfo_in_the_url_never_reaches_the_server() {
 
 #[test]
 fn a_grant_for_another_port_does_not_open_this_one() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-port-root");
     write(&root.join("ok.txt"), b"control-ok\n");
     let origin = Origin::serve(root.path());
@@ -1043,6 +1111,10 @@ fn a_grant_for_another_port_does_not_open_this_one() {
 
 #[test]
 fn socks5_to_a_refused_name_fails_with_not_allowed_by_ruleset() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-socks-root");
     write(&root.join("ok.txt"), b"control-ok\n");
     let origin = Origin::serve(root.path());
@@ -1106,6 +1178,10 @@ true
 /// the box's server uses, sees no connection, and the proxy decides nothing.
 #[test]
 fn a_proxied_box_reaches_its_own_loopback_and_never_the_hosts() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-inbox-root");
     write(&root.join("inbox.txt"), b"HOST-SECRET\n");
     let origin = Origin::serve(root.path());
@@ -1187,6 +1263,37 @@ except socket.gaierror:
 
 #[test]
 fn the_box_cannot_go_around_the_proxy() {
+    if is_wasm() {
+        // No proxy to go around: a wasm box has no sockets. Beyond the refusal of --net proxy,
+        // a socket to the host's server fails inside the module with --net none, and the
+        // server sees nothing.
+        let root = TempDir::new("net-bypass-wasm-root");
+        let origin = Origin::serve(root.path());
+        wasm_refuses_proxy(SVC, Some(&origin));
+        let ws = TempDir::new("net-bypass-wasm-ws");
+        let code = format!(
+            "import socket\ntry:\n    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n    s.connect(('127.0.0.1', {}))\n    print('CONNECTED')\nexcept Exception as e:\n    print('FAILED', type(e).__name__)",
+            origin.port
+        );
+        let run = airlock(
+            ws.path(),
+            &[
+                "run",
+                "--backend",
+                "wasm",
+                "--net",
+                "none",
+                "--",
+                "python3",
+                "-c",
+                &code,
+            ],
+        );
+        assert_eq!(run.code, 0, "stdout {} stderr {}", run.stdout, run.stderr);
+        assert!(run.stdout.starts_with("FAILED "), "{}", run.stdout);
+        origin.assert_reached(0, "a socket from a wasm module");
+        return;
+    }
     let root = TempDir::new("net-bypass-root");
     write(&root.join("ok.txt"), b"control-ok\n");
     let origin = Origin::serve(root.path());
@@ -1267,6 +1374,10 @@ fn noise(n: usize) -> Vec<u8> {
 
 #[test]
 fn garbage_is_refused_and_the_proxy_keeps_serving() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-garbage-root");
     write(&root.join("ok.txt"), b"control-ok\n");
     let origin = Origin::serve(root.path());
@@ -1379,6 +1490,10 @@ const AUDIT_FIELDS: &[&str] = &[
 
 #[test]
 fn the_audit_file_has_one_json_line_per_decision() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-audit-root");
     write(&root.join("ok.txt"), b"control-ok\n");
     let origin = Origin::serve(root.path());
@@ -1447,6 +1562,10 @@ fn the_audit_file_has_one_json_line_per_decision() {
 
 #[test]
 fn the_byte_budget_stops_a_download_early() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-budget-root");
     write(&root.join("big.bin"), &noise(64 * 1024));
     let origin = Origin::serve(root.path());
@@ -1517,6 +1636,10 @@ for s in held:
 
 #[test]
 fn max_connections_refuses_connections_beyond_the_limit() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-maxconn-root");
     let origin = Origin::serve(root.path());
     let ws = TempDir::new("net-maxconn-ws");
@@ -1560,6 +1683,10 @@ fn max_connections_refuses_connections_beyond_the_limit() {
 
 #[test]
 fn a_request_in_flight_when_the_box_ends_is_recorded() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let root = TempDir::new("net-open-root");
     let origin = Origin::serve(root.path());
     let ws = TempDir::new("net-open-ws");
@@ -1611,6 +1738,10 @@ fn a_request_in_flight_when_the_box_ends_is_recorded() {
 
 #[test]
 fn the_receipt_shows_the_proxy_and_bad_flags_are_refused() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let ws = TempDir::new("net-flags-ws");
     let r = airlock(
         ws.path(),
@@ -1713,6 +1844,10 @@ fn the_receipt_shows_the_proxy_and_bad_flags_are_refused() {
 
 #[test]
 fn an_unprivileged_user_gets_the_same_proxy() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     assert!(
         is_root(),
         "this test must run as root (it switches to {TEST_USER})"
@@ -1815,6 +1950,10 @@ fn cpu_seconds(pid: u32) -> f64 {
 
 #[test]
 fn a_proxy_out_of_descriptors_waits_instead_of_spinning_and_recovers() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     // airlock runs with only 128 descriptors (soft and hard, so it cannot raise them); the box
     // opens more connections than the proxy can accept. Accepting then fails with EMFILE while the
     // connections wait in the backlog: the proxy must back off (not burn a CPU retrying), say why,
@@ -2062,6 +2201,10 @@ with requests.Session() as s:
 
 #[test]
 fn a_request_pipelined_behind_an_allowed_one_never_reaches_the_server() {
+    if is_wasm() {
+        // A wasm box has no network: the case is the refusal of --net proxy.
+        return wasm_refuses_proxy(SVC, None);
+    }
     let recorder = KeepAliveRecorder::serve();
     let port = recorder.port;
     let ws = TempDir::new("net-pipeline-ws");

@@ -99,6 +99,60 @@ fn host_pids_with(marker: &str) -> Vec<i32> {
         .collect()
 }
 
+/// A wasm box has no shell and no processes (WASI preview 1 has no process API): its state
+/// is files, written and read by CPython for WASI; a shell, or a process left running, is
+/// refused with a sentence; and after kill() nothing on the host holds its workspace.
+fn wasm_state_and_no_processes(mut s: LiveSandbox, ws: &TempDir, i: usize) {
+    let who = ws.join("who");
+    let who = who.to_str().unwrap();
+    let write = format!("open({who:?}, 'w').write('box-{i}\\n'); print('written')");
+    let out = s
+        .channel()
+        .exec(&["python3", "-c", &write], &[], None, None, 1 << 16)
+        .unwrap();
+    assert_eq!(
+        (String::from_utf8_lossy(&out.stdout).trim(), out.exit_code),
+        ("written", Some(0)),
+        "{out:?}"
+    );
+    assert_eq!(std::fs::read_to_string(who).unwrap(), format!("box-{i}\n"));
+    let read = format!("print(open({who:?}).read(), end='')");
+    let out = s
+        .channel()
+        .exec(&["python3", "-c", &read], &[], None, None, 1 << 16)
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), format!("box-{i}\n"));
+    let data = vec![i as u8; 200_000];
+    let path = ws.join("data.bin");
+    s.channel()
+        .write_file(path.to_str().unwrap(), &data)
+        .unwrap();
+    assert_eq!(s.channel().read_file(path.to_str().unwrap()).unwrap(), data);
+    let marker = format!("1000.{}{i}", std::process::id());
+    let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
+    let err = s
+        .channel()
+        .exec(&["sh", "-c", &cmd], &[], None, None, 1 << 16)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("a wasm box has no processes"),
+        "{err}"
+    );
+    assert!(host_pids_with(&marker).is_empty(), "a refused command ran");
+    let ws_text = ws.path().to_string_lossy().into_owned();
+    assert!(
+        !host_pids_mounting(&ws_text).is_empty(),
+        "no box holds the workspace"
+    );
+    assert!(s.ended().is_none());
+    s.kill();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !host_pids_mounting(&ws_text).is_empty() {
+        assert!(Instant::now() < deadline, "the box outlived kill()");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn state_persists_and_boxes_run_side_by_side_from_threads() {
     let handles: Vec<_> = (0..4)
@@ -106,6 +160,10 @@ fn state_persists_and_boxes_run_side_by_side_from_threads() {
             std::thread::spawn(move || {
                 let ws = TempDir::new(&format!("remote-{i}"));
                 let mut s = remote(ws.path(), |_| {});
+                if common::test_backend_kind() == BackendKind::Wasm {
+                    wasm_state_and_no_processes(s, &ws, i);
+                    return;
+                }
                 let out = s
                     .channel()
                     .exec(
@@ -233,6 +291,33 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
             "{layers:?}"
         ),
     }
+    if kind == BackendKind::Wasm {
+        // No shell and no /proc for the guest: the confinement's layers (the native box around
+        // wasmtime, checked above) cannot be read from inside. What the guest gets instead is
+        // said in the receipt, and a path outside its preopens does not exist for it.
+        for layer in ["processes", "threads", "sockets", "preopens", "confinement"] {
+            assert!(layers.contains(&layer.to_string()), "{layers:?}");
+        }
+        for path in ["/proc/self/status", "/etc/shadow", "/etc/passwd"] {
+            let code = format!("open({path:?}).read()");
+            let out = s
+                .channel()
+                .exec(&["python3", "-c", &code], &[], None, None, 1 << 16)
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_ne!(out.exit_code, Some(0), "{path}: {err}");
+            assert!(err.contains("FileNotFoundError"), "{path}: {err}");
+        }
+        let err = s
+            .channel()
+            .exec(&["cat", "/etc/shadow"], &[], None, None, 1 << 16)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("a wasm box has no processes"),
+            "{err}"
+        );
+        return;
+    }
     let out = s
         .channel()
         .exec(
@@ -306,6 +391,26 @@ fn network_policy_changes_and_decisions_arrive_as_typed_events() {
     };
     let edit = |f: &mut PolicyFile| f.network.mode = Some(airlock_policy::NetworkMode::Proxy);
     let mut egress = policy_for(ws.path(), edit).egress;
+    if let BackendKind::Wasm = common::test_backend_kind() {
+        // WASI preview 1 has no sockets: a wasm box with the proxy is refused before anything
+        // starts (fail closed), in a sentence naming the flag and what to use instead.
+        let backend = common::test_backend();
+        let err = LiveSandbox::start(
+            backend.as_ref(),
+            &policy_for(ws.path(), edit),
+            &Template::Host,
+            &opts,
+        )
+        .err()
+        .expect("a wasm box with --net proxy must be refused");
+        let text = err.to_string();
+        assert!(
+            text.contains("--net proxy") && text.contains("--backend native"),
+            "{text}"
+        );
+        assert!(recorded.0.lock().unwrap().is_empty());
+        return;
+    }
     let mut s = remote_with(ws.path(), edit, &opts);
     assert!(s.capabilities().live_egress);
     egress.allow_domain = vec!["svc.test".into()];
@@ -343,19 +448,17 @@ fn network_policy_changes_and_decisions_arrive_as_typed_events() {
 fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
     let ws = TempDir::new("remote-usage");
     let mut s = remote(ws.path(), |_| {});
-    s.channel()
-        .exec(
-            &[
-                "sh",
-                "-c",
-                "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done",
-            ],
-            &[],
-            None,
-            None,
-            1 << 16,
-        )
-        .unwrap();
+    let busy: &[&str] = match common::test_backend_kind() {
+        // No shell in a wasm box: the same busy loop in CPython for WASI.
+        BackendKind::Wasm => &["python3", "-c", "i = 0\nwhile i < 600000: i += 1"],
+        _ => &[
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done",
+        ],
+    };
+    let out = s.channel().exec(busy, &[], None, None, 1 << 16).unwrap();
+    assert_eq!(out.exit_code, Some(0), "{out:?}");
     let usage = s.usage().unwrap();
     assert!(usage.cpu_usec.unwrap_or(0) >= 10_000, "{usage:?}");
     assert!(usage.memory_bytes.unwrap_or(0) > 0, "{usage:?}");
@@ -407,6 +510,19 @@ fn usage_is_measured_through_the_seam_and_an_ended_box_says_so() {
             .into_iter()
             .find(|p| cmd(p).contains("runsc-sandbox"))
             .expect("the box's Sentry runs on the host")
+    } else if common::test_backend_kind() == BackendKind::Wasm {
+        // No process to leave behind in a wasm box: its init is the native box's agent, the
+        // process with pid 1 in its namespace among those holding the workspace.
+        let ws_text = ws.path().to_string_lossy().into_owned();
+        host_pids_mounting(&ws_text)
+            .into_iter()
+            .find(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/status")).is_ok_and(|st| {
+                    st.lines()
+                        .any(|l| l.starts_with("NSpid:") && l.ends_with("\t1"))
+                })
+            })
+            .expect("the box's init runs on the host")
     } else {
         let marker = format!("1000.{}77", std::process::id());
         let cmd = format!("sleep {marker} > /dev/null 2>&1 &");
@@ -506,6 +622,49 @@ mod interpreter {
         })
     }
 
+    fn error_name(events: &[CodeEvent]) -> Option<String> {
+        events.iter().find_map(|e| match e {
+            CodeEvent::Error { name, .. } => Some(name.clone()),
+            _ => None,
+        })
+    }
+
+    /// The rest of the interpreter case in a wasm box, where the guest has no /proc, no user
+    /// ids and no native extensions (matplotlib), and an interrupted cell loses its state (the
+    /// module is stopped; CPython for WASI cannot take a signal).
+    fn wasm_interpreter_rest(s: &mut LiveSandbox, ctx: &mut airlock_runtime::CodeContext) {
+        let (events, status) = run(s, ctx, "open('/proc/self/status').read()", None);
+        assert_eq!(status, "error");
+        assert_eq!(error_name(&events).as_deref(), Some("FileNotFoundError"));
+        let (events, status) = run(s, ctx, "import matplotlib", None);
+        assert_eq!(status, "error");
+        assert_eq!(error_name(&events).as_deref(), Some("ModuleNotFoundError"));
+        let (events, _) = run(s, ctx, "x", None);
+        assert_eq!(result_text(&events).as_deref(), Some("41"));
+        let (events, status) = run(s, ctx, "a = 1\nb = 2\nraise ValueError('boom')", None);
+        assert_eq!(status, "error");
+        let tb = events
+            .iter()
+            .find_map(|e| match e {
+                CodeEvent::Error { traceback, .. } => Some(traceback.join("")),
+                _ => None,
+            })
+            .unwrap();
+        assert!(tb.contains("line 3"), "{tb}");
+        let err = s
+            .channel()
+            .run_code(
+                ctx,
+                "while True: pass",
+                &BTreeMap::new(),
+                Some(Duration::from_millis(500)),
+                |_| {},
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("state is lost"), "{err}");
+    }
+
     #[test]
     fn python_state_results_figures_and_interrupts_inside_a_box() {
         let ws = TempDir::new("interp-py");
@@ -515,6 +674,10 @@ mod interpreter {
         assert_eq!(status, "ok");
         let (events, _) = run(&mut s, &mut ctx, "x + 1", None);
         assert_eq!(result_text(&events).as_deref(), Some("42"));
+        if common::test_backend_kind() == BackendKind::Wasm {
+            wasm_interpreter_rest(&mut s, &mut ctx);
+            return;
+        }
         // The driver runs inside the box: its user and capabilities are the box's.
         let (events, _) = run(&mut s, &mut ctx, "print(os.getuid()); print(open('/proc/self/status').read().count('CapEff:\\t0000000000000000'))", None);
         let out: String = events
@@ -582,6 +745,18 @@ mod interpreter {
         run(&mut s, &mut a, "secret = 'only in a'", None);
         let (events, status) = run(&mut s, &mut b, "secret", None);
         assert_eq!(status, "error", "b must not see a's variables: {events:?}");
+        if let BackendKind::Wasm = common::test_backend_kind() {
+            // wasmtime's limiter refuses the guest's growth before the box's limit is reached:
+            // the bomb is a clean MemoryError in its own context, which lives on; a is intact.
+            let bomb = "blocks = []\nwhile True: blocks.append(bytearray(50 << 20))";
+            let (events, status) = run(&mut s, &mut b, bomb, Some(Duration::from_secs(30)));
+            assert_eq!(status, "error", "{events:?}");
+            assert_eq!(error_name(&events).as_deref(), Some("MemoryError"));
+            let (events, _) = run(&mut s, &mut a, "secret", None);
+            assert_eq!(result_text(&events).as_deref(), Some("'only in a'"));
+            assert!(s.ended().is_none());
+            return;
+        }
         // A memory bomb kills only its own context (the box's memory cgroup); the other lives.
         let mut events = Vec::new();
         let err = s.channel().run_code(
@@ -613,6 +788,16 @@ mod interpreter {
     fn bash_context_keeps_cwd_and_exports() {
         let ws = TempDir::new("interp-bash");
         let mut s = remote(ws.path(), |_| {});
+        if let BackendKind::Wasm = common::test_backend_kind() {
+            // A wasm box runs only CPython for WASI: the context is refused with a sentence.
+            let err = s
+                .channel()
+                .create_context(Language::Bash, None)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("runs only Python"), "{err}");
+            return;
+        }
         let mut ctx = s.channel().create_context(Language::Bash, None).unwrap();
         run(&mut s, &mut ctx, "cd /tmp && export GREETING=hello", None);
         let (events, status) = run(&mut s, &mut ctx, "pwd; echo $GREETING", None);
@@ -633,6 +818,16 @@ mod interpreter {
     fn javascript_context_keeps_state() {
         let ws = TempDir::new("interp-js");
         let mut s = remote(ws.path(), |_| {});
+        if let BackendKind::Wasm = common::test_backend_kind() {
+            // A wasm box runs only CPython for WASI: the context is refused with a sentence.
+            let err = s
+                .channel()
+                .create_context(Language::JavaScript, None)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("runs only Python"), "{err}");
+            return;
+        }
         let mut ctx = s
             .channel()
             .create_context(Language::JavaScript, None)
