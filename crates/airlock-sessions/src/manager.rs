@@ -446,8 +446,10 @@ impl<F: BoxFactory> SessionManager<F> {
         }
         self.stop_all(to_stop);
         for (id, reason) in to_pause {
-            if let Err(e) = self.pause_with_reason(&id, true, &reason) {
-                eprintln!("airlock: cannot pause sandbox {id} ({reason}): {e}");
+            match self.pause_with_reason(&id, true, &reason) {
+                // Paused (or ended) by a request meanwhile.
+                Ok(_) | Err(ManagerError::AlreadyPaused(_) | ManagerError::NotRunning { .. }) => {}
+                Err(e) => eprintln!("airlock: cannot pause sandbox {id} ({reason}): {e}"),
             }
         }
         self.start_queued();

@@ -461,6 +461,8 @@ impl<H> Table<H> {
                 // Its life counts from when it runs: a slow start (a VM restoring, a busy
                 // host) must not eat the lifetime the caller asked for.
                 r.deadline_ms = now.saturating_add(r.life_ms);
+                // Idle time counts from when it runs too (a slow start is not idleness).
+                r.last_active_ms = now;
             }
             Err(message) => {
                 r.slot = BoxSlot::Empty;
