@@ -181,13 +181,55 @@ impl<F: BoxFactory> SessionManager<F> {
         }
     }
 
+    /// Runs `f` on the handle of a running session, as [`SessionManager::with_handle`] does, but
+    /// only to look: it neither resumes a paused session nor counts as activity (a metrics
+    /// sampler, a health check must not keep a box awake). Errors: an unknown or not running
+    /// session.
+    pub fn inspect<R>(
+        &self,
+        id: &str,
+        f: impl FnOnce(&mut F::Handle) -> R,
+    ) -> Result<R, ManagerError> {
+        let (key, mut handle) = {
+            let mut table = self.lock();
+            loop {
+                match table.lend(id, false) {
+                    Ok(lent) => break lent,
+                    Err(LendRefusal::Refused(e)) => return Err(e),
+                    Err(LendRefusal::Busy) => {
+                        table = self
+                            .changed
+                            .wait(table)
+                            .unwrap_or_else(PoisonError::into_inner);
+                    }
+                }
+            }
+        };
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(&mut handle)));
+        let ended = {
+            let mut table = self.lock();
+            let ended = table.give_back(key, handle, None);
+            self.changed.notify_all();
+            ended
+        };
+        if let Some(h) = ended {
+            self.stop(key, h);
+            self.start_queued();
+        }
+        self.tell();
+        match outcome {
+            Ok(r) => Ok(r),
+            Err(p) => panic::resume_unwind(p),
+        }
+    }
+
     /// Lends a running session's handle, resuming a paused one first when its spec allows.
     fn lend_resuming(&self, id: &str) -> Result<(u64, F::Handle), ManagerError> {
         let mut resumed_once = false;
         loop {
             let mut table = self.lock();
             let refusal = loop {
-                match table.lend(id) {
+                match table.lend(id, true) {
                     Ok(lent) => return Ok(lent),
                     Err(LendRefusal::Refused(e)) => break e,
                     Err(LendRefusal::Busy) => {
@@ -238,10 +280,8 @@ impl<F: BoxFactory> SessionManager<F> {
         let (key, handle, spec) = {
             let mut table = self.lock();
             loop {
-                match table.lend(id) {
+                match table.lend(id, false) {
                     Ok((key, h)) => {
-                        // A pause is not a request: it must not count as activity.
-                        table.work(id, false, self.clock.now_ms());
                         let spec = table
                             .spec(id)
                             .ok_or_else(|| ManagerError::NotFound(id.to_string()))?;
@@ -406,8 +446,10 @@ impl<F: BoxFactory> SessionManager<F> {
         }
         self.stop_all(to_stop);
         for (id, reason) in to_pause {
-            if let Err(e) = self.pause_with_reason(&id, true, &reason) {
-                eprintln!("airlock: cannot pause sandbox {id} ({reason}): {e}");
+            match self.pause_with_reason(&id, true, &reason) {
+                // Paused (or ended) by a request meanwhile.
+                Ok(_) | Err(ManagerError::AlreadyPaused(_) | ManagerError::NotRunning { .. }) => {}
+                Err(e) => eprintln!("airlock: cannot pause sandbox {id} ({reason}): {e}"),
             }
         }
         self.start_queued();

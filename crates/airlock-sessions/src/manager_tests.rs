@@ -1010,6 +1010,8 @@ fn an_idle_box_is_paused_but_not_while_work_runs_in_it() {
     assert_eq!(state(&r, "a"), SessionState::Running, "a command runs");
     r.mgr.end_work("a");
     r.clock.advance(999);
+    // A look (a metrics sampler) is not activity.
+    r.mgr.inspect("a", |h| h.uses).unwrap();
     r.mgr.tick();
     assert_eq!(state(&r, "a"), SessionState::Running);
     r.clock.advance(1);
@@ -1017,6 +1019,15 @@ fn an_idle_box_is_paused_but_not_while_work_runs_in_it() {
     let info = r.mgr.get("a").unwrap();
     assert_eq!(info.state, SessionState::Paused);
     assert_eq!(info.reason.as_deref(), Some("idle for 1 s"));
+    // Nor does a look resume it.
+    assert!(matches!(
+        r.mgr.inspect("a", |_| ()),
+        Err(ManagerError::NotRunning {
+            state: SessionState::Paused,
+            ..
+        })
+    ));
+    assert_eq!(state(&r, "a"), SessionState::Paused);
     assert_eq!(state(&r, "never"), SessionState::Running);
 }
 

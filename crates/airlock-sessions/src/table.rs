@@ -461,6 +461,8 @@ impl<H> Table<H> {
                 // Its life counts from when it runs: a slow start (a VM restoring, a busy
                 // host) must not eat the lifetime the caller asked for.
                 r.deadline_ms = now.saturating_add(r.life_ms);
+                // Idle time counts from when it runs too (a slow start is not idleness).
+                r.last_active_ms = now;
             }
             Err(message) => {
                 r.slot = BoxSlot::Empty;
@@ -529,8 +531,9 @@ impl<H> Table<H> {
         Ok(handle)
     }
 
-    /// Lends the handle of a running session.
-    pub(super) fn lend(&mut self, id: &str) -> Result<(u64, H), LendRefusal> {
+    /// Lends the handle of a running session; `work`: the lender uses the box (it is busy until
+    /// the handle comes back with [`Table::give_back`]`(…, Some(now))`), else it only looks.
+    pub(super) fn lend(&mut self, id: &str, work: bool) -> Result<(u64, H), LendRefusal> {
         let key = self.key(id).map_err(LendRefusal::Refused)?;
         let r = self
             .records
@@ -544,7 +547,9 @@ impl<H> Table<H> {
         }
         match std::mem::replace(&mut r.slot, BoxSlot::Lent) {
             BoxSlot::Ready(h) => {
-                r.busy += 1;
+                if work {
+                    r.busy += 1;
+                }
                 Ok((key, h))
             }
             other => {

@@ -65,8 +65,8 @@ fn a_lent_handle_of_an_ended_session_comes_back_to_be_stopped() {
         panic!()
     };
     t.started(a, Ok("box-a"), 0);
-    let (key, h) = t.lend("a").ok().unwrap();
-    assert!(matches!(t.lend("a"), Err(LendRefusal::Busy)));
+    let (key, h) = t.lend("a", true).ok().unwrap();
+    assert!(matches!(t.lend("a", true), Err(LendRefusal::Busy)));
     assert!(t.lend_idle().is_empty());
     assert_eq!(
         t.end(key, SessionState::Expired, "timeout", 1).unwrap(),

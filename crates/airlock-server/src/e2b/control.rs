@@ -840,9 +840,10 @@ pub(crate) fn record_sample(
 ) -> Result<std::sync::Arc<super::boxstate::E2bBox>, E2bError> {
     let rec = live_record(state, id)?;
     let started = started_ms(state, id);
+    // A look, not a request: it must neither resume a paused box nor keep it from idling.
     state
         .manager
-        .with_handle(id, |h| {
+        .inspect(id, |h| {
             let usage = h.sandbox().usage().unwrap_or_default();
             // Inside the lent handle: the box's end (which drops its state) comes after.
             let boxed = state.e2b.box_state(id);
