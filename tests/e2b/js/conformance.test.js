@@ -124,11 +124,14 @@ describe('lifecycle', () => {
     assert.equal(await e2b.Sandbox.kill(other.sandboxId), false)
   })
 
-  test('pause is a clear error, never a silent success', T, async () => {
+  test('pause, then connect resumes the same box with its files', T, async () => {
     await withSandbox({}, async (sbx) => {
-      await assert.rejects(sbx.pause(), (err) => err instanceof e2b.SandboxError && /paus/i.test(err.message) && !(err instanceof e2b.NotFoundError))
-      assert.equal(await sbx.isRunning(), true)
-      assert.equal((await sbx.commands.run('echo alive')).stdout, 'alive\n')
+      await sbx.commands.run('echo kept > /tmp/state')
+      await sbx.pause()
+      assert.equal((await e2b.Sandbox.getInfo(sbx.sandboxId)).state, 'paused')
+      const again = await e2b.Sandbox.connect(sbx.sandboxId)
+      assert.equal((await again.commands.run('cat /tmp/state')).stdout, 'kept\n')
+      assert.equal((await again.getInfo()).state, 'running')
     })
   })
 })

@@ -82,23 +82,28 @@ async def test_killed_sandbox_refuses_further_work(sdk):
 
 
 async def test_unserved_e2b_routes_answer_501_in_e2bs_shape(sdk):
-    """Routes of E2B's API airlock does not serve (fork, snapshots, template aliases; network
-    updates are served: test_network.py) answer 501 as `{"code", "message"}`: the SDK raises its own error carrying the
-    message (it crashed with `KeyError: 'code'` on airlock's native error shape)."""
+    """Routes of E2B's API airlock does not serve (template aliases and builds; pause, fork,
+    snapshots and network updates are served: test_lifecycle.py, test_network.py) answer 501 as
+    `{"code", "message"}` (the SDK crashed with `KeyError: 'code'` on airlock's native error
+    shape)."""
+    import json
+    import urllib.error
+    import urllib.request
+
     async with sdk.sandbox() as sbx:
-        calls = []
-        if hasattr(sbx, "create_snapshot"):
-            calls.append(("create_snapshot", lambda: sbx.create_snapshot()))
-        if hasattr(sbx, "fork"):
-            calls.append(("fork", lambda: sbx.fork()))
-        assert calls, "this SDK has none of the unserved calls"
-        for name, call in calls:
-            with pytest.raises(sdk.e2b.SandboxException) as raised:
-                await sdk(call)
-            assert "not supported by airlock's E2B gateway" in str(raised.value), (name, raised.value)
         if hasattr(sdk.e2b, "Template") and hasattr(sdk.e2b.Template, "alias_exists"):
             with pytest.raises(sdk.e2b.SandboxException) as raised:
                 await sdk(sdk.e2b.Template.alias_exists, "some-alias")
             assert "not supported" in str(raised.value), raised.value
+        # The same refusal as the SDKs receive it, for an SDK without that call too.
+        req = urllib.request.Request(
+            os.environ["E2B_API_URL"] + "/templates/aliases/some-alias",
+            headers={"X-API-Key": os.environ["E2B_API_KEY"]},
+        )
+        with pytest.raises(urllib.error.HTTPError) as raised:
+            urllib.request.urlopen(req, timeout=10)
+        assert raised.value.code == 501
+        body = json.loads(raised.value.read())
+        assert body["code"] == 501 and "not supported" in body["message"], body
         # Still running: the refusals changed nothing.
         assert await sdk(sbx.is_running) is True

@@ -127,16 +127,17 @@ async def test_static_get_info_and_set_timeout(sdk):
         assert 180 <= seconds_left(await sdk(sbx.get_info)) <= 205
 
 
-async def test_pause_is_a_clear_typed_error_not_a_silent_success(sdk):
+async def test_pause_then_connect_resumes_the_same_box(sdk):
+    """`pause()` is served now (it answered 501 before): the sandbox is listed as paused, and
+    `connect` resumes it with its files."""
     async with sdk.sandbox() as sbx:
-        with pytest.raises(sdk.e2b.SandboxException) as raised:
-            await sdk(sbx.pause)
-        assert not isinstance(raised.value, sdk.e2b.NotFoundException), raised.value
-        assert "paus" in str(raised.value).lower(), raised.value
-        # The sandbox is untouched: still running and usable.
-        assert await sdk(sbx.is_running) is True
-        assert (await sdk(sbx.commands.run, "echo still here")).stdout == "still here\n"
-        info = await sdk(sbx.get_info)
+        await sdk(sbx.commands.run, "echo kept > /tmp/state")
+        await sdk(sbx.pause)
+        info = await sdk(sdk.Sandbox.get_info, sbx.sandbox_id)
+        assert info.state == sdk.e2b.SandboxState.PAUSED, info.state
+        again = await sdk(sdk.Sandbox.connect, sbx.sandbox_id)
+        assert (await sdk(again.commands.run, "cat /tmp/state")).stdout == "kept\n"
+        info = await sdk(again.get_info)
         assert info.state == sdk.e2b.SandboxState.RUNNING
 
 

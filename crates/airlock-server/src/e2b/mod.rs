@@ -250,14 +250,14 @@ pub fn is_native_path(path: &str) -> bool {
     path == "/v1/sandboxes" || path.starts_with("/v1/sandboxes/") || path == "/openapi.json"
 }
 
-/// The answer to an E2B API route airlock does not serve (fork, snapshots, templates, network
-/// updates, …): 501 in E2B's shape (`{"code", "message"}`), which the SDKs turn into their own
+/// The answer to an E2B API route airlock does not serve (template aliases and builds, …): 501
+/// in E2B's shape (`{"code", "message"}`), which the SDKs turn into their own
 /// error with the message, rather than a shape they cannot read.
 pub fn unserved(method: &axum::http::Method, path: &str) -> Response {
     E2bError::Unimplemented(format!(
         "{method} {path} is not supported by airlock's E2B gateway (it serves sandbox create, \
-         connect, list, info, timeout, kill and metrics; see the README's E2B section for what \
-         is not supported and why)"
+         connect, list, info, timeout, kill, metrics, pause, resume, fork, snapshots and network \
+         updates; see the README's E2B section for what is not supported and why)"
     ))
     .rest_response()
 }
