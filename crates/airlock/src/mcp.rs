@@ -14,7 +14,16 @@ fn warn_full_access(profile: Profile) {
     }
 }
 
+/// Refuses `--secret NAME=@-` before anything reads stdin: it is the MCP client's channel.
+fn no_secret_from_stdin(policy: &PolicyArgs, command: &str) -> Result<()> {
+    match policy.secret.iter().find(|s| s.ends_with("=@-")) {
+        Some(s) => anyhow::bail!("--secret {s}: airlock {command}'s stdin is the MCP client's channel, so a secret's value cannot be read from it; give NAME (its value taken from airlock's environment) or NAME=@FILE"),
+        None => Ok(()),
+    }
+}
+
 pub fn cmd_mcp(args: McpArgs) -> Result<i32> {
+    no_secret_from_stdin(&args.policy, "mcp")?;
     let policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
     if policy.changes != ChangesMode::Direct {
         anyhow::bail!("airlock mcp keeps one box across tool calls and the host reads its workspace between them, so it writes the workspace directly: use --changes direct (or drop changes from the policy)");
@@ -40,6 +49,7 @@ pub fn cmd_mcp(args: McpArgs) -> Result<i32> {
 }
 
 pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
+    no_secret_from_stdin(&args.policy, "wrap")?;
     // Resolve here first, so a bad flag fails before anything starts. A wrapped server lives as
     // long as the client's session and the host reads what it writes meanwhile: direct unless
     // asked otherwise.
@@ -111,6 +121,10 @@ fn policy_flags(p: &PolicyArgs) -> Vec<String> {
         ("allow-ip", &p.allow_ip),
         ("map-host", &p.map_host),
         ("env", &p.env),
+        // By reference only (a name, or @FILE): the wrapped `airlock run` inherits this
+        // process's environment, so NAME finds the same value there.
+        ("secret", &p.secret),
+        ("secret-host", &p.secret_host),
     ] {
         out.extend(values.iter().map(|v| format!("--{flag}={v}")));
     }
@@ -154,12 +168,25 @@ mod tests {
         "--disk=2G",
         "--output-limit=3M",
         "--env=A=1",
+        "--secret=S",
+        "--secret-host=S=api.example",
         "--fail-if-unavailable",
     ];
 
     fn parse(argv: &[String]) -> PolicyArgs {
         let cmd = PolicyArgs::augment_args(clap::Command::new("t").no_binary_name(true));
         PolicyArgs::from_arg_matches(&cmd.try_get_matches_from(argv).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_secret_is_never_read_from_the_mcp_channel() {
+        let args = |s: &str| parse(&[format!("--secret={s}")]);
+        let err = no_secret_from_stdin(&args("K=@-"), "mcp")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("K=@-") && err.contains("NAME=@FILE"), "{err}");
+        no_secret_from_stdin(&args("K"), "wrap").unwrap();
+        no_secret_from_stdin(&args("K=@/run/key"), "wrap").unwrap();
     }
 
     #[test]
