@@ -35,12 +35,11 @@ async def test_env_vars_cwd_and_user(sdk):
         assert (await sdk(sbx.commands.run, "pwd", cwd="/tmp")).stdout == "/tmp\n"
         assert (await sdk(sbx.commands.run, "pwd")).stdout == "/home/user\n"
         assert (await sdk(sbx.commands.run, "whoami", user="user")).stdout == "user\n"
-        # The box user's uid: 1000 in a native box; in a microVM box, the server's own uid
-        # with no capabilities (9p shares have no id mapping) — the test says which it runs.
-        uid = os.environ.get("AIRLOCK_E2B_BOX_UID", "1000")
-        assert (await sdk(sbx.commands.run, "id -u")).stdout == f"{uid}\n"
+        # The box user's uid is 1000 in every kind of box (a microVM's too: QEMU's user
+        # namespace maps it to the server's own uid).
+        assert (await sdk(sbx.commands.run, "id -u")).stdout == "1000\n"
         # E2B's `root` is accepted but grants nothing: the box has no root.
-        assert (await sdk(sbx.commands.run, "id -u", user="root")).stdout == f"{uid}\n"
+        assert (await sdk(sbx.commands.run, "id -u", user="root")).stdout == "1000\n"
 
 
 async def test_stdout_and_stderr_callbacks(sdk):

@@ -94,9 +94,8 @@ async def test_exists_get_info_make_dir_rename_remove(sdk):
         await sdk(sbx.files.write, "/home/user/fresh/f.txt", "12345")
         info = await sdk(sbx.files.get_info, "/home/user/fresh/f.txt")
         assert (info.name, info.type, info.path, info.size) == ("f.txt", FileType.FILE, "/home/user/fresh/f.txt", 5)
-        # The box user's name as the gateway reports it: "user" (uid 1000) in a native box; a
-        # microVM box's user has the server's uid (AIRLOCK_E2B_BOX_OWNER names it).
-        assert info.owner == os.environ.get("AIRLOCK_E2B_BOX_OWNER", "user")
+        # The box user's name as the gateway reports it: "user" (uid 1000), in every kind of box.
+        assert info.owner == "user"
         dir_info = await sdk(sbx.files.get_info, "/home/user/fresh/nested")
         assert dir_info.type == FileType.DIR
         moved = await sdk(sbx.files.rename, "/home/user/fresh/f.txt", "/home/user/fresh/nested/g.txt")

@@ -677,7 +677,14 @@ async fn pause(
             require_api_key(&state.e2b, &headers)?;
             let req: PauseBody = parse_body(&body)?;
             blocking(&state, move |state| {
-                live_record(&state, &id)?;
+                let rec = live_record(&state, &id)?;
+                // 409 means "already paused" to the SDKs (their pause() then returns false), so
+                // only that answers 409; a pause that failed is an error they raise.
+                if matches!(rec.state, SandboxState::Paused | SandboxState::Resuming) {
+                    return Err(E2bError::FailedPrecondition(format!(
+                        "sandbox {id} is already paused"
+                    )));
+                }
                 crate::service::lifecycle::pause(
                     &state,
                     &id,
@@ -685,7 +692,7 @@ async fn pause(
                     &Caller::E2bKey,
                 )
                 .map_err(|e| match e {
-                    crate::ApiError::Conflict(m) => E2bError::FailedPrecondition(m),
+                    crate::ApiError::Conflict(m) => E2bError::Internal(m),
                     crate::ApiError::NotFound(m) | crate::ApiError::NotRunning(m) => {
                         E2bError::NotFound(m)
                     }
