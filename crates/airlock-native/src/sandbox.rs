@@ -250,6 +250,11 @@ impl Sandbox {
         // Closing the connection makes the agent kill its processes and return.
         self.session = None;
         if let Some(started) = self.started.take() {
+            // A paused box is frozen: its init could neither see the closed connection nor act on
+            // SIGKILL, and the reap below would wait for it for ever, leaving the cgroups behind.
+            if let Some(cg) = &started.cgroup {
+                let _ = cg.thaw();
+            }
             let deadline = if self.given_away {
                 Instant::now()
             } else {
