@@ -69,3 +69,9 @@ pub fn built_in(config: &BackendConfig) -> Backends {
 pub fn wasm_run(args: &[String]) -> i32 {
     airlock_wasm::runner::main(args)
 }
+
+/// `airlock wasm-compile MODULE DIGEST CACHE`: compiles CPython for WASI into the wasm
+/// backend's cache in a process of its own (started by the backend, not by hand).
+pub fn wasm_compile(args: &[String]) -> i32 {
+    airlock_wasm::python_files::compile_main(args)
+}

@@ -142,6 +142,64 @@ fn unpack_stdlib(airlock_exe: &Path, compiled: &Path, home: &Path) -> Result<(),
     result
 }
 
+/// Compiles the module into the cache in a child process (`airlock wasm-compile`). Cranelift
+/// compiles on a pool of threads that outlive the compile, and the process that asked may be
+/// about to start a native box, which must be single-threaded when it clones.
+fn compile_in_child(
+    airlock_exe: &Path,
+    module: &Path,
+    cache: &Path,
+    compiled: &Path,
+) -> Result<(), PythonError> {
+    let fail = |why: String| {
+        PythonError::Engine(EngineError::Compile {
+            path: module.to_path_buf(),
+            why,
+        })
+    };
+    let out = Command::new(airlock_exe)
+        .arg("wasm-compile")
+        .arg(module)
+        .arg(PYTHON_SHA256)
+        .arg(cache)
+        .env_clear()
+        .output()
+        .map_err(|e| fail(format!("cannot run {}: {e}", airlock_exe.display())))?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "`airlock wasm-compile` ended with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    if !compiled.is_file() {
+        return Err(fail(format!(
+            "`airlock wasm-compile` succeeded but {} is not there (another wasmtime version?)",
+            compiled.display()
+        )));
+    }
+    Ok(())
+}
+
+/// `airlock wasm-compile MODULE DIGEST CACHE`: compiles MODULE (whose SHA-256 is DIGEST) into
+/// CACHE with the boxes' engine, and exits. Run by [`prepare`], never by hand.
+pub fn compile_main(args: &[String]) -> i32 {
+    let [module, digest, cache] = args else {
+        eprintln!("airlock: usage: airlock wasm-compile MODULE DIGEST CACHE");
+        return 2;
+    };
+    let result = engine::engine().and_then(|engine| {
+        engine::ensure_compiled(&engine, Path::new(module), digest, Path::new(cache))
+    });
+    match result {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("airlock: {e}");
+            1
+        }
+    }
+}
+
 /// CPython for WASI in `dir`, checked against its pinned digest, compiled and its standard
 /// library unpacked into the cache the first time (a minute or so, once per wasmtime version).
 pub fn prepare(dir: &WasmDir, airlock_exe: &Path) -> Result<PythonFiles, PythonError> {
@@ -149,7 +207,10 @@ pub fn prepare(dir: &WasmDir, airlock_exe: &Path) -> Result<PythonFiles, PythonE
     let stamp = cache.join(format!("{PYTHON_SHA256}.checked"));
     check_digest(dir, &stamp)?;
     let engine = engine::engine()?;
-    let compiled = engine::ensure_compiled(&engine, &dir.python(), PYTHON_SHA256, &cache)?;
+    let compiled = engine::compiled_path(&engine, &cache, PYTHON_SHA256);
+    if !compiled.is_file() {
+        compile_in_child(airlock_exe, &dir.python(), &cache, &compiled)?;
+    }
     let home = cache.join(format!("{PYTHON_SHA256}-home"));
     if !home.join(STDLIB_SUBDIR).is_dir() {
         unpack_stdlib(airlock_exe, &compiled, &home)?;

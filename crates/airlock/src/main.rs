@@ -12,12 +12,19 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     // The WASM box's runner, before anything else: it starts once per command in a box and
     // takes its arguments verbatim (they are written by the wasm backend, never by hand).
-    if std::env::args_os().nth(1).is_some_and(|a| a == "wasm-run") {
+    // Its compiler likewise, in a process of its own (cranelift leaves threads behind).
+    let first = std::env::args_os().nth(1);
+    let hidden: Option<fn(&[String]) -> i32> = match first.as_deref().and_then(|a| a.to_str()) {
+        Some("wasm-run") => Some(airlock_backends::wasm_run),
+        Some("wasm-compile") => Some(airlock_backends::wasm_compile),
+        _ => None,
+    };
+    if let Some(entry) = hidden {
         let args: Vec<String> = std::env::args_os()
             .skip(2)
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        let code = airlock_backends::wasm_run(&args);
+        let code = entry(&args);
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     raise_open_file_limit();
