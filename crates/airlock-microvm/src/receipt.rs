@@ -102,6 +102,7 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
             plan.guest.uid
         ),
     );
+    airlock_native::add_secrets_receipt_for(&mut r, &plan.secrets);
     r.add("start", LayerStatus::Off, start.to_string(), String::new());
     r
 }
