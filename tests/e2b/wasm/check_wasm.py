@@ -20,7 +20,7 @@ try:
     assert "line 6" in err.error.traceback and "line 4" in err.error.traceback, err.error.traceback
 
     sbx.files.write("/tmp/in.txt", "from the sdk")
-    assert sbx.run_code("open('/tmp/in.txt').read().upper()").text == "'FROM THE SDK'"
+    assert sbx.run_code("open('/tmp/in.txt').read().upper()").text == "FROM THE SDK"
     sbx.run_code("open('/tmp/out.txt', 'w').write('from wasm')")
     assert sbx.files.read("/tmp/out.txt") == "from wasm"
 
