@@ -78,6 +78,15 @@ impl LiveSandbox {
         &mut self.channel
     }
 
+    /// Opens a TCP connection to `port` on the box's own loopback, made by the agent from
+    /// inside the box (see [`crate::tunnel`]).
+    pub fn open_tunnel(
+        &self,
+        port: u16,
+    ) -> Result<(crate::tunnel::TunnelReader, crate::tunnel::TunnelWriter), SandboxError> {
+        crate::tunnel::open(self.mux.port(), port)
+    }
+
     /// A new channel to the box's agent, independent of every other: usable from another thread
     /// while the main channel (or other channels) are busy. What it starts and reads is its own; a
     /// process it started runs on after it is dropped (its output is detached).

@@ -16,8 +16,8 @@ use super::DefaultNetwork;
 use airlock_policy::{NetworkMode, NetworkSection};
 use serde::Deserialize;
 
-/// `network` of a create request. `allowPublicTraffic` is accepted whatever its value: every
-/// route into a sandbox needs its token already.
+/// `network` of a create request. `allowPublicTraffic` and `maskRequestHost` are about traffic
+/// into the box's ports ([`super::ingress`]), the rest about its egress.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkOptions {
@@ -27,6 +27,8 @@ pub struct NetworkOptions {
     pub deny_out: Option<Vec<String>>,
     #[serde(default)]
     pub mask_request_host: Option<String>,
+    #[serde(default)]
+    pub allow_public_traffic: Option<bool>,
 }
 
 fn is_everything(rule: &str) -> bool {
@@ -48,11 +50,6 @@ pub fn network_section(
     let empty = Vec::new();
     let allow_out = options.and_then(|o| o.allow_out.as_ref()).unwrap_or(&empty);
     let deny_out = options.and_then(|o| o.deny_out.as_ref()).unwrap_or(&empty);
-    if options.is_some_and(|o| o.mask_request_host.is_some()) {
-        return Err(E2bError::InvalidArgument(
-            "network.maskRequestHost is not supported by airlock; leave it out".into(),
-        ));
-    }
     let only_listed = allow_internet == Some(false) || deny_out.iter().any(|r| is_everything(r));
     let mut section = NetworkSection::default();
     if allow_out.is_empty()

@@ -53,7 +53,7 @@ pub fn updated_egress(current: &Egress, update: &NetworkUpdate) -> Result<Egress
     let options = NetworkOptions {
         allow_out: update.allow_out.clone(),
         deny_out: update.deny_out.clone(),
-        mask_request_host: None,
+        ..NetworkOptions::default()
     };
     let section = network_section(
         update.allow_internet_access,
