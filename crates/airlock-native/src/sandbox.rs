@@ -125,6 +125,7 @@ impl Sandbox {
             on_event: opts.on_event.clone(),
             sentinel,
             extra_covers,
+            pausable: true,
         };
         let started = launch.start(main, stdio, || {})?;
         drop(boxed);
