@@ -389,6 +389,18 @@ describe('network', () => {
         assert.ok(!out.includes(secret), out)
       })
       assert.equal(seen.length, 1, 'the denied sandboxes never reached the server')
+      // denyOut of one address wins over the allowed range it is in; another address denied
+      // leaves this one reachable.
+      await withSandbox({ network: { allowOut: ['127.0.0.0/8'], denyOut: ['127.0.0.1'] } }, async (sbx) => {
+        const out = await fetchIn(sbx, url)
+        assert.ok(!out.includes(secret), out)
+      })
+      assert.equal(seen.length, 1, 'the denied address saw nothing')
+      await withSandbox({ network: { allowOut: ['127.0.0.0/8'], denyOut: ['127.0.0.2'] } }, async (sbx) => {
+        const out = await fetchIn(sbx, url)
+        assert.ok(out.startsWith('200 exit=0') && out.includes(secret), out)
+      })
+      assert.equal(seen.length, 2)
     })
   })
 

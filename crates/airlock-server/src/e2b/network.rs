@@ -8,8 +8,8 @@
 //!   `*.example.com`) become allow/deny domain rules, IPs and CIDRs allow-ip grants. A
 //!   `denyOut` of `0.0.0.0/0` (E2B's idiom; also `allow_internet_access: false`) means "only
 //!   what `allowOut` lists"; otherwise `allowOut` adds to the public internet.
-//!   An IP range in `denyOut` other than everything cannot be enforced by the proxy's rules
-//!   and is refused (fail closed).
+//!   Any other address or range in `denyOut` (`8.8.8.8`, `10.0.0.0/8`) becomes a `deny_ip`
+//!   rule: never reached, as a literal or as what an allowed name resolves to (deny wins).
 
 use super::error::E2bError;
 use super::DefaultNetwork;
@@ -90,11 +90,10 @@ pub fn network_section(
             continue;
         }
         if is_ip_rule(rule) {
-            return Err(E2bError::InvalidArgument(format!(
-                "denyOut {rule:?}: airlock denies address ranges only as a whole (0.0.0.0/0); deny domains by name, or deny everything and list allowOut"
-            )));
+            section.deny_ip.push(rule.to_string());
+        } else {
+            section.deny_domain.push(rule.to_string());
         }
-        section.deny_domain.push(rule.to_string());
     }
     Ok(section)
 }

@@ -101,7 +101,8 @@ fn network_view(policy: &Value) -> Value {
     if !allow.is_empty() {
         out.insert("allowOut".into(), Value::Array(allow));
     }
-    let deny = list("deny_domain");
+    let mut deny = list("deny_domain");
+    deny.extend(list("deny_ip"));
     if !deny.is_empty() {
         out.insert("denyOut".into(), Value::Array(deny));
     }
