@@ -8,7 +8,8 @@
 //! - requests with `E2b-Sandbox-Id` and `E2b-Sandbox-Port: 49983` go to envd (Connect services
 //!   [`filesystem`], [`process`], [`watch`]; plain HTTP [`files`]);
 //! - `E2b-Sandbox-Port: 49999` goes to the code interpreter ([`interpreter`]);
-//! - a signed `/files` URL (which carries no sandbox id) goes to envd as well.
+//! - `/files` without them (a signed URL carries no sandbox id) goes to envd as well;
+//! - a `Host` of `{port}-{sandboxID}.{domain}` goes to that port of the box ([`ingress`]).
 //!
 //! Every sandbox is a session of the one [`SessionManager`](airlock_sessions::SessionManager)
 //! the native API uses: a sandbox made through either API is visible and usable through both.
@@ -239,9 +240,9 @@ pub async fn dispatch(State(gateway): State<Gateway>, mut req: Request, next: Ne
         }
     }
     let Some(id) = sandbox_id(req.headers()) else {
-        if req.uri().path() == "/files"
-            && req.uri().query().is_some_and(|q| q.contains("signature="))
-        {
+        // `/files` is envd's even without the headers: a signed URL carries none, and one
+        // with neither signature nor token gets envd's own refusal.
+        if req.uri().path() == "/files" {
             return forward(gateway.envd, req).await;
         }
         return next.run(req).await;
