@@ -78,13 +78,11 @@ impl LiveSandbox {
         &mut self.channel
     }
 
-    /// Opens a TCP connection to `port` on the box's own loopback, made by the agent from
-    /// inside the box (see [`crate::tunnel`]).
-    pub fn open_tunnel(
-        &self,
-        port: u16,
-    ) -> Result<(crate::tunnel::TunnelReader, crate::tunnel::TunnelWriter), SandboxError> {
-        crate::tunnel::open(self.mux.port(), port)
+    /// A new independent user of the box's agent connection, usable after this handle is
+    /// given back (e.g. for [`crate::tunnel::open`]: a TCP connection to a port on the box's
+    /// own loopback, made by the agent from inside the box).
+    pub fn agent_port(&self) -> crate::MuxPort {
+        self.mux.port()
     }
 
     /// A new channel to the box's agent, independent of every other: usable from another thread

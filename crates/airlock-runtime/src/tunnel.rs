@@ -6,6 +6,7 @@ use crate::agent_client::AgentError;
 use crate::error::SandboxError;
 use crate::mux::{MuxPort, MuxSender};
 use airlock_protocol::{Event, Frame, FrameKind, Op, Reply, TunnelReply};
+use std::time::{Duration, Instant};
 
 /// Bytes sent per Data frame toward the box.
 const SEND_CHUNK: usize = 64 * 1024;
@@ -25,15 +26,23 @@ pub struct TunnelWriter {
 }
 
 /// Opens a connection to `port` in the box over `mux_port` (a fresh port of the box's
-/// agent connection). A port nothing listens on is [`AgentError::Refused`] with code
-/// `not_found`.
+/// agent connection, see [`crate::LiveSandbox::agent_port`]), waiting at most `wait` for the
+/// agent's answer (the agent runs beside untrusted code: it may never answer). A port nothing
+/// listens on is [`AgentError::Refused`] with code `notfound`.
 pub fn open(
     mut mux_port: MuxPort,
     port: u16,
+    wait: Duration,
 ) -> Result<(TunnelReader, TunnelWriter), SandboxError> {
     let id = mux_port.request(Op::Tunnel { port })?;
+    let deadline = Instant::now() + wait;
     let reply = loop {
-        let frame = mux_port.recv().ok_or(AgentError::Closed)?;
+        let frame = mux_port.recv_until(deadline)?.ok_or_else(|| {
+            AgentError::Protocol(format!(
+                "the box's agent did not answer a connection to port {port} within {} s",
+                wait.as_secs()
+            ))
+        })?;
         if frame.kind != FrameKind::Reply {
             continue;
         }

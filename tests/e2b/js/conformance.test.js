@@ -536,6 +536,9 @@ describe('ports', () => {
     await withSandbox({ network: { allowPublicTraffic: false, maskRequestHost: '${PORT}-myapp.example.com' } }, async (sbx) => {
       const token = sbx.trafficAccessToken
       assert.ok(token, 'a sandbox without public traffic has a traffic token')
+      const info = await sbx.getInfo()
+      assert.equal(info.network.allowPublicTraffic, false, JSON.stringify(info.network))
+      assert.equal(info.network.maskRequestHost, '${PORT}-myapp.example.com')
       const hostEcho = [
         'import http.server, sys',
         'class H(http.server.BaseHTTPRequestHandler):',

@@ -136,6 +136,8 @@ async def test_private_traffic_needs_the_token(sdk):
     async with sdk.sandbox(network={"allow_public_traffic": False}) as a, sdk.sandbox() as b:
         token = a.traffic_access_token
         assert token, "a sandbox without public traffic has a traffic token"
+        assert (await sdk(a.get_info)).network["allow_public_traffic"] is False
+        assert (await sdk(b.get_info)).network["allow_public_traffic"] is True
         secret = os.urandom(8).hex()
         await serve_site(sdk, a, secret)
         host = a.get_host(PORT)

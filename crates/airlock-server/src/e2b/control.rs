@@ -414,6 +414,12 @@ async fn get_one(
                         },
                     });
                 }
+                // Who may reach its ports (what the gateway enforces; unknown: the token).
+                let rule = state.e2b.ingress_of(&id).unwrap_or_default();
+                shown["network"]["allowPublicTraffic"] = serde_json::json!(rule.public);
+                if let Some(mask) = rule.mask_host {
+                    shown["network"]["maskRequestHost"] = serde_json::json!(mask);
+                }
                 Ok(shown)
             })
             .await?;

@@ -22,6 +22,9 @@ const BRIDGE_BUFFER: usize = 256 * 1024;
 
 /// E2B's edge's answer for a port nothing listens on (the SDKs' users see this text).
 const PORT_CLOSED: &str = "The sandbox is running but port is not open";
+/// How long the box's agent has to answer a connection request (it connects to its own
+/// loopback: an answer takes microseconds unless the box is starved or hostile).
+const TUNNEL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves `req` (already known to be for `target`) from the box.
 pub async fn relay(state: AppState, target: PortHost, req: Request) -> Response {
@@ -62,8 +65,10 @@ async fn relay_inner(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let e2b = std::sync::Arc::clone(&state.e2b);
-    let (reader, writer) = with_box(&state, &id, move |h| {
-        // Under the lent handle: the sandbox is running, and its rule and token are current.
+    // Under the lent handle only briefly: the sandbox is running, its rule and token are
+    // current, and a port of its agent connection is taken; the agent's answer is awaited
+    // after the handle is given back, so a slow box holds up nothing else of its own.
+    let (agent, rule) = with_box(&state, &id, move |h| {
         let rule: IngressRule = e2b
             .box_state(&for_box)
             .ingress
@@ -71,21 +76,25 @@ async fn relay_inner(
             .cloned()
             .unwrap_or_default();
         rule.admits(token.as_deref(), e2b.token_of(&for_box).as_deref())?;
-        let tunnel = h.sandbox().open_tunnel(port).map_err(|e| match e {
+        Ok((h.sandbox().agent_port(), rule))
+    })
+    .await?;
+    prepare(&mut req, port, &rule);
+    let (reader, writer) = tokio::task::spawn_blocking(move || {
+        airlock_runtime::tunnel::open(agent, port, TUNNEL_WAIT).map_err(|e| match e {
             airlock_runtime::SandboxError::Agent(AgentError::Refused { code, message })
                 if code == "notfound" =>
             {
                 E2bError::NotFound(format!("{PORT_CLOSED} ({message})"))
             }
+            airlock_runtime::SandboxError::Agent(AgentError::Protocol(why)) => {
+                E2bError::SandboxGone(format!("{PORT_CLOSED}: {why}"))
+            }
             other => E2bError::from(other),
-        })?;
-        Ok((tunnel, rule))
+        })
     })
     .await
-    .map(|((r, w), rule)| {
-        prepare(&mut req, port, &rule);
-        (r, w)
-    })?;
+    .map_err(|_| E2bError::Internal("the port's worker failed; retry".into()))??;
     let io = bridge(reader, writer)?;
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
         .await

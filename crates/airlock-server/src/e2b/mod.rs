@@ -109,6 +109,12 @@ impl E2bState {
         Arc::clone(boxes.entry(id.to_string()).or_default())
     }
 
+    /// The ports rule recorded for sandbox `id`, if any (without making its state).
+    pub(crate) fn ingress_of(&self, id: &str) -> Option<ingress::IngressRule> {
+        let boxes = self.boxes.lock().unwrap_or_else(PoisonError::into_inner);
+        boxes.get(id).and_then(|b| b.ingress.get().cloned())
+    }
+
     /// Whether the gateway holds state for sandbox `id`.
     #[cfg(test)]
     pub(crate) fn has_box(&self, id: &str) -> bool {
