@@ -209,10 +209,13 @@ async fn blocking<R: Send + 'static>(
         })?
 }
 
-/// Parses a create body and plans its session with the default network (for fuzzing).
+/// Parses a create body and plans its session with the default network, and its ports rule
+/// (for fuzzing).
 pub fn plan_body(body: &[u8]) -> Result<SessionSpec, E2bError> {
+    let req: NewSandbox = parse_body(body)?;
+    super::ingress::rule_of(req.network.as_ref())?;
     plan(
-        parse_body(body)?,
+        req,
         super::DefaultNetwork::default(),
         BackendKind::default(),
         &crate::template_catalog::TemplateCatalog::empty(),
