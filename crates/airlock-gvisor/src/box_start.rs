@@ -235,14 +235,8 @@ fn bind(source: &Path, target: &Path, read_only: bool) -> std::io::Result<()> {
 
 /// The egress proxy's rules from the policy's allowlist.
 pub fn egress_rules(e: &Egress) -> Result<airlock_proxy::rules::EgressRules, String> {
-    airlock_proxy::rules::EgressRules::parse(
-        &e.allow_domain,
-        &e.deny_domain,
-        &e.allow_ip,
-        &e.map_host,
-    )
-    .map(|r| r.with_public_internet(e.public_internet))
-    .map_err(|e| format!("invalid network allowlist: {e}"))
+    airlock_proxy::rules::EgressRules::from_egress(e)
+        .map_err(|e| format!("invalid network allowlist: {e}"))
 }
 
 impl<'a> BoxStart<'a> {

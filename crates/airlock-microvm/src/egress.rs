@@ -9,14 +9,8 @@ use std::time::Duration;
 
 /// The allowlist as the proxy's rules.
 pub fn rules(egress: &Egress) -> Result<EgressRules, MicrovmError> {
-    EgressRules::parse(
-        &egress.allow_domain,
-        &egress.deny_domain,
-        &egress.allow_ip,
-        &egress.map_host,
-    )
-    .map(|r| r.with_public_internet(egress.public_internet))
-    .map_err(|e| MicrovmError::Invalid(format!("invalid network allowlist: {e}")))
+    EgressRules::from_egress(egress)
+        .map_err(|e| MicrovmError::Invalid(format!("invalid network allowlist: {e}")))
 }
 
 /// Starts the proxy for a box with `egress`, reporting to `opts`' sink and audit file, and

@@ -173,17 +173,12 @@ impl Sandbox {
                     .into(),
             });
         };
-        let rules = airlock_proxy::rules::EgressRules::parse(
-            &egress.allow_domain,
-            &egress.deny_domain,
-            &egress.allow_ip,
-            &egress.map_host,
-        )
-        .map_err(|e| SandboxError::Setup {
-            stage: "network".into(),
-            message: format!("invalid network policy: {e}"),
-        })?
-        .with_public_internet(egress.public_internet);
+        let rules = airlock_proxy::rules::EgressRules::from_egress(egress).map_err(|e| {
+            SandboxError::Setup {
+                stage: "network".into(),
+                message: format!("invalid network policy: {e}"),
+            }
+        })?;
         proxy.set_rules(rules);
         Ok(())
     }

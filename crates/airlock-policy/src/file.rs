@@ -102,6 +102,10 @@ pub struct NetworkSection {
     /// `CIDR[:PORT]`: a literal destination, or the resolved address of an allowed name.
     #[serde(default)]
     pub allow_ip: Vec<String>,
+    /// `CIDR[:PORT]` (a single address is a /32 or /128): never reached, whether named as a
+    /// literal or resolved from an allowed name; deny wins over allow.
+    #[serde(default)]
+    pub deny_ip: Vec<String>,
     /// `NAME=IP`: resolve NAME to IP without DNS.
     #[serde(default)]
     pub map_host: Vec<String>,
@@ -180,6 +184,7 @@ impl PolicyFile {
         self.network.allow_domain.extend(over.network.allow_domain);
         self.network.deny_domain.extend(over.network.deny_domain);
         self.network.allow_ip.extend(over.network.allow_ip);
+        self.network.deny_ip.extend(over.network.deny_ip);
         self.network.map_host.extend(over.network.map_host);
         pick(
             &mut self.network.max_connections,

@@ -110,6 +110,9 @@ pub struct Egress {
     pub allow_domain: Vec<String>,
     pub deny_domain: Vec<String>,
     pub allow_ip: Vec<String>,
+    /// Address ranges never reached (see the policy file's `deny_ip`).
+    #[serde(default)]
+    pub deny_ip: Vec<String>,
     pub map_host: Vec<String>,
     pub max_connections: u32,
     pub byte_budget: Option<u64>,
@@ -128,6 +131,7 @@ fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, Pol
             ("--allow-domain", !n.allow_domain.is_empty()),
             ("--deny-domain", !n.deny_domain.is_empty()),
             ("--allow-ip", !n.allow_ip.is_empty()),
+            ("deny_ip", !n.deny_ip.is_empty()),
             ("--map-host", !n.map_host.is_empty()),
             ("--max-connections", n.max_connections.is_some()),
             ("--byte-budget", n.byte_budget.is_some()),
@@ -151,6 +155,7 @@ fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, Pol
         allow_domain: n.allow_domain.clone(),
         deny_domain: n.deny_domain.clone(),
         allow_ip: n.allow_ip.clone(),
+        deny_ip: n.deny_ip.clone(),
         map_host: n.map_host.clone(),
         max_connections,
         byte_budget: n.byte_budget.map(|b| b.0),

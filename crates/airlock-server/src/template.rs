@@ -125,7 +125,7 @@ pub fn resolve_policy(
         // The box's proxy parses these when the box starts; a bad one is the caller's error, so
         // it is refused here (400) rather than failing the box (500).
         let e = &policy.egress;
-        EgressRules::parse(&e.allow_domain, &e.deny_domain, &e.allow_ip, &e.map_host)
+        EgressRules::from_egress(e)
             .map_err(|err| FieldError::new("policy.network", err.to_string()))?;
     }
     policy.cwd = cwd.into();

@@ -241,6 +241,14 @@ pub struct ServeArgs {
     /// box has no network).
     #[arg(long, value_name = "MODE", value_parser = ["internet", "none"])]
     pub e2b_network: Option<String>,
+    /// Serve E2B sandboxes' ports under DOMAIN: a request whose Host is
+    /// `{port}-{sandboxID}.DOMAIN` goes to that port inside that sandbox (HTTP and WebSocket),
+    /// and `sandbox.get_host(port)` returns that name. `*.DOMAIN` must reach this server:
+    /// `localhost` works on one machine for clients that resolve `*.localhost` (curl,
+    /// browsers). Give the port too (`localhost:7777`) for names clients can use as is.
+    /// Default: none (no traffic into boxes' ports).
+    #[arg(long, value_name = "DOMAIN")]
+    pub e2b_domain: Option<String>,
     /// The kind of box for sandboxes whose create request names none: native, gvisor,
     /// microvm or wasm (`airlock check` says which this host can run).
     #[arg(long, value_name = "KIND", default_value = "native")]

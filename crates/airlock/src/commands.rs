@@ -539,6 +539,12 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         ),
         _ => airlock_server::E2bDefaultNetwork::Internet,
     };
+    let e2b_domain = args
+        .e2b_domain
+        .as_deref()
+        .map(airlock_server::check_e2b_domain)
+        .transpose()
+        .map_err(|e| anyhow!("--e2b-domain {e}"))?;
     let mut template_aliases = std::collections::BTreeMap::new();
     for a in &args.template_alias {
         let (alias, name) = a.split_once('=').ok_or_else(|| {
@@ -572,6 +578,7 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         airlock_exe,
         new_e2b_key: args.new_e2b_key,
         e2b_default_network,
+        e2b_domain,
         connections,
     })?;
     Ok(0)
