@@ -114,10 +114,10 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
         host: e.host.clone(),
         port: e.port,
         addr: e.addr.map(|a| a.to_string()),
-        decision: if e.decision == "allow" {
-            NetDecision::Allow
-        } else {
-            NetDecision::Deny
+        decision: match e.decision {
+            "allow" => NetDecision::Allow,
+            "ask" => NetDecision::Ask,
+            _ => NetDecision::Deny,
         },
         reason: e.reason.clone(),
         rule: e.rule.clone(),

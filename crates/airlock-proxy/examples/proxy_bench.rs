@@ -48,6 +48,7 @@ fn proxy() -> io::Result<ProxyHandle> {
         audit: None,
         on_event: None,
         intercept: None,
+        approval: None,
     };
     start_with_resolver(
         TcpListener::bind((LOCALHOST, 0))?,

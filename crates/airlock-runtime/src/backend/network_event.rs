@@ -22,6 +22,9 @@ pub enum NetProtocol {
 pub enum NetDecision {
     Allow,
     Deny,
+    /// A step of an approval (the connection held, the answer, a grant's end); the
+    /// connection's own event says what became of it.
+    Ask,
 }
 
 /// One connection request of a box and what became of it. Serialised, it is the same JSON
