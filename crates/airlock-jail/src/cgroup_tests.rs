@@ -728,6 +728,27 @@ fn box_without_limits_still_tracks_and_kills() {
 }
 
 #[test]
+fn an_unpausable_box_gets_no_freezer_and_says_why_it_cannot_pause() {
+    if !cgroups_usable() {
+        return;
+    }
+    let name = unique_name("oneshot");
+    let mut cgroup = BoxCgroup::create_unpausable(&name, &CgroupLimits::default()).expect("create");
+    // Only the cgroup that tracks the box: no directory in the freezer hierarchy.
+    assert_eq!(cgroup.paths().len(), 1, "{:?}", cgroup.paths());
+    let why = cgroup.can_freeze().expect_err("no freezer");
+    assert!(why.contains("one command"), "{why}");
+    assert!(cgroup.freeze().is_err());
+    let mut child = spawn_blocked("read x; exec sleep 30", &[]);
+    cgroup.add_pid(child.pid()).expect("add_pid");
+    cgroup.kill_all();
+    let status = child.wait_timeout(Duration::from_secs(5)).expect("killed");
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    cgroup.destroy().expect("destroy");
+    assert_no_leftovers(&name);
+}
+
+#[test]
 fn invalid_limits_are_refused_before_anything_is_created() {
     let name = unique_name("invalid");
     for limits in [

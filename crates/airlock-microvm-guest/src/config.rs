@@ -51,7 +51,14 @@ pub struct GuestConfig {
     pub cwd: String,
     /// Serve the egress proxy's door on this loopback port.
     pub proxy_port: Option<u16>,
+    /// A CA certificate (PEM) the box trusts besides its root's own bundle: the one its proxy
+    /// made to hold the box's secrets. Only the certificate: its key stays with the proxy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust_ca: Option<String>,
 }
+
+/// The CA bundle the box's TLS clients read (Debian's path; the trust variables name it).
+pub const TRUST_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 /// What the box's root is made of.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,8 +113,10 @@ mod tests {
             home: "/home/user".into(),
             cwd: "/w".into(),
             proxy_port: None,
+            trust_ca: None,
         };
         let text = serde_json::to_string(&c).unwrap();
+        assert!(!text.contains("trust_ca"), "absent when none: {text}");
         assert_eq!(serde_json::from_str::<GuestConfig>(&text).unwrap(), c);
         let bad = text.replacen('{', r#"{"extra":1,"#, 1);
         assert!(serde_json::from_str::<GuestConfig>(&bad).is_err());

@@ -15,5 +15,5 @@ pub mod init;
 
 pub use config::{
     GuestConfig, GuestRoot, GuestShare, CTL_ATTACH, CTL_DETACH, CTL_OK, INIT_READY, INIT_WAITING,
-    PORT_AGENT, PORT_CTL, PORT_NET,
+    PORT_AGENT, PORT_CTL, PORT_NET, TRUST_BUNDLE,
 };

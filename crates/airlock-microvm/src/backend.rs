@@ -154,10 +154,20 @@ impl MicrovmBackend {
         template: &Template,
         opts: &StartOptions,
         how: String,
+        intercept: Option<std::sync::Arc<airlock_proxy::intercept::Interceptor>>,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
+        let holds_secrets = intercept.is_some();
         let proxy = if plan.proxied {
-            let proxy =
-                crate::egress::start(&airlock_policy_egress(&plan), opts, &plan.box_writable)?;
+            let proxy = crate::egress::start(
+                &airlock_policy_egress(&plan),
+                opts,
+                &plan.box_writable,
+                intercept,
+            )?;
+            if holds_secrets {
+                // This process's memory holds the values now: no core dump, no ptrace.
+                airlock_native::protect_process();
+            }
             if let Some(net) = vm.net.take() {
                 crate::door::serve(net, proxy.local_addr()).map_err(|e| {
                     BackendError::Start(format!("cannot serve the box's network door: {e}"))
@@ -194,6 +204,7 @@ impl MicrovmBackend {
             proxy,
             ctl,
             has_shares,
+            holds_secrets,
             _placeholders: placeholders,
             vm,
         }))
@@ -344,6 +355,13 @@ impl Backend for MicrovmBackend {
         template: &Template,
         opts: &StartOptions,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
+        if !policy.secrets.is_empty() {
+            // Never checkpointed (its capabilities say so): the CA its guest trusts is made
+            // per box and is not kept.
+            return Err(BackendError::Invalid(
+                "a microvm box that holds secrets cannot be restored: its proxy's CA is made per box and is not in the checkpoint".into(),
+            ));
+        }
         let (files, mut plan, mut spec) = self.prepare(policy, template)?;
         spec.accel = accel::choose(&spec, &files.cache).accel;
         // The checkpointed box's placeholders went with it: made again before QEMU starts, so
@@ -359,6 +377,7 @@ impl Backend for MicrovmBackend {
             template,
             opts,
             format!("restored from the checkpoint {}", dir.display()),
+            None,
         )
     }
 
@@ -368,13 +387,6 @@ impl Backend for MicrovmBackend {
         template: &Template,
         opts: &StartOptions,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
-        if !policy.secrets.is_empty() {
-            // Fails closed: the guest builds its own root, and its trust bundle does not yet
-            // get the box's CA.
-            return Err(BackendError::Invalid(
-                "secrets (--secret) are not yet held for microvm boxes: the guest's trust store does not get the box's CA; use --backend native or gvisor".into(),
-            ));
-        }
         if policy.backend != BackendKind::Microvm {
             return Err(BackendError::Invalid(format!(
                 "the policy asks for the {} backend, not microvm",
@@ -383,6 +395,13 @@ impl Backend for MicrovmBackend {
         }
         let (files, mut plan, mut spec) = self.prepare(policy, template)?;
         spec.accel = accel::choose(&spec, &files.cache).accel;
+        // The box's secrets: its proxy holds them with a CA made for this box, whose
+        // certificate (not its key) the guest adds to the box's trust bundle.
+        let intercept = airlock_native::interceptor(policy)
+            .map_err(|e| BackendError::Invalid(e.to_string()))?;
+        if let Some(i) = &intercept {
+            plan.guest.trust_ca = Some(i.ca_pem().to_string());
+        }
         let placeholders = placeholders(policy, &mut plan, &mut spec)?;
         let ready = match self.pool.take(&spec) {
             Some(vm) => Ready {
@@ -408,6 +427,7 @@ impl Backend for MicrovmBackend {
             template,
             opts,
             ready.how,
+            intercept,
         )
     }
 }

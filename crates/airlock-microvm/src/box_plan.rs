@@ -38,6 +38,9 @@ pub struct BoxPlan {
     /// The host directories the box can write (the audit file is never opened through a
     /// symlink in them).
     pub box_writable: Vec<PathBuf>,
+    /// The secrets the box's proxy holds (for its receipt; the proxy's interceptor is made
+    /// from the policy when the box starts).
+    pub secrets: Vec<airlock_policy::SecretBinding>,
 }
 
 fn refuse(msg: &str) -> MicrovmError {
@@ -154,6 +157,10 @@ pub fn plan(
             env.entry(k).or_insert(v);
         }
     }
+    if !policy.secrets.is_empty() {
+        // TLS clients read the bundle that has the proxy's CA (the guest binds it in).
+        env.extend(airlock_proxy::intercept::box_trust_env());
+    }
     let mut mounts: Vec<(&Path, &Path)> = workspace
         .iter()
         .chain(grants.iter())
@@ -193,6 +200,7 @@ pub fn plan(
         home: INSIDE_HOME.to_string(),
         cwd: cwd.clone(),
         proxy_port: proxied.then_some(airlock_native::PROXY_PORT),
+        trust_ca: None,
     };
     Ok(BoxPlan {
         memory_mib,
@@ -205,6 +213,17 @@ pub fn plan(
         egress: policy.egress.clone(),
         covers,
         box_writable: airlock_native::box_writable_roots(policy),
+        secrets: policy
+            .secrets
+            .iter()
+            .map(|b| airlock_policy::SecretBinding {
+                name: b.name.clone(),
+                hosts: b.hosts.clone(),
+                placeholder: b.placeholder.clone(),
+                body: b.body,
+                value: None,
+            })
+            .collect(),
     })
 }
 

@@ -19,13 +19,15 @@ pub fn rules(egress: &Egress) -> Result<EgressRules, MicrovmError> {
     .map_err(|e| MicrovmError::Invalid(format!("invalid network allowlist: {e}")))
 }
 
-/// Starts the proxy for a box with `egress`, reporting to `opts`' sink and audit file. The
+/// Starts the proxy for a box with `egress`, reporting to `opts`' sink and audit file, and
+/// holding the box's secrets through `intercept`. The
 /// audit file is opened as every box kind opens it: never through a symlink in a directory a
 /// box can write (`box_writable`), which a box could have planted to pick the file appended to.
 pub fn start(
     egress: &Egress,
     opts: &StartOptions,
     box_writable: &[std::path::PathBuf],
+    intercept: Option<std::sync::Arc<airlock_proxy::intercept::Interceptor>>,
 ) -> Result<ProxyHandle, MicrovmError> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
         .map_err(|e| MicrovmError::io("cannot listen for the box's proxy", e))?;
@@ -48,7 +50,7 @@ pub fn start(
         connect_timeout: Duration::from_secs(30),
         audit,
         on_event,
-        intercept: None,
+        intercept,
         // Only the approver program can answer for this box kind so far; `on-request` without
         // one is refused rather than run as `never`.
         approval: airlock_proxy::approval::gate_for(&egress.approval, None)

@@ -23,6 +23,9 @@ pub struct MicrovmBox {
     pub(crate) ctl: Option<UnixStream>,
     /// Whether the box has 9p shares, detached around a checkpoint.
     pub(crate) has_shares: bool,
+    /// Whether its proxy holds secrets: such a box is never checkpointed (the CA its guest
+    /// trusts is made for this box and would not be there after a restore).
+    pub(crate) holds_secrets: bool,
     /// The protected paths made empty on the host for this box, removed when it ends.
     pub(crate) _placeholders: Placeholders,
 }
@@ -91,7 +94,7 @@ impl BoxInstance for MicrovmBox {
         Capabilities {
             live_egress: self.proxy.is_some(),
             pause: true,
-            checkpoint: Some(CheckpointKind::Memory),
+            checkpoint: (!self.holds_secrets).then_some(CheckpointKind::Memory),
         }
     }
 
@@ -122,6 +125,12 @@ impl BoxInstance for MicrovmBox {
     ) -> Result<Checkpoint, BackendError> {
         if let Some(end) = self.ended() {
             return Err(BackendError::Ended(end.reason));
+        }
+        if self.holds_secrets {
+            return Err(unsupported(
+                "checkpoint",
+                "its proxy holds secrets with a CA made for this box, which a restored box would not have; pause it in place (memory kept resident) instead".into(),
+            ));
         }
         // QEMU refuses to save a VM with a 9p export attached: the guest detaches its shares
         // for the save (refused while a box process has a file open there) and attaches them

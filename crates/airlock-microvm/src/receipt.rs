@@ -85,11 +85,12 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
         LayerStatus::Enforced,
         "the VM's size and the guest kernel",
         format!(
-            "memory: {} MiB of guest RAM; vCPUs: {}; processes: {}; /tmp, home, /dev/shm and the writable layer: one tmpfs capped at {} bytes together (the workspace and writable grants are live host directories, not counted in it)",
+            "memory: {} MiB of guest RAM; vCPUs: {}; processes: {}; /tmp, home, /dev/shm and the writable layer: one tmpfs capped at {} bytes together (the workspace and writable grants are live host directories, not counted in it); files: up to {} bytes each, everywhere (the guest's RLIMIT_FSIZE)",
             plan.memory_mib,
             plan.vcpus,
             plan.guest.pids.map_or("uncapped".to_string(), |p| format!("{p} (guest pids cgroup)")),
-            plan.guest.disk_bytes
+            plan.guest.disk_bytes,
+            plan.guest.file_size
         ),
     );
     r.add(
@@ -101,6 +102,7 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
             plan.guest.uid
         ),
     );
+    airlock_native::add_secrets_receipt_for(&mut r, &plan.secrets);
     r.add("start", LayerStatus::Off, start.to_string(), String::new());
     r
 }

@@ -45,11 +45,15 @@ pub fn extend_trust(
 
 /// The receipt's `secrets` layer.
 pub fn add_receipt(receipt: &mut Receipt, policy: &ResolvedPolicy) {
-    if policy.secrets.is_empty() {
+    add_receipt_for(receipt, &policy.secrets);
+}
+
+/// The receipt's `secrets` layer for these bindings (none: no layer).
+pub fn add_receipt_for(receipt: &mut Receipt, secrets: &[airlock_policy::SecretBinding]) {
+    if secrets.is_empty() {
         return;
     }
-    let bound: Vec<String> = policy
-        .secrets
+    let bound: Vec<String> = secrets
         .iter()
         .map(|s| format!("{} -> {}", s.name, s.hosts.join(" ")))
         .collect();

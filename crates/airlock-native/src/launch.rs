@@ -29,6 +29,9 @@ pub(crate) struct Launch<'a> {
     pub asker: Option<airlock_proxy::approval::Asker>,
     pub sentinel: &'a Sentinel,
     pub extra_covers: &'a [PathBuf],
+    /// The box may be paused later (a hosted box): its cgroup joins the freezer. One-shot runs
+    /// never pause and skip it.
+    pub pausable: bool,
 }
 
 /// A started box and what must be cleaned up after it.
@@ -116,7 +119,10 @@ impl Launch<'_> {
                     std::process::id(),
                     BOX_COUNTER.fetch_add(1, Ordering::Relaxed)
                 );
-                let cg = BoxCgroup::create(&name, limits)?;
+                let cg = match self.pausable {
+                    true => BoxCgroup::create(&name, limits)?,
+                    false => BoxCgroup::create_unpausable(&name, limits)?,
+                };
                 for p in cg.paths() {
                     self.sentinel.register_cgroup(&p);
                 }

@@ -34,8 +34,8 @@ mod test_dir;
 
 pub use airlock_runtime::attached::{RunOptions, StdinMode};
 pub use box_secrets::{
-    add_receipt as add_secrets_receipt, extend_trust, interceptor, protect_process,
-    SecretsSetupError,
+    add_receipt as add_secrets_receipt, add_receipt_for as add_secrets_receipt_for, extend_trust,
+    interceptor, protect_process, SecretsSetupError,
 };
 pub use control::{ControlMessage, ControlReader};
 pub use host_loop::{host_main, HeldBox, StartRequest, StartedBox};

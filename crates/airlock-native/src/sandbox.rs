@@ -126,6 +126,7 @@ impl Sandbox {
             asker: None,
             sentinel,
             extra_covers,
+            pausable: true,
         };
         let started = launch.start(main, stdio, || {})?;
         drop(boxed);

@@ -82,6 +82,7 @@ fn run_planned(
         asker: None,
         sentinel,
         extra_covers,
+        pausable: false,
     };
     let started = launch.start(BoxMain::Command, io.child_fds(), || io.close_child_side())?;
     let Started {

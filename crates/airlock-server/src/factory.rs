@@ -282,7 +282,7 @@ impl BoxFactory for SandboxFactory {
             // A fork: a new box from another sandbox's snapshot (the snapshot stays).
             return self
                 .snapshots
-                .restore(snapshot, backend.as_ref(), &spec.payload, &opts)
+                .restore(snapshot, backend.as_ref(), &spec.payload, &policy, &opts)
                 .map(|r| r.handle);
         }
         let sandbox = LiveSandbox::start(
@@ -390,11 +390,19 @@ impl BoxFactory for SandboxFactory {
                 "no snapshot of its pause is left (it was deleted); kill the sandbox".into(),
             ));
         };
-        let (_, backend) = self.policy_and_backend(id, spec).map_err(|e| (None, e))?;
+        // The policy with the secrets' values this process holds: the restored box's proxy
+        // needs them as much as a new one's.
+        let (policy, backend) = self.policy_and_backend(id, spec).map_err(|e| (None, e))?;
         let opts = self.start_options(id);
         let restored = self
             .snapshots
-            .restore(&snapshot.id, backend.as_ref(), &spec.payload, &opts)
+            .restore(
+                &snapshot.id,
+                backend.as_ref(),
+                &spec.payload,
+                &policy,
+                &opts,
+            )
             .map_err(|e| (None, e))?;
         let message = if restored.record.kind == "memory" {
             format!(

@@ -1,6 +1,9 @@
 //! The values of the secrets given on `POST /v1/sandboxes`, held in this process's memory
 //! only, for each start of the sandbox's box (its host process then holds them for the
-//! proxy). They are kept for the server's life (a sandbox's are not yet dropped when it ends). They are never in the store: the stored policy has names, hosts and
+//! proxy). They are kept while the sandbox lives (a box paused without its memory starts again
+//! on resume; a fork gets its source's) and dropped when it ends, or with the server: a server
+//! restarted holds none, and a box of an earlier run refuses to start its proxy. They are
+//! never in the store: the stored policy has names, hosts and
 //! placeholders only. While any is held, the process is not dumpable (no core dump, no
 //! ptrace by the same user).
 
@@ -38,7 +41,7 @@ impl HeldSecrets {
             .unwrap_or_default()
     }
 
-    /// Forgets sandbox `id`'s values (its create failed).
+    /// Forgets sandbox `id`'s values (its create failed, or it ended).
     pub fn forget(&self, id: &str) {
         self.by_sandbox
             .lock()

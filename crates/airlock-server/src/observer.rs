@@ -1,5 +1,6 @@
 //! Keeps the store in step with the session manager: a sandbox is recorded when the manager
 //! first reports it, then every change of state or deadline is written, each as an event.
+//! A sandbox that ends takes its E2B state, snapshots and held secret values with it.
 
 use airlock_sessions::{SessionInfo, SessionObserver, SessionState};
 use airlock_store::{NewSandbox, SandboxState, Store};
@@ -29,6 +30,7 @@ pub struct StoreObserver {
     pending: Arc<Mutex<HashMap<String, Pending>>>,
     e2b: Arc<crate::e2b::E2bState>,
     snapshots: Arc<crate::service::snapshots::SnapshotService>,
+    secrets: Arc<crate::held_secrets::HeldSecrets>,
 }
 
 impl StoreObserver {
@@ -37,12 +39,14 @@ impl StoreObserver {
         pending: Arc<Mutex<HashMap<String, Pending>>>,
         e2b: Arc<crate::e2b::E2bState>,
         snapshots: Arc<crate::service::snapshots::SnapshotService>,
+        secrets: Arc<crate::held_secrets::HeldSecrets>,
     ) -> StoreObserver {
         StoreObserver {
             store,
             pending,
             e2b,
             snapshots,
+            secrets,
         }
     }
 }
@@ -68,6 +72,8 @@ impl SessionObserver for StoreObserver {
             self.e2b.forget_box(&info.id);
             // An ended sandbox's snapshots go with it.
             self.snapshots.delete_all_of(&info.id);
+            // Its secrets' values too: no box of it starts again.
+            self.secrets.forget(&info.id);
         }
         if let Err(e) = self.record(info) {
             eprintln!(

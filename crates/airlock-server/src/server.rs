@@ -96,6 +96,7 @@ pub(crate) fn app_state(
         Arc::clone(&pending),
         Arc::clone(&e2b),
         Arc::clone(&snapshots),
+        Arc::clone(&held_secrets),
     ));
     let manager_config = ManagerConfig {
         max_running: settings.max_running,

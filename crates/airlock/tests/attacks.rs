@@ -2062,7 +2062,28 @@ fn attack_fill_the_workspace_past_the_disk_cap() {
         // the workspace is capped per file only (RLIMIT_FSIZE, enforced by the Sentry). The
         // receipt says so, and the per-file cap holds against a file past it.
         BackendKind::Gvisor => {
-            workspace_capped_per_file(&t, &ws, &marker);
+            workspace_capped_per_file(
+                &t,
+                &ws,
+                &marker,
+                "disk",
+                "the workspace is written directly",
+            );
+            host.assert_untouched(&marker);
+        }
+        // A known gap (docs/threat-model.md): a microVM box's workspace is a live 9p share of
+        // the host directory, outside the guest's capped tmpfs, so --disk caps only the scratch
+        // and, through the guest's RLIMIT_FSIZE, each file. Many files under the cap can still
+        // fill the host filesystem that holds the workspace; the receipt says so. What holds:
+        // the per-file cap against a file past it.
+        BackendKind::Microvm => {
+            workspace_capped_per_file(
+                &t,
+                &ws,
+                &marker,
+                "limits",
+                "the workspace and writable grants are live host directories, not counted in it",
+            );
             host.assert_untouched(&marker);
         }
         _ => {
@@ -2072,10 +2093,11 @@ fn attack_fill_the_workspace_past_the_disk_cap() {
     }
 }
 
-/// What a gVisor box's workspace writes are held to: the per-file cap, said in the receipt.
+/// What a gVisor or microVM box's workspace writes are held to: the per-file cap; the receipt's
+/// `layer` says that the workspace is not in the total.
 // A test's own body, moved out of its #[test] fn to choose it by backend.
 #[allow(clippy::unwrap_used)]
-fn workspace_capped_per_file(t: &TempDir, ws: &Path, marker: &str) {
+fn workspace_capped_per_file(t: &TempDir, ws: &Path, marker: &str, layer: &str, says: &str) {
     let script = format!(
         "python3 -c '
 n = 0
@@ -2108,16 +2130,10 @@ print(\"written=%d\" % n)' {marker}"
         .as_array()
         .unwrap()
         .iter()
-        .find(|l| l["layer"] == "disk")
+        .find(|l| l["layer"] == layer)
         .unwrap()
         .clone();
-    assert!(
-        disk["detail"]
-            .as_str()
-            .unwrap()
-            .contains("the workspace is written directly"),
-        "{disk}"
-    );
+    assert!(disk["detail"].as_str().unwrap().contains(says), "{disk}");
     let beside: Vec<_> = std::fs::read_dir(t.path()).unwrap().flatten().collect();
     assert_eq!(beside.len(), 1, "files appeared outside the workspace");
 }

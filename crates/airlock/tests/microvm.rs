@@ -722,3 +722,89 @@ fn an_unprivileged_user_runs_a_microvm_box_whose_files_are_its_own_and_no_root()
     // The VM ran as the user: QEMU's cache went to the user's home, not the build's.
     assert!(Path::new(&home).join(".cache/airlock/microvm").is_dir());
 }
+
+#[test]
+fn a_box_holding_secrets_trusts_its_proxys_ca_and_is_never_checkpointed() {
+    use airlock_policy::{SecretEntry, SecretSource, SecretValue};
+    let ws = TempDir::new("mvm-secrets-ws");
+    let p = policy(ws.path(), |f| {
+        f.network = NetworkSection {
+            mode: Some(NetworkMode::Proxy),
+            ..Default::default()
+        };
+        f.secrets.insert(
+            "API_KEY".into(),
+            SecretEntry {
+                hosts: vec!["api.example.test".into()],
+                from: SecretSource::Value(SecretValue::new(b"sk-never-in-the-box".to_vec())),
+                body: false,
+            },
+        );
+    });
+    let instance = backend()
+        .start(&p, &Template::Host, &StartOptions::default())
+        .unwrap();
+    assert!(
+        instance
+            .receipt()
+            .layers
+            .iter()
+            .any(|l| l.layer == "secrets"),
+        "the receipt names the secrets layer"
+    );
+    // Its memory would keep the placeholder and trust a CA that no restored proxy has.
+    assert_eq!(instance.capabilities().checkpoint, None);
+    assert!(instance.capabilities().pause, "it still pauses in place");
+    let mut s = LiveSandbox::connect(instance).unwrap();
+    let placeholder = &p.secrets[0].placeholder;
+    let (out, _, code) = sh(
+        &mut s,
+        "echo $API_KEY; echo $SSL_CERT_FILE; grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt; \
+         echo tampered >> /etc/ssl/certs/ca-certificates.crt || echo refused",
+    );
+    assert_eq!(code, Some(0));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        placeholder.as_str(),
+        "the box holds the placeholder"
+    );
+    assert_eq!(lines[1], "/etc/ssl/certs/ca-certificates.crt");
+    let host_bundle = std::fs::read_to_string("/etc/ssl/certs/ca-certificates.crt").unwrap();
+    let host_count = host_bundle.matches("BEGIN CERTIFICATE").count();
+    assert_eq!(
+        lines[2],
+        (host_count + 1).to_string(),
+        "the host's bundle plus the box's CA"
+    );
+    assert_eq!(
+        lines[3], "refused",
+        "the box cannot change its trust bundle"
+    );
+    assert!(!out.contains("sk-never-in-the-box"));
+    let dir = TempDir::new("mvm-secrets-ckpt");
+    let err = s
+        .checkpoint(dir.path(), &CheckpointOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("secrets"), "{err}");
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "the refused checkpoint wrote nothing"
+    );
+    let refused = backend()
+        .restore(dir.path(), &p, &Template::Host, &StartOptions::default())
+        .err()
+        .expect("a restore of a box with secrets is refused")
+        .to_string();
+    assert!(refused.contains("secrets"), "{refused}");
+    s.pause().unwrap();
+    s.resume().unwrap();
+    let (out, _, _) = sh(&mut s, "echo $API_KEY");
+    assert_eq!(
+        out.trim(),
+        placeholder.as_str(),
+        "it runs on after a pause in place"
+    );
+    s.kill();
+}

@@ -88,8 +88,26 @@ fn serve(data: &Path, extra: &[&str]) -> (ServeProcess, Api) {
     (serve, api)
 }
 
-fn qemu_pids() -> Vec<i32> {
-    common::pids_with_marker("qemu-system")
+/// The QEMU processes below `server` (its boxes and its warm pool; other tests' VMs, which run
+/// at the same time, are not below it).
+fn qemus_of(server: &ServeProcess) -> Vec<i32> {
+    let qemus = common::pids_with_marker("qemu-system");
+    common::descendants(&[server.pid()])
+        .into_iter()
+        .filter(|p| qemus.contains(p))
+        .collect()
+}
+
+/// Waits up to 20 s for every one of `pids` to end; returns those still running.
+fn outliving(pids: &[i32]) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let left: Vec<i32> = pids.iter().copied().filter(|p| common::alive(*p)).collect();
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 fn snapshot_dirs(data: &Path) -> Vec<String> {
@@ -105,14 +123,14 @@ fn snapshot_dirs(data: &Path) -> Vec<String> {
 #[test]
 fn a_paused_microvm_box_outlives_a_server_sigkill_and_resumes_with_its_processes() {
     let data = common::data_dir_with_code_interpreter();
-    let qemu_before = qemu_pids();
     let (mut server, api) = serve(data.path(), &["--backend", "microvm"]);
     let id = api.create("microvm", "code-interpreter");
     let sleeper = api.sh(
         &id,
         "echo before > /home/user/state; sleep 1000 >/dev/null 2>&1 & echo $!",
     );
-    let running = qemu_pids();
+    let running = qemus_of(&server);
+    assert!(!running.is_empty(), "the box's VM runs below its server");
     let (code, paused) = api.call("POST", &format!("/v1/sandboxes/{id}/pause"), None);
     assert_eq!(code, 200, "{paused}");
     assert_eq!(paused["sandbox"]["state"], "paused");
@@ -123,7 +141,7 @@ fn a_paused_microvm_box_outlives_a_server_sigkill_and_resumes_with_its_processes
     );
     // Its VM is gone while paused (the memory is on disk, not in a process). (Other QEMUs may
     // come and go: the backend keeps a warm pool of VMs restored ahead of time.)
-    let now = qemu_pids();
+    let now = qemus_of(&server);
     assert!(
         running.iter().any(|p| !now.contains(p)),
         "a paused microVM still runs: {running:?} then {now:?}"
@@ -131,9 +149,15 @@ fn a_paused_microvm_box_outlives_a_server_sigkill_and_resumes_with_its_processes
     let (code, again) = api.call("POST", &format!("/v1/sandboxes/{id}/pause"), None);
     assert_eq!(code, 409, "{again}");
 
-    // SIGKILL: no shutdown, no chance to tidy up.
+    // SIGKILL: no shutdown, no chance to tidy up. Its VMs (the warm pool's) end with it.
+    let first = qemus_of(&server);
     server.child.kill().unwrap();
     server.child.wait().unwrap();
+    let left = outliving(&first);
+    assert!(
+        left.is_empty(),
+        "VMs outlived their SIGKILLed server: {left:?}"
+    );
     let (mut server, api) = serve(data.path(), &["--backend", "microvm"]);
     assert_eq!(api.state(&id)["state"], "paused", "{}", api.state(&id));
     let (code, listed) = api.call("GET", "/v1/sandboxes?state=paused", None);
@@ -174,11 +198,9 @@ fn a_paused_microvm_box_outlives_a_server_sigkill_and_resumes_with_its_processes
         states.contains(&"paused") && states.contains(&"resuming"),
         "{states:?}"
     );
+    let second = qemus_of(&server);
     server.stop();
-    let left: Vec<i32> = qemu_pids()
-        .into_iter()
-        .filter(|p| !qemu_before.contains(p))
-        .collect();
+    let left = outliving(&second);
     assert!(left.is_empty(), "VMs outlived their server: {left:?}");
 }
 

@@ -52,7 +52,25 @@ impl BoxCgroup {
     /// hierarchy on v1) so that the box's processes can be tracked and killed. Fails with a typed
     /// error naming the file and the fix if a requested limit cannot be set; then nothing created
     /// is left behind (v2 controllers enabled in our own `cgroup.subtree_control` stay enabled).
+    ///
+    /// The box also joins a freezer, so it can be paused ([`BoxCgroup::freeze`]). A box that
+    /// never pauses (one command, then gone) is made with [`BoxCgroup::create_unpausable`].
     pub fn create(name: &str, limits: &CgroupLimits) -> Result<BoxCgroup, CgroupError> {
+        Self::create_with(name, limits, true)
+    }
+
+    /// As [`BoxCgroup::create`], without the freezer: one directory fewer to make and remove on
+    /// the start of every one-shot box (on v1 the freezer is a hierarchy of its own).
+    /// [`BoxCgroup::can_freeze`] then says why it cannot be paused.
+    pub fn create_unpausable(name: &str, limits: &CgroupLimits) -> Result<BoxCgroup, CgroupError> {
+        Self::create_with(name, limits, false)
+    }
+
+    fn create_with(
+        name: &str,
+        limits: &CgroupLimits,
+        pausable: bool,
+    ) -> Result<BoxCgroup, CgroupError> {
         validate_name(name)?;
         limits.validate()?;
         let hierarchy =
@@ -122,7 +140,10 @@ impl BoxCgroup {
                 _ => {}
             }
         }
-        cgroup.freezer = cgroup.add_freezer(name);
+        cgroup.freezer = match pausable {
+            true => cgroup.add_freezer(name),
+            false => Err("the box was started to run one command, without a freezer".into()),
+        };
         for (controller, site) in &sites {
             let dir = site.parent.join(name);
             match controller {

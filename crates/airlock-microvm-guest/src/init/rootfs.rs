@@ -4,7 +4,7 @@
 //! modules, the disk devices) is reachable from inside it.
 
 use super::sys::{bind, mkdir_all, mount, write_file, Result};
-use crate::config::{GuestConfig, GuestRoot};
+use crate::config::{GuestConfig, GuestRoot, TRUST_BUNDLE};
 use std::path::Path;
 
 /// Where the agent appears inside the box (a read-only bind of the initramfs's copy: the
@@ -85,6 +85,9 @@ pub fn build(cfg: &GuestConfig) -> Result<()> {
     }
     chown(&r(&cfg.home), cfg.uid, cfg.gid)?;
     attach_shares(cfg, &[])?;
+    if let Some(ca) = &cfg.trust_ca {
+        trust(cfg, ca)?;
+    }
     for path in &cfg.deny {
         if !under_share(cfg, path) {
             hide(&r(path))?;
@@ -272,6 +275,40 @@ fn disk_root(cfg: &GuestConfig, fstype: &str) -> Result<()> {
     mkdir_all(NEW_ROOT)?;
     let data = format!("lowerdir={LOWER},upperdir={UPPER}/data,workdir={UPPER}/work");
     mount("overlay", NEW_ROOT, "overlay", libc::MS_NODEV, Some(&data))
+}
+
+/// The root's CA bundle with `ca` appended, bound read-only over the bundle: the copy lives in
+/// the scratch tmpfs outside the root, so the box can neither change it nor remove the bind.
+fn trust(cfg: &GuestConfig, ca: &str) -> Result<()> {
+    let target = r(TRUST_BUNDLE);
+    let mut bundle = match std::fs::read(&target) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if matches!(cfg.root, GuestRoot::Host { .. }) {
+                return Err(super::sys::InitError {
+                    what: format!(
+                        "the host has no CA bundle at {TRUST_BUNDLE} for the box's secrets (install ca-certificates)"
+                    ),
+                    source: e,
+                });
+            }
+            // An image without one: the bind needs a file to cover (on the writable layer).
+            write_file(&target, b"")?;
+            Vec::new()
+        }
+        Err(e) => {
+            return Err(super::sys::io_err(format!(
+                "cannot read the root's CA bundle {TRUST_BUNDLE}"
+            ))(e))
+        }
+    };
+    if !bundle.is_empty() && !bundle.ends_with(b"\n") {
+        bundle.push(b'\n');
+    }
+    bundle.extend_from_slice(ca.as_bytes());
+    let copy = format!("{SCRATCH}/trust-bundle.crt");
+    write_file(&copy, &bundle)?;
+    bind(&copy, &target, true)
 }
 
 /// `/etc/passwd`, group, hosts and hostname: the box user and nothing of the host's users.

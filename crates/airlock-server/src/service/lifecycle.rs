@@ -129,6 +129,11 @@ pub(crate) fn fork(
         spec.idle_pause_ms = source.idle_pause_ms;
         spec.auto_resume = source.auto_resume;
         spec.restore = Some(record.id.clone());
+        // The fork's proxy replaces the same placeholders (they are in its memory and
+        // environment) with the same values.
+        state
+            .held_secrets
+            .hold(&new_id, state.held_secrets.values(id));
         let outcome = create_session(state, &new_id, &token, spec, caller).and_then(|()| {
             let info = state
                 .manager
@@ -142,6 +147,9 @@ pub(crate) fn fork(
                 ))),
             }
         });
+        if outcome.is_err() {
+            state.held_secrets.forget(&new_id);
+        }
         forks.push(Forked {
             id: new_id,
             token,

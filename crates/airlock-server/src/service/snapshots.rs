@@ -131,7 +131,8 @@ impl SnapshotService {
         Ok(record)
     }
 
-    /// Starts a box from snapshot `snapshot_id` for a sandbox whose policy is `payload`: the
+    /// Starts a box from snapshot `snapshot_id` for a sandbox whose stored policy is `payload`
+    /// (`policy` is the same policy read back, with the secrets' values it holds): the
     /// snapshot must be recorded, written by the policy's backend under this very policy, and
     /// its files exactly what its manifest lists (a truncated or altered file is refused, never
     /// restored). A memory snapshot's interpreter contexts are taken over.
@@ -140,10 +141,9 @@ impl SnapshotService {
         snapshot_id: &str,
         backend: &dyn Backend,
         payload: &serde_json::Value,
+        policy: &ResolvedPolicy,
         opts: &StartOptions,
     ) -> Result<Restored, String> {
-        let policy: ResolvedPolicy = serde_json::from_value(payload.clone())
-            .map_err(|e| format!("the sandbox's policy cannot be read back ({e})"))?;
         let record = lock(&self.store)
             .get_snapshot(snapshot_id)
             .map_err(|e| e.to_string())?
@@ -164,7 +164,7 @@ impl SnapshotService {
             ));
         }
         let instance = backend
-            .restore(&dir, &policy, &Template::of_policy(&policy), opts)
+            .restore(&dir, policy, &Template::of_policy(policy), opts)
             .map_err(|e| format!("the box could not be restored: {e}"))?;
         let sandbox = LiveSandbox::connect(instance)
             .map_err(|e| format!("the restored box's agent did not answer: {e}"))?;
