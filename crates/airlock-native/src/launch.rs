@@ -56,6 +56,10 @@ impl Launch<'_> {
         after_spawn: impl FnOnce(),
     ) -> Result<Started, RunError> {
         let policy = self.policy;
+        // Refused before the box starts (the approver itself starts with the proxy, after it).
+        if policy.network == airlock_policy::NetworkMode::Proxy {
+            airlock_proxy::approval::check_approver(&policy.egress.approval, self.asker.is_some())?;
+        }
         let template_lease = match &policy.template {
             Some(t) => Some(
                 airlock_template::hold(&t.rootfs).map_err(|e| RunError::Template(e.to_string()))?,

@@ -93,7 +93,7 @@ pub enum FromHost {
     },
     /// One network decision of the box's proxy (unrequested).
     Network {
-        event: NetworkEvent,
+        event: Box<NetworkEvent>,
     },
     /// The box ended on its own (unrequested).
     Exited {
@@ -127,6 +127,7 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
         duration_ms: e.duration_ms,
         intercepted: e.intercepted,
         secrets: e.secrets.clone(),
+        approval: e.approval.clone(),
     }
 }
 

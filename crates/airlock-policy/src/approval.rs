@@ -84,3 +84,53 @@ impl Default for ApprovalPolicy {
         }
     }
 }
+
+/// How long a yes lasts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalScope {
+    /// This connection only (and those held for the same destination at the same time).
+    #[default]
+    Once,
+    /// New connections to the grant too, until its time limit or the box's end.
+    Run,
+    /// As `run`, and the grant is written to the policy file (by the approver that offers it).
+    Save,
+}
+
+/// Which step of an approval an audit event records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalStage {
+    /// A connection was held and the approver asked.
+    Requested,
+    /// The approver said yes.
+    Allowed,
+    /// The approver said no (or answered something that could not be applied).
+    Denied,
+    /// Nobody answered before the deadline: refused.
+    TimedOut,
+    /// A grant's time or byte budget ran out: new connections are asked about again.
+    Expired,
+}
+
+/// The approval part of an audit event (`decision: "ask"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalNote {
+    pub id: u64,
+    pub stage: ApprovalStage,
+    /// Who answered (`program: CMD`, `terminal`, `api`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// The grant asked for or made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grant: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<ApprovalScope>,
+    /// When the grant ends (milliseconds since the Unix epoch); `None` with a `run` or `save`
+    /// scope: when the box ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_ms: Option<u128>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub byte_budget: Option<u64>,
+}

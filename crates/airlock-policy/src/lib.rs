@@ -20,7 +20,10 @@ mod resolve;
 mod secrets;
 mod units;
 
-pub use approval::{ApprovalMode, ApprovalPolicy, DEFAULT_APPROVAL_TIMEOUT_MS};
+pub use approval::{
+    ApprovalMode, ApprovalNote, ApprovalPolicy, ApprovalScope, ApprovalStage,
+    DEFAULT_APPROVAL_TIMEOUT_MS,
+};
 pub use backend::BackendKind;
 pub use changes::ChangesMode;
 pub use error::PolicyError;

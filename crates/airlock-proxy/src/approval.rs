@@ -20,13 +20,14 @@ mod pending;
 mod program;
 mod request;
 
-pub use answer::{Answer, AnswerLine, Scope, Verdict};
+pub use airlock_policy::{ApprovalNote, ApprovalScope, ApprovalStage};
+pub use answer::{Answer, AnswerLine, Verdict};
 pub use approver::Approver;
 pub use askable::{askable, GrantTarget};
 pub use error::ApprovalError;
 pub(crate) use gate::Held;
-pub use gate::{gate_for, ApprovalGate, Asker};
+pub use gate::{check_approver, gate_for, ApprovalGate, Asker};
 pub use grants::{Grant, Grants};
 pub use pending::PendingQueue;
 pub use program::ProgramApprover;
-pub use request::{ApprovalNote, ApprovalRequest, ApprovalStage};
+pub use request::ApprovalRequest;

@@ -42,7 +42,7 @@ pub struct NetEvent {
     /// The approval step an `ask` event records: the request, the answer and who gave it, the
     /// grant and when it ends.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub approval: Option<crate::approval::ApprovalNote>,
+    pub approval: Option<airlock_policy::ApprovalNote>,
 }
 
 /// Where events go: kept in memory (bounded) and written to the audit file if one is set.

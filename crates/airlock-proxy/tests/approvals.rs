@@ -6,8 +6,8 @@
 //! the end). A fake resolver maps the names: nothing leaves the machine.
 
 use airlock_proxy::approval::{
-    Answer, ApprovalGate, ApprovalRequest, ApprovalStage, Approver, PendingQueue, ProgramApprover,
-    Scope, Verdict,
+    Answer, ApprovalGate, ApprovalRequest, ApprovalScope, ApprovalStage, Approver, PendingQueue,
+    ProgramApprover, Verdict,
 };
 use airlock_proxy::audit::NetEvent;
 use airlock_proxy::decision::Resolver;
@@ -197,7 +197,7 @@ fn next_request(asked: &mpsc::Receiver<ApprovalRequest>) -> ApprovalRequest {
         .expect("the approver must be asked")
 }
 
-fn allow(scope: Scope) -> Answer {
+fn allow(scope: ApprovalScope) -> Answer {
     Answer {
         verdict: Verdict::Allow,
         scope,
@@ -246,7 +246,9 @@ fn a_held_connection_goes_through_when_allowed_once_and_the_next_is_asked_again(
     assert_eq!(echo.accepted(), 0);
     assert_eq!(s.gate.pending(), vec![req.clone()]);
     let started = Instant::now();
-    s.gate.answer(req.id, allow(Scope::Once)).expect("answer");
+    s.gate
+        .answer(req.id, allow(ApprovalScope::Once))
+        .expect("answer");
     let head = read_head(&mut c);
     // The answer's own latency aside, letting a held connection through is quick (loaded
     // machine: the bound is loose; BENCHMARKS.md has the measured figure).
@@ -276,7 +278,7 @@ fn a_held_connection_goes_through_when_allowed_once_and_the_next_is_asked_again(
         "the denied connection never reached the server"
     );
     // An answer to a request no longer waiting is refused.
-    assert!(s.gate.answer(again.id, allow(Scope::Once)).is_err());
+    assert!(s.gate.answer(again.id, allow(ApprovalScope::Once)).is_err());
     let events = wait_events(&s.proxy, |e| {
         e.iter().filter(|e| e.decision == "deny").count() == 1
             && e.iter().any(|e| e.decision == "allow")
@@ -309,7 +311,7 @@ fn a_held_connection_goes_through_when_allowed_once_and_the_next_is_asked_again(
         .and_then(|e| e.approval.clone())
         .expect("answer event");
     assert_eq!(answered.by.as_deref(), Some("tester"));
-    assert_eq!(answered.scope, Some(Scope::Once));
+    assert_eq!(answered.scope, Some(ApprovalScope::Once));
 }
 
 #[test]
@@ -339,7 +341,7 @@ fn no_answer_by_the_deadline_is_todays_refusal_byte_for_byte() {
     assert_eq!(*s.approver.withdrawn.lock().expect("w"), vec![req.id]);
     assert!(s.gate.pending().is_empty());
     assert!(
-        s.gate.answer(req.id, allow(Scope::Run)).is_err(),
+        s.gate.answer(req.id, allow(ApprovalScope::Run)).is_err(),
         "too late"
     );
     let events = wait_events(&s.proxy, |e| e.iter().any(|e| e.decision == "deny"));
@@ -373,7 +375,7 @@ fn a_run_grant_allows_new_connections_until_its_time_runs_out() {
     let mut c = client(&s.proxy);
     send_connect(&mut c, "svc.test", echo.port);
     let req = next_request(&s.asked);
-    let mut answer = allow(Scope::Run);
+    let mut answer = allow(ApprovalScope::Run);
     answer.ttl = Some(Duration::from_secs(1));
     s.gate.answer(req.id, answer).expect("answer");
     assert!(read_head(&mut c).starts_with("HTTP/1.1 200 "));
@@ -420,7 +422,7 @@ fn a_grant_byte_budget_cuts_its_connections_and_then_asks_again() {
     let mut c = client(&s.proxy);
     send_connect(&mut c, "svc.test", echo.port);
     let req = next_request(&s.asked);
-    let mut answer = allow(Scope::Run);
+    let mut answer = allow(ApprovalScope::Run);
     answer.byte_budget = Some(1000);
     s.gate.answer(req.id, answer).expect("answer");
     assert!(read_head(&mut c).starts_with("HTTP/1.1 200 "));
@@ -483,7 +485,9 @@ fn connections_held_for_the_same_destination_share_one_question() {
     thread::sleep(Duration::from_millis(200));
     assert!(s.asked.try_recv().is_err(), "one question for both");
     assert_eq!(s.gate.pending().len(), 1);
-    s.gate.answer(req.id, allow(Scope::Once)).expect("answer");
+    s.gate
+        .answer(req.id, allow(ApprovalScope::Once))
+        .expect("answer");
     assert!(read_head(&mut a).starts_with("HTTP/1.1 200 "));
     assert!(read_head(&mut b).starts_with("HTTP/1.1 200 "));
     round_trip(&mut a, b"a");
@@ -497,7 +501,7 @@ fn an_answer_naming_a_grant_that_does_not_cover_the_request_is_a_refusal() {
     let mut c = client(&s.proxy);
     send_connect(&mut c, "svc.test", echo.port);
     let req = next_request(&s.asked);
-    let mut answer = allow(Scope::Run);
+    let mut answer = allow(ApprovalScope::Run);
     answer.grant = Some("other.test:1".into());
     s.gate.answer(req.id, answer).expect("answer");
     assert!(read_head(&mut c).starts_with("HTTP/1.1 403 "));

@@ -1,6 +1,7 @@
 //! What an approver answers.
 
 use super::error::ApprovalError;
+use airlock_policy::ApprovalScope;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -10,19 +11,6 @@ use std::time::Duration;
 pub enum Verdict {
     Allow,
     Deny,
-}
-
-/// How long a yes lasts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scope {
-    /// This connection only (and those held for the same destination at the same time).
-    #[default]
-    Once,
-    /// New connections to the grant too, until its time limit or the box's end.
-    Run,
-    /// As `run`, and the grant is written to the policy file (by the approver that offers it).
-    Save,
 }
 
 /// An answer as an approver writes it: one JSON object, e.g.
@@ -35,7 +23,7 @@ pub struct AnswerLine {
     pub answer: Verdict,
     /// Default `once`.
     #[serde(default)]
-    pub scope: Scope,
+    pub scope: ApprovalScope,
     /// The grant's time to live (scope `run`/`save`); none: until the box ends.
     #[serde(default)]
     pub ttl_secs: Option<u64>,
@@ -51,7 +39,7 @@ pub struct AnswerLine {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     pub verdict: Verdict,
-    pub scope: Scope,
+    pub scope: ApprovalScope,
     pub ttl: Option<Duration>,
     pub byte_budget: Option<u64>,
     pub grant: Option<String>,
@@ -64,7 +52,7 @@ impl Answer {
     pub fn deny(by: impl Into<String>) -> Answer {
         Answer {
             verdict: Verdict::Deny,
-            scope: Scope::Once,
+            scope: ApprovalScope::Once,
             ttl: None,
             byte_budget: None,
             grant: None,

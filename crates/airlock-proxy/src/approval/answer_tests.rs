@@ -4,7 +4,7 @@ use super::*;
 fn an_answer_line_parses_with_defaults() {
     let a = AnswerLine::parse(r#"{"id":3,"answer":"allow"}"#).unwrap();
     assert_eq!(a.id, 3);
-    assert_eq!(a.scope, Scope::Once);
+    assert_eq!(a.scope, ApprovalScope::Once);
     let a = a.into_answer("program: x").unwrap();
     assert_eq!(a.verdict, Verdict::Allow);
     assert_eq!(a.by, "program: x");
@@ -14,7 +14,7 @@ fn an_answer_line_parses_with_defaults() {
     .unwrap()
     .into_answer("t")
     .unwrap();
-    assert_eq!(a.scope, Scope::Run);
+    assert_eq!(a.scope, ApprovalScope::Run);
     assert_eq!(a.ttl, Some(Duration::from_secs(60)));
     assert_eq!(a.byte_budget, Some(1000));
     assert_eq!(a.grant.as_deref(), Some("a.example:443"));

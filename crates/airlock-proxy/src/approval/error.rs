@@ -18,7 +18,7 @@ pub enum ApprovalError {
     BadAnswer { problem: String },
     #[error("the scope `save` writes the grant to a policy file, which only the terminal approver can do; answer `run` and keep the rule in your own program")]
     SaveUnsupported,
-    #[error("--approval {mode} needs someone to ask: give --approver CMD (a program that answers), run airlock on a terminal, or use the server's approvals API")]
+    #[error("--approval {mode} needs someone to ask: give --approver CMD (a program on the host that answers each request; see docs/approvals.md)")]
     NoApprover { mode: String },
     #[error("cannot start the approver program `{command}`: {source}")]
     Spawn {

@@ -2,18 +2,19 @@
 //! the approver is asked, until an answer or the deadline; every step is an audit event
 //! (`decision: "ask"`, with its `approval` note).
 
-use super::answer::{Answer, Scope, Verdict};
+use super::answer::{Answer, Verdict};
 use super::approver::Approver;
 use super::askable::{askable, GrantTarget};
 use super::error::ApprovalError;
 use super::grants::{epoch_ms, Grant, Grants};
 use super::pending::PendingQueue;
 use super::program::ProgramApprover;
-use super::request::{ApprovalNote, ApprovalRequest, ApprovalStage};
+use super::request::ApprovalRequest;
 use crate::audit::AuditLog;
 use crate::decision::{decide_off_loop, EgressDecision, Resolver};
 use crate::rules::{parse_host, EgressRules, Host};
 use airlock_policy::ApprovalPolicy;
+use airlock_policy::{ApprovalNote, ApprovalScope, ApprovalStage};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -43,11 +44,7 @@ pub fn gate_for(
             (ProgramApprover::spawn(cmd, pending.clone())?, pending)
         }
         (None, Some(asker)) => (asker.approver, asker.pending),
-        (None, None) => {
-            return Err(ApprovalError::NoApprover {
-                mode: policy.mode.to_string(),
-            })
-        }
+        (None, None) => return Err(no_approver(policy)),
     };
     Ok(Some(Arc::new(ApprovalGate::new(
         approver, pending, timeout,
@@ -60,6 +57,21 @@ pub fn gate_for(
 pub struct Asker {
     pub approver: Arc<dyn Approver>,
     pub pending: Arc<PendingQueue>,
+}
+
+/// Checks, before anything starts, that [`gate_for`] will have someone to ask: an approver
+/// program in `policy`, or (`has_asker`) one the box's owner provides.
+pub fn check_approver(policy: &ApprovalPolicy, has_asker: bool) -> Result<(), ApprovalError> {
+    if policy.mode.asks_for_network() && policy.approver.is_none() && !has_asker {
+        return Err(no_approver(policy));
+    }
+    Ok(())
+}
+
+fn no_approver(policy: &ApprovalPolicy) -> ApprovalError {
+    ApprovalError::NoApprover {
+        mode: policy.mode.to_string(),
+    }
 }
 
 /// A connection the rules refused, as the gate reconsiders it.
@@ -233,7 +245,7 @@ impl ApprovalGate {
         }
         let grant = Arc::new(Grant::new(id, chosen.clone(), &answer, Instant::now()));
         if record {
-            if answer.scope != Scope::Once {
+            if answer.scope != ApprovalScope::Once {
                 self.grants.add(grant.clone());
             }
             self.note(
@@ -329,7 +341,7 @@ impl ApprovalGate {
         };
         let mut ev = self.event(held, host, port, reason);
         let lasts = match (grant.scope, grant.expires_ms) {
-            (Scope::Once, _) => "this connection".to_string(),
+            (ApprovalScope::Once, _) => "this connection".to_string(),
             (_, Some(_)) => format!(
                 "{} s",
                 grant.remaining(Instant::now()).map_or(0, |d| d.as_secs())

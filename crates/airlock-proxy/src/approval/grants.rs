@@ -1,9 +1,10 @@
 //! The grants approvals made, live in the proxy until their time or byte budget runs out or
 //! the box ends (they are never written anywhere by the proxy).
 
-use super::answer::{Answer, Scope};
+use super::answer::Answer;
 use super::askable::GrantTarget;
 use crate::rules::Host;
+use airlock_policy::ApprovalScope;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -16,7 +17,7 @@ pub struct Grant {
     pub target: GrantTarget,
     /// Who said yes.
     pub by: String,
-    pub scope: Scope,
+    pub scope: ApprovalScope,
     expires: Option<Instant>,
     /// When it ends (milliseconds since the Unix epoch); `None`: with the box.
     pub expires_ms: Option<u128>,
@@ -29,7 +30,7 @@ pub struct Grant {
 impl Grant {
     /// The grant `answer` makes for request `id`, starting `now`.
     pub fn new(id: u64, target: GrantTarget, answer: &Answer, now: Instant) -> Grant {
-        let ttl = answer.ttl.filter(|_| answer.scope != Scope::Once);
+        let ttl = answer.ttl.filter(|_| answer.scope != ApprovalScope::Once);
         Grant {
             id,
             target,

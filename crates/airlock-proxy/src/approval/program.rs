@@ -5,13 +5,15 @@
 //! refused and later ones are refused at once. It ends with the box (its stdin is closed, then
 //! it is killed if still running).
 
-use super::answer::{Answer, AnswerLine, Scope};
+use super::answer::{Answer, AnswerLine};
 use super::approver::Approver;
 use super::error::ApprovalError;
 use super::pending::PendingQueue;
 use super::request::ApprovalRequest;
+use airlock_policy::ApprovalScope;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,6 +34,9 @@ pub struct ProgramApprover {
     lines: Mutex<Option<std::sync::mpsc::Sender<RequestLine>>>,
     child: Mutex<Child>,
     pending: Arc<PendingQueue>,
+    /// Cleared when the program closes its stdout (it exited): later requests are refused at
+    /// once instead of waiting for their deadline.
+    answering: Arc<AtomicBool>,
 }
 
 impl ProgramApprover {
@@ -67,15 +72,24 @@ impl ProgramApprover {
             .map_err(spawn_err)?;
         let reader_pending = pending.clone();
         let reader_name = name.clone();
+        let answering = Arc::new(AtomicBool::new(true));
+        let reader_answering = answering.clone();
         std::thread::Builder::new()
             .name("airlock-approver".into())
-            .spawn(move || read_answers(stdout, &reader_pending, &reader_name))
+            .spawn(move || {
+                read_answers(stdout, &reader_pending, &reader_name);
+                // Cleared before the waiting requests are refused: a request asked after this
+                // sees it (see `ask`), one asked before is refused here.
+                reader_answering.store(false, Ordering::SeqCst);
+                reader_pending.deny_all(&format!("{reader_name} (exited)"));
+            })
             .map_err(spawn_err)?;
         Ok(Arc::new(ProgramApprover {
             name,
             lines: Mutex::new(Some(tx)),
             child: Mutex::new(child),
             pending,
+            answering,
         }))
     }
 }
@@ -95,7 +109,7 @@ fn write_requests(
     }
 }
 
-/// Reads answer lines until the program closes its stdout, then refuses what still waits.
+/// Reads answer lines until the program closes its stdout.
 fn read_answers(stdout: std::process::ChildStdout, pending: &PendingQueue, by: &str) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
@@ -127,13 +141,12 @@ fn read_answers(stdout: std::process::ChildStdout, pending: &PendingQueue, by: &
             eprintln!("airlock: approver: {e}");
         }
     }
-    pending.deny_all(&format!("{by} (exited)"));
 }
 
 /// Applies one answer line; a line naming a request but unusable refuses that request.
 fn apply_line(text: &str, pending: &PendingQueue, by: &str) -> Result<(), ApprovalError> {
     let parsed = AnswerLine::parse(text).and_then(|line| {
-        if line.scope == Scope::Save {
+        if line.scope == ApprovalScope::Save {
             return Err(ApprovalError::SaveUnsupported);
         }
         let id = line.id;
@@ -159,6 +172,12 @@ impl Approver for ProgramApprover {
     }
 
     fn ask(&self, request: &ApprovalRequest) {
+        if !self.answering.load(Ordering::SeqCst) {
+            let _ = self
+                .pending
+                .answer(request.id, Answer::deny(format!("{} (exited)", self.name)));
+            return;
+        }
         let Ok(mut line) = serde_json::to_vec(request) else {
             let _ = self.pending.answer(request.id, Answer::deny(&self.name));
             return;

@@ -55,4 +55,8 @@ pub struct NetworkEvent {
     /// The secrets whose values went into this request (names only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<String>,
+    /// The approval step an `ask` event records (the request, the answer and who gave it, the
+    /// grant and when it ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<airlock_policy::ApprovalNote>,
 }
