@@ -173,10 +173,15 @@ const MAX_APPROVAL_TIMEOUT_MS: u64 = 3_600_000;
 
 fn resolve_approval(n: &crate::NetworkSection) -> Result<crate::ApprovalPolicy, PolicyError> {
     let mode = n.approval.unwrap_or_default();
-    if n.approver.is_some() && !mode.asks_for_network() {
-        return Err(PolicyError::Conflict(
-            "--approver answers approval requests, which --approval never does not make; add --approval on-request (or remove --approver)".into(),
-        ));
+    for (flag, set) in [
+        ("--approver", n.approver.is_some()),
+        ("--approval-timeout", n.approval_timeout.is_some()),
+    ] {
+        if set && !mode.asks_for_network() {
+            return Err(PolicyError::Conflict(format!(
+                "{flag} is for approval requests, which --approval never does not make; add --approval on-request (or remove {flag})"
+            )));
+        }
     }
     if let Some(cmd) = &n.approver {
         if cmd.trim().is_empty() {

@@ -420,6 +420,10 @@ fn approval_is_a_proxy_key_that_defaults_to_never() {
     f.network.approval = Some(ApprovalMode::Never);
     let err = run(f.clone(), "/home/alice/proj").unwrap_err().to_string();
     assert!(err.contains("--approval on-request"), "{err}");
+    let mut quiet = f.clone();
+    quiet.network.approver = None;
+    let err = run(quiet, "/home/alice/proj").unwrap_err().to_string();
+    assert!(err.contains("--approval-timeout"), "{err}");
     f.network.approval = Some(ApprovalMode::OnRequest);
     f.network.approver = Some("  ".into());
     assert!(run(f.clone(), "/home/alice/proj").is_err());
