@@ -7,7 +7,10 @@
 
 mod common;
 
-use common::{airlock, TempDir};
+use common::{
+    airlock, binary_for_test_user, ensure_test_user, is_root, TempDir, TEST_USER,
+};
+use std::process::{Command, Stdio};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -375,4 +378,79 @@ fn under_never_nothing_is_asked_and_bad_approval_flags_are_refused() {
             "{flags:?}: the box must not start"
         );
     }
+}
+
+#[test]
+fn an_unprivileged_user_gets_the_same_approvals() {
+    if refused_without_network() {
+        return;
+    }
+    assert!(
+        is_root(),
+        "this test must run as root (it switches to {TEST_USER})"
+    );
+    let (uid, gid, home) = ensure_test_user();
+    let (_bin_dir, bin) = binary_for_test_user("approvals-unpriv-bin");
+    let origin = Origin::serve();
+    let p = origin.port;
+    let (approver, cmd) = Approver::new(serde_json::json!({
+        "svc.test": {"answer": "allow"},
+    }));
+    // The approver runs as the user too: it must read its script and write its log.
+    std::os::unix::fs::chown(approver.dir.path(), Some(uid), Some(gid)).expect("chown");
+    let ws = TempDir::new("approvals-unpriv-ws");
+    std::os::unix::fs::chown(ws.path(), Some(uid), Some(gid)).expect("chown the workspace");
+    let result_file = ws.join("result.json");
+    let svc = format!("http://svc.test:{p}/u");
+    let other = format!("http://other.test:{p}/u");
+    let out = Command::new("setpriv")
+        .args(["--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--"])
+        .arg(&bin)
+        .args(["run", "--timeout", "60s", "--result"])
+        .arg(&result_file)
+        .args([
+            "--net",
+            "proxy",
+            "--map-host",
+            "svc.test=127.0.0.1",
+            "--map-host",
+            "other.test=127.0.0.1",
+            "--allow-ip",
+            "127.0.0.1",
+            "--approval",
+            "on-request",
+            "--approver",
+            &cmd,
+            "--approval-timeout",
+            "1s",
+            "--",
+            "sh",
+            "-c",
+            &curls(&[svc.clone(), other.clone()]),
+        ])
+        .current_dir(ws.path())
+        .env("HOME", &home)
+        .env("USER", TEST_USER)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run setpriv");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stdout {stdout} stderr {stderr}");
+    assert_eq!(line_for(&stdout, &svc), format!("{svc} 200 approved-origin"));
+    assert!(line_for(&stdout, &other).starts_with(&format!("{other} 403 ")));
+    assert_eq!(origin.connections(), 1);
+    assert_eq!(approver.asked().len(), 2, "both were asked");
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(&result_file).expect("result file"))
+            .expect("result is JSON");
+    let stages: Vec<Value> = ask_events(&result)
+        .iter()
+        .map(|e| e["approval"]["stage"].clone())
+        .collect();
+    assert_eq!(
+        stages,
+        ["requested", "allowed", "requested", "timed-out"],
+        "{result:#}"
+    );
 }
