@@ -7,13 +7,11 @@
 
 mod common;
 
-use common::{
-    airlock, binary_for_test_user, ensure_test_user, is_root, TempDir, TEST_USER,
-};
-use std::process::{Command, Stdio};
+use common::{airlock, binary_for_test_user, ensure_test_user, is_root, TempDir, TEST_USER};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -378,6 +376,24 @@ fn under_never_nothing_is_asked_and_bad_approval_flags_are_refused() {
             "{flags:?}: the box must not start"
         );
     }
+    // MCP entry points refuse what they cannot honour yet, before anything starts: asking
+    // before each MCP command (untrusted), and on-request without an approver program.
+    for (cmd, flags, says) in [
+        ("mcp", &["--approval", "untrusted"][..], "untrusted"),
+        ("mcp", &["--approval", "on-request"][..], "--approver CMD"),
+        ("wrap", &["--approval", "untrusted"][..], "untrusted"),
+    ] {
+        let ws = TempDir::new("approvals-mcp");
+        let mut args = vec![cmd, "--net", "proxy"];
+        args.extend_from_slice(flags);
+        if cmd == "wrap" {
+            args.extend_from_slice(&["--", "echo", "server-ran"]);
+        }
+        let run = airlock(ws.path(), &args);
+        assert_eq!(run.code, 125, "{cmd} {flags:?}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{cmd} {flags:?}: {}", run.stderr);
+        assert!(!run.stdout.contains("server-ran"));
+    }
 }
 
 #[test]
@@ -404,7 +420,14 @@ fn an_unprivileged_user_gets_the_same_approvals() {
     let svc = format!("http://svc.test:{p}/u");
     let other = format!("http://other.test:{p}/u");
     let out = Command::new("setpriv")
-        .args(["--reuid", TEST_USER, "--regid", TEST_USER, "--init-groups", "--"])
+        .args([
+            "--reuid",
+            TEST_USER,
+            "--regid",
+            TEST_USER,
+            "--init-groups",
+            "--",
+        ])
         .arg(&bin)
         .args(["run", "--timeout", "60s", "--result"])
         .arg(&result_file)
@@ -436,8 +459,15 @@ fn an_unprivileged_user_gets_the_same_approvals() {
         .expect("run setpriv");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "stdout {stdout} stderr {stderr}");
-    assert_eq!(line_for(&stdout, &svc), format!("{svc} 200 approved-origin"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout {stdout} stderr {stderr}"
+    );
+    assert_eq!(
+        line_for(&stdout, &svc),
+        format!("{svc} 200 approved-origin")
+    );
     assert!(line_for(&stdout, &other).starts_with(&format!("{other} 403 ")));
     assert_eq!(origin.connections(), 1);
     assert_eq!(approver.asked().len(), 2, "both were asked");
