@@ -426,3 +426,7 @@ fn approved(decision: EgressDecision, grant: Arc<Grant>) -> Approved {
     };
     Approved { decision, grant }
 }
+
+#[cfg(test)]
+#[path = "gate_tests.rs"]
+mod tests;
