@@ -127,8 +127,9 @@ fn boxed(flags: &[&str], script: &str) -> (common::Run, Value, Duration) {
     let file_s = file.to_string_lossy().into_owned();
     let mut args = vec![
         "run",
+        // Generous: the first microVM box on a fresh machine waits for its template snapshot.
         "--timeout",
-        "60s",
+        "180s",
         "--result",
         file_s.as_str(),
         "--net",
@@ -429,7 +430,7 @@ fn an_unprivileged_user_gets_the_same_approvals() {
             "--",
         ])
         .arg(&bin)
-        .args(["run", "--timeout", "60s", "--result"])
+        .args(["run", "--timeout", "180s", "--result"])
         .arg(&result_file)
         .args([
             "--net",
