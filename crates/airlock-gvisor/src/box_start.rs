@@ -410,6 +410,12 @@ impl<'a> BoxStart<'a> {
                 },
                 None => None,
             };
+            // Only the approver program can answer for this box kind so far; `on-request`
+            // without one is refused rather than run as `never`.
+            let approval = match airlock_proxy::approval::gate_for(&policy.egress.approval, None) {
+                Ok(g) => g,
+                Err(e) => return Err(fail(running, StartError::Refused(e.to_string()))),
+            };
             let config = airlock_proxy::server::ProxyConfig {
                 rules,
                 max_connections: policy.egress.max_connections as usize,
@@ -418,6 +424,7 @@ impl<'a> BoxStart<'a> {
                 audit,
                 on_event: self.on_event.clone(),
                 intercept: interceptor,
+                approval,
             };
             match airlock_proxy::server::start(listener, config) {
                 Ok(p) => {

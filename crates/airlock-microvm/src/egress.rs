@@ -45,6 +45,10 @@ pub fn start(
         audit,
         on_event,
         intercept,
+        // Only the approver program can answer for this box kind so far; `on-request` without
+        // one is refused rather than run as `never`.
+        approval: airlock_proxy::approval::gate_for(&egress.approval, None)
+            .map_err(|e| MicrovmError::Invalid(e.to_string()))?,
     };
     airlock_proxy::server::start(listener, config)
         .map_err(|e| MicrovmError::io("cannot start the box's proxy", e))

@@ -123,6 +123,7 @@ impl Sandbox {
             argv: &argv,
             audit: opts.audit.as_deref(),
             on_event: opts.on_event.clone(),
+            asker: None,
             sentinel,
             extra_covers,
             pausable: true,

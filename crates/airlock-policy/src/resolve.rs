@@ -119,6 +119,9 @@ pub struct Egress {
     /// Any public destination by name (see the policy file's `public_internet`).
     #[serde(default)]
     pub public_internet: bool,
+    /// Whether refused connections are held and asked about, and who answers.
+    #[serde(default)]
+    pub approval: crate::ApprovalPolicy,
 }
 
 const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
@@ -136,6 +139,12 @@ fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, Pol
             ("--max-connections", n.max_connections.is_some()),
             ("--byte-budget", n.byte_budget.is_some()),
             ("public_internet", n.public_internet == Some(true)),
+            (
+                "--approval",
+                n.approval.is_some_and(|m| m.asks_for_network()),
+            ),
+            ("--approver", n.approver.is_some()),
+            ("approval_timeout", n.approval_timeout.is_some()),
         ] {
             if set {
                 return Err(PolicyError::NeedsProxy { flag });
@@ -160,6 +169,47 @@ fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, Pol
         max_connections,
         byte_budget: n.byte_budget.map(|b| b.0),
         public_internet: n.public_internet.unwrap_or(false),
+        approval: resolve_approval(n)?,
+    })
+}
+
+/// Longest an approval may be waited for: a held connection keeps a slot and the box waiting.
+const MAX_APPROVAL_TIMEOUT_MS: u64 = 3_600_000;
+
+fn resolve_approval(n: &crate::NetworkSection) -> Result<crate::ApprovalPolicy, PolicyError> {
+    let mode = n.approval.unwrap_or_default();
+    for (flag, set) in [
+        ("--approver", n.approver.is_some()),
+        ("--approval-timeout", n.approval_timeout.is_some()),
+    ] {
+        if set && !mode.asks_for_network() {
+            return Err(PolicyError::Conflict(format!(
+                "{flag} is for approval requests, which --approval never does not make; add --approval on-request (or remove {flag})"
+            )));
+        }
+    }
+    if let Some(cmd) = &n.approver {
+        if cmd.trim().is_empty() {
+            return Err(PolicyError::Conflict(
+                "--approver is empty: give the command that answers approval requests".into(),
+            ));
+        }
+    }
+    let timeout_ms = match n.approval_timeout {
+        Some(d) => u64::try_from(d.0.as_millis()).unwrap_or(u64::MAX),
+        None => crate::DEFAULT_APPROVAL_TIMEOUT_MS,
+    };
+    if !(1..=MAX_APPROVAL_TIMEOUT_MS).contains(&timeout_ms) {
+        return Err(PolicyError::OutOfRange {
+            what: "approval_timeout",
+            rule: "between 1ms and 1h",
+            value: format!("{timeout_ms}ms"),
+        });
+    }
+    Ok(crate::ApprovalPolicy {
+        mode,
+        approver: n.approver.clone(),
+        timeout_ms,
     })
 }
 

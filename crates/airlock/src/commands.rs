@@ -116,6 +116,19 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     f.limits.disk = size(&args.disk, "--disk")?;
     f.limits.output_limit = size(&args.output_limit, "--output-limit")?;
     f.network.byte_budget = size(&args.byte_budget, "--byte-budget")?;
+    f.network.approval = args
+        .approval
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| anyhow!("--approval: {e}"))?;
+    f.network.approver = args.approver.clone();
+    f.network.approval_timeout = args
+        .approval_timeout
+        .as_deref()
+        .map(|t| parse_duration(t).map(DurationValue))
+        .transpose()
+        .context("--approval-timeout")?;
     f.limits.pids = args.pids;
     f.limits.cpus = args.cpus;
     f.limits.timeout = args
