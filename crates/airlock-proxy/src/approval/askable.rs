@@ -111,8 +111,10 @@ pub fn askable(refusal: &EgressDecision, host_own: &[IpAddr]) -> Option<GrantTar
                 Host::Ip(ip) => literal(ip),
             }
         }
+        // A deny rule (a name or an address) wins over any grant: never askable.
         DenyReason::BadHost
         | DenyReason::DeniedDomain
+        | DenyReason::DeniedAddress
         | DenyReason::ForbiddenAddress
         | DenyReason::ResolveFailed => None,
     }

@@ -71,6 +71,21 @@ fn deny_rules_win_and_are_never_askable() {
 }
 
 #[test]
+fn a_denied_address_is_never_askable_by_name_or_as_a_literal() {
+    // deny_ip (E2B's denyOut of an address) is a deny rule like deny_domain.
+    let r = rules(&[], &[], &[])
+        .with_deny_ips(&["93.184.216.34".to_string()])
+        .unwrap();
+    assert_eq!(ask(&r, "93.184.216.34", 443), (None, None));
+    // By name (refused for its port): the name alone is askable, but the widened decision
+    // still refuses it (the gate does not ask what a yes could not open).
+    let r = rules(&["public.example:80"], &[], &[])
+        .with_deny_ips(&["93.184.216.0/24".to_string()])
+        .unwrap();
+    assert_eq!(ask(&r, "public.example", 443).1, Some(false));
+}
+
+#[test]
 fn private_loopback_metadata_and_own_addresses_are_never_askable() {
     // By name: the name is askable on its own, but the widened decision still refuses the
     // address, so the gate never asks (it checks the widened decision first).
