@@ -270,7 +270,10 @@ pub fn parse<T: serde::de::DeserializeOwned>(
     body: &[u8],
     empty_ok: bool,
 ) -> Result<T, crate::ApiError> {
-    let body = if empty_ok && body.iter().all(u8::is_ascii_whitespace) {
+    // JSON's whitespace only (space, tab, LF, CR): Rust's ASCII whitespace also has form
+    // feed, and a body of one form feed is not JSON.
+    let json_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let body = if empty_ok && body.iter().all(json_space) {
         &b"{}"[..]
     } else {
         body
