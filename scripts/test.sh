@@ -95,6 +95,12 @@ scripts/microvm-guest.sh
 # E2B's official SDKs (PyPI and npm, pinned in tests/e2b) for the E2B conformance suite; fast when
 # already installed.
 scripts/e2b-clients.sh
+# The gVisor tests and benchmarks run on a current runsc (Debian trixie's, pinned by its .deb's
+# SHA-256, under target/gvisor; cached): systrap, and checkpoints that restore. Debian's own
+# runsc (bookworm's, installed above) stays what tests/gvisor.rs checks a user's older runsc
+# against: no systrap, checkpoints refused with the reason, the statx shim.
+AIRLOCK_RUNSC=$(scripts/gvisor-runsc.sh)
+export AIRLOCK_RUNSC
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --locked 2>&1 | tee "$log"

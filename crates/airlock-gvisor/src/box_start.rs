@@ -365,7 +365,7 @@ impl<'a> BoxStart<'a> {
         };
         let mut running = RunningBox {
             receipt,
-            env: command_env(policy, self.template),
+            env: command_env(policy, self.template, self.runsc),
             cwd: policy.cwd.to_string_lossy().into_owned(),
             agent: None,
             runsc: self.runsc.clone(),
@@ -440,7 +440,7 @@ impl<'a> BoxStart<'a> {
                 return Err(fail(running, e));
             }
         }
-        if crate::checkpoint::kind(running.network).is_some() {
+        if crate::checkpoint::kind(&running.runsc, running.network).is_some() {
             if let Err(e) = running.relay_agent() {
                 return Err(fail(running, e));
             }
@@ -450,8 +450,12 @@ impl<'a> BoxStart<'a> {
 }
 
 /// What commands start with: the template's environment, the policy's allowlist over it, and
-/// the proxy's variables for a proxied box.
-fn command_env(policy: &ResolvedPolicy, template: &Template) -> BTreeMap<String, String> {
+/// the proxy's variables for a proxied box, the statx shim where this runsc needs it.
+fn command_env(
+    policy: &ResolvedPolicy,
+    template: &Template,
+    runsc: &Runsc,
+) -> BTreeMap<String, String> {
     let mut env = match template {
         Template::Host => BTreeMap::new(),
         Template::Image(t) => t.defaults.env.clone(),
@@ -463,7 +467,9 @@ fn command_env(policy: &ResolvedPolicy, template: &Template) -> BTreeMap<String,
     if !policy.secrets.is_empty() {
         env.extend(airlock_proxy::intercept::box_trust_env());
     }
-    crate::compat::preload(&mut env);
+    if runsc.needs_statx_shim() {
+        crate::compat::preload(&mut env);
+    }
     env
 }
 
@@ -634,7 +640,7 @@ impl RunningBox {
         Capabilities {
             live_egress: self.proxy.is_some(),
             pause: true,
-            checkpoint: crate::checkpoint::kind(self.network),
+            checkpoint: crate::checkpoint::kind(&self.runsc, self.network),
         }
     }
 
