@@ -81,7 +81,7 @@ fn a_frozen_native_box_stops_in_place_and_resumes_in_milliseconds_with_its_memor
         &mut s,
         &format!(
             "(n=0; while :; do n=$((n+1)); echo $n > count; done) >/dev/null 2>&1 & \
-             python3 -c 'import time; b = bytearray(64 << 20); time.sleep(3600)' {marker} \
+             python3 -c 'import time; b = bytearray(b\"x\" * (64 << 20)); time.sleep(3600)' {marker} \
              >/dev/null 2>&1 &"
         ),
     );
@@ -89,6 +89,17 @@ fn a_frozen_native_box_stops_in_place_and_resumes_in_milliseconds_with_its_memor
     while counter(ws.path()) < 100 {
         assert!(Instant::now() < deadline, "the counter never ran");
         std::thread::sleep(Duration::from_millis(10));
+    }
+    // The buffer is in memory before the freeze (Python may still be starting on a loaded
+    // machine when the counter is already past 100).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s.usage().unwrap().memory_bytes.unwrap_or(0) < 64 << 20 {
+        assert!(
+            Instant::now() < deadline,
+            "the 64 MiB buffer never became resident: {:?}",
+            s.usage()
+        );
+        std::thread::sleep(Duration::from_millis(20));
     }
     let before = s.usage().unwrap();
     s.pause().unwrap();
@@ -147,6 +158,12 @@ fn a_hundred_pause_and_resume_cycles_leak_nothing() {
     let procs = s.usage().unwrap().processes.unwrap();
     assert!(procs <= 2, "{procs} processes in the box after the cycles");
     s.kill();
+    // The box's descriptors close as its host ends, which a loaded machine may take a moment
+    // to see through.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open_fds() != fds && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(open_fds(), fds, "descriptors leaked");
     assert_eq!(
         common::host_mounts().lines().count(),
