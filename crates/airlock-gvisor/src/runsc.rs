@@ -64,6 +64,10 @@ pub struct Runsc {
     pub platform: Platform,
     /// `runsc --version`'s first line (`runsc version 0.0~20221219.0`).
     pub version: String,
+    /// This runsc has the `-directfs` flag (gVisor 2023 on; on by default), which airlock
+    /// turns off: see [`Runsc::global_args`].
+    #[serde(default)]
+    pub directfs: bool,
 }
 
 fn executable(p: &Path) -> bool {
@@ -123,6 +127,7 @@ impl Runsc {
             .unwrap_or("")
             .to_string();
         let offers = |p: Platform| platform_help.contains(p.as_str());
+        let directfs = flags.lines().any(|l| l.trim() == "-directfs");
         let platform = match platform {
             Some(p) if p == Platform::Ptrace || offers(p) => p,
             Some(p) => return Err(RunscError::PlatformMissing(p)),
@@ -133,6 +138,7 @@ impl Runsc {
             path,
             platform,
             version,
+            directfs,
         })
     }
 
@@ -148,7 +154,7 @@ impl Runsc {
     pub fn global_args(&self, state: &Path, network: RunscNetwork) -> Vec<OsString> {
         let mut root = OsString::from("--root=");
         root.push(state);
-        vec![
+        let mut args = vec![
             root,
             format!("--platform={}", self.platform).into(),
             format!("--network={}", network.as_str()).into(),
@@ -156,7 +162,16 @@ impl Runsc {
             "--ignore-cgroups".into(),
             // The box reaches no host unix socket.
             "--host-uds=none".into(),
-        ]
+        ];
+        if self.directfs {
+            // With directfs the Sentry opens the box's files itself: it then runs as host
+            // root (not nobody in a user namespace of its own) with file capabilities, and in
+            // its own mount namespace, where the host mounts that cover protected paths are
+            // not mount points, so `rm .bashrc` in the box removed the host's file. Without
+            // it the gofer, in the namespace with those covers, does every file operation.
+            args.push("--directfs=false".into());
+        }
+        args
     }
 }
 
@@ -239,6 +254,7 @@ mod tests {
             path: "/usr/bin/runsc".into(),
             platform: Platform::Ptrace,
             version: version.into(),
+            directfs: false,
         }
     }
 
@@ -268,5 +284,16 @@ mod tests {
         let unknown = runsc("runsc version VERSION_MISSING");
         assert!(unknown.restore_gap().is_some_and(|w| w.contains("unknown")));
         assert!(unknown.needs_statx_shim());
+    }
+
+    #[test]
+    fn directfs_is_turned_off_where_the_runsc_has_it() {
+        let mut r = runsc("runsc version 0.0~20240729.0");
+        let args = |r: &Runsc| r.global_args(Path::new("/s"), RunscNetwork::None);
+        assert!(!args(&r)
+            .iter()
+            .any(|a| a.to_string_lossy().contains("directfs")));
+        r.directfs = true;
+        assert!(args(&r).contains(&OsString::from("--directfs=false")));
     }
 }
