@@ -570,7 +570,53 @@ impl RunningBox {
             Some(relay) => relay.replace(ours),
             None => self.agent = Some(ours),
         }
+        if matches!(launch, Launch::Restore(_)) {
+            self.wait_restored()?;
+        }
         Ok(())
+    }
+
+    /// Waits (bounded) until runsc says the restored container runs: by then it has read the
+    /// image (or holds it open), so the caller may move or delete the checkpoint (the store
+    /// renames a staged one into place and drops a pause's once resumed). A restore that
+    /// fails is an error saying why, not a box whose agent is silently gone.
+    fn wait_restored(&mut self) -> Result<(), StartError> {
+        #[derive(serde::Deserialize)]
+        struct State {
+            status: String,
+        }
+        let deadline = Instant::now() + HELLO_TIMEOUT;
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(StartError::Refused(format!(
+                        "runsc restore ended ({status}) before the box ran{}",
+                        self.runsc_complaint()
+                    )));
+                }
+            }
+            let out = self
+                .runsc
+                .command(&self.layout.state, self.network)
+                .arg("state")
+                .arg(&self.id)
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+                .map_err(|e| refused("cannot run runsc state", e))?;
+            let state = serde_json::from_slice::<State>(&out.stdout).ok();
+            if state.is_some_and(|s| s.status == "running") {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(StartError::Refused(format!(
+                    "the restored box did not run within {} s{}",
+                    HELLO_TIMEOUT.as_secs(),
+                    self.runsc_complaint()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// From now on the owner's connection goes through a [`Relay`] to this sandbox's socket.

@@ -542,3 +542,10 @@ fn the_seed_scenario_keeps_a_dataframe_across_pauses_on_microvm_boxes() {
 fn the_seed_scenario_keeps_a_dataframe_across_pauses_on_native_boxes() {
     seed_scenario("native");
 }
+
+#[test]
+fn the_seed_scenario_keeps_a_dataframe_across_pauses_on_gvisor_boxes() {
+    // runsc checkpoint / restore: a runsc that restores airlock boxes (scripts/test.sh sets
+    // AIRLOCK_RUNSC to one; bookworm's own refuses checkpoints, and the pause would fail).
+    seed_scenario("gvisor");
+}
