@@ -515,9 +515,16 @@ fn bookworms_runsc_refuses_a_checkpoint_saying_why_it_cannot_restore() {
 /// The box's counter loop (a shell variable in the Sentry's memory, written to the scratch
 /// `/tmp` every 50 ms) and the last value it wrote.
 fn counter(s: &mut LiveSandbox) -> u64 {
-    let (code, out, err) = sh(s, "cat /tmp/counter");
-    assert_eq!(code, 0, "{err}");
-    out.trim().parse().unwrap()
+    // The loop truncates the file before each write: a read between the two sees it empty.
+    for _ in 0..50 {
+        let (code, out, err) = sh(s, "cat /tmp/counter");
+        assert_eq!(code, 0, "{err}");
+        if let Ok(n) = out.trim().parse() {
+            return n;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("/tmp/counter stayed empty: the counting process is gone");
 }
 
 /// Every file called `name` below `dir`.
