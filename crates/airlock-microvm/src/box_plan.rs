@@ -117,7 +117,14 @@ pub fn plan(
     let mut protect = Vec::new();
     let mut covers = Vec::new();
     for m in workspace.iter().chain(grants.iter()) {
-        if m.access == Access::ReadWrite && m.protect && m.host.is_dir() {
+        // A 9p export is a directory: QEMU cannot share one file (or a FIFO, a socket).
+        if !m.host.is_dir() {
+            return Err(MicrovmError::Invalid(format!(
+                "the microvm backend shares directories only, and {} is not one: grant the directory that holds it (with --deny for what the box must not see), or use --backend native or gvisor",
+                m.host.display()
+            )));
+        }
+        if m.access == Access::ReadWrite && m.protect {
             let (pins, paths) = airlock_jail::rootfs::protected_under(&m.host);
             covers.extend(pins.into_iter().map(|path| HostCover {
                 path,

@@ -675,8 +675,16 @@ fn an_unprivileged_user_runs_a_wasm_box_and_its_files_stay_theirs() {
     std::fs::create_dir_all(copy.python().parent().unwrap()).unwrap();
     std::fs::copy(installed.python(), copy.python()).unwrap();
     std::fs::create_dir_all(copy.cache()).unwrap();
+    // The cache holds the compiled module, its stamp and the unpacked standard library (a
+    // directory tree).
     for e in std::fs::read_dir(installed.cache()).unwrap().flatten() {
-        std::fs::copy(e.path(), copy.cache().join(e.file_name())).unwrap();
+        let status = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(e.path())
+            .arg(copy.cache().join(e.file_name()))
+            .status()
+            .unwrap();
+        assert!(status.success(), "cp -a {}", e.path().display());
     }
     std::process::Command::new("chmod")
         .args(["-R", "a+rX"])

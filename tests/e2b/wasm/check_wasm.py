@@ -9,7 +9,8 @@ sbx = Sandbox.create()
 try:
     assert sbx.run_code("x = 41\ndef bump():\n    global x\n    x += 1\n    return x").error is None
     assert sbx.run_code("bump()").text == "42"
-    assert sbx.run_code("import sys; sys.platform").text == "'wasi'"
+    # A str result's text has no quotes, as E2B's interpreter gives it.
+    assert sbx.run_code("import sys; sys.platform").text == "wasi"
 
     out = sbx.run_code("for i in range(3):\n    print('line', i)")
     assert "".join(out.logs.stdout) == "line 0\nline 1\nline 2\n", out.logs
@@ -19,7 +20,7 @@ try:
     assert "line 6" in err.error.traceback and "line 4" in err.error.traceback, err.error.traceback
 
     sbx.files.write("/tmp/in.txt", "from the sdk")
-    assert sbx.run_code("open('/tmp/in.txt').read().upper()").text == "'FROM THE SDK'"
+    assert sbx.run_code("open('/tmp/in.txt').read().upper()").text == "FROM THE SDK"
     sbx.run_code("open('/tmp/out.txt', 'w').write('from wasm')")
     assert sbx.files.read("/tmp/out.txt") == "from wasm"
 
