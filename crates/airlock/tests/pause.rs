@@ -420,3 +420,49 @@ fn a_native_pause_freezes_in_place_and_says_a_server_restart_does_not_keep_it() 
     );
     server.stop();
 }
+
+#[test]
+fn a_proxied_gvisor_box_is_frozen_in_place_and_says_it_does_not_outlive_the_server() {
+    // A --net proxy gVisor box's sockets are host sockets (runsc --network=host in airlock's
+    // namespace), which runsc does not save: it is never checkpointed. Its pause freezes it in
+    // place (memory resident), says so, and a snapshot or fork of it is refused with the reason.
+    let data = TempDir::new("pause-gvisor-proxy");
+    let (mut server, api) = serve(data.path(), &["--backend", "gvisor"]);
+    let (code, v) = api.call(
+        "POST",
+        "/v1/sandboxes",
+        Some(json!({ "backend": "gvisor", "policy": { "network": { "mode": "proxy" } } })),
+    );
+    assert_eq!(code, 201, "{v}");
+    let id = v["id"].as_str().unwrap().to_string();
+    let sleeper = api.sh(
+        &id,
+        "echo kept > /tmp/state; sleep 1000 >/dev/null 2>&1 & echo $!",
+    );
+    let (code, paused) = api.call("POST", &format!("/v1/sandboxes/{id}/pause"), None);
+    assert_eq!(code, 200, "{paused}");
+    assert_eq!(paused["kept"]["resident"], true, "{paused}");
+    let message = paused["kept"]["message"].as_str().unwrap();
+    assert!(message.contains("does not outlive the server"), "{message}");
+    assert!(
+        snapshot_dirs(data.path()).is_empty(),
+        "a proxied box was checkpointed"
+    );
+    let (code, _) = api.call("POST", &format!("/v1/sandboxes/{id}/resume"), None);
+    assert_eq!(code, 200);
+    let out = api.sh(
+        &id,
+        &format!("cat /tmp/state; kill -0 {} && echo alive", sleeper.trim()),
+    );
+    assert_eq!(out, "kept\nalive\n");
+    let (code, refused) = api.call(
+        "POST",
+        &format!("/v1/sandboxes/{id}/snapshots"),
+        Some(json!({ "name": "x" })),
+    );
+    assert_eq!(code, 409, "{refused}");
+    assert!(refused.to_string().contains("host sockets"), "{refused}");
+    assert!(snapshot_dirs(data.path()).is_empty());
+    api.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
+    server.stop();
+}
