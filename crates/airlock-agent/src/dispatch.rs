@@ -5,10 +5,10 @@ use crate::process::{Process, Subscriber};
 use crate::server::{Agent, ChannelUse};
 use crate::transfer::{self, Upload};
 use crate::watch::Watcher;
-use crate::{spawn, sys};
+use crate::{spawn, sys, tunnel};
 use airlock_protocol::{
     Empty, ErrorCode, ExecReply, ExecRequest, ListDirReply, Op, ProcessList, ReadFileReply, Reply,
-    Request, TtySize, WatchReply, WriteFileReply,
+    Request, TtySize, TunnelReply, WatchReply, WriteFileReply,
 };
 use std::collections::hash_map::Entry;
 use std::time::{Duration, Instant};
@@ -115,8 +115,44 @@ impl Agent<'_> {
                 _ => Reply::error(id, ErrorCode::NotFound, format!("no watch {watch}")),
             },
             Op::Ping => Reply::ok(id, &Empty {}),
+            Op::Tunnel { port } => self.tunnel(id, port),
         };
         self.conn.reply(&reply);
+    }
+
+    fn tunnel(&mut self, id: u64, port: u16) -> Reply {
+        let open = self
+            .channels
+            .values()
+            .filter(|c| matches!(c, ChannelUse::Tunnel(_)))
+            .count();
+        if open >= tunnel::MAX_TUNNELS {
+            return Reply::error(
+                id,
+                ErrorCode::Limit,
+                format!(
+                    "{open} connections into the box are open, the most it takes; close one first"
+                ),
+            );
+        }
+        match tunnel::connect(port) {
+            Ok(t) => {
+                let channel = self.new_channel();
+                self.channels
+                    .insert(channel, ChannelUse::Tunnel(Box::new(t)));
+                Reply::ok(id, &TunnelReply { channel })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Reply::error(
+                id,
+                ErrorCode::NotFound,
+                format!("nothing in the box listens on port {port} (connection refused)"),
+            ),
+            Err(e) => Reply::error(
+                id,
+                crate::code_of(&e),
+                format!("connecting to port {port} in the box failed: {e}"),
+            ),
+        }
     }
 
     fn new_channel(&mut self) -> u32 {
@@ -239,6 +275,7 @@ impl Agent<'_> {
                     p.push_stdin(data, &mut self.conn, channel);
                 }
             }
+            Some(ChannelUse::Tunnel(t)) => t.push(data),
             Some(ChannelUse::Upload(upload)) => {
                 let was_failed = upload.is_failed();
                 if let Err(e) = upload.write(data) {
@@ -278,6 +315,13 @@ impl Agent<'_> {
             Some(ChannelUse::Output(pid)) => {
                 if let Some(p) = self.procs.get_mut(&pid) {
                     p.unsubscribe(channel);
+                }
+            }
+            // The host closed the connection: dropping the tunnel closes its box end, and the
+            // host hears the end of the box's side too (it may be waiting for it).
+            Some(ChannelUse::Tunnel(t)) => {
+                if t.wants_read() {
+                    self.conn.eof(channel);
                 }
             }
             Some(ChannelUse::Download) => {

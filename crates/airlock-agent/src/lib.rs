@@ -20,6 +20,7 @@ mod spawn;
 pub mod standalone;
 mod sys;
 mod transfer;
+mod tunnel;
 mod watch;
 mod xattrs;
 

@@ -11,6 +11,7 @@ use crate::conn::{Connection, ReadOutcome};
 use crate::process::{Process, Stream};
 use crate::reaper::{self, Reaper};
 use crate::transfer::{Download, Upload};
+use crate::tunnel::Tunnel;
 use crate::watch::Watcher;
 use crate::{sys, AgentError, AgentHooks};
 use airlock_protocol::{
@@ -39,6 +40,8 @@ pub(crate) enum ChannelUse {
     Download,
     /// A file streamed from the host.
     Upload(Upload),
+    /// A connection to a port in the box, both ways.
+    Tunnel(Box<Tunnel>),
 }
 
 pub(crate) struct Agent<'h> {
@@ -61,6 +64,7 @@ enum Slot {
     Inotify,
     Output(i32, Stream),
     Stdin(i32),
+    Tunnel(u32),
 }
 
 /// Serves the host on `conn` until the host closes it, then kills every process the agent
@@ -119,7 +123,11 @@ impl Agent<'_> {
             slots.clear();
             pfds.clear();
             let mut sock_events = 0;
-            if pending < HARD_CAP {
+            let tunnel_full = self
+                .channels
+                .values()
+                .any(|c| matches!(c, ChannelUse::Tunnel(t) if t.is_full()));
+            if pending < HARD_CAP && !tunnel_full {
                 sock_events |= libc::POLLIN;
             }
             if pending > 0 {
@@ -149,6 +157,20 @@ impl Agent<'_> {
                 }
                 if let Some(fd) = p.stdin_wants_write() {
                     push(Slot::Stdin(p.pid), fd, libc::POLLOUT);
+                }
+            }
+            for (&channel, c) in &self.channels {
+                if let ChannelUse::Tunnel(t) = c {
+                    let mut events = 0;
+                    if t.wants_read() && pending < HIGH_WATER {
+                        events |= libc::POLLIN;
+                    }
+                    if t.wants_write() {
+                        events |= libc::POLLOUT;
+                    }
+                    if events != 0 {
+                        push(Slot::Tunnel(channel), t.raw_fd(), events);
+                    }
                 }
             }
             let timeout = self.poll_timeout();
@@ -190,6 +212,16 @@ impl Agent<'_> {
                     Slot::Stdin(pid) => {
                         if let Some(p) = self.procs.get_mut(&pid) {
                             p.write_stdin();
+                        }
+                    }
+                    Slot::Tunnel(channel) => {
+                        if let Some(ChannelUse::Tunnel(t)) = self.channels.get_mut(&channel) {
+                            if pfd.revents & libc::POLLOUT != 0 {
+                                t.write_box();
+                            }
+                            if pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                                t.read_box(channel, &mut self.conn, &mut self.buf);
+                            }
                         }
                     }
                 }

@@ -235,14 +235,8 @@ fn bind(source: &Path, target: &Path, read_only: bool) -> std::io::Result<()> {
 
 /// The egress proxy's rules from the policy's allowlist.
 pub fn egress_rules(e: &Egress) -> Result<airlock_proxy::rules::EgressRules, String> {
-    airlock_proxy::rules::EgressRules::parse(
-        &e.allow_domain,
-        &e.deny_domain,
-        &e.allow_ip,
-        &e.map_host,
-    )
-    .map(|r| r.with_public_internet(e.public_internet))
-    .map_err(|e| format!("invalid network allowlist: {e}"))
+    airlock_proxy::rules::EgressRules::from_egress(e)
+        .map_err(|e| format!("invalid network allowlist: {e}"))
 }
 
 impl<'a> BoxStart<'a> {
@@ -416,6 +410,12 @@ impl<'a> BoxStart<'a> {
                 },
                 None => None,
             };
+            // Only the approver program can answer for this box kind so far; `on-request`
+            // without one is refused rather than run as `never`.
+            let approval = match airlock_proxy::approval::gate_for(&policy.egress.approval, None) {
+                Ok(g) => g,
+                Err(e) => return Err(fail(running, StartError::Refused(e.to_string()))),
+            };
             let config = airlock_proxy::server::ProxyConfig {
                 rules,
                 max_connections: policy.egress.max_connections as usize,
@@ -424,6 +424,7 @@ impl<'a> BoxStart<'a> {
                 audit,
                 on_event: self.on_event.clone(),
                 intercept: interceptor,
+                approval,
             };
             match airlock_proxy::server::start(listener, config) {
                 Ok(p) => {

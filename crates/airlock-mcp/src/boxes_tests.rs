@@ -16,6 +16,7 @@ fn event(decision: NetDecision, host: &str) -> NetworkEvent {
         duration_ms: 0.0,
         intercepted: false,
         secrets: Vec::new(),
+        approval: None,
     }
 }
 

@@ -9,14 +9,8 @@ use std::time::Duration;
 
 /// The allowlist as the proxy's rules.
 pub fn rules(egress: &Egress) -> Result<EgressRules, MicrovmError> {
-    EgressRules::parse(
-        &egress.allow_domain,
-        &egress.deny_domain,
-        &egress.allow_ip,
-        &egress.map_host,
-    )
-    .map(|r| r.with_public_internet(egress.public_internet))
-    .map_err(|e| MicrovmError::Invalid(format!("invalid network allowlist: {e}")))
+    EgressRules::from_egress(egress)
+        .map_err(|e| MicrovmError::Invalid(format!("invalid network allowlist: {e}")))
 }
 
 /// Starts the proxy for a box with `egress`, reporting to `opts`' sink and audit file, and
@@ -51,6 +45,10 @@ pub fn start(
         audit,
         on_event,
         intercept,
+        // Only the approver program can answer for this box kind so far; `on-request` without
+        // one is refused rather than run as `never`.
+        approval: airlock_proxy::approval::gate_for(&egress.approval, None)
+            .map_err(|e| MicrovmError::Invalid(e.to_string()))?,
     };
     airlock_proxy::server::start(listener, config)
         .map_err(|e| MicrovmError::io("cannot start the box's proxy", e))

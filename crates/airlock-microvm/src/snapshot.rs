@@ -45,9 +45,27 @@ fn save_to(vm: &mut Vm, tmp: &Path, keep_stopped: bool) -> Result<(), MicrovmErr
     vm.qmp.execute("migrate", json!({"uri": "fd:snapshot"}))?;
     vm.qmp.wait_migration(SAVE_TIMEOUT)?;
     if !keep_stopped {
-        vm.qmp.execute("cont", json!({}))?;
+        resume_after_save(vm)?;
     }
     Ok(())
+}
+
+/// `cont` after a save. QEMU reports the migration `completed` a moment before its migration
+/// thread has cleaned up, and refuses `cont` until then ("Migration is not finalized yet"), which
+/// a loaded machine makes likely: that answer is retried for up to 5 s, any other is the error.
+fn resume_after_save(vm: &mut Vm) -> Result<(), MicrovmError> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match vm.qmp.execute("cont", json!({})) {
+            Ok(_) => return Ok(()),
+            Err(MicrovmError::Qmp { message, .. })
+                if message.contains("not finalized") && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Opens a snapshot to restore.

@@ -35,6 +35,8 @@ struct NetworkWire {
     #[serde(default)]
     allow_ip: Vec<String>,
     #[serde(default)]
+    deny_ip: Vec<String>,
+    #[serde(default)]
     map_host: Vec<String>,
 }
 
@@ -80,6 +82,7 @@ fn parse(line: &[u8]) -> Result<ControlMessage, String> {
         return Err("control message has nothing to do: expected {\"network\": {...}}".into());
     };
     EgressRules::parse(&n.allow_domain, &n.deny_domain, &n.allow_ip, &n.map_host)
+        .and_then(|r| r.with_deny_ips(&n.deny_ip))
         .map(ControlMessage::SetNetwork)
         .map_err(|e| format!("bad network policy in control message: {e}"))
 }

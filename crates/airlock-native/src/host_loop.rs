@@ -114,7 +114,7 @@ pub fn host_main(
     let on_event: Option<airlock_proxy::audit::EventSink> = network_events.then(|| {
         let control = Arc::clone(&control);
         let sink: airlock_proxy::audit::EventSink = Arc::new(move |e| {
-            let event = network_event(e);
+            let event = Box::new(network_event(e));
             let _ = send(&control, &FromHost::Network { event }, None);
         });
         sink

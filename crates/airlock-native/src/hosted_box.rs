@@ -122,7 +122,7 @@ fn read_host(
         match recv(&control, None) {
             Ok(Some((FromHost::Network { event }, _))) => {
                 if let Some(s) = &sink {
-                    s.network_event(event);
+                    s.network_event(*event);
                 }
             }
             Ok(Some((FromHost::Exited { reason }, _))) => end(reason),

@@ -24,6 +24,9 @@ pub(crate) struct Launch<'a> {
     pub audit: Option<&'a Path>,
     /// Told about every network decision as it happens.
     pub on_event: Option<airlock_proxy::audit::EventSink>,
+    /// Who is asked about refused connections under approval `on-request` when the policy
+    /// names no approver program (the terminal, the server); `None`: nobody else.
+    pub asker: Option<airlock_proxy::approval::Asker>,
     pub sentinel: &'a Sentinel,
     pub extra_covers: &'a [PathBuf],
     /// The box may be paused later (a hosted box): its cgroup joins the freezer. One-shot runs
@@ -53,6 +56,10 @@ impl Launch<'_> {
         after_spawn: impl FnOnce(),
     ) -> Result<Started, RunError> {
         let policy = self.policy;
+        // Refused before the box starts (the approver itself starts with the proxy, after it).
+        if policy.network == airlock_policy::NetworkMode::Proxy {
+            airlock_proxy::approval::check_approver(&policy.egress.approval, self.asker.is_some())?;
+        }
         let template_lease = match &policy.template {
             Some(t) => Some(
                 airlock_template::hold(&t.rootfs).map_err(|e| RunError::Template(e.to_string()))?,
@@ -144,6 +151,17 @@ impl Launch<'_> {
         let proxy = match (channel, plan.egress.take()) {
             (Some(ch), Some(egress)) => match ch.receive() {
                 Some(listener) => {
+                    let approval = match airlock_proxy::approval::gate_for(
+                        &policy.egress.approval,
+                        self.asker.clone(),
+                    ) {
+                        Ok(g) => g,
+                        Err(e) => {
+                            spawned.kill();
+                            spawned.reap();
+                            return Err(RunError::Approval(e));
+                        }
+                    };
                     let config = ProxyConfig {
                         rules: egress.rules,
                         max_connections: egress.max_connections,
@@ -152,6 +170,7 @@ impl Launch<'_> {
                         audit,
                         on_event: self.on_event.clone(),
                         intercept: interceptor,
+                        approval,
                     };
                     match airlock_proxy::server::start(listener, config) {
                         Ok(p) => Some(p),

@@ -286,9 +286,7 @@ impl BoxPlan {
         let egress = if proxied {
             let e = &policy.egress;
             let rules =
-                EgressRules::parse(&e.allow_domain, &e.deny_domain, &e.allow_ip, &e.map_host)
-                    .map_err(|err| PlanError::Egress(err.to_string()))?
-                    .with_public_internet(e.public_internet);
+                EgressRules::from_egress(e).map_err(|err| PlanError::Egress(err.to_string()))?;
             Some(EgressPlan {
                 rules,
                 max_connections: e.max_connections as usize,
@@ -441,6 +439,7 @@ impl BoxPlan {
                 }
                 grants.extend(e.deny_domain.iter().map(|d| format!("deny {d}")));
                 grants.extend(e.allow_ip.iter().map(|d| format!("allow ip {d}")));
+                grants.extend(e.deny_ip.iter().map(|d| format!("deny ip {d}")));
                 grants.extend(e.map_host.iter().map(|d| format!("map {d}")));
                 if grants.is_empty() {
                     grants.push("nothing allowed".into());

@@ -123,6 +123,7 @@ impl Sandbox {
             argv: &argv,
             audit: opts.audit.as_deref(),
             on_event: opts.on_event.clone(),
+            asker: None,
             sentinel,
             extra_covers,
             pausable: true,
@@ -173,17 +174,12 @@ impl Sandbox {
                     .into(),
             });
         };
-        let rules = airlock_proxy::rules::EgressRules::parse(
-            &egress.allow_domain,
-            &egress.deny_domain,
-            &egress.allow_ip,
-            &egress.map_host,
-        )
-        .map_err(|e| SandboxError::Setup {
-            stage: "network".into(),
-            message: format!("invalid network policy: {e}"),
-        })?
-        .with_public_internet(egress.public_internet);
+        let rules = airlock_proxy::rules::EgressRules::from_egress(egress).map_err(|e| {
+            SandboxError::Setup {
+                stage: "network".into(),
+                message: format!("invalid network policy: {e}"),
+            }
+        })?;
         proxy.set_rules(rules);
         Ok(())
     }

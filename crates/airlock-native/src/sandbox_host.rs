@@ -93,7 +93,7 @@ pub enum FromHost {
     },
     /// One network decision of the box's proxy (unrequested).
     Network {
-        event: NetworkEvent,
+        event: Box<NetworkEvent>,
     },
     /// The box ended on its own (unrequested).
     Exited {
@@ -114,10 +114,10 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
         host: e.host.clone(),
         port: e.port,
         addr: e.addr.map(|a| a.to_string()),
-        decision: if e.decision == "allow" {
-            NetDecision::Allow
-        } else {
-            NetDecision::Deny
+        decision: match e.decision {
+            "allow" => NetDecision::Allow,
+            "ask" => NetDecision::Ask,
+            _ => NetDecision::Deny,
         },
         reason: e.reason.clone(),
         rule: e.rule.clone(),
@@ -127,6 +127,7 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
         duration_ms: e.duration_ms,
         intercepted: e.intercepted,
         secrets: e.secrets.clone(),
+        approval: e.approval.clone(),
     }
 }
 

@@ -40,6 +40,8 @@ pub enum RunError {
     Secrets(#[from] crate::box_secrets::SecretsSetupError),
     #[error("cannot start the egress proxy: {0}")]
     Proxy(#[source] io::Error),
+    #[error(transparent)]
+    Approval(#[from] airlock_proxy::approval::ApprovalError),
     #[error("cannot prepare the channel for the workspace's change layer: {0}")]
     ChangesChannel(#[source] io::Error),
     #[error("a long-lived box writes its workspace directly (the host reads it between calls); use changes = \"direct\" (--changes direct) for it")]
@@ -77,6 +79,7 @@ fn run_planned(
         argv,
         audit: opts.audit.as_deref(),
         on_event: None,
+        asker: None,
         sentinel,
         extra_covers,
         pausable: false,

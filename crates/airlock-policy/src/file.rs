@@ -29,6 +29,9 @@ use std::path::Path;
 /// max_connections = 512
 /// byte_budget = "1G"
 /// public_internet = false  # true: any public destination by name (not private/loopback/metadata)
+/// approval = "on-request"  # or "never" (default), "untrusted": ask before refusing
+/// approver = "./approve.py"  # a host program answering one JSON line per request
+/// approval_timeout = "30s"  # no answer by then: refused
 /// [limits]
 /// memory = "512M"
 /// pids = 128
@@ -102,6 +105,10 @@ pub struct NetworkSection {
     /// `CIDR[:PORT]`: a literal destination, or the resolved address of an allowed name.
     #[serde(default)]
     pub allow_ip: Vec<String>,
+    /// `CIDR[:PORT]` (a single address is a /32 or /128): never reached, whether named as a
+    /// literal or resolved from an allowed name; deny wins over allow.
+    #[serde(default)]
+    pub deny_ip: Vec<String>,
     /// `NAME=IP`: resolve NAME to IP without DNS.
     #[serde(default)]
     pub map_host: Vec<String>,
@@ -113,6 +120,13 @@ pub struct NetworkSection {
     /// address (private, loopback, link-local/metadata addresses and IP literals still need
     /// `allow_ip`). The explicit way to open the public internet; a bare `*` domain is refused.
     pub public_internet: Option<bool>,
+    /// `never` (a refusal is final), `on-request` (a refused connection is held while someone
+    /// is asked) or `untrusted` (also asks before each MCP command).
+    pub approval: Option<crate::ApprovalMode>,
+    /// A host program that answers approval requests (one JSON line each way).
+    pub approver: Option<String>,
+    /// How long a held connection waits for an answer (default 30s).
+    pub approval_timeout: Option<crate::DurationValue>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -180,6 +194,7 @@ impl PolicyFile {
         self.network.allow_domain.extend(over.network.allow_domain);
         self.network.deny_domain.extend(over.network.deny_domain);
         self.network.allow_ip.extend(over.network.allow_ip);
+        self.network.deny_ip.extend(over.network.deny_ip);
         self.network.map_host.extend(over.network.map_host);
         pick(
             &mut self.network.max_connections,
@@ -189,6 +204,12 @@ impl PolicyFile {
         pick(
             &mut self.network.public_internet,
             over.network.public_internet,
+        );
+        pick(&mut self.network.approval, over.network.approval);
+        pick(&mut self.network.approver, over.network.approver);
+        pick(
+            &mut self.network.approval_timeout,
+            over.network.approval_timeout,
         );
         let (l, o) = (&mut self.limits, over.limits);
         pick(&mut l.memory, o.memory);

@@ -9,6 +9,7 @@
 //! Deny by default: an empty policy grants nothing beyond the system directories needed to run
 //! programs, and every grant is an explicit entry.
 
+mod approval;
 mod backend;
 mod changes;
 mod error;
@@ -19,6 +20,10 @@ mod resolve;
 mod secrets;
 mod units;
 
+pub use approval::{
+    ApprovalMode, ApprovalNote, ApprovalPolicy, ApprovalScope, ApprovalStage,
+    DEFAULT_APPROVAL_TIMEOUT_MS,
+};
 pub use backend::BackendKind;
 pub use changes::ChangesMode;
 pub use error::PolicyError;

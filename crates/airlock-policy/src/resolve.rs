@@ -110,12 +110,18 @@ pub struct Egress {
     pub allow_domain: Vec<String>,
     pub deny_domain: Vec<String>,
     pub allow_ip: Vec<String>,
+    /// Address ranges never reached (see the policy file's `deny_ip`).
+    #[serde(default)]
+    pub deny_ip: Vec<String>,
     pub map_host: Vec<String>,
     pub max_connections: u32,
     pub byte_budget: Option<u64>,
     /// Any public destination by name (see the policy file's `public_internet`).
     #[serde(default)]
     pub public_internet: bool,
+    /// Whether refused connections are held and asked about, and who answers.
+    #[serde(default)]
+    pub approval: crate::ApprovalPolicy,
 }
 
 const DEFAULT_MAX_CONNECTIONS: u32 = 1024;
@@ -128,10 +134,17 @@ fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, Pol
             ("--allow-domain", !n.allow_domain.is_empty()),
             ("--deny-domain", !n.deny_domain.is_empty()),
             ("--allow-ip", !n.allow_ip.is_empty()),
+            ("deny_ip", !n.deny_ip.is_empty()),
             ("--map-host", !n.map_host.is_empty()),
             ("--max-connections", n.max_connections.is_some()),
             ("--byte-budget", n.byte_budget.is_some()),
             ("public_internet", n.public_internet == Some(true)),
+            (
+                "--approval",
+                n.approval.is_some_and(|m| m.asks_for_network()),
+            ),
+            ("--approver", n.approver.is_some()),
+            ("approval_timeout", n.approval_timeout.is_some()),
         ] {
             if set {
                 return Err(PolicyError::NeedsProxy { flag });
@@ -151,10 +164,52 @@ fn resolve_egress(file: &PolicyFile, network: NetworkMode) -> Result<Egress, Pol
         allow_domain: n.allow_domain.clone(),
         deny_domain: n.deny_domain.clone(),
         allow_ip: n.allow_ip.clone(),
+        deny_ip: n.deny_ip.clone(),
         map_host: n.map_host.clone(),
         max_connections,
         byte_budget: n.byte_budget.map(|b| b.0),
         public_internet: n.public_internet.unwrap_or(false),
+        approval: resolve_approval(n)?,
+    })
+}
+
+/// Longest an approval may be waited for: a held connection keeps a slot and the box waiting.
+const MAX_APPROVAL_TIMEOUT_MS: u64 = 3_600_000;
+
+fn resolve_approval(n: &crate::NetworkSection) -> Result<crate::ApprovalPolicy, PolicyError> {
+    let mode = n.approval.unwrap_or_default();
+    for (flag, set) in [
+        ("--approver", n.approver.is_some()),
+        ("--approval-timeout", n.approval_timeout.is_some()),
+    ] {
+        if set && !mode.asks_for_network() {
+            return Err(PolicyError::Conflict(format!(
+                "{flag} is for approval requests, which --approval never does not make; add --approval on-request (or remove {flag})"
+            )));
+        }
+    }
+    if let Some(cmd) = &n.approver {
+        if cmd.trim().is_empty() {
+            return Err(PolicyError::Conflict(
+                "--approver is empty: give the command that answers approval requests".into(),
+            ));
+        }
+    }
+    let timeout_ms = match n.approval_timeout {
+        Some(d) => u64::try_from(d.0.as_millis()).unwrap_or(u64::MAX),
+        None => crate::DEFAULT_APPROVAL_TIMEOUT_MS,
+    };
+    if !(1..=MAX_APPROVAL_TIMEOUT_MS).contains(&timeout_ms) {
+        return Err(PolicyError::OutOfRange {
+            what: "approval_timeout",
+            rule: "between 1ms and 1h",
+            value: format!("{timeout_ms}ms"),
+        });
+    }
+    Ok(crate::ApprovalPolicy {
+        mode,
+        approver: n.approver.clone(),
+        timeout_ms,
     })
 }
 

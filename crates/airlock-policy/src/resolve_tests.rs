@@ -393,3 +393,50 @@ fn resolved_policy_round_trips_through_json() {
     let back: ResolvedPolicy = serde_json::from_str(&text).unwrap();
     assert_eq!(back, p);
 }
+
+#[test]
+fn approval_is_a_proxy_key_that_defaults_to_never() {
+    use crate::{ApprovalMode, DurationValue};
+    let mut f = PolicyFile::default();
+    f.network.approval = Some(ApprovalMode::OnRequest);
+    let err = run(f, "/home/alice/proj").unwrap_err();
+    assert!(
+        matches!(err, PolicyError::NeedsProxy { flag: "--approval" }),
+        "{err}"
+    );
+    let mut f = PolicyFile::default();
+    f.network.mode = Some(NetworkMode::Proxy);
+    let p = run(f.clone(), "/home/alice/proj").unwrap();
+    assert_eq!(p.egress.approval.mode, ApprovalMode::Never);
+    assert_eq!(p.egress.approval.timeout_ms, 30_000);
+    f.network.approval = Some(ApprovalMode::OnRequest);
+    f.network.approver = Some("./approve.py".into());
+    f.network.approval_timeout = Some(DurationValue(std::time::Duration::from_millis(1500)));
+    let p = run(f.clone(), "/home/alice/proj").unwrap();
+    assert_eq!(p.egress.approval.mode, ApprovalMode::OnRequest);
+    assert_eq!(p.egress.approval.approver.as_deref(), Some("./approve.py"));
+    assert_eq!(p.egress.approval.timeout_ms, 1500);
+    // An approver that nothing would ask, an empty one, or a wait of 0 are refused.
+    f.network.approval = Some(ApprovalMode::Never);
+    let err = run(f.clone(), "/home/alice/proj").unwrap_err().to_string();
+    assert!(err.contains("--approval on-request"), "{err}");
+    let mut quiet = f.clone();
+    quiet.network.approver = None;
+    let err = run(quiet, "/home/alice/proj").unwrap_err().to_string();
+    assert!(err.contains("--approval-timeout"), "{err}");
+    f.network.approval = Some(ApprovalMode::OnRequest);
+    f.network.approver = Some("  ".into());
+    assert!(run(f.clone(), "/home/alice/proj").is_err());
+    f.network.approver = None;
+    f.network.approval_timeout = Some(DurationValue(std::time::Duration::ZERO));
+    let err = run(f, "/home/alice/proj").unwrap_err().to_string();
+    assert!(err.contains("approval_timeout"), "{err}");
+    // A policy serialised before approvals existed reads as `never`.
+    let old: Egress = serde_json::from_str(r#"{"allow_domain":[],"deny_domain":[],"allow_ip":[],"map_host":[],"max_connections":1,"byte_budget":null}"#).unwrap();
+    assert_eq!(old.approval, crate::ApprovalPolicy::default());
+    // The file key parses, and an unknown value names the choices.
+    let parsed: PolicyFile = toml::from_str("[network]\napproval = \"untrusted\"\n").unwrap();
+    assert_eq!(parsed.network.approval, Some(ApprovalMode::Untrusted));
+    let bad = toml::from_str::<PolicyFile>("[network]\napproval = \"sometimes\"\n");
+    assert!(bad.is_err());
+}

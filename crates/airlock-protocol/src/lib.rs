@@ -29,5 +29,5 @@ pub use message::{
 };
 pub use reply::{
     Empty, Entry, EntryKind, ErrorBody, ErrorCode, Event, ExecReply, ListDirReply, ProcessInfo,
-    ProcessList, ReadFileReply, Reply, WatchReply, WriteFileReply,
+    ProcessList, ReadFileReply, Reply, TunnelReply, WatchReply, WriteFileReply,
 };

@@ -157,6 +157,12 @@ pub enum Op {
     Unwatch { watch: u32 },
     /// Reply: `{}`.
     Ping,
+    /// Opens a TCP connection to `port` on the box's own loopback (`127.0.0.1`, else `::1`),
+    /// from inside the box. Reply: [`crate::TunnelReply`]; then the connection's bytes flow
+    /// both ways as Data on its channel: the agent's Data and Eof are what the box's end sent
+    /// (Eof: it closed its side), the host's Data goes to it, and the host's Eof closes the
+    /// connection.
+    Tunnel { port: u16 },
 }
 
 fn one() -> u32 {
@@ -271,6 +277,7 @@ impl Op {
                 Err("signal needs a positive pid and a signal number in 0..=64".into())
             }
             Op::Attach { pid, .. } if *pid <= 0 => Err("attach needs a positive pid".into()),
+            Op::Tunnel { port: 0 } => Err("tunnel needs a port from 1 to 65535".into()),
             Op::ReadFile { path } | Op::Stat { path } | Op::MakeDir { path, .. } => {
                 check_path(path)
             }

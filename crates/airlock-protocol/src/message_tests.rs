@@ -57,6 +57,7 @@ fn all_ops() -> Vec<Op> {
             xattrs: BTreeMap::from([("user.e2b.k".to_string(), "v".to_string())]),
         },
         Op::Ping,
+        Op::Tunnel { port: 8000 },
     ]
 }
 
@@ -167,6 +168,7 @@ fn bounds_are_invalid_with_id() {
         br#"{"id":9,"op":"signal","pid":0,"signal":9}"#,
         br#"{"id":9,"op":"signal","pid":1,"signal":99}"#,
         br#"{"id":9,"op":"attach","pid":-4}"#,
+        br#"{"id":9,"op":"tunnel","port":0}"#,
         // Only the `user.` namespace, with a name after it: never trusted.* or security.*.
         br#"{"id":9,"op":"set_xattrs","path":"/a","xattrs":{"security.capability":"x"}}"#,
         br#"{"id":9,"op":"set_xattrs","path":"/a","xattrs":{"trusted.k":"x"}}"#,

@@ -233,6 +233,13 @@ pub struct WatchReply {
     pub watch: u32,
 }
 
+/// Reply to `tunnel`: the channel the connection's bytes flow on, both ways.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TunnelReply {
+    pub channel: u32,
+}
+
 /// Something that happened, not tied to a request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case", deny_unknown_fields)]

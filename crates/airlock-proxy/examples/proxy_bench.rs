@@ -8,7 +8,14 @@
 //! proxy_bench latency N                  small request, new connection each, N of each kind
 //! proxy_bench tunnels N                  N CONNECT tunnels held open at once, each echoing
 //! proxy_bench echo-server SECONDS        prints its port, echoes for at most SECONDS
+//! proxy_bench approvals N                allowed requests under approval never vs on-request;
+//!                                        held requests answered at once (in-process approver)
+//!                                        and by a real approver program
 
+use airlock_proxy::approval::{
+    Answer, ApprovalGate, ApprovalRequest, ApprovalScope, Approver, PendingQueue, ProgramApprover,
+    Verdict,
+};
 use airlock_proxy::decision::Resolver;
 use airlock_proxy::rules::EgressRules;
 use airlock_proxy::server::{start_with_resolver, ProxyConfig, ProxyHandle};
@@ -38,7 +45,15 @@ impl Resolver for TableResolver {
 }
 
 fn proxy() -> io::Result<ProxyHandle> {
-    let rules = EgressRules::parse(&[SVC.into()], &[], &["127.0.0.1".into()], &[])
+    proxy_with(&[SVC.into()], None)
+}
+
+/// A proxy allowing `allow_domain` (127.0.0.1 granted as an address), asking `approval`.
+fn proxy_with(
+    allow_domain: &[String],
+    approval: Option<Arc<ApprovalGate>>,
+) -> io::Result<ProxyHandle> {
+    let rules = EgressRules::parse(allow_domain, &[], &["127.0.0.1".into()], &[])
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
     let config = ProxyConfig {
         rules,
@@ -48,6 +63,7 @@ fn proxy() -> io::Result<ProxyHandle> {
         audit: None,
         on_event: None,
         intercept: None,
+        approval,
     };
     start_with_resolver(
         TcpListener::bind((LOCALHOST, 0))?,
@@ -501,6 +517,89 @@ fn echo_server(seconds: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Says yes at once, from inside `ask` (what a held connection costs beyond its answer).
+struct InstantYes(Arc<PendingQueue>);
+
+impl Approver for InstantYes {
+    fn name(&self) -> String {
+        "bench".into()
+    }
+    fn ask(&self, request: &ApprovalRequest) {
+        let _ = self.0.answer(
+            request.id,
+            Answer {
+                verdict: Verdict::Allow,
+                scope: ApprovalScope::Once,
+                ttl: None,
+                byte_budget: None,
+                grant: None,
+                by: "bench".into(),
+            },
+        );
+    }
+}
+
+/// Allows every request, once, as fast as Python reads and writes a line.
+const PROGRAM_YES: &str = r#"/usr/bin/python3 -c 'import sys, json
+for l in sys.stdin:
+    print(json.dumps({"id": json.loads(l)["id"], "answer": "allow"}), flush=True)'"#;
+
+fn approvals(n: usize) -> io::Result<()> {
+    let origin = spawn_async_server(Duration::from_secs(600), http_forever)?;
+    let port = origin.port();
+    let req = format!("GET http://{SVC}:{port}/small HTTP/1.1\r\nHost: {SVC}:{port}\r\n\r\n")
+        .into_bytes();
+    let gate = |approver: Arc<dyn Approver>, pending| {
+        Arc::new(ApprovalGate::new(
+            approver,
+            pending,
+            Duration::from_secs(10),
+        ))
+    };
+    let never = proxy_with(&[SVC.into()], None)?;
+    // On-request, but the rules allow it: the gate is never consulted.
+    let q = Arc::new(PendingQueue::new());
+    let on_request = proxy_with(
+        &[SVC.into()],
+        Some(gate(Arc::new(InstantYes(q.clone())), q)),
+    )?;
+    // Not in the rules: every request is held and answered at once.
+    let q = Arc::new(PendingQueue::new());
+    let held = proxy_with(&[], Some(gate(Arc::new(InstantYes(q.clone())), q)))?;
+    let q = Arc::new(PendingQueue::new());
+    let program = ProgramApprover::spawn(PROGRAM_YES, q.clone())
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let by_program = proxy_with(&[], Some(gate(program, q)))?;
+    // A second `never` proxy: how far two identical proxies differ in this run (the noise).
+    let never_b = proxy_with(&[SVC.into()], None)?;
+    let kinds = [&never, &on_request, &held, &by_program, &never_b];
+    let mut times: Vec<Vec<f64>> = kinds.iter().map(|_| Vec::with_capacity(n)).collect();
+    // Alternate, starting each round at the next kind, so that drift on the machine and the
+    // position in a round affect every kind alike.
+    for round in 0..n {
+        for k in 0..kinds.len() {
+            let i = (round + k) % kinds.len();
+            times[i].push(one_request(kinds[i].local_addr(), &req)?);
+        }
+    }
+    let m: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+    println!(
+        "approvals, small HTTP request on a new connection (median of {n}): allowed under never {:.0} us, allowed under on-request {:.0} us (ratio {:.3}, goal 1.00); a second never proxy {:.0} us (ratio {:.3}: the noise between identical proxies)",
+        m[0], m[1], m[1] / m[0], m[4], m[4] / m[0]
+    );
+    println!(
+        "approvals, held and answered at once in-process: {:.0} us, added {:.3} ms over an allowed request (goal <= 1 ms)",
+        m[2],
+        (m[2] - m[0]) / 1000.0
+    );
+    println!(
+        "approvals, held and answered by an approver program (python, one JSON line each way): {:.0} us, added {:.3} ms (the answer's own latency included)",
+        m[3],
+        (m[3] - m[0]) / 1000.0
+    );
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let num = |i: usize, default: u64| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(default);
@@ -510,9 +609,10 @@ fn main() -> std::process::ExitCode {
         Some("latency") => latency(num(1, 2000).max(1) as usize),
         Some("tunnels") => tunnels(num(1, 500) as usize),
         Some("echo-server") => echo_server(num(1, 120)),
+        Some("approvals") => approvals(num(1, 2000).max(1) as usize),
         _ => Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "usage: proxy_bench throughput|placement|latency|tunnels|echo-server",
+            "usage: proxy_bench throughput|placement|latency|tunnels|echo-server|approvals",
         )),
     };
     match result {

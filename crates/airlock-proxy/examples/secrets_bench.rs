@@ -144,6 +144,7 @@ fn proxy(port: u16, intercept: Option<Arc<Interceptor>>) -> Result<ProxyHandle, 
         audit: None,
         on_event: None,
         intercept,
+        approval: None,
     };
     Ok(start_with_resolver(
         TcpListener::bind((LOCALHOST, 0))?,

@@ -21,7 +21,7 @@ pub struct NetEvent {
     pub port: u16,
     /// The address actually connected to (allowed requests).
     pub addr: Option<SocketAddr>,
-    /// `allow` or `deny`.
+    /// `allow` or `deny`; `ask` for a step of an approval (see `approval`).
     pub decision: &'static str,
     /// Why it was denied (kebab-case), or why an allowed connection failed.
     pub reason: Option<String>,
@@ -39,6 +39,10 @@ pub struct NetEvent {
     /// The secrets whose values were put in this request (names only, never values).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<String>,
+    /// The approval step an `ask` event records: the request, the answer and who gave it, the
+    /// grant and when it ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<airlock_policy::ApprovalNote>,
 }
 
 /// Where events go: kept in memory (bounded) and written to the audit file if one is set.

@@ -5,9 +5,11 @@
 //! between the check and the connection (no DNS rebinding window).
 
 mod decide;
+mod offload;
 mod outcome;
 mod resolver;
 
 pub use decide::decide;
+pub(crate) use offload::decide_off_loop;
 pub use outcome::{DenyReason, EgressDecision};
 pub use resolver::{Resolver, SystemResolver};

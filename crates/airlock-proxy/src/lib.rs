@@ -2,6 +2,8 @@
 //! listening socket created inside the box's network namespace and handed to the proxy, which
 //! checks every destination against the policy before it makes the outbound connection itself.
 //!
+//! - `approval`: connections the rules refuse, held while an approver is asked; the grants a
+//!   yes makes.
 //! - `rules`: the allowlist (domain patterns, IP grants, host mappings), parsed and normalised.
 //! - `addr`: IP literals in every notation, and special-purpose address ranges.
 //! - `decision`: one decision per connection: deny list, allow list, resolution on the host,
@@ -14,6 +16,7 @@
 //!   termination (per-box CA) and upstream connection of the connections that carry them.
 
 pub mod addr;
+pub mod approval;
 pub mod audit;
 pub mod decision;
 mod exchange;

@@ -2,8 +2,9 @@
 //! (handed over by the runtime), decides each request on the host, and relays allowed
 //! connections. Runs on its own thread with a single-threaded tokio runtime.
 
+use crate::approval::{ApprovalGate, Grant};
 use crate::audit::{AuditLog, NetEvent};
-use crate::decision::{decide, EgressDecision, Resolver, SystemResolver};
+use crate::decision::{decide_off_loop, EgressDecision, Resolver, SystemResolver};
 use crate::intercept::Interceptor;
 use crate::relay::Meter;
 use crate::rules::EgressRules;
@@ -32,6 +33,9 @@ pub struct ProxyConfig {
     /// The box's secrets: connections to their hosts are intercepted, and their placeholders
     /// are blocked everywhere else. `None`: nothing is intercepted.
     pub intercept: Option<Arc<Interceptor>>,
+    /// Refused connections that may be asked about are held while this gate asks (approval
+    /// `on-request`); `None` (approval `never`): every refusal is final.
+    pub approval: Option<Arc<ApprovalGate>>,
 }
 
 struct Shared {
@@ -39,6 +43,7 @@ struct Shared {
     audit: Arc<AuditLog>,
     bytes: Arc<AtomicU64>,
     intercept: Option<Arc<Interceptor>>,
+    approval: Option<Arc<ApprovalGate>>,
     budget: Option<u64>,
     host_own: Vec<IpAddr>,
     resolver: Arc<dyn Resolver>,
@@ -83,6 +88,7 @@ pub fn start_with_resolver(
         audit: Arc::new(AuditLog::new(config.audit, config.on_event)),
         bytes: Arc::new(AtomicU64::new(0)),
         intercept: config.intercept,
+        approval: config.approval,
         budget: config.byte_budget,
         host_own: host_addresses(),
         resolver,
@@ -269,6 +275,7 @@ pub(crate) fn event(
         duration_ms: start.elapsed().as_secs_f64() * 1000.0,
         intercepted: false,
         secrets: Vec::new(),
+        approval: None,
     }
 }
 
@@ -368,6 +375,7 @@ async fn handle_http(
         return;
     }
     let decision = decide_async(shared, &host, port).await;
+    let (decision, grant) = approve(shared, protocol, decision, start).await;
     let (addrs, rule) = match decision {
         EgressDecision::Deny {
             reason,
@@ -423,7 +431,7 @@ async fn handle_http(
         start,
     );
     ev.addr = upstream.peer_addr().ok();
-    let mut tunnel = Tunnel::new(shared, ev, start);
+    let mut tunnel = Tunnel::new(shared, ev, start, grant);
     let mut upstream = upstream;
     let rest = &buf[head_len..];
     if let (http::ProxyRequest::Connect { .. }, Some((interceptor, name))) =
@@ -483,8 +491,10 @@ async fn handle_http(
             head_request: method == "HEAD",
             version: *version,
         };
-        let up = Meter::new(&shared.bytes, shared.budget, &tunnel.up);
-        let down = Meter::new(&shared.bytes, shared.budget, &tunnel.down);
+        let up = Meter::new(&shared.bytes, shared.budget, &tunnel.up)
+            .with_grant(tunnel.grant.as_deref());
+        let down = Meter::new(&shared.bytes, shared.budget, &tunnel.down)
+            .with_grant(tunnel.grant.as_deref());
         let outcome = exchange::forward_one(&client, &upstream, request, rest, up, down).await;
         if outcome.dropped > 0 {
             tunnel.note(format!(
@@ -556,6 +566,7 @@ async fn handle_socks(
         socks5::SocksHost::Ip(ip) => ip.to_string(),
     };
     let decision = decide_async(shared, &host, port).await;
+    let (decision, grant) = approve(shared, "socks5", decision, start).await;
     let (addrs, rule) = match decision {
         EgressDecision::Deny {
             reason,
@@ -614,7 +625,7 @@ async fn handle_socks(
         start,
     );
     ev.addr = upstream.peer_addr().ok();
-    let mut tunnel = Tunnel::new(shared, ev, start);
+    let mut tunnel = Tunnel::new(shared, ev, start, grant);
     if let Some((interceptor, name)) = intercepts(shared, &host, port) {
         let bound = upstream.local_addr().ok();
         let acks = Acks {
@@ -670,16 +681,24 @@ struct Tunnel<'a> {
     shared: &'a Shared,
     event: Option<NetEvent>,
     start: Instant,
+    /// The approval grant it was allowed by; its bytes count against the grant's budget.
+    grant: Option<Arc<Grant>>,
     up: AtomicU64,
     down: AtomicU64,
     finished: bool,
 }
 
 impl<'a> Tunnel<'a> {
-    fn new(shared: &'a Shared, event: NetEvent, start: Instant) -> Tunnel<'a> {
+    fn new(
+        shared: &'a Shared,
+        event: NetEvent,
+        start: Instant,
+        grant: Option<Arc<Grant>>,
+    ) -> Tunnel<'a> {
         shared.active.fetch_add(1, Ordering::Relaxed);
         Tunnel {
             shared,
+            grant,
             event: Some(event),
             start,
             up: AtomicU64::new(0),
@@ -817,28 +836,44 @@ fn kebab<T: serde::Serialize>(value: &T) -> String {
         .unwrap_or_else(|| "denied".into())
 }
 
+/// A refusal the approval gate may turn into a yes (approval `on-request`), with the grant that
+/// allowed it. Without a gate (approval `never`) the decision is returned as it is.
+async fn approve(
+    shared: &Shared,
+    protocol: &'static str,
+    decision: EgressDecision,
+    start: Instant,
+) -> (EgressDecision, Option<Arc<Grant>>) {
+    let Some(gate) = shared.approval.as_ref() else {
+        return (decision, None);
+    };
+    if decision.is_allowed() {
+        return (decision, None);
+    }
+    let held = crate::approval::Held {
+        protocol,
+        rules: shared.rules.read().map(|r| r.clone()).unwrap_or_default(),
+        resolver: shared.resolver.clone(),
+        host_own: &shared.host_own,
+        audit: &shared.audit,
+        start,
+    };
+    match gate.reconsider(&held, &decision).await {
+        Some(approved) => (approved.decision, Some(approved.grant)),
+        None => (decision, None),
+    }
+}
+
 async fn decide_async(shared: &Shared, host: &str, port: u16) -> EgressDecision {
     let rules = shared.rules.read().map(|r| r.clone()).unwrap_or_default();
-    let resolver = shared.resolver.clone();
-    let host_own = shared.host_own.clone();
-    let host_s = host.to_string();
-    // Resolution may block (getaddrinfo): keep it off the event loop.
-    match tokio::task::spawn_blocking(move || {
-        decide(&rules, &host_s, port, resolver.as_ref(), &host_own)
-    })
+    decide_off_loop(
+        rules,
+        shared.resolver.clone(),
+        shared.host_own.clone(),
+        host,
+        port,
+    )
     .await
-    {
-        Ok(d) => d,
-        Err(_) => EgressDecision::Deny {
-            host: host.to_string(),
-            port,
-            reason: crate::decision::DenyReason::ResolveFailed,
-            rule: None,
-            message: format!(
-                "{host}:{port} could not be checked (internal error); nothing was connected"
-            ),
-        },
-    }
 }
 
 /// Connects to the checked addresses in order — never to a re-resolved name.
@@ -884,8 +919,10 @@ async fn relay(
     tunnel: &Tunnel<'_>,
 ) -> Option<String> {
     let _ = client.set_nodelay(true);
-    let up = Meter::new(&shared.bytes, shared.budget, &tunnel.up);
-    let down = Meter::new(&shared.bytes, shared.budget, &tunnel.down);
+    let up =
+        Meter::new(&shared.bytes, shared.budget, &tunnel.up).with_grant(tunnel.grant.as_deref());
+    let down =
+        Meter::new(&shared.bytes, shared.budget, &tunnel.down).with_grant(tunnel.grant.as_deref());
     crate::relay::relay(&client, &upstream, up, down)
         .await
         .err()

@@ -47,6 +47,7 @@ fn start_proxy() -> ProxyHandle {
         audit: None,
         on_event: None,
         intercept: None,
+        approval: None,
     };
     let listener = TcpListener::bind((LOCALHOST, 0)).expect("bind proxy listener");
     start_with_resolver(listener, config, Arc::new(AllowedOnly)).expect("start proxy")

@@ -173,6 +173,7 @@ fn config(rules: EgressRules) -> ProxyConfig {
         audit: None,
         on_event: None,
         intercept: None,
+        approval: None,
     }
 }
 

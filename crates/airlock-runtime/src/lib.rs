@@ -18,6 +18,7 @@ mod live_sandbox;
 mod mux;
 mod receipt;
 mod result;
+pub mod tunnel;
 
 pub use agent_client::{AgentClient, AgentError};
 pub use airlock_protocol::{Entry, EntryKind, ExecReply, FsEventKind, ProcessInfo, TtySize};
@@ -27,6 +28,6 @@ pub use error::SandboxError;
 pub use host::RealHost;
 pub use interpreter::{CodeContext, CodeEnd, CodeEvent, Language};
 pub use live_sandbox::LiveSandbox;
-pub use mux::{AgentMux, MuxPort};
+pub use mux::{AgentMux, MuxPort, MuxSender};
 pub use receipt::{HostReport, Layer, LayerStatus, Receipt};
 pub use result::{ChangeIssue, ChangesReport, Event, LimitHit, RunResult};

@@ -78,6 +78,13 @@ impl LiveSandbox {
         &mut self.channel
     }
 
+    /// A new independent user of the box's agent connection, usable after this handle is
+    /// given back (e.g. for [`crate::tunnel::open`]: a TCP connection to a port on the box's
+    /// own loopback, made by the agent from inside the box).
+    pub fn agent_port(&self) -> crate::MuxPort {
+        self.mux.port()
+    }
+
     /// A new channel to the box's agent, independent of every other: usable from another thread
     /// while the main channel (or other channels) are busy. What it starts and reads is its own; a
     /// process it started runs on after it is dropped (its output is detached).

@@ -157,6 +157,14 @@ impl MuxPort {
         self.shared.send(frame)
     }
 
+    /// A handle that sends frames on this port's connection from another thread, while this
+    /// port receives (a tunnel's two directions).
+    pub fn sender(&self) -> MuxSender {
+        MuxSender {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
     /// A fresh client-side channel id, unique on the connection.
     pub fn alloc_channel(&mut self) -> u32 {
         lock(&self.shared.channels).allocate()
@@ -176,6 +184,21 @@ impl MuxPort {
             Err(RecvTimeoutError::Timeout) => Ok(None),
             Err(RecvTimeoutError::Disconnected) => Err(AgentError::Closed),
         }
+    }
+}
+
+/// Sends frames on a shared agent connection (see [`MuxPort::sender`]); owns no route.
+pub struct MuxSender {
+    shared: Arc<Shared>,
+}
+
+impl MuxSender {
+    /// Sends a frame as is (Data or Eof).
+    pub fn send(&self, frame: &Frame) -> Result<(), AgentError> {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(AgentError::Closed);
+        }
+        self.shared.send(frame)
     }
 }
 

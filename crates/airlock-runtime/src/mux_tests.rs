@@ -190,3 +190,42 @@ fn garbage_from_the_agent_closes_the_connection_without_panic() {
     agent.write_all(&[0xff; 64]).unwrap();
     assert!(matches!(a.recv_until(soon()), Err(AgentError::Closed)));
 }
+
+#[test]
+fn a_tunnel_the_agent_never_answers_fails_in_time_and_one_it_answers_carries_bytes() {
+    let (host, mut agent) = UnixStream::pair().unwrap();
+    let mux = AgentMux::new(host).unwrap();
+    // A hostile or stale agent: reads the request and says nothing.
+    let started = Instant::now();
+    let err = crate::tunnel::open(mux.port(), 8000, Duration::from_millis(300))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("did not answer"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let mut dec = FrameDecoder::new();
+    let (_, v) = request_id(&read_frame(&mut agent, &mut dec));
+    assert_eq!(v["op"], "tunnel");
+    // An agent that answers: the channel carries bytes both ways, and the writer's drop is Eof.
+    let opener = std::thread::spawn({
+        let port = mux.port();
+        move || crate::tunnel::open(port, 8000, Duration::from_secs(5)).map_err(|e| e.to_string())
+    });
+    let (id, _) = request_id(&read_frame(&mut agent, &mut dec));
+    reply(&mut agent, id, serde_json::json!({"channel": 7}));
+    let (mut reader, writer) = opener.join().unwrap().unwrap();
+    agent
+        .write_all(&Frame::data(7, b"from box".to_vec()).unwrap().encode())
+        .unwrap();
+    assert_eq!(reader.recv().unwrap(), b"from box");
+    writer.send(b"to box").unwrap();
+    let f = read_frame(&mut agent, &mut dec);
+    assert_eq!(
+        (f.kind, f.channel, &f.body[..]),
+        (FrameKind::Data, 7, &b"to box"[..])
+    );
+    drop(writer);
+    let f = read_frame(&mut agent, &mut dec);
+    assert_eq!((f.kind, f.channel), (FrameKind::Eof, 7));
+    agent.write_all(&Frame::eof(7).encode()).unwrap();
+    assert_eq!(reader.recv(), None, "the box's Eof ends the reader");
+}

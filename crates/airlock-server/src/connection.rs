@@ -52,7 +52,10 @@ pub(crate) async fn serve_connection(
     // hyper's own header timer also runs between kept-alive requests, where it would close a
     // connection just as a client reuses it; the timeouts are kept here instead.
     builder.timer(TokioTimer::new()).header_read_timeout(None);
-    let conn = builder.serve_connection(TokioIo::new(io), service);
+    // Upgrades: WebSockets relayed into a box's port (`e2b::ingress_proxy`).
+    let conn = builder
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
     let mut tick = tokio::time::interval((header_timeout / 10).clamp(TICK_MIN, TICK_MAX));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let over = |limit: Duration, ms: u64| u128::from(ms) >= limit.as_millis();

@@ -21,6 +21,8 @@ use tower::ServiceExt;
 
 const KEY: &str = "al_fake_test_key";
 const E2B_KEY: &str = "e2b_0123456789abcdef0123456789abcdef01234567";
+/// The domain the fake server serves sandbox ports under.
+const FAKE_DOMAIN: &str = "fake.localhost";
 
 /// A temporary directory, removed on drop.
 struct TestDir(PathBuf);
@@ -61,6 +63,7 @@ fn app() -> App {
         max_running: 4,
         default_backend: airlock_policy::BackendKind::Native,
         e2b_default_network: crate::E2bDefaultNetwork::None,
+        e2b_domain: Some(FAKE_DOMAIN.into()),
         templates: crate::template_catalog::TemplateCatalog::empty(),
         snapshots_dir: dir.path().join("snapshots"),
         idle_pause_ms: None,
@@ -239,4 +242,148 @@ async fn keys_backends_and_the_e2b_control_plane() {
         !app.state.e2b.has_box(&id),
         "forgotten when the sandbox ended"
     );
+}
+
+/// An HTTP server on the host's loopback (the fake box's agent shares the host's network) that
+/// answers one request with the Host it received; returns its port and what it got.
+fn one_shot_server() -> (u16, std::thread::JoinHandle<String>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line == "\r\n" || line.is_empty() {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let host = head
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("host: ")
+                    .or_else(|| l.strip_prefix("Host: "))
+            })
+            .unwrap_or_default()
+            .to_string();
+        let body = format!("seen host={host}");
+        let mut out = stream;
+        write!(
+            out,
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        head
+    });
+    (port, handle)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sandbox_ports_are_relayed_by_host_with_e2b_traffic_rules() {
+    let app = app();
+    let create = |body: &str| {
+        Request::builder()
+            .method("POST")
+            .uri("/sandboxes")
+            .header("x-api-key", E2B_KEY)
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let to_port = |host: String, token: Option<&str>| {
+        let mut b = Request::builder().uri("/hello?x=1").header("host", host);
+        if let Some(t) = token {
+            b = b.header("e2b-traffic-access-token", t);
+        }
+        b.body(Body::empty()).unwrap()
+    };
+    // Public (E2B's default), with the Host the box's server sees masked.
+    let (status, bytes) = app
+        .send(create(
+            r#"{"templateID": "base", "network": {"maskRequestHost": "${PORT}-app.example.com"}}"#,
+        ))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(v["domain"], FAKE_DOMAIN);
+    let public = v["sandboxID"].as_str().unwrap().to_string();
+    let (port, server) = one_shot_server();
+    let (status, body) = app
+        .send(to_port(format!("{port}-{public}.{FAKE_DOMAIN}:7777"), None))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(
+        String::from_utf8_lossy(&body),
+        format!("seen host={port}-app.example.com")
+    );
+    let head = server.join().unwrap();
+    assert!(head.starts_with("GET /hello?x=1 HTTP/1.1"), "{head}");
+
+    // Nothing listens: E2B's edge's 502, naming the port.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (status, body) = app
+        .send(to_port(format!("{closed}-{public}.{FAKE_DOMAIN}"), None))
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    let v: Value = serde_json::from_slice(&body).unwrap();
+    assert!(
+        v["message"].as_str().unwrap().contains("port is not open"),
+        "{v}"
+    );
+    assert_eq!(v["port"], closed);
+
+    // Private: the token is required, and never reaches the box.
+    let (status, bytes) = app
+        .send(create(
+            r#"{"templateID": "base", "network": {"allowPublicTraffic": false}}"#,
+        ))
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&bytes)
+    );
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    let private = v["sandboxID"].as_str().unwrap().to_string();
+    let token = v["trafficAccessToken"].as_str().unwrap().to_string();
+    let (port, server) = one_shot_server();
+    for bad in [None, Some("not-the-token")] {
+        let (status, body) = app
+            .send(to_port(format!("{port}-{private}.{FAKE_DOMAIN}"), bad))
+            .await;
+        assert_eq!(
+            status,
+            StatusCode::FORBIDDEN,
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    // The public box's token does not open the private one.
+    let host = format!("{port}-{private}.{FAKE_DOMAIN}");
+    let (status, body) = app.send(to_port(host.clone(), Some(&token))).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(String::from_utf8_lossy(&body), format!("seen host={host}"));
+    let head = server.join().unwrap().to_ascii_lowercase();
+    assert!(!head.contains("e2b-traffic-access-token"), "{head}");
+
+    // An unknown sandbox: 502, as E2B's edge.
+    let (status, _) = app
+        .send(to_port(format!("{port}-nosuchbox.{FAKE_DOMAIN}"), None))
+        .await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
 }

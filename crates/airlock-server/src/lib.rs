@@ -34,6 +34,7 @@ mod transfer;
 pub mod untrusted;
 mod view;
 
+pub use e2b::ingress::check_domain as check_e2b_domain;
 pub use error::{ApiError, ServerError};
 pub use limits::ConnectionLimits;
 pub use routes::ROUTES;

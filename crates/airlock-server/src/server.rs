@@ -41,6 +41,8 @@ pub struct ServerConfig {
     pub new_e2b_key: bool,
     /// The network of E2B sandboxes whose create request says nothing about it.
     pub e2b_default_network: E2bDefaultNetwork,
+    /// The domain E2B sandboxes' ports are served under (`{port}-{id}.{domain}`); `None`: none.
+    pub e2b_domain: Option<String>,
     /// Caps on connections and the header timeout.
     pub connections: ConnectionLimits,
     /// Names clients ask for (`base`, `code-interpreter-v1`) → stored templates.
@@ -57,6 +59,7 @@ pub(crate) struct AppSettings {
     pub max_running: usize,
     pub default_backend: airlock_policy::BackendKind,
     pub e2b_default_network: E2bDefaultNetwork,
+    pub e2b_domain: Option<String>,
     pub templates: crate::template_catalog::TemplateCatalog,
     /// Where snapshots are kept (`<data-dir>/snapshots`).
     pub snapshots_dir: PathBuf,
@@ -87,10 +90,10 @@ pub(crate) fn app_state(
         Arc::clone(&snapshots),
         Arc::clone(&held_secrets),
     );
-    let e2b = Arc::new(crate::e2b::E2bState::new(
-        e2b_key_hash,
-        settings.e2b_default_network,
-    ));
+    let e2b = Arc::new(
+        crate::e2b::E2bState::new(e2b_key_hash, settings.e2b_default_network)
+            .with_domain(settings.e2b_domain.clone()),
+    );
     let observer = Arc::new(StoreObserver::new(
         Arc::clone(&store),
         Arc::clone(&pending),
@@ -199,6 +202,7 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             max_running: config.max_running,
             default_backend: config.default_backend,
             e2b_default_network: config.e2b_default_network,
+            e2b_domain: config.e2b_domain.clone(),
             templates,
             snapshots_dir: config.data_dir.join("snapshots"),
             idle_pause_ms: config

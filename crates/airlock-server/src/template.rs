@@ -121,11 +121,26 @@ pub fn resolve_policy(
         )
         .into());
     }
+    if policy.egress.approval.approver.is_some() {
+        // A program named here would run on the server's host with the server's privileges.
+        return Err(FieldError::new(
+            "policy.network.approver",
+            "is refused over the API: an approver program runs on the server's host, so only whoever starts the server may name one; leave it out",
+        )
+        .into());
+    }
+    if policy.egress.approval.mode.asks_for_network() {
+        return Err(FieldError::new(
+            "policy.network.approval",
+            "the server cannot ask about held connections yet (approvals over the API are not built); use \"never\", or run the box with airlock run --approval on-request --approver CMD",
+        )
+        .into());
+    }
     if policy.network == NetworkMode::Proxy {
         // The box's proxy parses these when the box starts; a bad one is the caller's error, so
         // it is refused here (400) rather than failing the box (500).
         let e = &policy.egress;
-        EgressRules::parse(&e.allow_domain, &e.deny_domain, &e.allow_ip, &e.map_host)
+        EgressRules::from_egress(e)
             .map_err(|err| FieldError::new("policy.network", err.to_string()))?;
     }
     policy.cwd = cwd.into();

@@ -66,3 +66,23 @@ fn the_hosts_unfiltered_network_is_refused_over_the_api() {
         );
     }
 }
+
+#[test]
+fn an_approver_program_and_approvals_are_refused_over_the_api() {
+    // An approver program would run on the server's host: never the caller's to name.
+    let body = br#"{"policy":{"network":{"mode":"proxy","approval":"on-request","approver":"touch /tmp/pwned"}}}"#;
+    let mut req: CreateRequest = parse(body, false).unwrap();
+    let text = resolve_policy(&mut req, "/tmp", BackendKind::Native)
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("policy.network.approver"), "{text}");
+    let body = br#"{"policy":{"network":{"mode":"proxy","approval":"on-request"}}}"#;
+    let mut req: CreateRequest = parse(body, false).unwrap();
+    let text = resolve_policy(&mut req, "/tmp", BackendKind::Native)
+        .unwrap_err()
+        .to_string();
+    assert!(text.contains("policy.network.approval"), "{text}");
+    let body = br#"{"policy":{"network":{"mode":"proxy","approval":"never"}}}"#;
+    let mut req: CreateRequest = parse(body, false).unwrap();
+    assert!(resolve_policy(&mut req, "/tmp", BackendKind::Native).is_ok());
+}

@@ -56,6 +56,19 @@ pub fn e2b_create_body(body: &[u8]) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// E2B ports: a request's `Host` header, as the gateway reads it under the domains
+/// `localhost` and `localhost:7777`: the port and sandbox it names, if any.
+pub fn e2b_port_host(host: &str) -> Option<(u16, String)> {
+    let named = |d: &str| {
+        crate::e2b::ingress::check_domain(d)
+            .ok()
+            .and_then(|d| crate::e2b::ingress::parse_host(host, &d))
+    };
+    named("localhost:7777")
+        .or_else(|| named("localhost"))
+        .map(|p| (p.port, p.sandbox))
+}
+
 /// E2B control plane: the list query string (`metadata`, `state`, `limit`, `nextToken`).
 pub fn e2b_list_query(raw: &str) -> Result<(), String> {
     crate::e2b::control::list_query(raw)
@@ -66,6 +79,27 @@ pub fn e2b_list_query(raw: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_hosts_name_a_port_and_a_sandbox_or_nothing() {
+        assert_eq!(
+            e2b_port_host("8000-abc123.localhost:7777"),
+            Some((8000, "abc123".into()))
+        );
+        assert_eq!(
+            e2b_port_host("3000-abc.localhost"),
+            Some((3000, "abc".into()))
+        );
+        for junk in [
+            "",
+            "localhost",
+            "\u{0}-x.localhost",
+            "99999-a.localhost",
+            "1-a.b.localhost",
+        ] {
+            assert_eq!(e2b_port_host(junk), None, "{junk}");
+        }
+    }
 
     fn envelope(msg: &str) -> Vec<u8> {
         let mut v = vec![0u8];

@@ -241,6 +241,14 @@ pub struct ServeArgs {
     /// box has no network).
     #[arg(long, value_name = "MODE", value_parser = ["internet", "none"])]
     pub e2b_network: Option<String>,
+    /// Serve E2B sandboxes' ports under DOMAIN: a request whose Host is
+    /// `{port}-{sandboxID}.DOMAIN` goes to that port inside that sandbox (HTTP and WebSocket),
+    /// and `sandbox.get_host(port)` returns that name. `*.DOMAIN` must reach this server:
+    /// `localhost` works on one machine for clients that resolve `*.localhost` (curl,
+    /// browsers). Give the port too (`localhost:7777`) for names clients can use as is.
+    /// Default: none (no traffic into boxes' ports).
+    #[arg(long, value_name = "DOMAIN")]
+    pub e2b_domain: Option<String>,
     /// The kind of box for sandboxes whose create request names none: native, gvisor,
     /// microvm or wasm (`airlock check` says which this host can run).
     #[arg(long, value_name = "KIND", default_value = "native")]
@@ -371,6 +379,18 @@ pub struct PolicyArgs {
     /// With --net proxy: total bytes the box may move through the proxy (default: unlimited).
     #[arg(long, value_name = "SIZE")]
     pub byte_budget: Option<String>,
+    /// With --net proxy: `never` (the default: a refusal is final), `on-request` (a connection
+    /// the policy does not allow is held while someone is asked: --approver) or `untrusted`
+    /// (also asks before each MCP command).
+    #[arg(long, value_name = "POLICY")]
+    pub approval: Option<String>,
+    /// A host program that answers approval requests, run with `sh -c`: one JSON line per
+    /// request on its stdin, one JSON answer line on its stdout (see docs/approvals.md).
+    #[arg(long, value_name = "CMD")]
+    pub approver: Option<String>,
+    /// How long a held connection waits for an answer before it is refused (default 30s).
+    #[arg(long, value_name = "DURATION")]
+    pub approval_timeout: Option<String>,
     /// With --net proxy: a secret the egress proxy adds to requests to its hosts
     /// (--secret-host); inside the box the variable NAME holds a placeholder. NAME takes $NAME
     /// from airlock's environment, NAME=@FILE reads a file, NAME=@- reads stdin. A value is

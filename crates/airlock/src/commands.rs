@@ -116,6 +116,19 @@ fn policy_file(args: &PolicyArgs) -> Result<PolicyFile> {
     f.limits.disk = size(&args.disk, "--disk")?;
     f.limits.output_limit = size(&args.output_limit, "--output-limit")?;
     f.network.byte_budget = size(&args.byte_budget, "--byte-budget")?;
+    f.network.approval = args
+        .approval
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| anyhow!("--approval: {e}"))?;
+    f.network.approver = args.approver.clone();
+    f.network.approval_timeout = args
+        .approval_timeout
+        .as_deref()
+        .map(|t| parse_duration(t).map(DurationValue))
+        .transpose()
+        .context("--approval-timeout")?;
     f.limits.pids = args.pids;
     f.limits.cpus = args.cpus;
     f.limits.timeout = args
@@ -539,6 +552,12 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         ),
         _ => airlock_server::E2bDefaultNetwork::Internet,
     };
+    let e2b_domain = args
+        .e2b_domain
+        .as_deref()
+        .map(airlock_server::check_e2b_domain)
+        .transpose()
+        .map_err(|e| anyhow!("--e2b-domain {e}"))?;
     let mut template_aliases = std::collections::BTreeMap::new();
     for a in &args.template_alias {
         let (alias, name) = a.split_once('=').ok_or_else(|| {
@@ -572,6 +591,7 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         airlock_exe,
         new_e2b_key: args.new_e2b_key,
         e2b_default_network,
+        e2b_domain,
         connections,
     })?;
     Ok(0)

@@ -22,9 +22,24 @@ fn no_secret_from_stdin(policy: &PolicyArgs, command: &str) -> Result<()> {
     }
 }
 
+/// Refuses approval settings an MCP entry point cannot honour yet, before anything starts:
+/// `untrusted` (asking before each MCP command is not built), and `on-request` without an
+/// approver program (MCP elicitation is not built).
+fn check_mcp_approval(policy: &airlock_policy::ResolvedPolicy, what: &str) -> Result<()> {
+    let approval = &policy.egress.approval;
+    if approval.mode == airlock_policy::ApprovalMode::Untrusted {
+        anyhow::bail!("--approval untrusted asks before each command run through the MCP tools, which airlock {what} cannot do yet; use --approval on-request with --approver CMD for the network");
+    }
+    if approval.mode.asks_for_network() && approval.approver.is_none() {
+        anyhow::bail!("--approval {} needs someone to ask, and airlock {what} cannot ask through MCP elicitation yet: give --approver CMD (a program on the host that answers each request; see docs/approvals.md)", approval.mode);
+    }
+    Ok(())
+}
+
 pub fn cmd_mcp(args: McpArgs) -> Result<i32> {
     no_secret_from_stdin(&args.policy, "mcp")?;
     let policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
+    check_mcp_approval(&policy, "mcp")?;
     if policy.changes != ChangesMode::Direct {
         anyhow::bail!("airlock mcp keeps one box across tool calls and the host reads its workspace between them, so it writes the workspace directly: use --changes direct (or drop changes from the policy)");
     }
@@ -54,6 +69,7 @@ pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
     // long as the client's session and the host reads what it writes meanwhile: direct unless
     // asked otherwise.
     let policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
+    check_mcp_approval(&policy, "wrap")?;
     if policy.backend == airlock_policy::BackendKind::Wasm {
         anyhow::bail!("airlock wrap runs an MCP server program, and a wasm box has no processes: use --backend native (or gvisor/microvm where built)");
     }
@@ -106,6 +122,9 @@ fn policy_flags(p: &PolicyArgs) -> Vec<String> {
     one("net", p.net.clone());
     one("max-connections", p.max_connections.map(|v| v.to_string()));
     one("byte-budget", p.byte_budget.clone());
+    one("approval", p.approval.clone());
+    one("approver", p.approver.clone());
+    one("approval-timeout", p.approval_timeout.clone());
     one("memory", p.memory.clone());
     one("pids", p.pids.map(|v| v.to_string()));
     one("cpus", p.cpus.map(|v| v.to_string()));
@@ -161,6 +180,9 @@ mod tests {
         "--map-host=s.test=127.0.0.1",
         "--max-connections=7",
         "--byte-budget=1M",
+        "--approval=on-request",
+        "--approver=./approve.py",
+        "--approval-timeout=5s",
         "--memory=1G",
         "--pids=9",
         "--cpus=1.5",

@@ -113,6 +113,10 @@ fn suites(clients: &Clients) -> Vec<Suite> {
     ]
 }
 
+/// What every server the suites run against is started with: sandbox ports served under
+/// `localhost` (`tests/e2b/python/test_ports.py` reaches `{port}-{id}.localhost`).
+const SERVE_ARGS: &[&str] = &["--e2b-domain", "localhost"];
+
 /// A fresh `airlock serve` and the E2B-format key the SDKs authenticate with.
 struct E2bServer {
     serve: ServeProcess,
@@ -125,8 +129,8 @@ impl E2bServer {
         let data = TempDir::new("e2b-sdk");
         // A development aid: E2B_SUITE_AIRLOCK names another airlock binary to test.
         let serve = match std::env::var_os("E2B_SUITE_AIRLOCK") {
-            Some(bin) => ServeProcess::start_bin(Path::new(&bin), data.path(), &[]),
-            None => ServeProcess::start(data.path(), &[]),
+            Some(bin) => ServeProcess::start_bin(Path::new(&bin), data.path(), SERVE_ARGS),
+            None => ServeProcess::start(data.path(), SERVE_ARGS),
         };
         let key = e2b_key(&serve);
         E2bServer {
@@ -278,7 +282,7 @@ fn an_unprivileged_server_passes_the_current_python_suite() {
     let suite = suites(&clients).into_iter().next().unwrap();
     let (_bin_dir, bin) = common::binary_for_test_user("e2b-unpriv-bin");
     let data = TempDir::new("e2b-sdk-unpriv");
-    let serve = ServeProcess::start_as_test_user(&bin, data.path(), &[]);
+    let serve = ServeProcess::start_as_test_user(&bin, data.path(), SERVE_ARGS);
     let uid = std::fs::read_to_string(format!("/proc/{}/status", serve.pid())).unwrap();
     let uid_line = uid
         .lines()
@@ -383,7 +387,10 @@ fn the_current_python_suite_passes_against_microvm_boxes() {
         .extra_env
         .push(("AIRLOCK_E2B_BACKEND", "microvm".into()));
     let data = TempDir::new("e2b-sdk-microvm");
-    let serve = ServeProcess::start(data.path(), &["--backend", "microvm"]);
+    let serve = ServeProcess::start(
+        data.path(),
+        &["--backend", "microvm", "--e2b-domain", "localhost"],
+    );
     let key = e2b_key(&serve);
     let server = E2bServer {
         serve,

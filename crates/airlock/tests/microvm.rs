@@ -75,6 +75,19 @@ fn qemus_of(parent: i32) -> Vec<i32> {
         .collect()
 }
 
+/// The QEMUs below this test process that share `dir` (their command line names it): the VM
+/// of the box whose workspace it is, not those other tests run at the same time.
+fn qemus_sharing(dir: &Path) -> Vec<i32> {
+    let dir = dir.to_string_lossy().into_owned();
+    qemus_of(std::process::id() as i32)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&dir))
+        })
+        .collect()
+}
+
 fn wait_gone(pids: &[i32], within: Duration) -> bool {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
@@ -522,7 +535,8 @@ fn a_box_with_a_workspace_checkpoints_and_two_restores_of_it_diverge() {
         "written-after\n"
     );
     // then_stop: the VM is saved and freed.
-    let before: Vec<i32> = qemus_of(std::process::id() as i32);
+    let before: Vec<i32> = qemus_sharing(ws.path());
+    assert_eq!(before.len(), 1, "the box's own VM: {before:?}");
     let last = TempDir::new("mvm-ckpt-stop");
     s.checkpoint(last.path(), &CheckpointOptions { then_stop: true })
         .unwrap();

@@ -279,9 +279,14 @@ describe('files', () => {
       const res = await fetch(up, { method: 'POST', body: form })
       assert.equal(res.status, 200, await res.text())
       assert.equal((await sbx.commands.run('cat /home/user/up.txt')).stdout, 'uploaded via url')
-      const down = await fetch(await sbx.downloadUrl('/home/user/up.txt'))
+      const downUrl = await sbx.downloadUrl('/home/user/up.txt')
+      const down = await fetch(downUrl)
       assert.equal(down.status, 200)
       assert.equal(await down.text(), 'uploaded via url')
+      // envd's words for a signature that matches nothing come first.
+      const bad = await fetch(downUrl.replace('up.txt', 'other.txt'))
+      assert.equal(bad.status, 401)
+      assert.match((await bad.json()).message, /^invalid signature/)
     })
   })
 })
@@ -389,6 +394,18 @@ describe('network', () => {
         assert.ok(!out.includes(secret), out)
       })
       assert.equal(seen.length, 1, 'the denied sandboxes never reached the server')
+      // denyOut of one address wins over the allowed range it is in; another address denied
+      // leaves this one reachable.
+      await withSandbox({ network: { allowOut: ['127.0.0.0/8'], denyOut: ['127.0.0.1'] } }, async (sbx) => {
+        const out = await fetchIn(sbx, url)
+        assert.ok(!out.includes(secret), out)
+      })
+      assert.equal(seen.length, 1, 'the denied address saw nothing')
+      await withSandbox({ network: { allowOut: ['127.0.0.0/8'], denyOut: ['127.0.0.2'] } }, async (sbx) => {
+        const out = await fetchIn(sbx, url)
+        assert.ok(out.startsWith('200 exit=0') && out.includes(secret), out)
+      })
+      assert.equal(seen.length, 2)
     })
   })
 
@@ -429,6 +446,117 @@ describe('network', () => {
         })
       }
       assert.equal(seen.length, 0, "the host's server on the same port saw nothing")
+    })
+  })
+})
+
+describe('ports', () => {
+  // getHost(port) is `{port}-{id}.localhost` (the server runs with --e2b-domain localhost); the
+  // client speaks to the server's own address with that Host, as a browser resolving
+  // *.localhost would. See tests/e2b/python/test_ports.py.
+  const fs = require('node:fs')
+  const net = require('node:net')
+  const path = require('node:path')
+  const WS_ECHO = fs.readFileSync(path.join(__dirname, '..', 'ws_echo.py'), 'utf8')
+  const gw = new URL(process.env.E2B_API_URL)
+  const PORT = 8000
+
+  function get(host, urlPath, headers = {}) {
+    return new Promise((resolve, reject) => {
+      const req = http.request({ host: gw.hostname, port: gw.port, path: urlPath, headers: { host, ...headers } }, (res) => {
+        let body = ''
+        res.on('data', (d) => (body += d))
+        res.on('end', () => resolve({ status: res.statusCode, body }))
+      })
+      req.on('error', reject)
+      req.end()
+    })
+  }
+  async function untilUp(host, urlPath, headers) {
+    let r
+    await waitFor(`${host} answers`, async () => (r = await get(host, urlPath, headers)).status !== 502, 20_000).catch(() => {})
+    return r
+  }
+  function wsRoundtrip(host, message) {
+    return new Promise((resolve, reject) => {
+      const sock = net.connect(Number(gw.port), gw.hostname)
+      let buf = Buffer.alloc(0)
+      let status = null
+      sock.setTimeout(20_000, () => { sock.destroy(); reject(new Error('websocket timed out')) })
+      sock.on('error', reject)
+      sock.on('connect', () => {
+        const key = crypto.randomBytes(16).toString('base64')
+        sock.write(`GET /ws HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`)
+      })
+      sock.on('data', (d) => {
+        buf = Buffer.concat([buf, d])
+        if (status === null) {
+          const end = buf.indexOf('\r\n\r\n')
+          if (end < 0) return
+          status = buf.subarray(0, buf.indexOf('\r\n')).toString()
+          buf = buf.subarray(end + 4)
+          if (!status.includes(' 101 ')) { sock.destroy(); return resolve({ status, echoed: null }) }
+          const payload = Buffer.from(message)
+          const mask = crypto.randomBytes(4)
+          const masked = Buffer.from(payload.map((b, i) => b ^ mask[i % 4]))
+          sock.write(Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, masked]))
+        }
+        if (buf.length >= 2 && buf.length >= 2 + (buf[1] & 0x7f)) {
+          sock.destroy()
+          resolve({ status, echoed: buf.subarray(2, 2 + (buf[1] & 0x7f)).toString() })
+        }
+      })
+    })
+  }
+
+  test('getHost reaches HTTP and WebSocket servers in the box', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const host = sbx.getHost(PORT)
+      assert.equal(host, `${PORT}-${sbx.sandboxId}.localhost`)
+      const secret = crypto.randomBytes(8).toString('hex')
+      await sbx.files.write('/home/user/site/secret.txt', secret)
+      await sbx.commands.run(`python3 -m http.server ${PORT} --bind 127.0.0.1 --directory /home/user/site`, { background: true })
+      assert.deepEqual(await untilUp(host, '/secret.txt'), { status: 200, body: secret })
+      await sbx.files.write('/home/user/ws_echo.py', WS_ECHO)
+      await sbx.commands.run(`python3 /home/user/ws_echo.py ${PORT + 1}`, { background: true })
+      let r
+      await waitFor('the echo server answers', async () => (r = await wsRoundtrip(sbx.getHost(PORT + 1), 'hi js')).echoed !== null, 20_000)
+      assert.match(r.status, /^HTTP\/1.1 101/)
+      assert.equal(r.echoed, 'echo:hi js')
+      // An attack: a port nothing listens on, and a name that is no sandbox.
+      const closed = await get(sbx.getHost(PORT + 2), '/secret.txt')
+      assert.equal(closed.status, 502)
+      assert.ok(closed.body.includes('port is not open') && !closed.body.includes(secret), closed.body)
+      const none = await get(`${PORT}-nosuchsandbox.localhost`, '/secret.txt')
+      assert.ok(none.status === 502 && !none.body.includes(secret), none.body)
+    })
+  })
+
+  test('allowPublicTraffic false needs the traffic token; maskRequestHost', T, async () => {
+    await withSandbox({ network: { allowPublicTraffic: false, maskRequestHost: '${PORT}-myapp.example.com' } }, async (sbx) => {
+      const token = sbx.trafficAccessToken
+      assert.ok(token, 'a sandbox without public traffic has a traffic token')
+      const info = await sbx.getInfo()
+      assert.equal(info.network.allowPublicTraffic, false, JSON.stringify(info.network))
+      assert.equal(info.network.maskRequestHost, '${PORT}-myapp.example.com')
+      const hostEcho = [
+        'import http.server, sys',
+        'class H(http.server.BaseHTTPRequestHandler):',
+        '    def do_GET(self):',
+        '        body = ("host=" + self.headers["Host"]).encode()',
+        '        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)',
+        'http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()',
+      ].join('\n')
+      await sbx.files.write('/home/user/host.py', hostEcho)
+      await sbx.commands.run(`python3 /home/user/host.py ${PORT}`, { background: true })
+      const host = sbx.getHost(PORT)
+      const ok = await untilUp(host, '/', { 'e2b-traffic-access-token': token })
+      assert.deepEqual(ok, { status: 200, body: `host=${PORT}-myapp.example.com` })
+      for (const headers of [{}, { 'e2b-traffic-access-token': 'wrong' }]) {
+        const r = await get(host, '/', headers)
+        assert.equal(r.status, 403, JSON.stringify(r))
+        assert.ok(!r.body.includes('host='), r.body)
+      }
     })
   })
 })

@@ -180,8 +180,17 @@ async def test_upload_and_download_urls(sdk):
         assert r.content == BINARY
         # The signature covers path and operation: a changed path or an upload URL used to read fails.
         tampered = download.replace("uploaded.bin", "other.bin")
-        assert httpx.get(tampered, timeout=30).status_code == 401
+        r = httpx.get(tampered, timeout=30)
+        # envd's words, which users and scripts compare, come first.
+        assert r.status_code == 401 and r.json()["message"].startswith("invalid signature"), r.text
         assert httpx.get(upload, timeout=30).status_code == 401
+        unsigned = download.split("&signature=")[0].split("?signature=")[0]
+        r = httpx.get(unsigned, timeout=30)
+        assert r.status_code == 401, r.text
+        assert r.json()["message"].startswith("missing signature query parameter"), r.text
+        expired = sbx.download_url("/home/user/uploaded.bin", use_signature_expiration=-5)
+        r = httpx.get(expired, timeout=30)
+        assert r.status_code == 401 and r.json()["message"].startswith("signature is already expired"), r.text
         # An expiring URL works before its expiry.
         expiring = sbx.download_url("/home/user/uploaded.bin", use_signature_expiration=60)
         assert "signature_expiration=" in expiring

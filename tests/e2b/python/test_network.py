@@ -68,6 +68,22 @@ async def test_default_network_refuses_loopback(sdk, loopback_server):
         assert "x-airlock-denied" in headers.stdout.lower()
 
 
+async def test_deny_out_of_one_address_wins_over_an_allowed_range(sdk, loopback_server):
+    """`deny_out` of a single address (not only `0.0.0.0/0`): refused even though `allow_out`
+    grants its range; denying another address of the range leaves this one reachable."""
+    opts = {"allow_out": ["127.0.0.0/8"], "deny_out": ["127.0.0.1"]}
+    async with sdk.sandbox(network=opts) as sbx:
+        out = await fetch(sdk, sbx, loopback_server.url)
+        assert refused(out) and loopback_server.secret not in out, out
+        assert loopback_server.requests == []
+        headers = await sdk(sbx.commands.run, f"curl --noproxy '' -sS --max-time 10 -D - -o /dev/null {loopback_server.url} || true", timeout=30)
+        assert "x-airlock-denied: denied-address" in headers.stdout.lower(), headers.stdout
+    async with sdk.sandbox(network={"allow_out": ["127.0.0.0/8"], "deny_out": ["127.0.0.2"]}) as sbx:
+        out = await fetch(sdk, sbx, loopback_server.url)
+        assert out.startswith("200 exit=0") and loopback_server.secret in out, out
+        assert loopback_server.requests == ["/probe"]
+
+
 async def test_allow_out_of_another_address_does_not_grant_loopback(sdk, loopback_server):
     async with sdk.sandbox(network={"allow_out": ["192.0.2.1"], "deny_out": ["0.0.0.0/0"]}) as sbx:
         out = await fetch(sdk, sbx, loopback_server.url)
@@ -117,9 +133,11 @@ async def test_update_network_changes_a_running_boxs_egress(sdk, loopback_server
         out = await fetch(sdk, sbx, loopback_server.url)
         assert refused(out) and loopback_server.secret not in out, out
         assert loopback_server.requests == ["/probe"], "nothing got through after the update"
-        # What E2B can do and airlock cannot enforce is refused, saying what.
-        with pytest.raises(sdk.e2b.SandboxException, match="denyOut"):
-            await sdk(sbx.update_network, {"deny_out": ["10.1.2.3"]})
+        # A single address denied inside an allowed range, live: refused, the rest granted.
+        await sdk(sbx.update_network, {"allow_out": ["127.0.0.0/8"], "deny_out": ["127.0.0.1"]})
+        out = await fetch(sdk, sbx, loopback_server.url)
+        assert refused(out) and loopback_server.secret not in out, out
+        assert loopback_server.requests == ["/probe"], "the denied address saw nothing"
     # A box made without network has no proxy to reconfigure: a clear refusal, nothing opened.
     async with sdk.sandbox(allow_internet_access=False) as closed:
         with pytest.raises(sdk.e2b.SandboxException, match="without network"):

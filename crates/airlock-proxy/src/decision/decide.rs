@@ -89,6 +89,17 @@ fn decide_ip(rules: &EgressRules, ip: IpAddr, port: u16) -> EgressDecision {
             ),
         );
     }
+    if let Some(denied) = rules.deny_ips.iter().find(|g| g.matches(ip, port)) {
+        return deny(
+            ip.to_string(),
+            port,
+            DenyReason::DeniedAddress,
+            Some(format!("deny_ip {denied}")),
+            format!(
+                "{dest} is refused by deny_ip {denied} (deny rules win over allow rules); remove that rule to reach it"
+            ),
+        );
+    }
     if let Some(grant) = rules.allow_ips.iter().find(|g| g.matches(ip, port)) {
         return EgressDecision::Allow {
             host: ip.to_string(),
@@ -224,6 +235,9 @@ fn check_address(
     let dest = SocketAddr::new(ip, port);
     if class.is_never_destination() {
         return Err(format!("{ip} ({}, never a destination)", class.describe()));
+    }
+    if let Some(denied) = rules.deny_ips.iter().find(|g| g.matches(ip, port)) {
+        return Err(format!("{ip} (refused by deny_ip {denied})"));
     }
     if class.is_public() && !own {
         return Ok(None);

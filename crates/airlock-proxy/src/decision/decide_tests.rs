@@ -653,3 +653,80 @@ fn public_internet_allows_public_names_only() {
     let own: IpAddr = "93.184.216.34".parse().unwrap();
     assert!(!decide(&r, "public.example", 443, &resolver, &[own]).is_allowed());
 }
+
+#[test]
+fn deny_ip_wins_over_allow_ip_and_public_internet() {
+    // A literal: refused even inside an allowed range.
+    let r = rules(&[], &[], &["127.0.0.0/8"], &[])
+        .with_deny_ips(&strings(&["127.0.0.7", "10.0.0.0/8:22"]))
+        .unwrap();
+    let dns = FakeResolver::default();
+    assert_deny(
+        &decide(&r, "127.0.0.7", 80, &dns, &[]),
+        DenyReason::DeniedAddress,
+        "deny_ip 127.0.0.7",
+    );
+    assert_eq!(
+        allowed_addrs(&decide(&r, "127.0.0.8", 80, &dns, &[])),
+        [sock("127.0.0.8:80")]
+    );
+    // A public address named by a public-internet rule: refused by address.
+    let r = rules(&[], &[], &[], &[])
+        .with_public_internet(true)
+        .with_deny_ips(&strings(&[PUBLIC]))
+        .unwrap();
+    let dns = FakeResolver::with(&[
+        ("one.example", &[PUBLIC]),
+        ("both.example", &[PUBLIC, "93.184.215.15"]),
+    ]);
+    let d = decide(&r, "one.example", 443, &dns, &[]);
+    assert_deny(&d, DenyReason::ForbiddenAddress, "deny_ip 93.184.215.14");
+    // Only the denied address of a name is dropped; the other stays reachable.
+    assert_eq!(
+        allowed_addrs(&decide(&r, "both.example", 443, &dns, &[])),
+        [sock("93.184.215.15:443")]
+    );
+    // Ports: a port-scoped deny leaves the other ports.
+    let r = rules(&[], &[], &["10.0.0.0/8"], &[])
+        .with_deny_ips(&strings(&["10.0.0.0/8:22"]))
+        .unwrap();
+    assert_deny(
+        &decide(&r, "10.1.2.3", 22, &dns, &[]),
+        DenyReason::DeniedAddress,
+        "deny_ip",
+    );
+    assert!(decide(&r, "10.1.2.3", 443, &dns, &[]).is_allowed());
+}
+
+#[test]
+fn a_bad_deny_ip_fails_the_rule_set_naming_the_key() {
+    let err = rules(&[], &[], &[], &[])
+        .with_deny_ips(&strings(&["not-an-address"]))
+        .unwrap_err();
+    assert!(err.to_string().contains("deny_ip"), "{err}");
+}
+
+#[test]
+fn from_egress_keeps_every_key() {
+    let e = airlock_policy::Egress {
+        allow_domain: strings(&["a.example"]),
+        deny_domain: strings(&["b.example"]),
+        allow_ip: strings(&["10.0.0.0/8"]),
+        deny_ip: strings(&["10.0.0.1"]),
+        map_host: strings(&["a.example=10.0.0.2"]),
+        public_internet: true,
+        ..airlock_policy::Egress::default()
+    };
+    let r = EgressRules::from_egress(&e).unwrap();
+    assert_eq!(
+        (
+            r.allow_domains.len(),
+            r.deny_domains.len(),
+            r.allow_ips.len(),
+            r.deny_ips.len()
+        ),
+        (1, 1, 1, 1)
+    );
+    assert_eq!(r.map_hosts.len(), 1);
+    assert!(r.public_internet);
+}

@@ -12,6 +12,9 @@ pub enum DenyReason {
     BadHost,
     /// A `--deny-domain` rule matches.
     DeniedDomain,
+    /// A `deny_ip` rule matches the address (a literal, or every address the name resolved
+    /// to).
+    DeniedAddress,
     /// No `--allow-domain` rule matches the name.
     NotAllowed,
     /// A rule matches the name or address, but only for other ports.

@@ -12,6 +12,9 @@ pub(crate) struct Meter<'a> {
     budget: Option<u64>,
     /// Bytes this direction has written to its destination.
     forwarded: &'a AtomicU64,
+    /// The approval grant the connection was allowed by, if it has a byte budget: its count
+    /// and budget, checked like the box's.
+    grant: Option<(&'a AtomicU64, u64)>,
 }
 
 impl<'a> Meter<'a> {
@@ -24,23 +27,31 @@ impl<'a> Meter<'a> {
             total,
             budget,
             forwarded,
+            grant: None,
         }
+    }
+
+    /// The same meter, also counting against `grant`'s byte budget if it has one.
+    pub(crate) fn with_grant(mut self, grant: Option<&'a crate::approval::Grant>) -> Meter<'a> {
+        self.grant = grant.and_then(|g| g.byte_budget.map(|b| (&g.used, b)));
+        self
     }
 
     /// Reserves up to `want` bytes of the budget; `0` when it is exhausted. Every reservation
     /// must be followed by [`Meter::settle`] before the next await.
     pub(crate) fn reserve(&self, want: usize) -> usize {
-        let Some(budget) = self.budget else {
-            return want;
+        let from_box = match self.budget {
+            Some(budget) => take(self.total, budget, want as u64),
+            None => want as u64,
         };
-        let mut granted = 0;
-        let _ = self
-            .total
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                granted = budget.saturating_sub(used).min(want as u64);
-                Some(used + granted)
-            });
-        // `granted <= want`, so it fits.
+        let Some((used, budget)) = self.grant else {
+            // `from_box <= want`, so it fits.
+            return from_box as usize;
+        };
+        let granted = take(used, budget, from_box);
+        if self.budget.is_some() && granted < from_box {
+            self.total.fetch_sub(from_box - granted, Ordering::AcqRel);
+        }
         granted as usize
     }
 
@@ -55,12 +66,21 @@ impl<'a> Meter<'a> {
         } else if used > 0 {
             self.total.fetch_add(used, Ordering::Relaxed);
         }
+        if let Some((grant_used, _)) = self.grant {
+            let unused = reserved as u64 - used;
+            if unused > 0 {
+                grant_used.fetch_sub(unused, Ordering::AcqRel);
+            }
+        }
     }
 
     /// Records `n` bytes passed on that were read before this meter began (they arrived with
     /// a request head): counted in the total and as forwarded, whatever the budget says.
     pub(crate) fn passed_unmetered(&self, n: usize) {
         self.total.fetch_add(n as u64, Ordering::AcqRel);
+        if let Some((grant_used, _)) = self.grant {
+            grant_used.fetch_add(n as u64, Ordering::AcqRel);
+        }
         self.forwarded(n);
     }
 
@@ -68,6 +88,16 @@ impl<'a> Meter<'a> {
     pub(crate) fn forwarded(&self, n: usize) {
         self.forwarded.fetch_add(n as u64, Ordering::Relaxed);
     }
+}
+
+/// Takes up to `want` of what `budget` leaves over `used`; returns how much was taken.
+fn take(used: &AtomicU64, budget: u64, want: u64) -> u64 {
+    let mut granted = 0;
+    let _ = used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+        granted = budget.saturating_sub(u).min(want);
+        Some(u + granted)
+    });
+    granted
 }
 
 #[cfg(test)]

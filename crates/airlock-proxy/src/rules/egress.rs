@@ -20,6 +20,9 @@ pub struct EgressRules {
     pub deny_domains: Vec<DomainPattern>,
     /// `--allow-ip`: address ranges that may be reached, as literals or as resolved addresses.
     pub allow_ips: Vec<IpGrant>,
+    /// `deny_ip`: address ranges (and ports) never reached, as literals or as resolved
+    /// addresses; deny wins over every allow rule and over `public_internet`.
+    pub deny_ips: Vec<IpGrant>,
     /// `--map-host`: names the proxy resolves itself, without DNS (normalised name → canonical
     /// address). A mapping grants nothing by itself.
     pub map_hosts: BTreeMap<String, IpAddr>,
@@ -60,9 +63,25 @@ impl EgressRules {
             allow_domains: parse_all(allow_domain, "--allow-domain", DomainPattern::parse)?,
             deny_domains: parse_all(deny_domain, "--deny-domain", DomainPattern::parse)?,
             allow_ips: parse_all(allow_ip, "--allow-ip", IpGrant::parse)?,
+            deny_ips: Vec::new(),
             map_hosts,
             public_internet: false,
         })
+    }
+
+    /// The rules of a policy's egress section: every one of its keys, so no caller can leave
+    /// one out (`deny_ip` dropped would be a silent allow).
+    pub fn from_egress(e: &airlock_policy::Egress) -> Result<Self, RuleError> {
+        EgressRules::parse(&e.allow_domain, &e.deny_domain, &e.allow_ip, &e.map_host)?
+            .with_public_internet(e.public_internet)
+            .with_deny_ips(&e.deny_ip)
+    }
+
+    /// The same rules, also refusing these address ranges (`CIDR[:PORT]`, see
+    /// [`EgressRules::deny_ips`]).
+    pub fn with_deny_ips(mut self, deny_ip: &[String]) -> Result<Self, RuleError> {
+        self.deny_ips = parse_all(deny_ip, "deny_ip", IpGrant::parse)?;
+        Ok(self)
     }
 
     /// The same rules, also allowing every public destination by name (see

@@ -22,6 +22,9 @@ pub enum NetProtocol {
 pub enum NetDecision {
     Allow,
     Deny,
+    /// A step of an approval (the connection held, the answer, a grant's end); the
+    /// connection's own event says what became of it.
+    Ask,
 }
 
 /// One connection request of a box and what became of it. Serialised, it is the same JSON
@@ -52,4 +55,8 @@ pub struct NetworkEvent {
     /// The secrets whose values went into this request (names only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<String>,
+    /// The approval step an `ask` event records (the request, the answer and who gave it, the
+    /// grant and when it ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<airlock_policy::ApprovalNote>,
 }

@@ -67,12 +67,22 @@ pub fn access_token(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
+/// envd's words for a request to a secured route without the right access token.
+pub const ENVD_UNAUTHORIZED: &str =
+    "unauthorized access, please provide a valid access token or method signing if supported";
+/// envd's words for a `/files` request with neither a token nor a signature.
+pub const ENVD_MISSING_SIGNATURE: &str = "missing signature query parameter";
+/// envd's words for a signature that matches no sandbox's token.
+pub const ENVD_INVALID_SIGNATURE: &str = "invalid signature";
+/// envd's words for a signed URL past its expiration.
+pub const ENVD_EXPIRED_SIGNATURE: &str = "signature is already expired";
+
 /// Requires sandbox `id`'s own access token in `X-Access-Token`.
 pub fn require_token(e2b: &E2bState, headers: &HeaderMap, id: &str) -> Result<(), E2bError> {
     let given = access_token(headers).ok_or_else(|| {
-        E2bError::Unauthenticated(
-            "no access token: send X-Access-Token with the sandbox's envdAccessToken".into(),
-        )
+        E2bError::Unauthenticated(format!(
+            "{ENVD_UNAUTHORIZED} (no access token: send X-Access-Token with the sandbox's envdAccessToken)"
+        ))
     })?;
     check_token(e2b, id, given)
 }
@@ -82,7 +92,7 @@ pub fn check_token(e2b: &E2bState, id: &str, given: &str) -> Result<(), E2bError
     match e2b.token_of(id) {
         Some(own) if same_hash(&hash(&own), &hash(given)) => Ok(()),
         Some(_) => Err(E2bError::Unauthenticated(format!(
-            "the access token is not sandbox {id}'s; use its envdAccessToken"
+            "{ENVD_UNAUTHORIZED} (the access token is not sandbox {id}'s; use its envdAccessToken)"
         ))),
         None => Err(E2bError::SandboxGone(format!(
             "sandbox {id} was not found: it ended, was killed or never existed"
@@ -197,15 +207,15 @@ pub fn check_signature(
         .map(|(id, _)| id.clone());
     let Some(id) = found else {
         return Err(E2bError::Unauthenticated(format!(
-            "the signature does not match a {} URL for this path and user of any running sandbox; ask the SDK for a new URL",
+            "{ENVD_INVALID_SIGNATURE} (it matches no {} URL for this path and user of any running sandbox; ask the SDK for a new URL)",
             req.operation
         )));
     };
     if let Some(exp) = req.expiration {
         if exp < now_s {
-            return Err(E2bError::Unauthenticated(
-                "the signed URL has expired; ask the SDK for a new one".into(),
-            ));
+            return Err(E2bError::Unauthenticated(format!(
+                "{ENVD_EXPIRED_SIGNATURE} (ask the SDK for a new signed URL)"
+            )));
         }
     }
     Ok(id)

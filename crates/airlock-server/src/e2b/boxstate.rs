@@ -12,4 +12,7 @@ pub(crate) struct E2bBox {
     pub procs: Procs,
     pub watchers: Watchers,
     pub metrics: History,
+    /// Who may reach the box's ports, as its E2B create request said (unset: not made by
+    /// E2B's create, and the traffic token is required).
+    pub ingress: std::sync::OnceLock<super::ingress::IngressRule>,
 }

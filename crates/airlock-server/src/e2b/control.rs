@@ -209,10 +209,13 @@ async fn blocking<R: Send + 'static>(
         })?
 }
 
-/// Parses a create body and plans its session with the default network (for fuzzing).
+/// Parses a create body and plans its session with the default network, and its ports rule
+/// (for fuzzing).
 pub fn plan_body(body: &[u8]) -> Result<SessionSpec, E2bError> {
+    let req: NewSandbox = parse_body(body)?;
+    super::ingress::rule_of(req.network.as_ref())?;
     plan(
-        parse_body(body)?,
+        req,
         super::DefaultNetwork::default(),
         BackendKind::default(),
         &crate::template_catalog::TemplateCatalog::empty(),
@@ -268,6 +271,7 @@ async fn create_inner(
 ) -> Result<Response, E2bError> {
     require_api_key(&state.e2b, &headers)?;
     let req: NewSandbox = parse_body(&body)?;
+    let ingress = super::ingress::rule_of(req.network.as_ref())?;
     let spec = plan(
         req,
         state.e2b.default_network,
@@ -297,8 +301,13 @@ async fn create_inner(
                 return Err(E2bError::Internal(format!("sandbox {id} could not start ({other}): {}", info.reason.unwrap_or_default())));
             }
         }
+        // Recorded under the lent handle, so a kill cannot come between (see `box_state`).
+        super::boxio::with_box_blocking(&state, &id, |_| {
+            let _ = state.e2b.box_state(&id).ingress.set(ingress);
+            Ok(())
+        })?;
         let rec = live_record(&state, &id)?;
-        Ok(views::sandbox(&rec, Some(&token)))
+        Ok(views::sandbox(&rec, Some(&token), state.e2b.domain.as_deref()))
     })
     .await?;
     Ok((StatusCode::CREATED, Json(shown)).into_response())
@@ -331,7 +340,10 @@ async fn connect(
                     extend_to(&state, &id, &rec, t as u64)?;
                 }
                 let token = state.e2b.token_of(&id);
-                Ok((views::sandbox(&rec, token.as_deref()), resumed))
+                Ok((
+                    views::sandbox(&rec, token.as_deref(), state.e2b.domain.as_deref()),
+                    resumed,
+                ))
             })
             .await?;
             let status = if resumed {
@@ -390,7 +402,12 @@ async fn get_one(
             let shown = blocking(&state, move |state| {
                 let rec = live_record(&state, &id)?;
                 let token = state.e2b.token_of(&id);
-                let mut shown = views::detail(&rec, started_ms(&state, &id), token.as_deref());
+                let mut shown = views::detail(
+                    &rec,
+                    started_ms(&state, &id),
+                    token.as_deref(),
+                    state.e2b.domain.as_deref(),
+                );
                 if let Some(spec) = state.manager.spec(&id) {
                     shown["lifecycle"] = serde_json::json!({
                         "autoResume": spec.auto_resume,
@@ -399,6 +416,12 @@ async fn get_one(
                             airlock_sessions::OnTimeout::Kill => "kill",
                         },
                     });
+                }
+                // Who may reach its ports (what the gateway enforces; unknown: the token).
+                let rule = state.e2b.ingress_of(&id).unwrap_or_default();
+                shown["network"]["allowPublicTraffic"] = serde_json::json!(rule.public);
+                if let Some(mask) = rule.mask_host {
+                    shown["network"]["maskRequestHost"] = serde_json::json!(mask);
                 }
                 Ok(shown)
             })
@@ -732,7 +755,11 @@ async fn resume(
                     extend_to(&state, &id, &rec, t as u64)?;
                 }
                 let token = state.e2b.token_of(&id);
-                Ok(views::sandbox(&rec, token.as_deref()))
+                Ok(views::sandbox(
+                    &rec,
+                    token.as_deref(),
+                    state.e2b.domain.as_deref(),
+                ))
             })
             .await?;
             Ok((StatusCode::CREATED, Json(shown)).into_response())
@@ -788,7 +815,7 @@ async fn fork(
                             state.e2b.remember_token(&f.id, &f.token);
                             let rec = live_record(&state, &f.id)?;
                             out.push(serde_json::json!({
-                                "sandbox": views::sandbox(&rec, Some(&f.token))
+                                "sandbox": views::sandbox(&rec, Some(&f.token), state.e2b.domain.as_deref())
                             }));
                         }
                         Err(e) => out.push(serde_json::json!({

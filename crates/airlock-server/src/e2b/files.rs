@@ -74,9 +74,10 @@ fn authorise(
         return check_signature(&state.e2b, &req, named, now_s());
     }
     let id = named.ok_or_else(|| {
-        E2bError::Unauthenticated(
-            "send E2b-Sandbox-Id and X-Access-Token, or use a signed URL".into(),
-        )
+        E2bError::Unauthenticated(format!(
+            "{} (send E2b-Sandbox-Id and X-Access-Token, or use a signed URL)",
+            super::auth::ENVD_MISSING_SIGNATURE
+        ))
     })?;
     require_token(&state.e2b, headers, id)?;
     Ok(id.to_string())

@@ -8,7 +8,8 @@
 //! - requests with `E2b-Sandbox-Id` and `E2b-Sandbox-Port: 49983` go to envd (Connect services
 //!   [`filesystem`], [`process`], [`watch`]; plain HTTP [`files`]);
 //! - `E2b-Sandbox-Port: 49999` goes to the code interpreter ([`interpreter`]);
-//! - a signed `/files` URL (which carries no sandbox id) goes to envd as well.
+//! - `/files` without them (a signed URL carries no sandbox id) goes to envd as well;
+//! - a `Host` of `{port}-{sandboxID}.{domain}` goes to that port of the box ([`ingress`]).
 //!
 //! Every sandbox is a session of the one [`SessionManager`](airlock_sessions::SessionManager)
 //! the native API uses: a sandbox made through either API is visible and usable through both.
@@ -22,6 +23,8 @@ pub(crate) mod envd;
 pub(crate) mod error;
 pub(crate) mod files;
 pub(crate) mod filesystem;
+pub(crate) mod ingress;
+pub(crate) mod ingress_proxy;
 pub(crate) mod interpreter;
 pub(crate) mod metrics;
 pub(crate) mod network;
@@ -76,6 +79,9 @@ pub struct E2bState {
     pub default_network: DefaultNetwork,
     /// The gateway's state of each live sandbox, by sandbox id.
     boxes: Mutex<HashMap<String, Arc<boxstate::E2bBox>>>,
+    /// The domain sandbox ports are served under (`{port}-{id}.{domain}`), checked by
+    /// [`ingress::check_domain`]; `None`: no traffic into boxes' ports.
+    pub domain: Option<String>,
 }
 
 impl E2bState {
@@ -85,7 +91,14 @@ impl E2bState {
             tokens: Mutex::new(HashMap::new()),
             default_network,
             boxes: Mutex::new(HashMap::new()),
+            domain: None,
         }
+    }
+
+    /// Serves sandbox ports under `domain` (already checked by [`ingress::check_domain`]).
+    pub fn with_domain(mut self, domain: Option<String>) -> E2bState {
+        self.domain = domain;
+        self
     }
 
     /// The gateway's state of sandbox `id` (made on first use). Call it while the sandbox's
@@ -94,6 +107,12 @@ impl E2bState {
     pub(crate) fn box_state(&self, id: &str) -> Arc<boxstate::E2bBox> {
         let mut boxes = self.boxes.lock().unwrap_or_else(PoisonError::into_inner);
         Arc::clone(boxes.entry(id.to_string()).or_default())
+    }
+
+    /// The ports rule recorded for sandbox `id`, if any (without making its state).
+    pub(crate) fn ingress_of(&self, id: &str) -> Option<ingress::IngressRule> {
+        let boxes = self.boxes.lock().unwrap_or_else(PoisonError::into_inner);
+        boxes.get(id).and_then(|b| b.ingress.get().cloned())
     }
 
     /// Whether the gateway holds state for sandbox `id`.
@@ -189,6 +208,7 @@ pub fn valid_sandbox_id(id: &str) -> bool {
 pub struct Gateway {
     envd: Router,
     interpreter: Router,
+    state: AppState,
 }
 
 impl Gateway {
@@ -196,17 +216,39 @@ impl Gateway {
         Gateway {
             envd: envd::router(state.clone()),
             interpreter: interpreter::router(state.clone()),
+            state: state.clone(),
         }
     }
 }
 
+/// The sandbox port a request's `Host` names under the served domain, if any.
+fn port_host(state: &AppState, req: &Request) -> Option<ingress::PortHost> {
+    let domain = state.e2b.domain.as_deref()?;
+    let host = req.headers().get(axum::http::header::HOST)?.to_str().ok()?;
+    ingress::parse_host(host, domain)
+}
+
 /// Middleware in front of the normal router: sends sandbox traffic to envd or the code
-/// interpreter by the `E2b-Sandbox-*` headers; everything else goes on.
-pub async fn dispatch(State(gateway): State<Gateway>, req: Request, next: Next) -> Response {
+/// interpreter by the `E2b-Sandbox-*` headers, or by a `{port}-{id}.{domain}` host (other
+/// ports to the box, [`ingress_proxy`]); everything else goes on.
+pub async fn dispatch(State(gateway): State<Gateway>, mut req: Request, next: Next) -> Response {
+    if let Some(target) = port_host(&gateway.state, &req) {
+        let named = |v: &str| axum::http::HeaderValue::from_str(v).ok();
+        match target.port.to_string().as_str() {
+            port @ (ENVD_PORT | INTERPRETER_PORT) => {
+                // envd and the interpreter by name, as E2B's edge routes them.
+                if let (Some(id), Some(port)) = (named(&target.sandbox), named(port)) {
+                    req.headers_mut().insert("e2b-sandbox-id", id);
+                    req.headers_mut().insert("e2b-sandbox-port", port);
+                }
+            }
+            _ => return ingress_proxy::relay(gateway.state.clone(), target, req).await,
+        }
+    }
     let Some(id) = sandbox_id(req.headers()) else {
-        if req.uri().path() == "/files"
-            && req.uri().query().is_some_and(|q| q.contains("signature="))
-        {
+        // `/files` is envd's even without the headers: a signed URL carries none, and one
+        // with neither signature nor token gets envd's own refusal.
+        if req.uri().path() == "/files" {
             return forward(gateway.envd, req).await;
         }
         return next.run(req).await;

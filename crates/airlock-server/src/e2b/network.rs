@@ -8,16 +8,16 @@
 //!   `*.example.com`) become allow/deny domain rules, IPs and CIDRs allow-ip grants. A
 //!   `denyOut` of `0.0.0.0/0` (E2B's idiom; also `allow_internet_access: false`) means "only
 //!   what `allowOut` lists"; otherwise `allowOut` adds to the public internet.
-//!   An IP range in `denyOut` other than everything cannot be enforced by the proxy's rules
-//!   and is refused (fail closed).
+//!   Any other address or range in `denyOut` (`8.8.8.8`, `10.0.0.0/8`) becomes a `deny_ip`
+//!   rule: never reached, as a literal or as what an allowed name resolves to (deny wins).
 
 use super::error::E2bError;
 use super::DefaultNetwork;
 use airlock_policy::{NetworkMode, NetworkSection};
 use serde::Deserialize;
 
-/// `network` of a create request. `allowPublicTraffic` is accepted whatever its value: every
-/// route into a sandbox needs its token already.
+/// `network` of a create request. `allowPublicTraffic` and `maskRequestHost` are about traffic
+/// into the box's ports ([`super::ingress`]), the rest about its egress.
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkOptions {
@@ -27,6 +27,8 @@ pub struct NetworkOptions {
     pub deny_out: Option<Vec<String>>,
     #[serde(default)]
     pub mask_request_host: Option<String>,
+    #[serde(default)]
+    pub allow_public_traffic: Option<bool>,
 }
 
 fn is_everything(rule: &str) -> bool {
@@ -48,11 +50,6 @@ pub fn network_section(
     let empty = Vec::new();
     let allow_out = options.and_then(|o| o.allow_out.as_ref()).unwrap_or(&empty);
     let deny_out = options.and_then(|o| o.deny_out.as_ref()).unwrap_or(&empty);
-    if options.is_some_and(|o| o.mask_request_host.is_some()) {
-        return Err(E2bError::InvalidArgument(
-            "network.maskRequestHost is not supported by airlock; leave it out".into(),
-        ));
-    }
     let only_listed = allow_internet == Some(false) || deny_out.iter().any(|r| is_everything(r));
     let mut section = NetworkSection::default();
     if allow_out.is_empty()
@@ -93,11 +90,10 @@ pub fn network_section(
             continue;
         }
         if is_ip_rule(rule) {
-            return Err(E2bError::InvalidArgument(format!(
-                "denyOut {rule:?}: airlock denies address ranges only as a whole (0.0.0.0/0); deny domains by name, or deny everything and list allowOut"
-            )));
+            section.deny_ip.push(rule.to_string());
+        } else {
+            section.deny_domain.push(rule.to_string());
         }
-        section.deny_domain.push(rule.to_string());
     }
     Ok(section)
 }

@@ -7,7 +7,7 @@ fn opts(allow: &[&str], deny: &[&str]) -> NetworkOptions {
     NetworkOptions {
         allow_out: v(allow),
         deny_out: v(deny),
-        mask_request_host: None,
+        ..NetworkOptions::default()
     }
 }
 
@@ -76,24 +76,49 @@ fn allow_and_deny_add_to_the_internet() {
 }
 
 #[test]
-fn what_the_proxy_cannot_enforce_is_refused() {
-    assert!(network_section(
+fn deny_out_of_an_address_or_range_is_a_deny_ip_rule() {
+    let s = network_section(
         None,
-        Some(&opts(&[], &["8.8.8.8"])),
-        DefaultNetwork::Internet
+        Some(&opts(
+            &["127.0.0.0/8"],
+            &["8.8.8.8", "127.0.0.7", "10.0.0.0/8"],
+        )),
+        DefaultNetwork::Internet,
     )
-    .is_err());
+    .unwrap();
+    assert_eq!(s.public_internet, Some(true));
+    assert_eq!(s.deny_ip, vec!["8.8.8.8", "127.0.0.7", "10.0.0.0/8"]);
+    assert!(s.deny_domain.is_empty());
+    // Each is a rule the proxy parses (a bad one would fail the box, not be dropped).
+    airlock_proxy::rules::EgressRules::parse(&[], &[], &[], &[])
+        .unwrap()
+        .with_deny_ips(&s.deny_ip)
+        .unwrap();
+}
+
+#[test]
+fn what_the_proxy_cannot_enforce_is_refused() {
     assert!(network_section(
         None,
         Some(&opts(&["0.0.0.0/0"], &["0.0.0.0/0"])),
         DefaultNetwork::Internet
     )
     .is_err());
+    // maskRequestHost is about traffic into the box (`ingress`): the egress is unchanged.
     let masked = NetworkOptions {
-        mask_request_host: Some("x".into()),
+        mask_request_host: Some("${PORT}-x.example.com".into()),
         ..NetworkOptions::default()
     };
-    assert!(network_section(None, Some(&masked), DefaultNetwork::Internet).is_err());
+    assert_eq!(
+        format!(
+            "{:?}",
+            network_section(None, Some(&masked), DefaultNetwork::Internet).unwrap()
+        ),
+        format!(
+            "{:?}",
+            network_section(None, None, DefaultNetwork::Internet).unwrap()
+        )
+    );
 }
 
 #[test]

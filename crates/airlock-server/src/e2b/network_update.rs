@@ -53,7 +53,7 @@ pub fn updated_egress(current: &Egress, update: &NetworkUpdate) -> Result<Egress
     let options = NetworkOptions {
         allow_out: update.allow_out.clone(),
         deny_out: update.deny_out.clone(),
-        mask_request_host: None,
+        ..NetworkOptions::default()
     };
     let section = network_section(
         update.allow_internet_access,
@@ -64,6 +64,7 @@ pub fn updated_egress(current: &Egress, update: &NetworkUpdate) -> Result<Egress
     egress.allow_domain = section.allow_domain;
     egress.deny_domain = section.deny_domain;
     egress.allow_ip = section.allow_ip;
+    egress.deny_ip = section.deny_ip;
     egress.public_internet = section.public_internet == Some(true);
     if section.mode == Some(NetworkMode::None) {
         // Everything denied: the proxy stays, allowing nothing.

@@ -41,12 +41,22 @@ fn closing_everything_keeps_the_proxy_allowing_nothing() {
 }
 
 #[test]
+fn deny_out_of_an_address_becomes_deny_ip() {
+    let e = updated_egress(
+        &current(),
+        &update(r#"{"denyOut": ["10.0.0.1", "bad.example"]}"#),
+    )
+    .unwrap();
+    assert_eq!(e.deny_ip, vec!["10.0.0.1"]);
+    assert_eq!(e.deny_domain, vec!["bad.example"]);
+}
+
+#[test]
 fn what_airlock_cannot_enforce_is_refused_by_name() {
     for (body, name) in [
         (r#"{"dnsServers": ["1.1.1.1"]}"#, "dnsServers"),
         (r#"{"rules": {}}"#, "rules"),
         (r#"{"egressProxy": {}}"#, "egressProxy"),
-        (r#"{"denyOut": ["10.0.0.1"]}"#, "denyOut"),
     ] {
         let e = updated_egress(&current(), &update(body)).unwrap_err();
         assert!(e.to_string().contains(name), "{body}: {e}");

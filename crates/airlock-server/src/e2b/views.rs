@@ -32,8 +32,10 @@ fn sizes(policy: &Value) -> (u64, u64, u64) {
     (cpus, mib(&limits["memory"]), mib(&limits["disk"]))
 }
 
-/// `Sandbox`: the answer to create and connect. `token` is the sandbox's access token.
-pub fn sandbox(rec: &SandboxRecord, token: Option<&str>) -> Value {
+/// `Sandbox`: the answer to create and connect. `token` is the sandbox's access token,
+/// `domain` the one its ports are served under (the SDKs' `get_host` builds
+/// `{port}-{sandboxID}.{domain}` from it).
+pub fn sandbox(rec: &SandboxRecord, token: Option<&str>, domain: Option<&str>) -> Value {
     json!({
         "templateID": rec.template,
         "sandboxID": rec.id,
@@ -44,7 +46,7 @@ pub fn sandbox(rec: &SandboxRecord, token: Option<&str>) -> Value {
         // The interpreter SDKs send it to the code interpreter's /contexts routes, which have
         // no other credential: it is the same token.
         "trafficAccessToken": token,
-        "domain": Value::Null,
+        "domain": domain,
     })
 }
 
@@ -68,11 +70,16 @@ pub fn listed(rec: &SandboxRecord, started_ms: Option<i64>) -> Value {
 }
 
 /// `SandboxDetail`: one sandbox, with its token.
-pub fn detail(rec: &SandboxRecord, started_ms: Option<i64>, token: Option<&str>) -> Value {
+pub fn detail(
+    rec: &SandboxRecord,
+    started_ms: Option<i64>,
+    token: Option<&str>,
+    domain: Option<&str>,
+) -> Value {
     let mut v = listed(rec, started_ms);
     if let Value::Object(map) = &mut v {
         map.insert("envdAccessToken".into(), json!(token));
-        map.insert("domain".into(), Value::Null);
+        map.insert("domain".into(), json!(domain));
         let internet = rec.policy["network"].as_str() != Some("none");
         map.insert("allowInternetAccess".into(), json!(internet));
         map.insert(
@@ -94,7 +101,8 @@ fn network_view(policy: &Value) -> Value {
     if !allow.is_empty() {
         out.insert("allowOut".into(), Value::Array(allow));
     }
-    let deny = list("deny_domain");
+    let mut deny = list("deny_domain");
+    deny.extend(list("deny_ip"));
     if !deny.is_empty() {
         out.insert("denyOut".into(), Value::Array(deny));
     }

@@ -26,7 +26,12 @@ fn sandboxes_show_the_required_fields() {
         supervisor_pid: None,
         boot_id: None,
     };
-    let s = sandbox(&rec, Some("tok"));
+    let s = sandbox(&rec, Some("tok"), None);
+    assert!(s["domain"].is_null(), "no served domain: the SDK's own");
+    assert_eq!(
+        sandbox(&rec, Some("tok"), Some("localhost"))["domain"],
+        "localhost"
+    );
     for k in [
         "templateID",
         "sandboxID",
@@ -36,7 +41,8 @@ fn sandboxes_show_the_required_fields() {
     ] {
         assert!(!s[k].is_null(), "{k}");
     }
-    let d = detail(&rec, Some(1000), Some("tok"));
+    let d = detail(&rec, Some(1000), Some("tok"), Some("localhost"));
+    assert_eq!(d["domain"], "localhost");
     for k in [
         "templateID",
         "sandboxID",
