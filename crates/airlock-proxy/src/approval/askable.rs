@@ -113,6 +113,7 @@ pub fn askable(refusal: &EgressDecision, host_own: &[IpAddr]) -> Option<GrantTar
         }
         DenyReason::BadHost
         | DenyReason::DeniedDomain
+        | DenyReason::DeniedAddress
         | DenyReason::ForbiddenAddress
         | DenyReason::ResolveFailed => None,
     }
