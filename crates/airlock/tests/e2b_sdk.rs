@@ -568,7 +568,10 @@ fn the_current_python_suite_passes_against_gvisor_boxes() {
         .extra_env
         .push(("AIRLOCK_E2B_BACKEND", "gvisor".into()));
     let data = TempDir::new("e2b-sdk-gvisor");
-    let serve = ServeProcess::start(data.path(), &["--backend", "gvisor"]);
+    let serve = ServeProcess::start(
+        data.path(),
+        &["--backend", "gvisor", "--e2b-domain", "localhost"],
+    );
     let key = e2b_key(&serve);
     let server = E2bServer {
         serve,
