@@ -95,6 +95,12 @@ scripts/microvm-guest.sh
 # E2B's official SDKs (PyPI and npm, pinned in tests/e2b) for the E2B conformance suite; fast when
 # already installed.
 scripts/e2b-clients.sh
+# The gVisor tests and benchmarks run on a current runsc (Debian trixie's, pinned by its .deb's
+# SHA-256, under target/gvisor; cached): systrap, and checkpoints that restore. Debian's own
+# runsc (bookworm's, installed above) stays what tests/gvisor.rs checks a user's older runsc
+# against: no systrap, checkpoints refused with the reason, the statx shim.
+AIRLOCK_RUNSC=$(scripts/gvisor-runsc.sh)
+export AIRLOCK_RUNSC
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace --locked 2>&1 | tee "$log"
@@ -106,10 +112,10 @@ AIRLOCK_AGENT_CONNECTION=exec cargo test -p airlock-agent --locked --tests 2>&1 
 # trust bundle under runsc). Where gVisor enforces a case differently, the test says so.
 AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test sandboxes --test attached \
   --test network --test attacks --test secrets --test approvals 2>&1 | tee -a "$log"
-# A representative subset of the server, E2B SDK and MCP suites with the server's default
-# backend gVisor (tests/common: ServeProcess passes --backend): REST exec, files, timeouts, a
-# client leaving, the code interpreter, the HTTP MCP tools. (E2B's Python SDK suite against
-# gVisor boxes passes 65 of 69; its PTY resize, xattr, pause and 501 cases are still to mark.)
+# A representative subset of the server and MCP suites with the server's default backend
+# gVisor (tests/common: ServeProcess passes --backend): REST exec, files, timeouts, a client
+# leaving, the code interpreter, the HTTP MCP tools. E2B's whole Python SDK suite against gVisor
+# boxes, pause.rs's gVisor cases and the seed scenario on gVisor ran above (tests/e2b_sdk.rs).
 AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test server --test mcp -- \
   exec_streams_output_as_it_happens_and_state_persists files_round_trip_64_mib \
   a_box_expires_at_its_timeout a_client_that_goes_away_kills_its_command \

@@ -359,7 +359,7 @@ impl<'a> BoxStart<'a> {
         };
         let mut running = RunningBox {
             receipt,
-            env: command_env(policy, self.template),
+            env: command_env(policy, self.template, self.runsc),
             cwd: policy.cwd.to_string_lossy().into_owned(),
             agent: None,
             runsc: self.runsc.clone(),
@@ -441,7 +441,7 @@ impl<'a> BoxStart<'a> {
                 return Err(fail(running, e));
             }
         }
-        if crate::checkpoint::kind(running.network).is_some() {
+        if crate::checkpoint::kind(&running.runsc, running.network).is_some() {
             if let Err(e) = running.relay_agent() {
                 return Err(fail(running, e));
             }
@@ -451,8 +451,12 @@ impl<'a> BoxStart<'a> {
 }
 
 /// What commands start with: the template's environment, the policy's allowlist over it, and
-/// the proxy's variables for a proxied box.
-fn command_env(policy: &ResolvedPolicy, template: &Template) -> BTreeMap<String, String> {
+/// the proxy's variables for a proxied box, the statx shim where this runsc needs it.
+fn command_env(
+    policy: &ResolvedPolicy,
+    template: &Template,
+    runsc: &Runsc,
+) -> BTreeMap<String, String> {
     let mut env = match template {
         Template::Host => BTreeMap::new(),
         Template::Image(t) => t.defaults.env.clone(),
@@ -464,7 +468,9 @@ fn command_env(policy: &ResolvedPolicy, template: &Template) -> BTreeMap<String,
     if !policy.secrets.is_empty() {
         env.extend(airlock_proxy::intercept::box_trust_env());
     }
-    crate::compat::preload(&mut env);
+    if runsc.needs_statx_shim() {
+        crate::compat::preload(&mut env);
+    }
     env
 }
 
@@ -565,7 +571,53 @@ impl RunningBox {
             Some(relay) => relay.replace(ours),
             None => self.agent = Some(ours),
         }
+        if matches!(launch, Launch::Restore(_)) {
+            self.wait_restored()?;
+        }
         Ok(())
+    }
+
+    /// Waits (bounded) until runsc says the restored container runs: by then it has read the
+    /// image (or holds it open), so the caller may move or delete the checkpoint (the store
+    /// renames a staged one into place and drops a pause's once resumed). A restore that
+    /// fails is an error saying why, not a box whose agent is silently gone.
+    fn wait_restored(&mut self) -> Result<(), StartError> {
+        #[derive(serde::Deserialize)]
+        struct State {
+            status: String,
+        }
+        let deadline = Instant::now() + HELLO_TIMEOUT;
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    return Err(StartError::Refused(format!(
+                        "runsc restore ended ({status}) before the box ran{}",
+                        self.runsc_complaint()
+                    )));
+                }
+            }
+            let out = self
+                .runsc
+                .command(&self.layout.state, self.network)
+                .arg("state")
+                .arg(&self.id)
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+                .map_err(|e| refused("cannot run runsc state", e))?;
+            let state = serde_json::from_slice::<State>(&out.stdout).ok();
+            if state.is_some_and(|s| s.status == "running") {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(StartError::Refused(format!(
+                    "the restored box did not run within {} s{}",
+                    HELLO_TIMEOUT.as_secs(),
+                    self.runsc_complaint()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// From now on the owner's connection goes through a [`Relay`] to this sandbox's socket.
@@ -635,7 +687,7 @@ impl RunningBox {
         Capabilities {
             live_egress: self.proxy.is_some(),
             pause: true,
-            checkpoint: crate::checkpoint::kind(self.network),
+            checkpoint: crate::checkpoint::kind(&self.runsc, self.network),
         }
     }
 

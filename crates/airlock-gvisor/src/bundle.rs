@@ -528,6 +528,12 @@ impl Builder<'_> {
                 }
             });
         }
+        // A mount hides every earlier one at or below its destination, so those are dropped:
+        // the box sees the same tree, and no two mounts share a destination, which `runsc
+        // restore` needs (it pairs the restored mounts with the gofer's by destination, and
+        // a second mount at one place finds its connection taken: "cannot allocate memory").
+        self.mounts
+            .retain(|earlier| !earlier.destination.starts_with(&m.destination));
         self.mounts.push(m);
     }
 }

@@ -167,3 +167,27 @@ fn what_gvisor_cannot_do_is_refused_with_what_to_use_instead() {
     assert!(err.to_string().contains("--changes direct"), "{err}");
     let _ = std::fs::remove_dir_all(&ws);
 }
+
+#[test]
+fn no_two_mounts_share_a_destination_and_none_is_hidden_by_a_later_one() {
+    // runsc restore pairs mounts by destination, so the bundle keeps only what the box would
+    // see: a mount is never followed by another at or above its place (which would hide it).
+    let ws = workspace();
+    let p = policy(&ws, NetworkMode::None, None);
+    let plan = BundlePlan::new(&p, &Template::Host, &agent(), &Layout::fixed(), &[]).unwrap();
+    let mounts = &plan.spec.mounts;
+    for (i, m) in mounts.iter().enumerate() {
+        for later in &mounts[i + 1..] {
+            assert!(
+                !m.destination.starts_with(&later.destination),
+                "{} is hidden by a later mount at {}",
+                m.destination.display(),
+                later.destination.display()
+            );
+        }
+    }
+    // The protected config under the workspace's .git is still there, read-only.
+    let config = mount(&plan, &ws.join(".git/config")).unwrap();
+    assert!(config.options.iter().any(|o| o == "ro"), "{config:?}");
+    std::fs::remove_dir_all(&ws).unwrap();
+}

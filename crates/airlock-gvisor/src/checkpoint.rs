@@ -38,7 +38,7 @@ pub enum CheckpointError {
     #[error("the checkpoint was written by {wrote} and this host has {here}: runsc images only restore under the runsc and platform that wrote them")]
     Mismatch { wrote: String, here: String },
     #[error("{0}")]
-    Unrestorable(&'static str),
+    Unrestorable(String),
 }
 
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
@@ -69,36 +69,28 @@ pub fn files_of(dir: &Path) -> PathBuf {
     dir.join("files")
 }
 
-/// Why runsc cannot bring an airlock box back, measured with Debian's runsc 0.0~20221219.0
-/// (ptrace, 2 CPUs). `runsc checkpoint` writes the image, and a bundle with only a root and a
-/// tmpfs restores (its process continues, the new stdio attached), but `runsc restore` of
-/// airlock's bundle (a bind mount per system directory, grant and protected path: ~37) fails:
-/// in place with "restoring container: cannot allocate memory" (its log: the gofer refuses the
-/// restored mounts' shared-memory channels, "channel creation failed because server hit max
-/// channels limit", and runsc cannot raise RLIMIT_MEMLOCK here), in a fresh host process with
-/// that or "no such file or directory". A refusal that says so beats a restore that fails.
-const RESTORE_FAILS: &str = "this runsc cannot restore an airlock box: `runsc restore` of its bundle (a bind mount per system directory, grant and protected path) fails with 'cannot allocate memory' (the gofer refuses the restored mounts' channels) or 'no such file or directory', though `runsc checkpoint` works; use the microVM backend for checkpoints, or a runsc whose restore handles bind mounts";
 /// Why a proxied box cannot be checkpointed at all.
 const HOSTINET: &str = "a box started with --net proxy cannot be checkpointed: its sockets are host sockets in airlock's namespace (runsc --network=host), which runsc does not save";
 
-/// Why a box with this network cannot be checkpointed here, or `None` when it can.
-pub fn unavailable(network: RunscNetwork) -> Option<&'static str> {
+/// Why a box with this network cannot be checkpointed under this runsc, or `None` when it
+/// can: decided by what the runsc is (its release), never assumed.
+pub fn unavailable(runsc: &Runsc, network: RunscNetwork) -> Option<String> {
     match network {
-        RunscNetwork::None => Some(RESTORE_FAILS),
-        RunscNetwork::Host => Some(HOSTINET),
+        RunscNetwork::None => runsc.restore_gap(),
+        RunscNetwork::Host => Some(HOSTINET.into()),
     }
 }
 
-/// What a box with this network can checkpoint.
-pub fn kind(network: RunscNetwork) -> Option<CheckpointKind> {
-    unavailable(network)
+/// What a box with this network can checkpoint under this runsc.
+pub fn kind(runsc: &Runsc, network: RunscNetwork) -> Option<CheckpointKind> {
+    unavailable(runsc, network)
         .is_none()
         .then_some(CheckpointKind::Memory)
 }
 
 /// Checks that `dir` holds a checkpoint this runsc can restore.
 pub fn check(dir: &Path, runsc: &Runsc) -> Result<(), CheckpointError> {
-    if let Some(why) = unavailable(RunscNetwork::None) {
+    if let Some(why) = runsc.restore_gap() {
         return Err(CheckpointError::Unrestorable(why));
     }
     let text = std::fs::read_to_string(dir.join(MANIFEST))
@@ -153,8 +145,8 @@ impl RunningBox {
     /// Writes the box's state into `dir`; the box runs on from it (restored in place, paused
     /// if it was) unless `then_stop`.
     pub fn checkpoint(&mut self, dir: &Path, then_stop: bool) -> Result<Checkpoint, String> {
-        if let Some(why) = unavailable(self.network) {
-            return Err(why.into());
+        if let Some(why) = unavailable(&self.runsc, self.network) {
+            return Err(why);
         }
         let memory = memory_of(dir);
         std::fs::create_dir(&memory)

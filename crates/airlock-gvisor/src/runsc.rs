@@ -64,6 +64,10 @@ pub struct Runsc {
     pub platform: Platform,
     /// `runsc --version`'s first line (`runsc version 0.0~20221219.0`).
     pub version: String,
+    /// This runsc has the `-directfs` flag (gVisor 2023 on; on by default), which airlock
+    /// turns off: see [`Runsc::global_args`].
+    #[serde(default)]
+    pub directfs: bool,
 }
 
 fn executable(p: &Path) -> bool {
@@ -123,6 +127,7 @@ impl Runsc {
             .unwrap_or("")
             .to_string();
         let offers = |p: Platform| platform_help.contains(p.as_str());
+        let directfs = flags.lines().any(|l| l.trim() == "-directfs");
         let platform = match platform {
             Some(p) if p == Platform::Ptrace || offers(p) => p,
             Some(p) => return Err(RunscError::PlatformMissing(p)),
@@ -133,6 +138,7 @@ impl Runsc {
             path,
             platform,
             version,
+            directfs,
         })
     }
 
@@ -148,7 +154,7 @@ impl Runsc {
     pub fn global_args(&self, state: &Path, network: RunscNetwork) -> Vec<OsString> {
         let mut root = OsString::from("--root=");
         root.push(state);
-        vec![
+        let mut args = vec![
             root,
             format!("--platform={}", self.platform).into(),
             format!("--network={}", network.as_str()).into(),
@@ -156,8 +162,68 @@ impl Runsc {
             "--ignore-cgroups".into(),
             // The box reaches no host unix socket.
             "--host-uds=none".into(),
-        ]
+        ];
+        if self.directfs {
+            // With directfs the Sentry opens the box's files itself: it then runs as host
+            // root (not nobody in a user namespace of its own) with file capabilities, and in
+            // its own mount namespace, where the host mounts that cover protected paths are
+            // not mount points, so `rm .bashrc` in the box removed the host's file. Without
+            // it the gofer, in the namespace with those covers, does every file operation.
+            args.push("--directfs=false".into());
+        }
+        args
     }
+}
+
+/// The oldest runsc release seen to restore an airlock box: checkpoint and restore of a bundle
+/// with a read-only root, a tmpfs and tens of read-only binds, after which the process
+/// continues and new lookups in the root and the binds work, on systrap and ptrace (Debian
+/// trixie's 0.0~20240729.0). The release before it tried here (0.0~20221219.0, bookworm's)
+/// restores, but every new path lookup through a gofer mount then fails with EINVAL.
+pub const RESTORE_SINCE: u32 = 20240729;
+/// The oldest release seen to accept `AT_NO_AUTOMOUNT` in statx and fstatat (the same
+/// trixie release; bookworm's answers EINVAL, so `ls -l` fails without the shim).
+pub const STATX_SINCE: u32 = 20240729;
+
+impl Runsc {
+    /// The release date in the version line (`runsc version 0.0~20221219.0` as Debian
+    /// builds it, `runsc version release-20240729.0` as gVisor does), `None` when it has none.
+    pub fn release(&self) -> Option<u32> {
+        release_of(&self.version)
+    }
+
+    /// Why this runsc cannot bring a checkpointed airlock box back, or `None` when it can.
+    pub fn restore_gap(&self) -> Option<String> {
+        match self.release() {
+            Some(r) if r >= RESTORE_SINCE => None,
+            Some(_) => Some(format!(
+                "this runsc ({}) cannot restore an airlock box: after `runsc restore`, every new path lookup through a gofer mount (the root, each bind) fails with EINVAL; use gVisor release {RESTORE_SINCE} or later (scripts/gvisor-runsc.sh fetches one) with --runsc PATH, or the microVM backend",
+                self.version
+            )),
+            None => Some(format!(
+                "the release of this runsc cannot be told from its version line ({:?}), so whether it restores an airlock box is unknown; use a gVisor release build ({RESTORE_SINCE} or later) with --runsc PATH",
+                self.version
+            )),
+        }
+    }
+
+    /// Whether commands need the statx shim (`compat/`): releases before [`STATX_SINCE`],
+    /// and any runsc whose release is unknown (the shim only clears a flag the Sentry ignores).
+    pub fn needs_statx_shim(&self) -> bool {
+        self.release().is_none_or(|r| r < STATX_SINCE)
+    }
+}
+
+/// The first run of eight digits in a version line, as a `YYYYMMDD` number.
+fn release_of(version: &str) -> Option<u32> {
+    let bytes = version.as_bytes();
+    (0..bytes.len().saturating_sub(7))
+        .find(|&i| {
+            bytes[i..i + 8].iter().all(u8::is_ascii_digit)
+                && (i == 0 || !bytes[i - 1].is_ascii_digit())
+                && bytes.get(i + 8).is_none_or(|b| !b.is_ascii_digit())
+        })
+        .and_then(|i| version[i..i + 8].parse().ok())
 }
 
 /// runsc's `--network`.
@@ -176,5 +242,58 @@ impl RunscNetwork {
             RunscNetwork::None => "none",
             RunscNetwork::Host => "host",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runsc(version: &str) -> Runsc {
+        Runsc {
+            path: "/usr/bin/runsc".into(),
+            platform: Platform::Ptrace,
+            version: version.into(),
+            directfs: false,
+        }
+    }
+
+    #[test]
+    fn the_release_comes_from_debian_and_upstream_version_lines() {
+        assert_eq!(
+            runsc("runsc version 0.0~20221219.0").release(),
+            Some(20221219)
+        );
+        assert_eq!(
+            runsc("runsc version release-20240729.0").release(),
+            Some(20240729)
+        );
+        assert_eq!(runsc("runsc version VERSION_MISSING").release(), None);
+        // Nine digits are not a date.
+        assert_eq!(runsc("runsc version 202407290").release(), None);
+    }
+
+    #[test]
+    fn restore_and_the_shim_follow_the_release_and_an_unknown_one_fails_closed() {
+        let old = runsc("runsc version 0.0~20221219.0");
+        assert!(old.restore_gap().is_some_and(|w| w.contains("EINVAL")));
+        assert!(old.needs_statx_shim());
+        let new = runsc("runsc version 0.0~20240729.0");
+        assert_eq!(new.restore_gap(), None);
+        assert!(!new.needs_statx_shim());
+        let unknown = runsc("runsc version VERSION_MISSING");
+        assert!(unknown.restore_gap().is_some_and(|w| w.contains("unknown")));
+        assert!(unknown.needs_statx_shim());
+    }
+
+    #[test]
+    fn directfs_is_turned_off_where_the_runsc_has_it() {
+        let mut r = runsc("runsc version 0.0~20240729.0");
+        let args = |r: &Runsc| r.global_args(Path::new("/s"), RunscNetwork::None);
+        assert!(!args(&r)
+            .iter()
+            .any(|a| a.to_string_lossy().contains("directfs")));
+        r.directfs = true;
+        assert!(args(&r).contains(&OsString::from("--directfs=false")));
     }
 }

@@ -204,10 +204,15 @@ fn check_lists_every_backend_and_whether_it_can_run_here() {
         ]
     );
     let r = airlock(ws.path(), &["check"]);
+    // The platform airlock picks for the runsc it finds (AIRLOCK_RUNSC, as scripts/test.sh sets
+    // it, else runsc on PATH): systrap where that runsc has it, else ptrace.
+    let runsc =
+        airlock_gvisor::Runsc::find(airlock_backends::gvisor_from_env().runsc.as_deref(), None)
+            .unwrap();
     assert!(
         r.stdout.contains("native   available")
             && r.stdout.contains("gvisor   available (runsc version")
-            && r.stdout.contains("platform ptrace")
+            && r.stdout.contains(&format!("platform {}", runsc.platform))
             && r.stdout.contains("microvm  available"),
         "{}",
         r.stdout

@@ -549,3 +549,45 @@ fn the_seed_scenario_keeps_a_dataframe_across_pauses_on_microvm_boxes() {
 fn the_seed_scenario_keeps_a_dataframe_across_pauses_on_native_boxes() {
     seed_scenario("native");
 }
+
+#[test]
+fn the_seed_scenario_keeps_a_dataframe_across_pauses_on_gvisor_boxes() {
+    // runsc checkpoint / restore: a runsc that restores airlock boxes (scripts/test.sh sets
+    // AIRLOCK_RUNSC to one; bookworm's own refuses checkpoints, and the pause would fail).
+    seed_scenario("gvisor");
+}
+
+/// The same SDK against a server whose boxes are gVisor sandboxes (`--backend gvisor`, on the
+/// runsc scripts/test.sh sets in AIRLOCK_RUNSC). Cases gVisor enforces differently say so by
+/// AIRLOCK_E2B_BACKEND=gvisor in the suite.
+#[test]
+fn the_current_python_suite_passes_against_gvisor_boxes() {
+    let clients = Clients::find();
+    let mut suite = suites(&clients).into_iter().next().unwrap();
+    suite
+        .extra_env
+        .push(("AIRLOCK_E2B_BACKEND", "gvisor".into()));
+    let data = TempDir::new("e2b-sdk-gvisor");
+    let serve = ServeProcess::start(
+        data.path(),
+        &["--backend", "gvisor", "--e2b-domain", "localhost"],
+    );
+    let key = e2b_key(&serve);
+    let server = E2bServer {
+        serve,
+        key,
+        _data: data,
+    };
+    let outcome = run_suite_within(&suite, &server, Duration::from_secs(600));
+    eprintln!(
+        "gvisor: {}: {} in {:.1} s",
+        suite.name,
+        if outcome.passed { "passed" } else { "FAILED" },
+        outcome.took.as_secs_f64()
+    );
+    assert!(
+        outcome.passed,
+        "the E2B SDK against gVisor boxes failed:\n{}",
+        tail(&outcome.output, 120)
+    );
+}

@@ -55,7 +55,15 @@ impl Api {
             .set("Authorization", &format!("Bearer {}", self.key))
             .set("Content-Type", "application/json")
             .send_string(&json!({ "cmd": ["sh", "-c", script] }).to_string())
-            .unwrap_or_else(|e| panic!("exec {script}: {e}"));
+            .unwrap_or_else(|e| match e {
+                ureq::Error::Status(code, r) => {
+                    panic!(
+                        "exec {script}: {code} {}",
+                        r.into_string().unwrap_or_default()
+                    )
+                }
+                e => panic!("exec {script}: {e}"),
+            });
         let mut out = String::new();
         for line in resp.into_string().unwrap().lines() {
             let v: Value = serde_json::from_str(line).unwrap();
@@ -88,13 +96,22 @@ fn serve(data: &Path, extra: &[&str]) -> (ServeProcess, Api) {
     (serve, api)
 }
 
-/// The QEMU processes below `server` (its boxes and its warm pool; other tests' VMs, which run
-/// at the same time, are not below it).
-fn qemus_of(server: &ServeProcess) -> Vec<i32> {
-    let qemus = common::pids_with_marker("qemu-system");
+/// The process that holds a box's memory, per backend: QEMU, or gVisor's Sentry.
+fn box_marker(backend: &str) -> &'static str {
+    match backend {
+        "microvm" => "qemu-system",
+        "gvisor" => "runsc-sandbox",
+        other => panic!("no memory-holding process known for {other} boxes"),
+    }
+}
+
+/// The `backend` box processes below `server` (its boxes, and a microVM's warm pool; other
+/// tests' boxes, which run at the same time, are not below it).
+fn boxes_of(server: &ServeProcess, backend: &str) -> Vec<i32> {
+    let marked = common::pids_with_marker(box_marker(backend));
     common::descendants(&[server.pid()])
         .into_iter()
-        .filter(|p| qemus.contains(p))
+        .filter(|p| marked.contains(p))
         .collect()
 }
 
@@ -122,15 +139,29 @@ fn snapshot_dirs(data: &Path) -> Vec<String> {
 
 #[test]
 fn a_paused_microvm_box_outlives_a_server_sigkill_and_resumes_with_its_processes() {
+    paused_box_outlives_a_server_sigkill("microvm");
+}
+
+#[test]
+fn a_paused_gvisor_box_outlives_a_server_sigkill_and_resumes_with_its_processes() {
+    // runsc checkpoint / restore (a runsc that restores airlock boxes: scripts/test.sh sets
+    // AIRLOCK_RUNSC to one); the Sentry holding the box's memory is gone while it is paused.
+    paused_box_outlives_a_server_sigkill("gvisor");
+}
+
+fn paused_box_outlives_a_server_sigkill(backend: &str) {
     let data = common::data_dir_with_code_interpreter();
-    let (mut server, api) = serve(data.path(), &["--backend", "microvm"]);
-    let id = api.create("microvm", "code-interpreter");
+    let (mut server, api) = serve(data.path(), &["--backend", backend]);
+    let id = api.create(backend, "code-interpreter");
     let sleeper = api.sh(
         &id,
         "echo before > /home/user/state; sleep 1000 >/dev/null 2>&1 & echo $!",
     );
-    let running = qemus_of(&server);
-    assert!(!running.is_empty(), "the box's VM runs below its server");
+    let running = boxes_of(&server, backend);
+    assert!(
+        !running.is_empty(),
+        "the {backend} box runs below its server"
+    );
     let (code, paused) = api.call("POST", &format!("/v1/sandboxes/{id}/pause"), None);
     assert_eq!(code, 200, "{paused}");
     assert_eq!(paused["sandbox"]["state"], "paused");
@@ -139,26 +170,26 @@ fn a_paused_microvm_box_outlives_a_server_sigkill_and_resumes_with_its_processes
         paused["kept"]["resident"], false,
         "its memory was given back"
     );
-    // Its VM is gone while paused (the memory is on disk, not in a process). (Other QEMUs may
-    // come and go: the backend keeps a warm pool of VMs restored ahead of time.)
-    let now = qemus_of(&server);
+    // Its VM or Sentry is gone while paused (the memory is on disk, not in a process). (Other
+    // QEMUs may come and go: the microVM backend keeps a warm pool of VMs restored ahead.)
+    let now = boxes_of(&server, backend);
     assert!(
         running.iter().any(|p| !now.contains(p)),
-        "a paused microVM still runs: {running:?} then {now:?}"
+        "a paused {backend} box still runs: {running:?} then {now:?}"
     );
     let (code, again) = api.call("POST", &format!("/v1/sandboxes/{id}/pause"), None);
     assert_eq!(code, 409, "{again}");
 
-    // SIGKILL: no shutdown, no chance to tidy up. Its VMs (the warm pool's) end with it.
-    let first = qemus_of(&server);
+    // SIGKILL: no shutdown, no chance to tidy up. Its boxes (a warm pool's) end with it.
+    let first = boxes_of(&server, backend);
     server.child.kill().unwrap();
     server.child.wait().unwrap();
     let left = outliving(&first);
     assert!(
         left.is_empty(),
-        "VMs outlived their SIGKILLed server: {left:?}"
+        "boxes outlived their SIGKILLed server: {left:?}"
     );
-    let (mut server, api) = serve(data.path(), &["--backend", "microvm"]);
+    let (mut server, api) = serve(data.path(), &["--backend", backend]);
     assert_eq!(api.state(&id)["state"], "paused", "{}", api.state(&id));
     let (code, listed) = api.call("GET", "/v1/sandboxes?state=paused", None);
     assert_eq!(code, 200);
@@ -198,17 +229,26 @@ fn a_paused_microvm_box_outlives_a_server_sigkill_and_resumes_with_its_processes
         states.contains(&"paused") && states.contains(&"resuming"),
         "{states:?}"
     );
-    let second = qemus_of(&server);
+    let second = boxes_of(&server, backend);
     server.stop();
     let left = outliving(&second);
-    assert!(left.is_empty(), "VMs outlived their server: {left:?}");
+    assert!(left.is_empty(), "boxes outlived their server: {left:?}");
 }
 
 #[test]
 fn a_fork_of_three_continues_from_one_state_and_each_diverges() {
+    fork_of_three("microvm");
+}
+
+#[test]
+fn a_fork_of_three_gvisor_boxes_continues_from_one_state_and_each_diverges() {
+    fork_of_three("gvisor");
+}
+
+fn fork_of_three(backend: &str) {
     let data = common::data_dir_with_code_interpreter();
-    let (mut server, api) = serve(data.path(), &["--backend", "microvm"]);
-    let id = api.create("microvm", "code-interpreter");
+    let (mut server, api) = serve(data.path(), &["--backend", backend]);
+    let id = api.create(backend, "code-interpreter");
     let sleeper = api.sh(
         &id,
         "echo parent > /home/user/who; sleep 1000 >/dev/null 2>&1 & echo $!",
@@ -378,5 +418,51 @@ fn a_native_pause_freezes_in_place_and_says_a_server_restart_does_not_keep_it() 
         rec["reason"].as_str().unwrap().contains("server stopped"),
         "{rec}"
     );
+    server.stop();
+}
+
+#[test]
+fn a_proxied_gvisor_box_is_frozen_in_place_and_says_it_does_not_outlive_the_server() {
+    // A --net proxy gVisor box's sockets are host sockets (runsc --network=host in airlock's
+    // namespace), which runsc does not save: it is never checkpointed. Its pause freezes it in
+    // place (memory resident), says so, and a snapshot or fork of it is refused with the reason.
+    let data = TempDir::new("pause-gvisor-proxy");
+    let (mut server, api) = serve(data.path(), &["--backend", "gvisor"]);
+    let (code, v) = api.call(
+        "POST",
+        "/v1/sandboxes",
+        Some(json!({ "backend": "gvisor", "policy": { "network": { "mode": "proxy" } } })),
+    );
+    assert_eq!(code, 201, "{v}");
+    let id = v["id"].as_str().unwrap().to_string();
+    let sleeper = api.sh(
+        &id,
+        "echo kept > /tmp/state; sleep 1000 >/dev/null 2>&1 & echo $!",
+    );
+    let (code, paused) = api.call("POST", &format!("/v1/sandboxes/{id}/pause"), None);
+    assert_eq!(code, 200, "{paused}");
+    assert_eq!(paused["kept"]["resident"], true, "{paused}");
+    let message = paused["kept"]["message"].as_str().unwrap();
+    assert!(message.contains("does not outlive the server"), "{message}");
+    assert!(
+        snapshot_dirs(data.path()).is_empty(),
+        "a proxied box was checkpointed"
+    );
+    let (code, _) = api.call("POST", &format!("/v1/sandboxes/{id}/resume"), None);
+    assert_eq!(code, 200);
+    let out = api.sh(
+        &id,
+        &format!("cat /tmp/state; kill -0 {} && echo alive", sleeper.trim()),
+    );
+    assert_eq!(out, "kept\nalive\n");
+    let (code, refused) = api.call(
+        "POST",
+        &format!("/v1/sandboxes/{id}/snapshots"),
+        Some(json!({ "name": "x" })),
+    );
+    assert_eq!(code, 409, "{refused}");
+    assert!(refused.to_string().contains("host sockets"), "{refused}");
+    assert!(snapshot_dirs(data.path()).is_empty());
+    api.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
     server.stop();
 }
