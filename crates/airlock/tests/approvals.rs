@@ -11,7 +11,7 @@ use common::{airlock, binary_for_test_user, ensure_test_user, is_root, TempDir, 
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -420,16 +420,7 @@ fn an_unprivileged_user_gets_the_same_approvals() {
     let result_file = ws.join("result.json");
     let svc = format!("http://svc.test:{p}/u");
     let other = format!("http://other.test:{p}/u");
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid",
-            TEST_USER,
-            "--regid",
-            TEST_USER,
-            "--init-groups",
-            "--",
-        ])
-        .arg(&bin)
+    let out = common::as_test_user(&bin)
         .args(["run", "--timeout", "180s", "--result"])
         .arg(&result_file)
         .args([

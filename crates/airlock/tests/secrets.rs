@@ -631,16 +631,7 @@ fn an_unprivileged_user_gets_secrets_too() {
         "--secret-host".into(),
         format!("api.test:{p}"),
     ]);
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid",
-            TEST_USER,
-            "--regid",
-            TEST_USER,
-            "--init-groups",
-            "--",
-        ])
-        .arg(&bin)
+    let out = common::as_test_user(&bin)
         .args(["run", "--timeout", "60s"])
         .args(&flags)
         .args([

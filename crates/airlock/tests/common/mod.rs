@@ -228,18 +228,8 @@ impl ServeProcess {
         let (uid, gid, home) = ensure_test_user();
         std::os::unix::fs::chown(data, Some(uid), Some(gid))
             .expect("hand the data directory to the test user");
-        let mut cmd = Command::new("setpriv");
-        cmd.args([
-            "--reuid",
-            TEST_USER,
-            "--regid",
-            TEST_USER,
-            "--init-groups",
-            "--",
-        ])
-        .arg(bin)
-        .env("HOME", home)
-        .env("USER", TEST_USER);
+        let mut cmd = as_test_user(bin);
+        cmd.env("HOME", home).env("USER", TEST_USER);
         ServeProcess::start_with(cmd, data, extra)
     }
 
@@ -341,6 +331,22 @@ pub const TEST_USER: &str = "airlock-test";
 
 /// The unprivileged test user, created if missing: uid, gid, home. Must run as root; panics
 /// (never skips) when the user cannot be made.
+/// `bin` run by the unprivileged [`TEST_USER`] (its uid, gid and groups, through `setpriv`);
+/// arguments added to the command go to `bin`.
+pub fn as_test_user(bin: &Path) -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        "--reuid",
+        TEST_USER,
+        "--regid",
+        TEST_USER,
+        "--init-groups",
+        "--",
+    ])
+    .arg(bin);
+    cmd
+}
+
 pub fn ensure_test_user() -> (u32, u32, String) {
     assert!(
         is_root(),
