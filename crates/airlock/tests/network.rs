@@ -1863,16 +1863,7 @@ fn an_unprivileged_user_gets_the_same_proxy() {
     let port = origin.port;
     let result_file = ws.join("result.json");
     let script = format!("curl -sS http://svc.test:{port}/ok.txt; curl -sS -D - -o /dev/null http://other.test:{port}/ok.txt");
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid",
-            TEST_USER,
-            "--regid",
-            TEST_USER,
-            "--init-groups",
-            "--",
-        ])
-        .arg(&bin)
+    let out = common::as_test_user(&bin)
         .args(["run", "--timeout", "60s", "--result"])
         .arg(&result_file)
         .args(SVC)
