@@ -96,6 +96,23 @@ impl LiveSandbox {
         )
     }
 
+    /// What commands start with unless told otherwise.
+    pub fn command_defaults(&self) -> &CommandDefaults {
+        &self.defaults
+    }
+
+    /// Replaces what commands start with, for the main channel and every later
+    /// [`LiveSandbox::new_channel`] (a pooled box given to its sandbox). Channels made before
+    /// keep what they had; the main channel is made anew, so call it before the box is used.
+    pub fn set_command_defaults(&mut self, defaults: CommandDefaults) {
+        self.channel = AgentChannel::new(
+            AgentClient::over(self.mux.port()),
+            defaults.env.clone(),
+            defaults.cwd.clone(),
+        );
+        self.defaults = defaults;
+    }
+
     /// How the box ended, or `None` while it runs.
     pub fn ended(&self) -> Option<BoxEnd> {
         match self.instance() {

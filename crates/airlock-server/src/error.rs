@@ -178,6 +178,8 @@ pub enum ServerError {
          systemd unit) or lower --max-running"
     )]
     TooFewDescriptors { limit: u64, reserve: u64, min: u64 },
+    #[error("the pools cannot be made: {0}")]
+    Pools(#[from] crate::pools::PoolError),
     #[error("the HTTP server failed")]
     Io(#[from] std::io::Error),
 }

@@ -144,6 +144,8 @@ pub struct SandboxFactory {
     snapshots: Arc<SnapshotService>,
     notes: Mutex<HashMap<String, LifecycleNote>>,
     secrets: Arc<crate::held_secrets::HeldSecrets>,
+    /// Ready boxes a matching start claims instead of starting one.
+    pools: Arc<crate::pools::Pools>,
 }
 
 impl SandboxFactory {
@@ -161,7 +163,19 @@ impl SandboxFactory {
             snapshots,
             notes: Mutex::new(HashMap::new()),
             secrets,
+            pools: Arc::new(crate::pools::Pools::none()),
         }
+    }
+
+    /// Starts claim from `pools` where they match.
+    pub fn with_pools(mut self, pools: Arc<crate::pools::Pools>) -> SandboxFactory {
+        self.pools = pools;
+        self
+    }
+
+    /// The server's pools.
+    pub fn pools(&self) -> &Arc<crate::pools::Pools> {
+        &self.pools
     }
 
     /// The snapshots of the server's boxes.
@@ -285,6 +299,13 @@ impl BoxFactory for SandboxFactory {
                 .restore(snapshot, backend.as_ref(), &spec.payload, &policy, &opts)
                 .map(|r| r.handle);
         }
+        if let Some(sink) = opts.network_events.clone() {
+            // A ready box of a matching pool, made this sandbox's; else one started for it.
+            if let Some(sandbox) = self.pools.claim(id, &policy, sink) {
+                return Ok(BoxHandle::new(sandbox));
+            }
+        }
+        let _creating = self.pools.creating();
         let sandbox = LiveSandbox::start(
             backend.as_ref(),
             &policy,

@@ -67,6 +67,8 @@ fn app() -> App {
         templates: crate::template_catalog::TemplateCatalog::empty(),
         snapshots_dir: dir.path().join("snapshots"),
         idle_pause_ms: None,
+        pools: Vec::new(),
+        pool_memory: crate::DEFAULT_POOL_MEMORY,
     };
     let state = app_state(store, backends, &settings, hash(KEY), hash(E2B_KEY)).unwrap();
     App {

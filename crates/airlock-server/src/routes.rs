@@ -6,6 +6,7 @@ mod exec;
 mod files;
 mod lifecycle;
 pub(crate) mod openapi;
+mod pools;
 pub(crate) mod sandboxes;
 
 use crate::state::AppState;
@@ -38,6 +39,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/sandboxes/{id}/snapshots"),
     ("get", "/v1/sandboxes/{id}/snapshots"),
     ("post", "/v1/sandboxes/{id}/fork"),
+    ("get", "/v1/pools"),
 ];
 
 /// The API's router: the native API and E2B's control plane, behind the E2B gateway's
@@ -83,6 +85,7 @@ pub fn router(state: AppState) -> Router {
             post(lifecycle::create_snapshot).get(lifecycle::list_snapshots),
         )
         .route("/v1/sandboxes/{id}/fork", post(lifecycle::fork))
+        .route("/v1/pools", get(pools::list))
         .merge(crate::e2b::control_routes())
         .fallback(|req: axum::extract::Request| async move {
             if crate::e2b::is_native_path(req.uri().path()) {

@@ -50,6 +50,10 @@ pub struct ServerConfig {
     /// Pause boxes idle this long (no request, no running command) unless their create request
     /// says otherwise; `None`: never.
     pub idle_pause: Option<Duration>,
+    /// Boxes kept started ahead of demand (`--pool`); a create that matches one claims a box.
+    pub pools: Vec<crate::pools::PoolSpec>,
+    /// Host memory the pools' ready boxes may hold (`--pool-memory`), in bytes.
+    pub pool_memory: u64,
 }
 
 pub use crate::e2b::DefaultNetwork as E2bDefaultNetwork;
@@ -64,6 +68,9 @@ pub(crate) struct AppSettings {
     /// Where snapshots are kept (`<data-dir>/snapshots`).
     pub snapshots_dir: PathBuf,
     pub idle_pause_ms: Option<i64>,
+    /// `--pool`, and the memory their ready boxes may hold.
+    pub pools: Vec<crate::pools::PoolSpec>,
+    pub pool_memory: u64,
 }
 
 /// The handlers' shared state over `store`, starting boxes with `backends`: the session manager
@@ -84,12 +91,20 @@ pub(crate) fn app_state(
         .map_err(|e| ServerError::Snapshots(e.to_string()))?;
     let snapshots = Arc::new(SnapshotService::new(area, Arc::clone(&store)));
     let held_secrets = Arc::new(crate::held_secrets::HeldSecrets::default());
+    let pools = Arc::new(crate::pools::Pools::new(
+        &settings.pools,
+        settings.default_backend,
+        &backends,
+        &settings.templates,
+        settings.pool_memory,
+    )?);
     let factory = SandboxFactory::new(
         backends.clone(),
         Arc::clone(&store),
         Arc::clone(&snapshots),
         Arc::clone(&held_secrets),
-    );
+    )
+    .with_pools(pools);
     let e2b = Arc::new(
         crate::e2b::E2bState::new(e2b_key_hash, settings.e2b_default_network)
             .with_domain(settings.e2b_domain.clone()),
@@ -208,6 +223,8 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             idle_pause_ms: config
                 .idle_pause
                 .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+            pools: config.pools.clone(),
+            pool_memory: config.pool_memory,
         },
         api_key_hash,
         e2b_key_hash,
@@ -227,6 +244,8 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             })?
     };
     let sampler = crate::e2b::metrics::spawn_sampler(state.clone(), Arc::clone(&stopping))?;
+    let pools = Arc::clone(manager.factory().pools());
+    let refill = crate::pools::refill::spawn(Arc::clone(&pools))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -253,6 +272,8 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
         Ok::<(), ServerError>(())
     });
     stopping.store(true, Ordering::Relaxed);
+    pools.shutdown();
+    let _ = refill.join();
     manager.shutdown();
     let _ = ticker.join();
     let _ = sampler.join();

@@ -226,6 +226,18 @@ pub struct ServeArgs {
     /// Boxes running at once; further creates are queued (FIFO). Paused boxes do not count.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub max_running: usize,
+    /// Keep boxes started ahead of demand (repeatable): `[BACKEND:]size=N[,KEY=VALUE...]`,
+    /// keys `name`, `backend`, `template`, `network` (none or proxy), `memory`, `cpus`, `pids`,
+    /// `disk`, e.g. `native:size=4` or `template=python,backend=gvisor,size=2`. A create (REST
+    /// or E2B) whose box would be made the same way claims a ready box; its env, allowlist,
+    /// metadata and timeout are applied at the claim. Ready boxes do not count against
+    /// --max-running.
+    #[arg(long, value_name = "SPEC")]
+    pub pool: Vec<String>,
+    /// Host memory the pools' ready boxes may hold, e.g. 2G (default 1G); pools that would
+    /// hold more are refused at start.
+    #[arg(long, value_name = "SIZE")]
+    pub pool_memory: Option<String>,
     /// Pause a sandbox after this long without a request or a running command (keepalives do
     /// not count), e.g. 30m; its next request resumes it. A create request's `idle_pause`
     /// overrides it. Default: never.

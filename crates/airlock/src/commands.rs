@@ -581,7 +581,18 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         }
         None => None,
     };
+    let pools = args
+        .pool
+        .iter()
+        .map(|p| airlock_server::PoolSpec::parse(p).map_err(|e| anyhow!("--pool {p:?}: {e}")))
+        .collect::<Result<Vec<_>>>()?;
+    let pool_memory = match &args.pool_memory {
+        Some(s) => airlock_policy::parse_size(s).map_err(|e| anyhow!("--pool-memory: {e}"))?,
+        None => airlock_server::DEFAULT_POOL_MEMORY,
+    };
     airlock_server::serve(airlock_server::ServerConfig {
+        pools,
+        pool_memory,
         idle_pause,
         template_aliases,
         default_backend,

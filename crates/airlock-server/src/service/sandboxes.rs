@@ -62,7 +62,12 @@ pub(crate) fn create_session(
         state.e2b.forget_token(id);
         return Err(e.into());
     }
-    audit(state, id, "create", caller, serde_json::json!({}));
+    // Whether the box came from a pool (a create still queued has not tried yet).
+    let summary = match state.manager.factory().pools().take_note(id) {
+        Some(note) => serde_json::json!({ "pool": note }),
+        None => serde_json::json!({}),
+    };
+    audit(state, id, "create", caller, summary);
     Ok(())
 }
 
