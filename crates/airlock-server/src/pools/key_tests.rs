@@ -91,5 +91,8 @@ fn the_claims_env_replaces_the_pools() {
     assert_eq!(env["HTTP_PROXY"], "mine");
     assert!(!env.contains_key("POOL_ONLY"));
     let plain = native_create(r#"{"policy":{"network":{"mode":"proxy"}}}"#);
-    assert_eq!(claim_env(&pooled, &pooled_policy, &plain)["HTTP_PROXY"], "http://10.0.0.1:1");
+    assert_eq!(
+        claim_env(&pooled, &pooled_policy, &plain)["HTTP_PROXY"],
+        "http://10.0.0.1:1"
+    );
 }

@@ -150,7 +150,10 @@ impl Pools {
                     why: e.to_string(),
                 })?;
             let key = PoolKey::of(&policy).ok_or_else(|| {
-                PoolError::Policy(format!("--pool {}: its policy cannot be encoded", spec.name))
+                PoolError::Policy(format!(
+                    "--pool {}: its policy cannot be encoded",
+                    spec.name
+                ))
             })?;
             if let Some(other) = pools.iter().find(|p| p.name == spec.name) {
                 return Err(PoolError::SameName(other.name.clone()));
@@ -342,7 +345,10 @@ fn make_claimed(
     policy: &ResolvedPolicy,
     sink: Arc<dyn NetworkSink>,
 ) -> Result<LiveSandbox, String> {
-    let Ready { mut sandbox, sink: held } = ready;
+    let Ready {
+        mut sandbox,
+        sink: held,
+    } = ready;
     if let Some(end) = sandbox.ended() {
         sandbox.kill();
         return Err(format!("it had ended ({})", end.reason));

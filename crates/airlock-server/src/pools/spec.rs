@@ -52,7 +52,9 @@ pub enum PoolSpecError {
     BadSize { value: String },
     #[error("backend {value:?}: {why}")]
     BadBackend { value: String, why: String },
-    #[error("the backend is given twice ({first} before the colon, {second} as backend=); give it once")]
+    #[error(
+        "the backend is given twice ({first} before the colon, {second} as backend=); give it once"
+    )]
     TwoBackends { first: String, second: String },
     #[error("network={value:?}: use none or proxy (a claimed box gets its create request's allowlist); host is never served to API callers")]
     BadNetwork { value: String },
@@ -116,7 +118,11 @@ impl PoolSpec {
                     spec.network = match value {
                         "none" => NetworkMode::None,
                         "proxy" => NetworkMode::Proxy,
-                        _ => return Err(PoolSpecError::BadNetwork { value: value.into() }),
+                        _ => {
+                            return Err(PoolSpecError::BadNetwork {
+                                value: value.into(),
+                            })
+                        }
                     }
                 }
                 "memory" | "disk" => {

@@ -37,14 +37,39 @@ fn each_bad_part_is_named() {
     let cases: &[(&str, PoolSpecError)] = &[
         ("", PoolSpecError::Empty),
         ("native:", PoolSpecError::NoSize),
-        ("native:size", PoolSpecError::NotAPair { part: "size".into() }),
+        (
+            "native:size",
+            PoolSpecError::NotAPair {
+                part: "size".into(),
+            },
+        ),
         ("size=0", PoolSpecError::BadSize { value: "0".into() }),
         ("size=65", PoolSpecError::BadSize { value: "65".into() }),
-        ("size=two", PoolSpecError::BadSize { value: "two".into() }),
+        (
+            "size=two",
+            PoolSpecError::BadSize {
+                value: "two".into(),
+            },
+        ),
         ("size=1,size=2", PoolSpecError::Twice { key: "size".into() }),
-        ("size=1,colour=red", PoolSpecError::UnknownKey { key: "colour".into() }),
-        ("size=1,network=host", PoolSpecError::BadNetwork { value: "host".into() }),
-        ("size=1,name=a b", PoolSpecError::BadName { value: "a b".into() }),
+        (
+            "size=1,colour=red",
+            PoolSpecError::UnknownKey {
+                key: "colour".into(),
+            },
+        ),
+        (
+            "size=1,network=host",
+            PoolSpecError::BadNetwork {
+                value: "host".into(),
+            },
+        ),
+        (
+            "size=1,name=a b",
+            PoolSpecError::BadName {
+                value: "a b".into(),
+            },
+        ),
     ];
     for (text, want) in cases {
         assert_eq!(PoolSpec::parse(text).unwrap_err(), *want, "{text:?}");
