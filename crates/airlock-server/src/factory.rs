@@ -294,6 +294,7 @@ impl BoxFactory for SandboxFactory {
         let opts = self.start_options(id);
         if let Some(snapshot) = &spec.restore {
             // A fork: a new box from another sandbox's snapshot (the snapshot stays).
+            let _creating = self.pools.creating();
             return self
                 .snapshots
                 .restore(snapshot, backend.as_ref(), &spec.payload, &policy, &opts)

@@ -148,7 +148,9 @@ pub(crate) fn app_state(
 /// E2B-format key for E2B's SDKs (`e2b api key: e2b_…`), each shown this once only (a lost E2B
 /// key is replaced with `new_e2b_key`).
 pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
-    let budget = DescriptorBudget::probe(config.max_running)?;
+    // Ready pool boxes hold descriptors in this process as running ones do.
+    let pooled: usize = config.pools.iter().map(|p| p.size).sum();
+    let budget = DescriptorBudget::probe(config.max_running + pooled)?;
     let max_connections = budget.fit(config.connections.max_connections);
     if max_connections < config.connections.max_connections {
         eprintln!(
