@@ -2,7 +2,7 @@
 directory, a keep-alive HTTP connection to it (TCP_NODELAY: http.client writes headers and body
 separately, and Nagle's algorithm with the peer's delayed ACK would add ~40 ms to each request),
 and stopped with SIGTERM at the end."""
-import http.client, json, shutil, signal, socket, subprocess, sys, tempfile
+import http.client, json, os, re, shutil, signal, socket, subprocess, sys, tempfile
 
 
 class Server:
@@ -44,6 +44,19 @@ class Server:
         if r.status >= 300:
             raise RuntimeError(f"{method} {path}: {r.status} {payload[:300]!r}")
         return payload
+
+    def e2b_key(self):
+        """The E2B-format key the server printed on its first start (or wrote to its data dir)."""
+        texts = list(self.printed)
+        for name in os.listdir(self.data):
+            path = os.path.join(self.data, name)
+            if os.path.isfile(path) and os.path.getsize(path) < 4096:
+                texts.append(open(path, errors="replace").read())
+        for text in texts:
+            found = re.search(r"\be2b_[0-9a-f]{40}\b", text)
+            if found:
+                return found.group(0)
+        raise SystemExit(f"the server made no E2B key; it printed {self.printed}")
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)

@@ -9,7 +9,7 @@ same work against the same server in the same run, so the SDK + gateway overhead
 Usage: PYTHON_OF_THE_E2B_VENV benches/e2b_sdk.py AIRLOCK_BINARY [ITERATIONS] [WARM_RUNS]
 Starts its own server on 127.0.0.1 with a temporary data directory and stops it at the end.
 """
-import json, os, re, statistics, sys, time
+import json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from airlock_api import Server
@@ -21,17 +21,7 @@ server = Server(exe, "--max-running", "64")
 
 
 def e2b_key():
-    """The E2B-format key the server printed on its first start (or wrote to its data dir)."""
-    texts = list(server.printed)
-    for name in os.listdir(server.data):
-        path = os.path.join(server.data, name)
-        if os.path.isfile(path) and os.path.getsize(path) < 4096:
-            texts.append(open(path, errors="replace").read())
-    for text in texts:
-        found = re.search(r"\be2b_[0-9a-f]{40}\b", text)
-        if found:
-            return found.group(0)
-    raise SystemExit(f"the server made no E2B key; it printed {server.printed}")
+    return server.e2b_key()
 
 
 call = server.call

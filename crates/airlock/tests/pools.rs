@@ -572,3 +572,41 @@ fn a_microvm_pool_serves_claims_and_dies_with_a_sigkilled_server() {
         qemus.iter().all(|p| !alive(*p))
     });
 }
+
+/// An unprivileged server keeps pools too: its ready boxes are its own user's, a claim is a
+/// hit and runs as that user, and stopping the server ends them.
+#[test]
+fn an_unprivileged_server_keeps_pools() {
+    let (_bin_dir, bin) = common::binary_for_test_user("pool-unpriv-bin");
+    let data = TempDir::new("pool-unpriv");
+    let serve =
+        common::ServeProcess::start_as_test_user(&bin, data.path(), &["--pool", "native:size=2"]);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", serve.pid())).unwrap();
+    let uid = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .unwrap()
+        .to_string();
+    assert!(
+        !uid.split_whitespace().skip(1).any(|u| u == "0"),
+        "not root: {uid}"
+    );
+    let mut s = Server {
+        key: serve.printed_key.clone().unwrap(),
+        base: serve.base.clone(),
+        printed_key: true,
+        serve,
+    };
+    wait_ready(&s, 2);
+    let hosts = s.sandbox_hosts();
+    assert_eq!(hosts.len(), 2, "{hosts:?}");
+    let id = id_of(&s.create("{}"));
+    assert_eq!(create_event_pool(&s, &id)["hit"], true);
+    let out = s.sh(&id, "ls -A /tmp; echo ok");
+    assert_eq!(out, "ok\n");
+    s.stop();
+    assert!(
+        hosts.iter().all(|h| !alive(*h)),
+        "a ready box outlived the server"
+    );
+}
