@@ -5,9 +5,10 @@
 //! by a table. Each case checks what the box got, what the origin saw (it counts every
 //! connection), what the approver was asked, and what the result document records.
 
+mod approvals_support;
 mod common;
 
-use common::origin::Origin;
+use approvals_support::Origin;
 use common::{airlock, binary_for_test_user, ensure_test_user, is_root, TempDir, TEST_USER};
 use serde_json::Value;
 use std::process::Stdio;

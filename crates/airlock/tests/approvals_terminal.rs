@@ -6,9 +6,10 @@
 //! the machine, no DNS query). Each case checks what the box got, what the origin saw, what
 //! was asked on the terminal, and what the result document records.
 
+mod approvals_support;
 mod common;
 
-use common::origin::Origin;
+use approvals_support::Origin;
 use common::{airlock_bin, test_run_args, TempDir};
 use serde_json::Value;
 use std::fs::File;
@@ -29,6 +30,13 @@ struct OnTerminal {
 
 impl OnTerminal {
     fn spawn(cwd: &std::path::Path, args: &[String]) -> OnTerminal {
+        let mut cmd = Command::new(airlock_bin());
+        cmd.args(args).current_dir(cwd);
+        OnTerminal::spawn_command(cmd)
+    }
+
+    /// `cmd` on a new pty that becomes its controlling terminal.
+    fn spawn_command(mut cmd: Command) -> OnTerminal {
         let (m, s) = airlock_runtime::attached::tty::open_pty().expect("make a pty");
         // SAFETY: open_pty returned two descriptors that nothing else owns.
         let (master, slave) = unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) };
@@ -40,10 +48,7 @@ impl OnTerminal {
         };
         // SAFETY: a valid winsize for TIOCSWINSZ on our own pty.
         unsafe { libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws) };
-        let mut cmd = Command::new(airlock_bin());
-        cmd.args(args)
-            .current_dir(cwd)
-            .stdin(Stdio::from(slave.try_clone().expect("dup")))
+        cmd.stdin(Stdio::from(slave.try_clone().expect("dup")))
             .stdout(Stdio::from(slave.try_clone().expect("dup")))
             .stderr(Stdio::from(slave));
         // SAFETY: only async-signal-safe calls between fork and exec.
@@ -136,6 +141,11 @@ impl Case {
     /// `airlock run --result FILE --net proxy --map-host svc.test=127.0.0.1 <flags> -- sh -c
     /// <script>` on a new terminal.
     fn start(&self, flags: &[&str], script: &str) -> OnTerminal {
+        OnTerminal::spawn(self.ws.path(), &self.args(flags, script))
+    }
+
+    /// The arguments of [`Case::start`] (as [`test_run_args`] makes them).
+    fn args(&self, flags: &[&str], script: &str) -> Vec<String> {
         let result = self.out.join("result.json");
         let result = result.to_string_lossy().into_owned();
         let mut args = vec![
@@ -153,7 +163,7 @@ impl Case {
         ];
         args.extend_from_slice(flags);
         args.extend_from_slice(&["--", "sh", "-c", script]);
-        OnTerminal::spawn(self.ws.path(), &test_run_args(&args))
+        test_run_args(&args)
     }
 
     fn result(&self) -> Value {
@@ -454,6 +464,118 @@ fn the_box_can_neither_forge_nor_answer_nor_read_the_question() {
     assert_eq!(
         answered,
         [&("denied".into(), "terminal".into(), "once".into())],
+        "{steps:?}"
+    );
+}
+
+#[test]
+fn concurrent_questions_are_asked_one_at_a_time() {
+    if refused_off_native() {
+        return;
+    }
+    let origin = Origin::serve();
+    let url = |host: &str| format!("http://{host}:{}/c", origin.port);
+    let case = Case::new();
+    let script = format!(
+        "({}) & ({}) & wait",
+        fetch("SVC", &url("svc.test")),
+        fetch("OTHER", &url("other.test"))
+    );
+    let flags = [
+        "--allow-ip",
+        "127.0.0.1",
+        "--map-host",
+        "other.test=127.0.0.1",
+    ];
+    let mut t = case.start(&flags, &script);
+    t.wait_for(QUESTION, 1, ASKED);
+    // Both connections are held by now; the second question waits for the first.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(t.count(QUESTION), 1, "{}", t.text());
+    let first = if t.text().contains("svc.test:") {
+        "SVC"
+    } else {
+        "OTHER"
+    };
+    t.press("o");
+    t.wait_for(QUESTION, 2, ASKED);
+    t.press("d");
+    let (code, text) = t.finish();
+    assert_eq!(code, 0, "{text}");
+    let second = if first == "SVC" { "OTHER" } else { "SVC" };
+    assert_eq!(
+        line(&text, first),
+        format!("{first} 200 approved-origin"),
+        "{text}"
+    );
+    assert!(
+        line(&text, second).starts_with(&format!("{second} 403 ")),
+        "{text}"
+    );
+    assert_eq!(origin.connections(), 1);
+}
+
+/// With nobody to ask (no `--approver`, no controlling terminal) the run is refused before
+/// the box starts, saying what to do.
+#[test]
+fn without_a_controlling_terminal_the_run_is_refused_before_the_box_starts() {
+    if refused_off_native() {
+        return;
+    }
+    let case = Case::new();
+    let mut cmd = Command::new(airlock_bin());
+    cmd.args(case.args(&["--allow-ip", "127.0.0.1"], "echo box-ran > ran"))
+        .current_dir(case.ws.path())
+        .stdin(Stdio::null());
+    // SAFETY: only setsid between fork and exec: a new session has no controlling terminal.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run airlock");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("controlling terminal"), "{stderr}");
+    assert!(stderr.contains("--approver CMD"), "{stderr}");
+    assert!(!case.ws.join("ran").exists(), "the box must not have run");
+}
+
+#[test]
+fn an_unprivileged_user_is_asked_on_its_terminal_too() {
+    if refused_off_native() {
+        return;
+    }
+    assert!(
+        common::is_root(),
+        "this test must run as root (it switches to {})",
+        common::TEST_USER
+    );
+    let (uid, gid, home) = common::ensure_test_user();
+    let (_bin_dir, bin) = common::binary_for_test_user("approvals-tty-unpriv-bin");
+    let origin = Origin::serve();
+    let url = format!("http://svc.test:{}/u", origin.port);
+    let case = Case::new();
+    for dir in [case.ws.path(), case.out.path()] {
+        std::os::unix::fs::chown(dir, Some(uid), Some(gid)).expect("chown");
+    }
+    let mut cmd = common::as_test_user(&bin);
+    cmd.args(case.args(&["--allow-ip", "127.0.0.1"], &fetch("USER", &url)))
+        .current_dir(case.ws.path())
+        .env("HOME", &home)
+        .env("USER", common::TEST_USER);
+    let mut t = OnTerminal::spawn_command(cmd);
+    t.wait_for(QUESTION, 1, ASKED);
+    t.press("r");
+    let (code, text) = t.finish();
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(line(&text, "USER"), "USER 200 approved-origin", "{text}");
+    let steps = steps_of(&case);
+    assert!(
+        steps.contains(&("allowed".into(), "terminal".into(), "run".into())),
         "{steps:?}"
     );
 }

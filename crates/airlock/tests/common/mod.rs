@@ -1,8 +1,6 @@
 //! Shared helpers for the end-to-end tests: they run the real `airlock` binary, as a user would.
 #![allow(dead_code)]
 
-pub mod origin;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,5 +1,4 @@
-//! An HTTP origin for the network tests, on 127.0.0.1 only (boxes reach it through their
-//! proxy with `--map-host NAME=127.0.0.1 --allow-ip 127.0.0.1`).
+//! What the approvals suites share: a loopback HTTP origin that counts its connections.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
