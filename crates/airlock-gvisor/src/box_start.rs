@@ -474,8 +474,19 @@ fn command_env(
     env
 }
 
-/// Opens each cgroup's `cgroup.procs` for runsc to join before it execs.
+/// Opens the files through which runsc's process joins the box's cgroups before it execs:
+/// on v1 each hierarchy's `tasks` (the forked child is single-threaded, so its thread is the
+/// whole process, and a thread moving itself skips the kernel's global lock: see
+/// [`BoxCgroup::self_join_files`]), on v2 each `cgroup.procs`.
 fn cgroup_procs(cg: Option<&BoxCgroup>) -> std::io::Result<Vec<OwnedFd>> {
+    if let Some(files) = cg
+        .map(BoxCgroup::self_join_files)
+        .transpose()
+        .map_err(std::io::Error::other)?
+        .flatten()
+    {
+        return Ok(files);
+    }
     cg.map(|cg| cg.paths())
         .unwrap_or_default()
         .iter()
