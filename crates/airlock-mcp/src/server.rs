@@ -8,6 +8,7 @@ use crate::calls::{call, CallEnv};
 use crate::catalogue::{description, input_schema, reach, Catalogue, ToolEffect, ToolName};
 use crate::consent::{self, Consent};
 use crate::denial::Denial;
+use crate::grant_program::GrantProgram;
 use crate::grant_request::GrantAsk;
 use crate::pattern::ToolFilter;
 use crate::roots::Roots;
@@ -108,6 +109,9 @@ pub struct McpSession {
     settings: OnceLock<Result<Arc<SessionSettings>, String>>,
     starter: Arc<dyn StartBox>,
     slot: OnceLock<Arc<Mutex<BoxSlot>>>,
+    /// The approver program asked about the model's grant requests (`--approver`), started
+    /// with the first one.
+    grant_program: OnceLock<Result<Arc<GrantProgram>, String>>,
     idle: Duration,
     reaper: AtomicBool,
 }
@@ -124,6 +128,7 @@ impl McpSession {
             settings: OnceLock::new(),
             starter,
             slot: OnceLock::new(),
+            grant_program: OnceLock::new(),
             idle,
             reaper: AtomicBool::new(false),
         }
@@ -222,7 +227,22 @@ impl ServerHandler for McpSession {
         let args = request.arguments.unwrap_or_default();
         let deadline = Duration::from_millis(settings.approval.timeout_ms);
         if tool == ToolName::RequestNetworkGrant {
-            return Ok(request_grant(&args, &ctx.peer, deadline, slot).await.into());
+            let program = settings.approval.approver.as_deref().map(|cmd| {
+                self.grant_program
+                    .get_or_init(|| GrantProgram::spawn(cmd).map(Arc::new))
+                    .clone()
+            });
+            let who = match program {
+                None => GrantAsker::Person(&ctx.peer),
+                Some(Ok(p)) => GrantAsker::Program(p),
+                Some(Err(e)) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "airlock cannot ask its approver program: {e}"
+                    ))])
+                    .into())
+                }
+            };
+            return Ok(request_grant(&args, who, deadline, slot).await.into());
         }
         if tool.effect() == ToolEffect::Runs && settings.approval.mode == ApprovalMode::Untrusted {
             if let Some(refusal) = ask_before_running(tool, &args, &ctx.peer, deadline).await {
@@ -268,11 +288,18 @@ async fn ask_before_running(
     ))]))
 }
 
-/// `request_network_grant`: asks the person; a yes widens the box's allowlist by exactly the
-/// grant. A client that cannot be asked gets the grant that would allow it.
+/// Who answers the model's grant requests: the approver program when there is one (the same
+/// that the box's proxy asks), else the person through MCP elicitation.
+enum GrantAsker<'a> {
+    Person(&'a Peer<RoleServer>),
+    Program(Arc<GrantProgram>),
+}
+
+/// `request_network_grant`: asks; a yes widens the box's allowlist by exactly the grant. A
+/// client that cannot be asked gets the grant that would allow it.
 async fn request_grant(
     args: &rmcp::model::JsonObject,
-    peer: &Peer<RoleServer>,
+    who: GrantAsker<'_>,
     deadline: Duration,
     slot: Arc<Mutex<BoxSlot>>,
 ) -> CallToolResult {
@@ -281,8 +308,14 @@ async fn request_grant(
         Ok(a) => a,
         Err(e) => return refuse(format!("airlock cannot ask for that grant: {e}.")),
     };
-    let question = consent::grant_question(&ask.grant, &ask.reason);
-    match consent::ask(peer, question, deadline).await {
+    let consent = match who {
+        GrantAsker::Person(peer) => {
+            let question = consent::grant_question(&ask.grant, &ask.reason);
+            consent::ask(peer, question, deadline).await
+        }
+        GrantAsker::Program(program) => program.ask(&ask, deadline).await,
+    };
+    match consent {
         Consent::Yes => {}
         Consent::No(why) => {
             return refuse(format!(
@@ -312,7 +345,7 @@ async fn request_grant(
     .await;
     match applied {
         Ok(Ok((true, grant))) => CallToolResult::success(vec![ContentBlock::text(format!(
-            "The user allowed {grant} for the rest of this session: retry the connection."
+            "Allowed {grant} for the rest of this session: retry the connection."
         ))]),
         Ok(Ok((false, grant))) => CallToolResult::success(vec![ContentBlock::text(format!(
             "{grant} is already allowed: if a connection to it is refused, read the refusal's reason (a deny rule or a private address is never granted this way)."

@@ -176,7 +176,7 @@ fn a_grant_the_person_accepts_opens_exactly_that_destination() {
     );
     assert!(!is_error(&r[4]), "{:?}", r[4]);
     assert!(
-        text(&r[4]).contains(&format!("allowed svc.test:{p}")),
+        text(&r[4]).contains(&format!("Allowed svc.test:{p}")),
         "{:?}",
         r[4]
     );
@@ -248,4 +248,80 @@ fn a_client_without_elicitation_gets_the_grant_that_would_allow_it() {
         r[2]
     );
     assert_eq!(origin.hits(), 0);
+}
+
+/// An approver program that logs each request line to `asked.jsonl` and answers by host:
+/// allow `svc.test`, deny anything else.
+const APPROVER_PY: &str = r#"
+import json, sys
+for line in sys.stdin:
+    with open(sys.argv[1], "a") as f:
+        f.write(line)
+    req = json.loads(line)
+    answer = "allow" if req["host"] == "svc.test" else "deny"
+    print(json.dumps({"id": req["id"], "answer": answer}), flush=True)
+"#;
+
+#[test]
+fn with_an_approver_program_the_models_requests_go_to_it() {
+    let ws = TempDir::new("mcp-grant-program");
+    let dir = TempDir::new("mcp-grant-approver");
+    std::fs::write(dir.join("approve.py"), APPROVER_PY).unwrap();
+    let log = dir.join("asked.jsonl");
+    let cmd = format!(
+        "/usr/bin/python3 '{}' '{}'",
+        dir.join("approve.py").display(),
+        log.display()
+    );
+    let origin = Origin::serve("program page");
+    let p = origin.port;
+    let mut flags = grant_flags();
+    flags.extend_from_slice(&["--approver", &cmd]);
+    let r = mcp(
+        ws.path(),
+        &flags,
+        json!([
+            // The client could be asked, but the program is the approver: nobody is elicited.
+            {"elicit": ["accept", "accept"]},
+            grant("other.test", p),
+            grant("svc.test", p),
+            curl("svc.test", p),
+            {"asked": true},
+        ]),
+    );
+    assert!(is_error(&r[1]), "{:?}", r[1]);
+    assert!(text(&r[1]).contains("declined"), "{:?}", r[1]);
+    assert!(!is_error(&r[2]), "{:?}", r[2]);
+    assert!(text(&r[3]).contains("program page 200"), "{:?}", r[3]);
+    assert!(
+        asked(&r[4]).is_empty(),
+        "the person was not asked: {:?}",
+        r[4]
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let hosts: Vec<&str> = lines.iter().map(|l| l["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts, ["other.test", "svc.test"], "{lines:?}");
+    assert_eq!(lines[1]["protocol"], "mcp-tool");
+    assert_eq!(lines[1]["reason"], "requested-by-model");
+    assert_eq!(lines[1]["grant"], format!("svc.test:{p}"));
+    assert!(lines[1]["message"]
+        .as_str()
+        .unwrap()
+        .contains("fetch the test page"));
+    assert_eq!(origin.hits(), 1);
+    // The program ended with the session: nothing of it is left.
+    let marker = dir.join("approve.py").display().to_string();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !pids_with_marker(&marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the approver program outlived the session: {:?}",
+            pids_with_marker(&marker)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
