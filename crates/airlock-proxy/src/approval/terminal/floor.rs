@@ -97,3 +97,7 @@ impl Drop for QuestionTurn<'_> {
         unsafe { libc::write(self.floor.wake_w.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
     }
 }
+
+#[cfg(test)]
+#[path = "floor_tests.rs"]
+mod tests;
