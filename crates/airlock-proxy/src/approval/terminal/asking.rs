@@ -213,8 +213,9 @@ impl Asking {
                     Key::Save => match self.save(request) {
                         Ok(()) => ApprovalScope::Save,
                         Err(why) => {
+                            self.tty.write("\r\n");
                             self.tty.write(&outcome(&format!(
-                                "\r\n[airlock]   cannot save: {why}; press o, r or d "
+                                "[airlock]   cannot save: {why}; press o, r or d"
                             )));
                             continue;
                         }
