@@ -326,8 +326,7 @@ impl<'a> BoxStart<'a> {
         let cgroup = match limits.is_empty() {
             true => None,
             false => {
-                let name = format!("airlock-gvisor-{}", std::process::id());
-                let cg = BoxCgroup::create(&name, &limits)
+                let cg = BoxCgroup::create_unique("airlock-gvisor", &limits, true)
                     .map_err(|e| refused("cannot make the box's cgroup", e))?;
                 for p in cg.paths() {
                     sentinel.register_cgroup(&p);

@@ -21,6 +21,9 @@ pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 
 const DEFAULT_MEMORY: u64 = 4 << 30;
 const DEFAULT_PIDS: u64 = 1024;
+/// The most processes a box may be given: the kernel's own ceiling (`PID_MAX_LIMIT` on 64-bit),
+/// which a cgroup's `pids.max` cannot exceed.
+pub const MAX_PIDS: u64 = 4 << 20;
 const DEFAULT_DISK: u64 = 1 << 30;
 const DEFAULT_OUTPUT: u64 = 1 << 30;
 const DEFAULT_OPEN_FILES: u64 = 4096;
@@ -342,7 +345,12 @@ fn resolve_limits(file: &PolicyFile) -> Result<Limits, PolicyError> {
         memory.to_string(),
     )?;
     let pids = l.pids.unwrap_or(DEFAULT_PIDS);
-    range("--pids", "at least 1", pids >= 1, pids.to_string())?;
+    range(
+        "--pids",
+        "between 1 and 4194304 (the kernel's limit)",
+        (1..=MAX_PIDS).contains(&pids),
+        pids.to_string(),
+    )?;
     if let Some(cpus) = l.cpus {
         // 0.01 CPU is the smallest quota the kernel takes (1 ms per 100 ms period).
         range(

@@ -298,6 +298,16 @@ fn limits_are_validated() {
     f.limits.pids = Some(0);
     assert!(run(f, "/home/alice/proj").is_err());
     let mut f = PolicyFile::default();
+    f.limits.pids = Some(crate::resolve::MAX_PIDS + 1);
+    let err = run(f, "/home/alice/proj").unwrap_err().to_string();
+    assert!(err.contains("--pids") && err.contains("4194304"), "{err}");
+    let mut f = PolicyFile::default();
+    f.limits.pids = Some(crate::resolve::MAX_PIDS);
+    assert_eq!(
+        run(f, "/home/alice/proj").unwrap().limits.pids,
+        Some(crate::resolve::MAX_PIDS)
+    );
+    let mut f = PolicyFile::default();
     f.limits.cpus = Some(0.0);
     assert!(run(f, "/home/alice/proj").is_err());
     let mut f = PolicyFile::default();
