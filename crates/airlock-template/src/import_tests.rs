@@ -122,6 +122,31 @@ fn oci(dir: &Path, layers: &[(Vec<u8>, bool)], config: serde_json::Value) {
 
 /// Writes an OCI layout: each layer is (uncompressed tar, how it is stored).
 fn oci_coded(dir: &Path, layers: &[(Vec<u8>, Codec)], config: serde_json::Value) {
+    let stored: Vec<(Vec<u8>, Vec<u8>, &str)> = layers
+        .iter()
+        .map(|(tar, codec)| match codec {
+            Codec::Plain => (
+                tar.clone(),
+                tar.clone(),
+                "application/vnd.oci.image.layer.v1.tar",
+            ),
+            Codec::Gzip => (
+                tar.clone(),
+                gzip(tar),
+                "application/vnd.oci.image.layer.v1.tar+gzip",
+            ),
+            Codec::Zstd => (
+                tar.clone(),
+                zstd(tar),
+                "application/vnd.oci.image.layer.v1.tar+zstd",
+            ),
+        })
+        .collect();
+    oci_blobs(dir, &stored, config)
+}
+
+/// Writes an OCI layout: each layer is (uncompressed tar, the blob stored, its media type).
+fn oci_blobs(dir: &Path, layers: &[(Vec<u8>, Vec<u8>, &str)], config: serde_json::Value) {
     let blobs = dir.join("blobs/sha256");
     std::fs::create_dir_all(&blobs).unwrap();
     let put = |bytes: &[u8]| {
@@ -131,16 +156,10 @@ fn oci_coded(dir: &Path, layers: &[(Vec<u8>, Codec)], config: serde_json::Value)
     };
     let mut descs = Vec::new();
     let mut diff_ids = Vec::new();
-    for (tar, codec) in layers {
+    for (tar, blob, media) in layers {
         diff_ids.push(sha(tar));
-        let (blob, media) = match codec {
-            Codec::Plain => (tar.clone(), "application/vnd.oci.image.layer.v1.tar"),
-            Codec::Gzip => (gzip(tar), "application/vnd.oci.image.layer.v1.tar+gzip"),
-            Codec::Zstd => (zstd(tar), "application/vnd.oci.image.layer.v1.tar+zstd"),
-        };
-        descs.push(
-            serde_json::json!({"mediaType": media, "digest": put(&blob), "size": blob.len()}),
-        );
+        descs
+            .push(serde_json::json!({"mediaType": media, "digest": put(blob), "size": blob.len()}));
     }
     let mut config = config;
     config["rootfs"] = serde_json::json!({"type": "layers", "diff_ids": diff_ids});
@@ -759,33 +778,11 @@ fn a_layer_compressed_by_the_zstd_tool_in_two_frames_imports() {
     let cut = tar.len() / 2;
     let blob = [zstd_tool(&tar[..cut]), zstd_tool(&tar[cut..])].concat();
     let dir_ = f.base.join("image");
-    let blobs = dir_.join("blobs/sha256");
-    std::fs::create_dir_all(&blobs).unwrap();
-    let put = |bytes: &[u8]| {
-        let d = sha(bytes);
-        std::fs::write(blobs.join(&d[7..]), bytes).unwrap();
-        d
-    };
-    let layer = put(&blob);
-    let config = serde_json::to_vec(&serde_json::json!({
-        "architecture": "amd64", "os": "linux",
-        "rootfs": {"type": "layers", "diff_ids": [sha(&tar)]}}))
-    .unwrap();
-    let manifest = serde_json::to_vec(&serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": put(&config), "size": config.len()},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+zstd", "digest": layer, "size": blob.len()}],
-    }))
-    .unwrap();
-    let index = serde_json::json!({"schemaVersion": 2, "manifests": [{
-        "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": put(&manifest), "size": manifest.len()}]});
-    std::fs::write(dir_.join("index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
-    std::fs::write(
-        dir_.join("oci-layout"),
-        br#"{"imageLayoutVersion":"1.0.0"}"#,
-    )
-    .unwrap();
+    oci_blobs(
+        &dir_,
+        &[(tar, blob, "application/vnd.oci.image.layer.v1.tar+zstd")],
+        serde_json::json!({"architecture": "amd64", "os": "linux"}),
+    );
     let (stored, _) = f.import(&dir_).unwrap();
     assert_eq!(
         std::fs::read_to_string(stored.rootfs.join("data/big")).unwrap(),

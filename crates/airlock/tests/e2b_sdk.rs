@@ -236,6 +236,21 @@ fn run_suite_within(suite: &Suite, server: &E2bServer, limit: Duration) -> Outco
 }
 
 /// The last `n` lines of `text`.
+/// Runs a Python `script` with E2B's SDK pointed at a server (`base`, authenticated by `key`),
+/// straight to loopback (no proxy from the environment).
+fn sdk_script(python: &Path, key: &str, base: &str, script: &str) -> std::process::Output {
+    Command::new(python)
+        .args(["-c", script])
+        .env("E2B_API_KEY", key)
+        .env("E2B_API_URL", base)
+        .env("E2B_SANDBOX_URL", base)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env_remove("HTTP_PROXY")
+        .env_remove("HTTPS_PROXY")
+        .output()
+        .unwrap()
+}
+
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
@@ -351,16 +366,7 @@ except Exception as e:
     assert "code-interpreter" in str(e), str(e)
     print("unknown refused")
 "#;
-    let out = Command::new(&clients.py_current)
-        .args(["-c", script])
-        .env("E2B_API_KEY", &key)
-        .env("E2B_API_URL", &serve.base)
-        .env("E2B_SANDBOX_URL", &serve.base)
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env_remove("HTTP_PROXY")
-        .env_remove("HTTPS_PROXY")
-        .output()
-        .unwrap();
+    let out = sdk_script(&clients.py_current, &key, &serve.base, script);
     serve.stop();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -510,16 +516,7 @@ finally:
     t.kill()
 print("done")
 "#;
-    let out = Command::new(&clients.py_current)
-        .args(["-c", script])
-        .env("E2B_API_KEY", &key)
-        .env("E2B_API_URL", &serve.base)
-        .env("E2B_SANDBOX_URL", &serve.base)
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env_remove("HTTP_PROXY")
-        .env_remove("HTTPS_PROXY")
-        .output()
-        .unwrap();
+    let out = sdk_script(&clients.py_current, &key, &serve.base, script);
     serve.stop();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -627,16 +624,7 @@ try:
 finally:
     sbx.kill()
 "#;
-    let out = Command::new(&clients.py_current)
-        .args(["-c", script])
-        .env("E2B_API_KEY", &key)
-        .env("E2B_API_URL", &serve.base)
-        .env("E2B_SANDBOX_URL", &serve.base)
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env_remove("HTTP_PROXY")
-        .env_remove("HTTPS_PROXY")
-        .output()
-        .unwrap();
+    let out = sdk_script(&clients.py_current, &key, &serve.base, script);
     serve.stop();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
