@@ -10,6 +10,7 @@
 //! programs, and every grant is an explicit entry.
 
 mod approval;
+mod approval_exchange;
 mod backend;
 mod changes;
 mod error;
@@ -24,6 +25,7 @@ pub use approval::{
     ApprovalMode, ApprovalNote, ApprovalPolicy, ApprovalScope, ApprovalStage,
     DEFAULT_APPROVAL_TIMEOUT_MS,
 };
+pub use approval_exchange::{ApprovalAnswer, ApprovalRequest, ApprovalVerdict};
 pub use backend::BackendKind;
 pub use changes::ChangesMode;
 pub use error::PolicyError;

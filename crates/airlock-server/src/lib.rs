@@ -9,6 +9,7 @@
 
 mod accept;
 mod admission;
+mod approvals;
 mod auth;
 mod checks;
 mod connection;

@@ -31,6 +31,7 @@ pub struct StoreObserver {
     e2b: Arc<crate::e2b::E2bState>,
     snapshots: Arc<crate::service::snapshots::SnapshotService>,
     secrets: Arc<crate::held_secrets::HeldSecrets>,
+    approvals: Arc<crate::approvals::ServerApprovals>,
 }
 
 impl StoreObserver {
@@ -47,7 +48,14 @@ impl StoreObserver {
             e2b,
             snapshots,
             secrets,
+            approvals: Arc::default(),
         }
+    }
+
+    /// The held connections to drop when a sandbox ends.
+    pub fn with_approvals(mut self, approvals: Arc<crate::approvals::ServerApprovals>) -> Self {
+        self.approvals = approvals;
+        self
     }
 }
 
@@ -74,6 +82,8 @@ impl SessionObserver for StoreObserver {
             self.snapshots.delete_all_of(&info.id);
             // Its secrets' values too: no box of it starts again.
             self.secrets.forget(&info.id);
+            // Its box's proxy, and every connection it held, is gone.
+            self.approvals.forget(&info.id);
         }
         if let Err(e) = self.record(info) {
             eprintln!(

@@ -110,6 +110,7 @@ pub fn run_over_agent_with<B: Backend + ?Sized>(
     let start_opts = StartOptions {
         network_events: Some(collected.clone()),
         audit_file: opts.audit.clone(),
+        ..Default::default()
     };
     let instance = backend.start(policy, template, &start_opts)?;
     let receipt = instance.receipt().clone();
