@@ -151,6 +151,7 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
         intercepted: e.intercepted,
         secrets: e.secrets.clone(),
         approval: e.approval.clone(),
+        denial: e.denial.clone(),
     }
 }
 

@@ -13,6 +13,7 @@ mod approval;
 mod approval_exchange;
 mod backend;
 mod changes;
+mod denial;
 mod error;
 mod file;
 mod profile;
@@ -28,6 +29,7 @@ pub use approval::{
 pub use approval_exchange::{ApprovalAnswer, ApprovalRequest, ApprovalVerdict};
 pub use backend::BackendKind;
 pub use changes::ChangesMode;
+pub use denial::{Denial, DenialKind};
 pub use error::PolicyError;
 pub use file::{EnvSection, FilesystemSection, LimitsSection, NetworkSection, PolicyFile};
 pub use profile::{NetworkMode, Profile};

@@ -342,7 +342,13 @@ fn resolve_limits(file: &PolicyFile) -> Result<Limits, PolicyError> {
         memory.to_string(),
     )?;
     let pids = l.pids.unwrap_or(DEFAULT_PIDS);
-    range("--pids", "at least 1", pids >= 1, pids.to_string())?;
+    // The kernel's pid limit (PID_MAX_LIMIT on 64-bit): a cgroup refuses a larger pids.max.
+    range(
+        "--pids",
+        "between 1 and 4194304",
+        (1..=4_194_304).contains(&pids),
+        pids.to_string(),
+    )?;
     if let Some(cpus) = l.cpus {
         // 0.01 CPU is the smallest quota the kernel takes (1 ms per 100 ms period).
         range(

@@ -297,6 +297,14 @@ fn limits_are_validated() {
     let mut f = PolicyFile::default();
     f.limits.pids = Some(0);
     assert!(run(f, "/home/alice/proj").is_err());
+    // Above the kernel's pid limit a cgroup refuses it: refused here, naming the bound.
+    let mut f = PolicyFile::default();
+    f.limits.pids = Some(u64::MAX - 1);
+    let e = run(f, "/home/alice/proj").unwrap_err().to_string();
+    assert!(e.contains("--pids") && e.contains("4194304"), "{e}");
+    let mut f = PolicyFile::default();
+    f.limits.pids = Some(4_194_304);
+    assert!(run(f, "/home/alice/proj").is_ok());
     let mut f = PolicyFile::default();
     f.limits.cpus = Some(0.0);
     assert!(run(f, "/home/alice/proj").is_err());

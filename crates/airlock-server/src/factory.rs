@@ -145,6 +145,7 @@ pub struct SandboxFactory {
     notes: Mutex<HashMap<String, LifecycleNote>>,
     secrets: Arc<crate::held_secrets::HeldSecrets>,
     approvals: Arc<crate::approvals::ServerApprovals>,
+    denials: Arc<crate::denials::RecentDenials>,
 }
 
 impl SandboxFactory {
@@ -163,6 +164,7 @@ impl SandboxFactory {
             notes: Mutex::new(HashMap::new()),
             secrets,
             approvals: Arc::default(),
+            denials: Arc::default(),
         }
     }
 
@@ -170,6 +172,12 @@ impl SandboxFactory {
     /// `approvals` until answered over the API.
     pub fn with_approvals(mut self, approvals: Arc<crate::approvals::ServerApprovals>) -> Self {
         self.approvals = approvals;
+        self
+    }
+
+    /// Each box's refusals are also kept in `denials` (the latest, for the sandbox's view).
+    pub fn with_denials(mut self, denials: Arc<crate::denials::RecentDenials>) -> Self {
+        self.denials = denials;
         self
     }
 
@@ -224,6 +232,7 @@ impl SandboxFactory {
             network_events: Some(Arc::new(StoreNetworkSink::new(
                 Arc::clone(&self.store),
                 id.to_string(),
+                Arc::clone(&self.denials),
             ))),
             audit_file: None,
             approvals: asks.then(|| self.approvals.sink(id)),

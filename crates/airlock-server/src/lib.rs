@@ -13,6 +13,7 @@ mod approvals;
 mod auth;
 mod checks;
 mod connection;
+mod denials;
 mod e2b;
 mod error;
 mod factory;

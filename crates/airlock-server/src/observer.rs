@@ -32,6 +32,7 @@ pub struct StoreObserver {
     snapshots: Arc<crate::service::snapshots::SnapshotService>,
     secrets: Arc<crate::held_secrets::HeldSecrets>,
     approvals: Arc<crate::approvals::ServerApprovals>,
+    denials: Arc<crate::denials::RecentDenials>,
 }
 
 impl StoreObserver {
@@ -49,12 +50,19 @@ impl StoreObserver {
             snapshots,
             secrets,
             approvals: Arc::default(),
+            denials: Arc::default(),
         }
     }
 
     /// The held connections to drop when a sandbox ends.
     pub fn with_approvals(mut self, approvals: Arc<crate::approvals::ServerApprovals>) -> Self {
         self.approvals = approvals;
+        self
+    }
+
+    /// The latest refusals to drop when a sandbox ends.
+    pub fn with_denials(mut self, denials: Arc<crate::denials::RecentDenials>) -> Self {
+        self.denials = denials;
         self
     }
 }
@@ -84,6 +92,7 @@ impl SessionObserver for StoreObserver {
             self.secrets.forget(&info.id);
             // Its box's proxy, and every connection it held, is gone.
             self.approvals.forget(&info.id);
+            self.denials.forget(&info.id);
         }
         if let Err(e) = self.record(info) {
             eprintln!(

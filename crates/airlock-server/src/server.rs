@@ -85,13 +85,15 @@ pub(crate) fn app_state(
     let snapshots = Arc::new(SnapshotService::new(area, Arc::clone(&store)));
     let held_secrets = Arc::new(crate::held_secrets::HeldSecrets::default());
     let approvals = Arc::new(crate::approvals::ServerApprovals::default());
+    let denials = Arc::new(crate::denials::RecentDenials::default());
     let factory = SandboxFactory::new(
         backends.clone(),
         Arc::clone(&store),
         Arc::clone(&snapshots),
         Arc::clone(&held_secrets),
     )
-    .with_approvals(Arc::clone(&approvals));
+    .with_approvals(Arc::clone(&approvals))
+    .with_denials(Arc::clone(&denials));
     let e2b = Arc::new(
         crate::e2b::E2bState::new(e2b_key_hash, settings.e2b_default_network)
             .with_domain(settings.e2b_domain.clone()),
@@ -104,7 +106,8 @@ pub(crate) fn app_state(
             Arc::clone(&snapshots),
             Arc::clone(&held_secrets),
         )
-        .with_approvals(Arc::clone(&approvals)),
+        .with_approvals(Arc::clone(&approvals))
+        .with_denials(Arc::clone(&denials)),
     );
     let manager_config = ManagerConfig {
         max_running: settings.max_running,
@@ -131,6 +134,7 @@ pub(crate) fn app_state(
         templates: Arc::new(settings.templates.clone()),
         held_secrets,
         approvals,
+        denials,
     })
 }
 

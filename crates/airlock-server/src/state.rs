@@ -29,6 +29,8 @@ pub struct AppState {
     pub templates: Arc<crate::template_catalog::TemplateCatalog>,
     /// Held connections of the boxes, waiting for an answer over the API.
     pub approvals: Arc<crate::approvals::ServerApprovals>,
+    /// The latest refusals of each live sandbox (its view shows them).
+    pub denials: Arc<crate::denials::RecentDenials>,
 }
 
 /// Work in a box that does not hold its handle (a command, a code execution): while it lives,

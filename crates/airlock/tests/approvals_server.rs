@@ -214,6 +214,37 @@ fn held_connections_are_listed_answered_refused_and_expire_over_the_api() {
     assert!(got.starts_with("403 "), "{got}");
     assert!(got.contains("--allow-domain other.test"), "{got}");
     assert_eq!(origin.connections(), 1);
+    // The refusal is a structured value in the sandbox's view and on its network event.
+    let denial = json!({
+        "kind": "network",
+        "what": format!("other.test:{p}"),
+        "reason": "not-allowed",
+        "rule": null,
+        "grant": format!("other.test:{p}"),
+        "flag": format!("--allow-domain other.test:{p}"),
+    });
+    let (status, shown) = api.call("GET", &format!("/v1/sandboxes/{id}"), None);
+    assert_eq!(status, 200);
+    assert!(
+        shown["denials"]
+            .as_array()
+            .expect("denials")
+            .contains(&denial),
+        "{shown}"
+    );
+    let (_, events) = api.call("GET", &format!("/v1/sandboxes/{id}/events"), None);
+    assert!(
+        events["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .any(|e| {
+                e["kind"] == "network"
+                    && e["detail"]["decision"] == "deny"
+                    && e["detail"]["denial"] == denial
+            }),
+        "{events}"
+    );
 
     // Nobody answers: refused at the deadline (3 s), and then it cannot be answered.
     let t = Instant::now();
