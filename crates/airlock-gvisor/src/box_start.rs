@@ -336,8 +336,7 @@ impl<'a> BoxStart<'a> {
         let cgroup = match limits.is_empty() {
             true => None,
             false => {
-                let name = format!("airlock-gvisor-{}", std::process::id());
-                let cg = BoxCgroup::create(&name, &limits)
+                let cg = BoxCgroup::create_unique("airlock-gvisor", &limits, true)
                     .map_err(|e| refused("cannot make the box's cgroup", e))?;
                 for p in cg.paths() {
                     sentinel.register_cgroup(&p);
@@ -487,8 +486,19 @@ fn command_env(
     env
 }
 
-/// Opens each cgroup's `cgroup.procs` for runsc to join before it execs.
+/// Opens the files through which runsc's process joins the box's cgroups before it execs:
+/// on v1 each hierarchy's `tasks` (the forked child is single-threaded, so its thread is the
+/// whole process, and a thread moving itself skips the kernel's global lock: see
+/// [`BoxCgroup::self_join_files`]), on v2 each `cgroup.procs`.
 fn cgroup_procs(cg: Option<&BoxCgroup>) -> std::io::Result<Vec<OwnedFd>> {
+    if let Some(files) = cg
+        .map(BoxCgroup::self_join_files)
+        .transpose()
+        .map_err(std::io::Error::other)?
+        .flatten()
+    {
+        return Ok(files);
+    }
     cg.map(|cg| cg.paths())
         .unwrap_or_default()
         .iter()

@@ -19,7 +19,7 @@ mod limits;
 mod parse;
 mod probe;
 
-pub use box_cgroup::{BoxCgroup, CgroupEvents};
+pub use box_cgroup::{join_self, BoxCgroup, CgroupEvents};
 pub use error::CgroupError;
 pub use hierarchy::CgroupVersion;
 pub use limits::CgroupLimits;

@@ -842,3 +842,100 @@ fn adding_a_dead_pid_fails_with_the_file_name() {
     drop(cgroup);
     assert_no_leftovers(&name);
 }
+
+#[test]
+fn a_process_joins_its_box_by_itself_through_the_self_join_files() {
+    if !cgroups_usable() {
+        return;
+    }
+    let name = unique_name("self-join");
+    let limits = CgroupLimits {
+        memory_bytes: Some(64 * MIB),
+        pids: Some(16),
+        ..CgroupLimits::default()
+    };
+    let mut cgroup = BoxCgroup::create_unpausable(&name, &limits).expect("create");
+    let dirs = cgroup.paths();
+    let files = match cgroup.self_join_files().expect("open the join files") {
+        Some(files) => files,
+        None => {
+            // v2: no per-thread file; the supervisor places the box with add_pid.
+            assert_eq!(cgroup.version(), CgroupVersion::V2);
+            cgroup.destroy().expect("destroy");
+            return;
+        }
+    };
+    assert_eq!(files.len(), dirs.len(), "one descriptor per hierarchy");
+    let raw: Vec<libc::c_int> = files.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
+    let mut cmd = Command::new("sleep");
+    cmd.arg("30");
+    // SAFETY: the forked child only writes to descriptors opened before the fork.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || join_self(&raw));
+    }
+    let mut child = ChildGuard(cmd.spawn().expect("spawn sleep"));
+    drop(files);
+    let pid = child.pid();
+    for dir in &dirs {
+        let procs = parse::pid_list(&read_trimmed(&dir.join("cgroup.procs")));
+        assert!(
+            procs.contains(&pid),
+            "{pid} did not join {}: {procs:?}",
+            dir.display()
+        );
+    }
+    assert_eq!(cgroup.member_pids(), vec![pid]);
+    cgroup
+        .destroy()
+        .expect("destroy kills the member and removes the cgroup");
+    let status = child
+        .wait_timeout(Duration::from_secs(5))
+        .expect("child died");
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+    assert_no_leftovers(&name);
+}
+
+#[test]
+fn joining_through_a_bad_descriptor_fails_and_says_why() {
+    let err = join_self(&[-1]).expect_err("-1 is no descriptor");
+    assert_eq!(err.raw_os_error(), Some(libc::EBADF));
+    join_self(&[]).expect("no cgroup to join is no error");
+}
+
+#[test]
+fn a_stale_cgroup_with_the_next_name_is_skipped_never_adopted() {
+    if !cgroups_usable() {
+        return;
+    }
+    let prefix = "airlock-test-unique";
+    let limits = CgroupLimits {
+        pids: Some(16),
+        ..CgroupLimits::default()
+    };
+    let mut first = BoxCgroup::create_unique(prefix, &limits, false).expect("first");
+    let parents: Vec<PathBuf> = first
+        .paths()
+        .iter()
+        .map(|p| p.parent().expect("a parent").to_path_buf())
+        .collect();
+    first.destroy().expect("destroy");
+    // What a dead process with this PID left behind, under the name the next box would get.
+    let next = box_cgroup::peek_unique_name(prefix);
+    let stale: Vec<PathBuf> = parents.iter().map(|p| p.join(&next)).collect();
+    for d in &stale {
+        std::fs::create_dir(d).expect("plant a stale cgroup");
+    }
+    let second = BoxCgroup::create_unique(prefix, &limits, false);
+    let paths = second.as_ref().map(|c| c.paths()).unwrap_or_default();
+    if let Ok(mut c) = second {
+        c.destroy().expect("destroy");
+    }
+    for d in &stale {
+        std::fs::remove_dir(d).expect("remove the planted cgroup");
+    }
+    assert!(!paths.is_empty(), "the box got no cgroup");
+    assert!(
+        paths.iter().all(|p| !stale.contains(p)),
+        "the stale directory was adopted: {paths:?}"
+    );
+}

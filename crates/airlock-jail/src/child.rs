@@ -123,6 +123,15 @@ pub(crate) fn box_init(
     if n != 1 {
         exit(SETUP_FAILED);
     }
+    // Join the box's cgroup before anything else runs, while this is still the creator's
+    // identity (the kernel checks the box's credentials against the descriptors' opener).
+    if let Err(e) = crate::cgroup::join_self(&spec.cgroup_join) {
+        report_error(status_fd, "cgroup", &e, errno_of(&e));
+        exit(SETUP_FAILED);
+    }
+    for &fd in &spec.cgroup_join {
+        crate::sys::close(fd);
+    }
     // The id maps are written now: become the box's user (keeping this namespace's
     // capabilities for the setup). Changing credentials clears the parent-death signal, so arm
     // it again, then make sure the supervisor did not die in between: it keeps its end of the

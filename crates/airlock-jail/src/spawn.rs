@@ -66,6 +66,10 @@ pub struct BoxSpec {
     /// For a box whose workspace has a change layer: the box's end of a unix socket over which
     /// its init sends a descriptor of the layer (see [`crate::rootfs::enter`]).
     pub changes_channel: Option<libc::c_int>,
+    /// Descriptors on which the box's init moves itself into its cgroup before any of its code
+    /// runs (see [`crate::cgroup::BoxCgroup::self_join_files`]); owned by the supervisor, the
+    /// init closes its copies. Empty when the supervisor places it instead (`spawn`'s `place`).
+    pub cgroup_join: Vec<libc::c_int>,
 }
 
 /// Where the box's proxy listener is made and how it reaches the supervisor.

@@ -626,6 +626,7 @@ impl BoxPlan {
             proxy_listener: None,
             premade_mounts: Vec::new(),
             changes_channel: None,
+            cgroup_join: Vec::new(),
         };
         let mut idmapped_grants: Vec<(PathBuf, PathBuf, bool)> =
             match (&policy.filesystem, idmapped) {

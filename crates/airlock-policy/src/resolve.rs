@@ -21,6 +21,9 @@ pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bi
 
 const DEFAULT_MEMORY: u64 = 4 << 30;
 const DEFAULT_PIDS: u64 = 1024;
+/// The most processes a box may be given: the kernel's own ceiling (`PID_MAX_LIMIT` on 64-bit),
+/// which a cgroup's `pids.max` cannot exceed.
+pub const MAX_PIDS: u64 = 4 << 20;
 const DEFAULT_DISK: u64 = 1 << 30;
 const DEFAULT_OUTPUT: u64 = 1 << 30;
 const DEFAULT_OPEN_FILES: u64 = 4096;
@@ -342,11 +345,10 @@ fn resolve_limits(file: &PolicyFile) -> Result<Limits, PolicyError> {
         memory.to_string(),
     )?;
     let pids = l.pids.unwrap_or(DEFAULT_PIDS);
-    // The kernel's pid limit (PID_MAX_LIMIT on 64-bit): a cgroup refuses a larger pids.max.
     range(
         "--pids",
-        "between 1 and 4194304",
-        (1..=4_194_304).contains(&pids),
+        "between 1 and 4194304 (the kernel's limit)",
+        (1..=MAX_PIDS).contains(&pids),
         pids.to_string(),
     )?;
     if let Some(cpus) = l.cpus {

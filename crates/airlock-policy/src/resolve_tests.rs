@@ -297,14 +297,16 @@ fn limits_are_validated() {
     let mut f = PolicyFile::default();
     f.limits.pids = Some(0);
     assert!(run(f, "/home/alice/proj").is_err());
-    // Above the kernel's pid limit a cgroup refuses it: refused here, naming the bound.
     let mut f = PolicyFile::default();
-    f.limits.pids = Some(u64::MAX - 1);
-    let e = run(f, "/home/alice/proj").unwrap_err().to_string();
-    assert!(e.contains("--pids") && e.contains("4194304"), "{e}");
+    f.limits.pids = Some(crate::resolve::MAX_PIDS + 1);
+    let err = run(f, "/home/alice/proj").unwrap_err().to_string();
+    assert!(err.contains("--pids") && err.contains("4194304"), "{err}");
     let mut f = PolicyFile::default();
-    f.limits.pids = Some(4_194_304);
-    assert!(run(f, "/home/alice/proj").is_ok());
+    f.limits.pids = Some(crate::resolve::MAX_PIDS);
+    assert_eq!(
+        run(f, "/home/alice/proj").unwrap().limits.pids,
+        Some(crate::resolve::MAX_PIDS)
+    );
     let mut f = PolicyFile::default();
     f.limits.cpus = Some(0.0);
     assert!(run(f, "/home/alice/proj").is_err());
