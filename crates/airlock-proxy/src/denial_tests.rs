@@ -20,12 +20,12 @@ fn a_name_not_in_the_allowlist_offers_its_exact_grant() {
     assert_eq!(d.grant.as_deref(), Some("api.example:443"));
     assert_eq!(d.flag.as_deref(), Some("--allow-domain api.example:443"));
     let d = denial_of(
-        &deny("203.0.113.7", 443, DenyReason::IpLiteralNotGranted, None),
+        &deny("93.184.216.34", 443, DenyReason::IpLiteralNotGranted, None),
         &[],
     )
     .unwrap();
-    assert_eq!(d.grant.as_deref(), Some("203.0.113.7:443"));
-    assert_eq!(d.flag.as_deref(), Some("--allow-ip 203.0.113.7:443"));
+    assert_eq!(d.grant.as_deref(), Some("93.184.216.34:443"));
+    assert_eq!(d.flag.as_deref(), Some("--allow-ip 93.184.216.34:443"));
 }
 
 #[test]
@@ -46,14 +46,14 @@ fn nothing_is_offered_for_what_no_grant_may_open() {
         assert_eq!(d.rule.as_deref(), rule);
     }
     // This host's own public address neither.
-    let own: IpAddr = "198.51.100.9".parse().unwrap();
+    let own: IpAddr = "93.184.216.9".parse().unwrap();
     let d = denial_of(
-        &deny("198.51.100.9", 80, DenyReason::IpLiteralNotGranted, None),
+        &deny("93.184.216.9", 80, DenyReason::IpLiteralNotGranted, None),
         &[own],
     )
     .unwrap();
     assert_eq!(d.grant, None);
-    assert_eq!(d.what, "198.51.100.9:80");
+    assert_eq!(d.what, "93.184.216.9:80");
     let d = denial_of(&deny("2001:db8::1", 443, DenyReason::NotAllowed, None), &[]).unwrap();
     assert_eq!(d.what, "[2001:db8::1]:443");
 }
