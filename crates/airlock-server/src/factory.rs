@@ -279,6 +279,8 @@ impl SandboxFactory {
                     },
                 );
                 handle.sandbox.kill();
+                // Its proxy ended with it, and every connection it held.
+                self.approvals.forget(id);
                 Ok(Paused::Saved)
             }
             Err(e) => Err((handle, e)),
