@@ -112,7 +112,7 @@ AIRLOCK_AGENT_CONNECTION=exec cargo test -p airlock-agent --locked --tests 2>&1 
 # tests/gvisor.rs ran above), with the secrets suite (the proxy's interception and the box's
 # trust bundle under runsc). Where gVisor enforces a case differently, the test says so.
 AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test sandboxes --test attached \
-  --test network --test attacks --test secrets --test approvals 2>&1 | tee -a "$log"
+  --test network --test attacks --test secrets --test approvals --test approvals_terminal 2>&1 | tee -a "$log"
 # A representative subset of the server and MCP suites with the server's default backend
 # gVisor (tests/common: ServeProcess passes --backend): REST exec, files, timeouts, a client
 # leaving, the code interpreter, the HTTP MCP tools. E2B's whole Python SDK suite against gVisor
@@ -141,7 +141,7 @@ AIRLOCK_TEST_TEMPLATE=suite XDG_DATA_HOME=$PWD/target/xdg \
 # A known gap is stated in its test, not skipped (docs/threat-model.md): --disk caps a microVM
 # box's workspace share per file only.
 AIRLOCK_TEST_BACKEND=microvm cargo test -p airlock --locked --test sandboxes --test attached \
-  --test attacks --test network --test secrets --test approvals 2>&1 | tee -a "$log"
+  --test attacks --test network --test secrets --test approvals --test approvals_terminal 2>&1 | tee -a "$log"
 # One closing line for the whole workspace (cargo prints one per test binary, the last being the
 # doc tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

@@ -19,6 +19,7 @@ mod file;
 mod profile;
 mod protected;
 mod resolve;
+mod save;
 mod secrets;
 mod units;
 
@@ -39,6 +40,7 @@ pub use resolve::{
     ResolveContext, ResolvedPolicy, RootTemplate, DEFAULT_PATH, INSIDE_GID, INSIDE_HOME,
     INSIDE_UID, INSIDE_USER,
 };
+pub use save::{save_grant, with_grant, GrantList, SaveGrantError};
 pub use secrets::{
     new_placeholder, with_port, SecretBinding, SecretEntry, SecretSource, SecretValue,
     SecretValues, SECRET_DEFAULT_PORT,

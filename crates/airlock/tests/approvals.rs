@@ -314,12 +314,12 @@ fn under_never_nothing_is_asked_and_bad_approval_flags_are_refused() {
             "{flags:?}: the box must not start"
         );
     }
-    // MCP entry points refuse what they cannot honour yet, before anything starts: asking
-    // before each MCP command (untrusted), and on-request without an approver program.
+    // `airlock wrap` refuses what it cannot honour yet, before anything starts: asking before
+    // each call (untrusted), and on-request without an approver program. (`airlock mcp` asks
+    // through MCP elicitation: tests/approvals_mcp.rs.)
     for (cmd, flags, says) in [
-        ("mcp", &["--approval", "untrusted"][..], "untrusted"),
-        ("mcp", &["--approval", "on-request"][..], "--approver CMD"),
         ("wrap", &["--approval", "untrusted"][..], "untrusted"),
+        ("wrap", &["--approval", "on-request"][..], "--approver CMD"),
     ] {
         let ws = TempDir::new("approvals-mcp");
         let mut args = vec![cmd, "--net", "proxy"];
