@@ -117,6 +117,9 @@ AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test sandboxes --te
 # gVisor (tests/common: ServeProcess passes --backend): REST exec, files, timeouts, a client
 # leaving, the code interpreter, the HTTP MCP tools. E2B's whole Python SDK suite against gVisor
 # boxes, pause.rs's gVisor cases and the seed scenario on gVisor ran above (tests/e2b_sdk.rs).
+# Approvals over the API on gVisor boxes (the question crosses gvisor-host's control socket).
+AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test approvals_server 2>&1 \
+  | tee -a "$log"
 AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test server --test mcp -- \
   exec_streams_output_as_it_happens_and_state_persists files_round_trip_64_mib \
   a_box_expires_at_its_timeout a_client_that_goes_away_kills_its_command \

@@ -154,6 +154,7 @@ impl BoxSlot {
             let opts = StartOptions {
                 network_events: denials.clone().map(|d| -> Arc<dyn NetworkSink> { d }),
                 audit_file: None,
+                ..Default::default()
             };
             let sandbox = self.starter.start(&self.policy, &opts)?;
             self.live = Some(LiveBox {

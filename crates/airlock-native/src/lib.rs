@@ -21,6 +21,7 @@ mod idmapping;
 mod launch;
 mod native_backend;
 mod output_file;
+mod owner_approver;
 mod placeholders;
 mod plan;
 mod proxy_channel;

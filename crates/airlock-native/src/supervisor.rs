@@ -173,6 +173,7 @@ fn run_planned(
     result.network_events = net_events.iter().map(network_event).collect();
     result.network_events_dropped = net_dropped;
     result.changes = report;
+    result.collect_denials();
     Ok(result)
 }
 
@@ -553,6 +554,7 @@ impl Supervision {
             network_events: Vec::new(),
             network_events_dropped: 0,
             changes: None,
+            denials: Vec::new(),
         }
     }
 }

@@ -10,8 +10,10 @@
 //! programs, and every grant is an explicit entry.
 
 mod approval;
+mod approval_exchange;
 mod backend;
 mod changes;
+mod denial;
 mod error;
 mod file;
 mod profile;
@@ -25,8 +27,10 @@ pub use approval::{
     ApprovalMode, ApprovalNote, ApprovalPolicy, ApprovalScope, ApprovalStage,
     DEFAULT_APPROVAL_TIMEOUT_MS,
 };
+pub use approval_exchange::{ApprovalAnswer, ApprovalRequest, ApprovalVerdict};
 pub use backend::BackendKind;
 pub use changes::ChangesMode;
+pub use denial::{Denial, DenialKind};
 pub use error::PolicyError;
 pub use file::{EnvSection, FilesystemSection, LimitsSection, NetworkSection, PolicyFile};
 pub use profile::{NetworkMode, Profile};

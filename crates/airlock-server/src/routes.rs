@@ -1,6 +1,7 @@
 //! The HTTP routes, one module per resource; [`router`] wires them, and [`ROUTES`] lists them
 //! (the OpenAPI document must describe each).
 
+mod approvals;
 pub(crate) mod code;
 mod exec;
 mod files;
@@ -38,6 +39,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/sandboxes/{id}/snapshots"),
     ("get", "/v1/sandboxes/{id}/snapshots"),
     ("post", "/v1/sandboxes/{id}/fork"),
+    ("get", "/v1/sandboxes/{id}/approvals"),
+    ("post", "/v1/sandboxes/{id}/approvals/{n}"),
 ];
 
 /// The API's router: the native API and E2B's control plane, behind the E2B gateway's
@@ -83,6 +86,8 @@ pub fn router(state: AppState) -> Router {
             post(lifecycle::create_snapshot).get(lifecycle::list_snapshots),
         )
         .route("/v1/sandboxes/{id}/fork", post(lifecycle::fork))
+        .route("/v1/sandboxes/{id}/approvals", get(approvals::list))
+        .route("/v1/sandboxes/{id}/approvals/{n}", post(approvals::answer))
         .merge(crate::e2b::control_routes())
         .fallback(|req: axum::extract::Request| async move {
             if crate::e2b::is_native_path(req.uri().path()) {

@@ -27,6 +27,10 @@ pub struct AppState {
     pub held_secrets: Arc<crate::held_secrets::HeldSecrets>,
     /// The templates sandboxes can start from.
     pub templates: Arc<crate::template_catalog::TemplateCatalog>,
+    /// Held connections of the boxes, waiting for an answer over the API.
+    pub approvals: Arc<crate::approvals::ServerApprovals>,
+    /// The latest refusals of each live sandbox (its view shows them).
+    pub denials: Arc<crate::denials::RecentDenials>,
 }
 
 /// Work in a box that does not hold its handle (a command, a code execution): while it lives,
