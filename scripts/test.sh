@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 # MCP tests build a Go server fixture, standard library only, to wrap), runsc (the gVisor backend's
 # tests run real gVisor boxes), mmdebstrap (builds the templates the template tests and the
 # suites' template runs use), QEMU and mkfs.erofs for the microVM backend (its guest kernel is
-# fetched below by scripts/microvm-guest.sh).
-need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc mmdebstrap qemu-system-x86_64 mkfs.erofs dpkg-deb)
+# fetched below by scripts/microvm-guest.sh), and zstd (the template import tests compress a layer
+# with the real tool).
+need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc mmdebstrap qemu-system-x86_64 mkfs.erofs dpkg-deb zstd)
 missing=0
 for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
@@ -28,7 +29,7 @@ if [ "$missing" = 1 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine runsc mmdebstrap qemu-system-x86 erofs-utils)
+  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine runsc mmdebstrap qemu-system-x86 erofs-utils zstd)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
@@ -111,11 +112,14 @@ AIRLOCK_AGENT_CONNECTION=exec cargo test -p airlock-agent --locked --tests 2>&1 
 # tests/gvisor.rs ran above), with the secrets suite (the proxy's interception and the box's
 # trust bundle under runsc). Where gVisor enforces a case differently, the test says so.
 AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test sandboxes --test attached \
-  --test network --test attacks --test secrets --test approvals 2>&1 | tee -a "$log"
+  --test network --test attacks --test secrets --test approvals --test approvals_terminal 2>&1 | tee -a "$log"
 # A representative subset of the server and MCP suites with the server's default backend
 # gVisor (tests/common: ServeProcess passes --backend): REST exec, files, timeouts, a client
 # leaving, the code interpreter, the HTTP MCP tools. E2B's whole Python SDK suite against gVisor
 # boxes, pause.rs's gVisor cases and the seed scenario on gVisor ran above (tests/e2b_sdk.rs).
+# Approvals over the API on gVisor boxes (the question crosses gvisor-host's control socket).
+AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test approvals_server 2>&1 \
+  | tee -a "$log"
 AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test server --test mcp -- \
   exec_streams_output_as_it_happens_and_state_persists files_round_trip_64_mib \
   a_box_expires_at_its_timeout a_client_that_goes_away_kills_its_command \
@@ -137,7 +141,7 @@ AIRLOCK_TEST_TEMPLATE=suite XDG_DATA_HOME=$PWD/target/xdg \
 # A known gap is stated in its test, not skipped (docs/threat-model.md): --disk caps a microVM
 # box's workspace share per file only.
 AIRLOCK_TEST_BACKEND=microvm cargo test -p airlock --locked --test sandboxes --test attached \
-  --test attacks --test network --test secrets --test approvals 2>&1 | tee -a "$log"
+  --test attacks --test network --test secrets --test approvals --test approvals_terminal 2>&1 | tee -a "$log"
 # One closing line for the whole workspace (cargo prints one per test binary, the last being the
 # doc tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

@@ -49,6 +49,8 @@ pub struct BoxStart<'a> {
     template: &'a Template,
     audit: Option<PathBuf>,
     on_event: Option<airlock_proxy::audit::EventSink>,
+    /// Who is asked about held connections when the policy names no approver program.
+    asker: Option<airlock_proxy::approval::Asker>,
 }
 
 /// How runsc starts the box's sandbox.
@@ -253,7 +255,15 @@ impl<'a> BoxStart<'a> {
             template,
             audit,
             on_event,
+            asker: None,
         }
+    }
+
+    /// Held connections are asked of `asker` (the box's owner) when the policy names no
+    /// approver program.
+    pub fn with_asker(mut self, asker: Option<airlock_proxy::approval::Asker>) -> BoxStart<'a> {
+        self.asker = asker;
+        self
     }
 
     /// Starts the box. Call once, from the single-threaded host process. On failure nothing
@@ -326,8 +336,7 @@ impl<'a> BoxStart<'a> {
         let cgroup = match limits.is_empty() {
             true => None,
             false => {
-                let name = format!("airlock-gvisor-{}", std::process::id());
-                let cg = BoxCgroup::create(&name, &limits)
+                let cg = BoxCgroup::create_unique("airlock-gvisor", &limits, true)
                     .map_err(|e| refused("cannot make the box's cgroup", e))?;
                 for p in cg.paths() {
                     sentinel.register_cgroup(&p);
@@ -410,9 +419,12 @@ impl<'a> BoxStart<'a> {
                 },
                 None => None,
             };
-            // Only the approver program can answer for this box kind so far; `on-request`
-            // without one is refused rather than run as `never`.
-            let approval = match airlock_proxy::approval::gate_for(&policy.egress.approval, None) {
+            // The approver program, else the owner (the server); `on-request` with neither is
+            // refused rather than run as `never`.
+            let approval = match airlock_proxy::approval::gate_for(
+                &policy.egress.approval,
+                self.asker.clone(),
+            ) {
                 Ok(g) => g,
                 Err(e) => return Err(fail(running, StartError::Refused(e.to_string()))),
             };

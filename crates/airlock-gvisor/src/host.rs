@@ -23,7 +23,8 @@ pub fn gvisor_host_main(control: OwnedFd, runsc: Result<Runsc, String>) -> i32 {
 
 fn start(req: StartRequest, runsc: Result<Runsc, String>) -> Result<StartedBox, String> {
     let runsc = runsc?;
-    let start = BoxStart::new(&runsc, &req.policy, &req.template, req.audit, req.on_event);
+    let start = BoxStart::new(&runsc, &req.policy, &req.template, req.audit, req.on_event)
+        .with_asker(req.asker);
     let mut running = match req.restore {
         None => start.start(),
         Some(dir) => start.restore(&dir),

@@ -901,3 +901,41 @@ fn joining_through_a_bad_descriptor_fails_and_says_why() {
     assert_eq!(err.raw_os_error(), Some(libc::EBADF));
     join_self(&[]).expect("no cgroup to join is no error");
 }
+
+#[test]
+fn a_stale_cgroup_with_the_next_name_is_skipped_never_adopted() {
+    if !cgroups_usable() {
+        return;
+    }
+    let prefix = "airlock-test-unique";
+    let limits = CgroupLimits {
+        pids: Some(16),
+        ..CgroupLimits::default()
+    };
+    let mut first = BoxCgroup::create_unique(prefix, &limits, false).expect("first");
+    let parents: Vec<PathBuf> = first
+        .paths()
+        .iter()
+        .map(|p| p.parent().expect("a parent").to_path_buf())
+        .collect();
+    first.destroy().expect("destroy");
+    // What a dead process with this PID left behind, under the name the next box would get.
+    let next = box_cgroup::peek_unique_name(prefix);
+    let stale: Vec<PathBuf> = parents.iter().map(|p| p.join(&next)).collect();
+    for d in &stale {
+        std::fs::create_dir(d).expect("plant a stale cgroup");
+    }
+    let second = BoxCgroup::create_unique(prefix, &limits, false);
+    let paths = second.as_ref().map(|c| c.paths()).unwrap_or_default();
+    if let Ok(mut c) = second {
+        c.destroy().expect("destroy");
+    }
+    for d in &stale {
+        std::fs::remove_dir(d).expect("remove the planted cgroup");
+    }
+    assert!(!paths.is_empty(), "the box got no cgroup");
+    assert!(
+        paths.iter().all(|p| !stale.contains(p)),
+        "the stale directory was adopted: {paths:?}"
+    );
+}

@@ -154,6 +154,7 @@ impl BoxSlot {
             let opts = StartOptions {
                 network_events: denials.clone().map(|d| -> Arc<dyn NetworkSink> { d }),
                 audit_file: None,
+                ..Default::default()
             };
             let sandbox = self.starter.start(&self.policy, &opts)?;
             self.live = Some(LiveBox {
@@ -209,6 +210,29 @@ impl Drop for BoxSlot {
 }
 
 impl BoxSlot {
+    /// Widens the allowlist by `entry` in `list` (a grant a person made): for the box that
+    /// runs now (its proxy takes it for the connections that follow) and every box this slot
+    /// starts later. `false`: it was already allowed.
+    pub fn grant_egress(
+        &mut self,
+        list: airlock_policy::GrantList,
+        entry: &str,
+    ) -> Result<bool, SandboxError> {
+        let egress = &mut self.policy.egress;
+        let entries = match list {
+            airlock_policy::GrantList::AllowDomain => &mut egress.allow_domain,
+            airlock_policy::GrantList::AllowIp => &mut egress.allow_ip,
+        };
+        if entries.iter().any(|e| e == entry) {
+            return Ok(false);
+        }
+        entries.push(entry.to_string());
+        if let Some(live) = self.live.as_mut() {
+            live.sandbox.set_egress(&self.policy.egress)?;
+        }
+        Ok(true)
+    }
+
     /// The box, if one runs (without starting one).
     pub fn live_mut(&mut self) -> Option<&mut LiveBox> {
         self.live.as_mut()

@@ -17,6 +17,7 @@ fn event(decision: NetDecision, host: &str) -> NetworkEvent {
         intercepted: false,
         secrets: Vec::new(),
         approval: None,
+        denial: None,
     }
 }
 

@@ -100,6 +100,11 @@ pub fn call(tool: ToolName, args: &JsonObject, env: &CallEnv, slot: &mut BoxSlot
         ToolName::ReadFile => read_file(args, env, slot),
         ToolName::WriteFile => write_file(args, env, slot),
         ToolName::ListFiles => list_files(args, env, slot),
+        // Asks the person first: answered by the session (server.rs), never here.
+        ToolName::RequestNetworkGrant => Ok(ToolOutput::text(
+            "request_network_grant is answered by the session, which asks the user",
+            true,
+        )),
     };
     let mut out = out.unwrap_or_else(|e| e);
     if let Some(live) = slot.live_mut() {

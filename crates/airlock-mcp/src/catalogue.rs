@@ -17,6 +17,8 @@ pub enum ToolName {
     WriteFile,
     ListFiles,
     SandboxInfo,
+    /// Offered only when approvals are on (`--approval on-request|untrusted` with `--net proxy`).
+    RequestNetworkGrant,
 }
 
 /// What a tool does to the box, which decides whether a profile offers it.
@@ -28,17 +30,20 @@ pub enum ToolEffect {
     Writes,
     /// Runs arbitrary code or commands.
     Runs,
+    /// Asks a person (or the approver program) for something; changes nothing by itself.
+    Asks,
 }
 
 impl ToolName {
     /// Every tool, in listing order.
-    pub const ALL: [ToolName; 6] = [
+    pub const ALL: [ToolName; 7] = [
         ToolName::RunCode,
         ToolName::RunCommand,
         ToolName::ReadFile,
         ToolName::WriteFile,
         ToolName::ListFiles,
         ToolName::SandboxInfo,
+        ToolName::RequestNetworkGrant,
     ];
 
     /// The tool's name on the wire.
@@ -50,6 +55,7 @@ impl ToolName {
             ToolName::WriteFile => "write_file",
             ToolName::ListFiles => "list_files",
             ToolName::SandboxInfo => "sandbox_info",
+            ToolName::RequestNetworkGrant => "request_network_grant",
         }
     }
 
@@ -64,6 +70,7 @@ impl ToolName {
             ToolName::RunCode | ToolName::RunCommand => ToolEffect::Runs,
             ToolName::WriteFile => ToolEffect::Writes,
             ToolName::ReadFile | ToolName::ListFiles | ToolName::SandboxInfo => ToolEffect::Reads,
+            ToolName::RequestNetworkGrant => ToolEffect::Asks,
         }
     }
 }
@@ -77,6 +84,8 @@ pub enum Unlisted {
     Filter(ToolVerdict),
     /// airlock has no such tool.
     Unknown,
+    /// Only offered when approvals are on.
+    NoApprovals,
 }
 
 /// The tools one box offers.
@@ -84,18 +93,35 @@ pub enum Unlisted {
 pub struct Catalogue {
     profile: Profile,
     filter: ToolFilter,
+    /// Approvals are on for a proxied box: the model may ask for network grants.
+    grants: bool,
 }
 
 impl Catalogue {
     /// The catalogue of a box with `profile`, narrowed by `filter`.
     pub fn new(profile: Profile, filter: ToolFilter) -> Catalogue {
-        Catalogue { profile, filter }
+        Catalogue {
+            profile,
+            filter,
+            grants: false,
+        }
+    }
+
+    /// The same catalogue, offering `request_network_grant` when `asks` (approvals are on for
+    /// a proxied box).
+    pub fn with_grant_requests(mut self, asks: bool) -> Catalogue {
+        self.grants = asks;
+        self
     }
 
     /// Whether `name` is offered, and if not, why.
     pub fn check(&self, name: &str) -> Result<ToolName, Unlisted> {
         let tool = ToolName::parse(name).ok_or(Unlisted::Unknown)?;
-        if self.profile == Profile::ReadOnly && tool.effect() != ToolEffect::Reads {
+        if tool == ToolName::RequestNetworkGrant && !self.grants {
+            return Err(Unlisted::NoApprovals);
+        }
+        let reads = matches!(tool.effect(), ToolEffect::Reads | ToolEffect::Asks);
+        if self.profile == Profile::ReadOnly && !reads {
             return Err(Unlisted::Profile(self.profile));
         }
         match self.filter.verdict(name) {
@@ -167,6 +193,7 @@ pub fn description(tool: ToolName, reach: &str) -> String {
         ToolName::WriteFile => "Write a text file in the sandbox (created or replaced; missing parent directories are created).",
         ToolName::ListFiles => "List a directory in the sandbox (names, kinds, sizes).",
         ToolName::SandboxInfo => "Describe what this sandbox may and may not do: its filesystem grants, network policy and limits, layer by layer (the sandbox's receipt).",
+        ToolName::RequestNetworkGrant => "Ask the user for network access to one host and port that the sandbox's policy refuses, with your reason. The user (or the user's approver program) decides; only a yes widens the allowlist, for the rest of this session. Ask only for what the task needs, then retry the connection.",
     };
     format!("{what} {reach}")
 }
@@ -213,6 +240,15 @@ pub fn input_schema(tool: ToolName) -> Value {
             }
         }),
         ToolName::SandboxInfo => json!({"type": "object", "properties": {}}),
+        ToolName::RequestNetworkGrant => json!({
+            "type": "object",
+            "properties": {
+                "host": {"type": "string", "description": "The host name or IP address, exactly as the refusal named it."},
+                "port": {"type": "integer", "minimum": 1, "maximum": 65535, "description": "The port (443 for https)."},
+                "reason": {"type": "string", "description": "Why the task needs it, in one sentence the user will read."}
+            },
+            "required": ["host", "port", "reason"]
+        }),
     }
 }
 

@@ -41,6 +41,11 @@ impl Denial {
             Unlisted::Filter(ToolVerdict::NotAllowed { allow }) => {
                 Denial { what, rule: format!("it matches no pattern of --tools {allow:?}"), remedy: format!("add {name} to --tools") }
             }
+            Unlisted::NoApprovals => Denial {
+                what,
+                rule: "request_network_grant is offered only when approvals are on".into(),
+                remedy: "start airlock mcp with --net proxy --approval on-request".into(),
+            },
             Unlisted::Filter(ToolVerdict::Allowed) => Denial { what, rule: "none".into(), remedy: "retry".into() },
         }
     }

@@ -12,7 +12,10 @@
 mod boxes;
 mod calls;
 mod catalogue;
+mod consent;
 mod denial;
+mod grant_program;
+mod grant_request;
 mod pattern;
 mod roots;
 mod serve;

@@ -6,15 +6,19 @@
 use crate::boxes::{BoxSlot, StartBox};
 use crate::calls::{call, CallEnv};
 use crate::catalogue::{description, input_schema, reach, Catalogue, ToolEffect, ToolName};
+use crate::consent::{self, Consent};
 use crate::denial::Denial;
+use crate::grant_program::GrantProgram;
+use crate::grant_request::GrantAsk;
 use crate::pattern::ToolFilter;
 use crate::roots::Roots;
-use airlock_policy::ResolvedPolicy;
+use airlock_policy::{ApprovalMode, ApprovalPolicy, NetworkMode, ResolvedPolicy};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     ToolAnnotations,
 };
+use rmcp::service::Peer;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,7 +33,12 @@ pub fn pause_after(idle: Duration) -> Duration {
 
 /// What the sessions of one `airlock mcp` (or one `/mcp` profile) share.
 pub struct SessionSettings {
+    /// The policy boxes start under (with no approver program, nobody in the box's host
+    /// process can be asked: its refusals are final there, and the model asks through
+    /// `request_network_grant`).
     policy: ResolvedPolicy,
+    /// The approval policy as given: `untrusted` asks before each command; its deadline.
+    approval: ApprovalPolicy,
     catalogue: Catalogue,
     env: Arc<CallEnv>,
     tools: Vec<Tool>,
@@ -38,10 +47,15 @@ pub struct SessionSettings {
 
 impl SessionSettings {
     /// Settings for boxes under `policy`, offering the tools its profile and `filter` allow.
-    pub fn new(policy: ResolvedPolicy, filter: ToolFilter) -> SessionSettings {
+    pub fn new(mut policy: ResolvedPolicy, filter: ToolFilter) -> SessionSettings {
+        let approval = policy.egress.approval.clone();
+        if approval.approver.is_none() {
+            policy.egress.approval.mode = ApprovalMode::Never;
+        }
         let roots = Roots::of(&policy);
         let reach = reach(&policy, &roots);
-        let catalogue = Catalogue::new(policy.profile, filter);
+        let asks = policy.network == NetworkMode::Proxy && approval.mode.asks_for_network();
+        let catalogue = Catalogue::new(policy.profile, filter).with_grant_requests(asks);
         let tools = catalogue
             .offered()
             .into_iter()
@@ -65,6 +79,7 @@ impl SessionSettings {
         );
         SessionSettings {
             policy,
+            approval,
             catalogue,
             env: Arc::new(CallEnv { roots, info }),
             tools,
@@ -94,6 +109,9 @@ pub struct McpSession {
     settings: OnceLock<Result<Arc<SessionSettings>, String>>,
     starter: Arc<dyn StartBox>,
     slot: OnceLock<Arc<Mutex<BoxSlot>>>,
+    /// The approver program asked about the model's grant requests (`--approver`), started
+    /// with the first one.
+    grant_program: OnceLock<Result<Arc<GrantProgram>, String>>,
     idle: Duration,
     reaper: AtomicBool,
 }
@@ -110,6 +128,7 @@ impl McpSession {
             settings: OnceLock::new(),
             starter,
             slot: OnceLock::new(),
+            grant_program: OnceLock::new(),
             idle,
             reaper: AtomicBool::new(false),
         }
@@ -206,6 +225,30 @@ impl ServerHandler for McpSession {
         let slot = self.slot(&settings);
         self.start_reaper(&slot);
         let args = request.arguments.unwrap_or_default();
+        let deadline = Duration::from_millis(settings.approval.timeout_ms);
+        if tool == ToolName::RequestNetworkGrant {
+            let program = settings.approval.approver.as_deref().map(|cmd| {
+                self.grant_program
+                    .get_or_init(|| GrantProgram::spawn(cmd).map(Arc::new))
+                    .clone()
+            });
+            let who = match program {
+                None => GrantAsker::Person(&ctx.peer),
+                Some(Ok(p)) => GrantAsker::Program(p),
+                Some(Err(e)) => {
+                    return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                        "airlock cannot ask its approver program: {e}"
+                    ))])
+                    .into())
+                }
+            };
+            return Ok(request_grant(&args, who, deadline, slot).await.into());
+        }
+        if tool.effect() == ToolEffect::Runs && settings.approval.mode == ApprovalMode::Untrusted {
+            if let Some(refusal) = ask_before_running(tool, &args, &ctx.peer, deadline).await {
+                return Ok(refusal.into());
+            }
+        }
         let env = Arc::clone(&settings.env);
         let out = tokio::task::spawn_blocking(move || {
             call(
@@ -218,5 +261,98 @@ impl ServerHandler for McpSession {
         .await
         .map_err(|_| ErrorData::internal_error("the tool call's worker failed", None))?;
         Ok(out.into_result().into())
+    }
+}
+
+/// Under `untrusted`: asks the person before `tool` runs what `args` say; the refusal to
+/// return instead, or `None` to run it.
+async fn ask_before_running(
+    tool: ToolName,
+    args: &rmcp::model::JsonObject,
+    peer: &Peer<RoleServer>,
+    deadline: Duration,
+) -> Option<CallToolResult> {
+    let what = ["command", "code"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(|v| v.as_str()))
+        .unwrap_or("");
+    let why = match consent::ask(peer, consent::run_question(tool.as_str(), what), deadline).await
+    {
+        Consent::Yes => return None,
+        Consent::No(why) => why,
+        Consent::NoAnswer(d) => format!("nobody answered within {} s", d.as_secs()),
+        Consent::CannotAsk(why) => format!("{why}, and --approval untrusted asks the user before each command (run airlock mcp with --approval on-request to run commands unasked)"),
+    };
+    Some(CallToolResult::error(vec![ContentBlock::text(format!(
+        "airlock did not run it: {why}. Nothing was run in the sandbox."
+    ))]))
+}
+
+/// Who answers the model's grant requests: the approver program when there is one (the same
+/// that the box's proxy asks), else the person through MCP elicitation.
+enum GrantAsker<'a> {
+    Person(&'a Peer<RoleServer>),
+    Program(Arc<GrantProgram>),
+}
+
+/// `request_network_grant`: asks; a yes widens the box's allowlist by exactly the grant. A
+/// client that cannot be asked gets the grant that would allow it.
+async fn request_grant(
+    args: &rmcp::model::JsonObject,
+    who: GrantAsker<'_>,
+    deadline: Duration,
+    slot: Arc<Mutex<BoxSlot>>,
+) -> CallToolResult {
+    let refuse = |text: String| CallToolResult::error(vec![ContentBlock::text(text)]);
+    let ask = match GrantAsk::parse(args) {
+        Ok(a) => a,
+        Err(e) => return refuse(format!("airlock cannot ask for that grant: {e}.")),
+    };
+    let consent = match who {
+        GrantAsker::Person(peer) => {
+            let question = consent::grant_question(&ask.grant, &ask.reason);
+            consent::ask(peer, question, deadline).await
+        }
+        GrantAsker::Program(program) => program.ask(&ask, deadline).await,
+    };
+    match consent {
+        Consent::Yes => {}
+        Consent::No(why) => {
+            return refuse(format!(
+                "No: {why} the grant {}. Connections to it stay refused; do not ask again for it in this session unless the user says so.",
+                ask.grant
+            ))
+        }
+        Consent::NoAnswer(d) => {
+            return refuse(format!(
+                "No answer within {} s: the grant {} was not made; connections to it stay refused.",
+                d.as_secs(),
+                ask.grant
+            ))
+        }
+        Consent::CannotAsk(why) => {
+            return refuse(format!(
+                "Nobody can say yes through this client ({why}); the model cannot grant itself access. The grant that would allow it: {}. Ask the user to add it and restart the session.",
+                ask.remedy()
+            ))
+        }
+    }
+    let applied = tokio::task::spawn_blocking(move || {
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.grant_egress(ask.list, &ask.grant)
+            .map(|new| (new, ask.grant))
+    })
+    .await;
+    match applied {
+        Ok(Ok((true, grant))) => CallToolResult::success(vec![ContentBlock::text(format!(
+            "Allowed {grant} for the rest of this session: retry the connection."
+        ))]),
+        Ok(Ok((false, grant))) => CallToolResult::success(vec![ContentBlock::text(format!(
+            "{grant} is already allowed: if a connection to it is refused, read the refusal's reason (a deny rule or a private address is never granted this way)."
+        ))]),
+        Ok(Err(e)) => refuse(format!(
+            "The user said yes, but airlock could not widen the sandbox's allowlist: {e}"
+        )),
+        Err(_) => refuse("the grant's worker failed; nothing was granted".into()),
     }
 }

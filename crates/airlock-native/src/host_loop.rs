@@ -3,8 +3,10 @@
 //! hands the agent connection back, then answers requests until told to kill the box, until the
 //! box ends, or until the owner goes away. What differs between backends is the [`HeldBox`].
 
+use crate::owner_approver::{answer_from_owner, OwnerApprover, SendToOwner};
 use crate::sandbox_host::{network_event, FromHost, ToHost, MAX_CONTROL};
 use airlock_policy::{Egress, ResolvedPolicy};
+use airlock_proxy::approval::{ApprovalError, PendingQueue};
 use airlock_runtime::backend::{Capabilities, Checkpoint, Template, Usage};
 use airlock_runtime::Receipt;
 use std::collections::BTreeMap;
@@ -46,6 +48,9 @@ pub struct StartRequest {
     pub on_event: Option<airlock_proxy::audit::EventSink>,
     /// A checkpoint to start from instead of a fresh box.
     pub restore: Option<PathBuf>,
+    /// Who the box's proxy asks about held connections when the policy names no approver
+    /// program: the owner, over the control socket (`None`: the owner does not answer).
+    pub asker: Option<airlock_proxy::approval::Asker>,
 }
 
 /// What a backend's start hook returns: the box and what the owner is told about it.
@@ -83,7 +88,7 @@ pub fn host_main(
     }
     let control = Arc::new(control);
     let mut buf = vec![0u8; MAX_CONTROL];
-    let (policy, template, audit, network_events, restore) =
+    let (policy, template, audit, network_events, restore, approvals) =
         match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf) {
             Ok((n, _)) if n > 0 => match serde_json::from_slice::<ToHost>(&buf[..n]) {
                 Ok(ToHost::Start {
@@ -93,9 +98,10 @@ pub fn host_main(
                     network_events,
                     secret_values,
                     restore,
+                    approvals,
                 }) => {
                     secret_values.restore(&mut policy);
-                    (policy, template, audit, network_events, restore)
+                    (policy, template, audit, network_events, restore, approvals)
                 }
                 Ok(_) => {
                     refuse(&control, "the first message must be start".into());
@@ -119,12 +125,19 @@ pub fn host_main(
         });
         sink
     });
+    let asker = approvals.then(|| {
+        let control = Arc::clone(&control);
+        let to_owner: SendToOwner = Arc::new(move |msg| send(&control, msg, None));
+        OwnerApprover::asker(to_owner)
+    });
+    let pending = asker.as_ref().map(|a| Arc::clone(&a.pending));
     let request = StartRequest {
         policy,
         template,
         audit,
         on_event,
         restore,
+        asker,
     };
     let started = match start(request) {
         Ok(s) => s,
@@ -152,13 +165,19 @@ pub fn host_main(
         return 1;
     }
     drop(agent);
-    serve(&control, held.as_mut(), &mut buf);
+    serve(&control, held.as_mut(), pending.as_deref(), &mut buf);
     held.close();
     0
 }
 
 /// Answers requests until told to kill the box, the box ends, or the owner goes away.
-fn serve(control: &OwnedFd, held: &mut dyn HeldBox, buf: &mut [u8]) {
+/// `pending`: the queue the owner answers held connections through, if it does.
+fn serve(
+    control: &OwnedFd,
+    held: &mut dyn HeldBox,
+    pending: Option<&PendingQueue>,
+    buf: &mut [u8],
+) {
     loop {
         let mut fds = [
             libc::pollfd {
@@ -213,6 +232,7 @@ fn serve(control: &OwnedFd, held: &mut dyn HeldBox, buf: &mut [u8]) {
                 Ok(checkpoint) => FromHost::Checkpointed { checkpoint },
                 Err(message) => FromHost::Error { message },
             },
+            Ok(ToHost::Approval { id, answer, by }) => approval_reply(pending, id, answer, &by),
             Ok(ToHost::Start { .. }) => FromHost::Error {
                 message: "the sandbox is already started".into(),
             },
@@ -223,5 +243,28 @@ fn serve(control: &OwnedFd, held: &mut dyn HeldBox, buf: &mut [u8]) {
         if send(control, &reply, None).is_err() {
             return;
         }
+    }
+}
+
+/// The reply to the owner's answer to held connection `id`.
+fn approval_reply(
+    pending: Option<&PendingQueue>,
+    id: u64,
+    answer: airlock_policy::ApprovalAnswer,
+    by: &str,
+) -> FromHost {
+    let Some(pending) = pending else {
+        return FromHost::Error {
+            message: "this box does not ask its owner about held connections (its approval policy is never, or an approver program answers)".into(),
+        };
+    };
+    match answer_from_owner(pending, id, answer, by) {
+        Ok(()) => FromHost::Ok {},
+        Err(e @ ApprovalError::NotPending { .. }) => FromHost::NotPending {
+            message: e.to_string(),
+        },
+        Err(e) => FromHost::Error {
+            message: e.to_string(),
+        },
     }
 }

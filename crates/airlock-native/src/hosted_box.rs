@@ -5,7 +5,7 @@
 use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
 use airlock_policy::{BackendKind, Egress, NetworkMode, ResolvedPolicy};
 use airlock_runtime::backend::{
-    BackendError, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointOptions,
+    ApprovalSink, BackendError, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointOptions,
     CommandDefaults, NetworkSink, StartOptions, Template, Usage,
 };
 use airlock_runtime::Receipt;
@@ -107,12 +107,13 @@ fn recv(
 }
 
 /// Routes what the host sends after the start: replies to the requester, network events to the
-/// sink, the box's end to `ended`.
+/// sink, held connections to the approval sink, the box's end to `ended`.
 fn read_host(
     control: Arc<OwnedFd>,
     replies: Sender<FromHost>,
     ended: Arc<Mutex<Option<BoxEnd>>>,
     sink: Option<Arc<dyn NetworkSink>>,
+    approvals: Option<Arc<dyn ApprovalSink>>,
 ) {
     let end = |reason: String| {
         let mut e = ended.lock().unwrap_or_else(PoisonError::into_inner);
@@ -123,6 +124,16 @@ fn read_host(
             Ok(Some((FromHost::Network { event }, _))) => {
                 if let Some(s) = &sink {
                     s.network_event(*event);
+                }
+            }
+            Ok(Some((FromHost::ApprovalRequested { request }, _))) => {
+                if let Some(a) = &approvals {
+                    a.requested(*request);
+                }
+            }
+            Ok(Some((FromHost::ApprovalWithdrawn { id }, _))) => {
+                if let Some(a) = &approvals {
+                    a.withdrawn(id);
                 }
             }
             Ok(Some((FromHost::Exited { reason }, _))) => end(reason),
@@ -207,6 +218,7 @@ impl HostedBox {
             network_events: opts.network_events.is_some(),
             secret_values: airlock_policy::SecretValues::of(policy),
             restore: host.restore.clone(),
+            approvals: opts.approvals.is_some(),
         };
         if let Err(e) = send(&control, &start) {
             return Err(fail(&mut child, e));
@@ -251,14 +263,15 @@ impl HostedBox {
         let (tx, replies) = channel();
         let ended = Arc::new(Mutex::new(None));
         let reader = {
-            let (control, ended, sink) = (
+            let (control, ended, sink, approvals) = (
                 Arc::clone(&control),
                 Arc::clone(&ended),
                 opts.network_events.clone(),
+                opts.approvals.clone(),
             );
             std::thread::Builder::new()
                 .name("sandbox-host-reader".into())
-                .spawn(move || read_host(control, tx, ended, sink))
+                .spawn(move || read_host(control, tx, ended, sink, approvals))
         };
         let reader = match reader {
             Ok(r) => r,
@@ -410,6 +423,25 @@ impl BoxInstance for HostedBox {
             FromHost::Ok {} => Ok(()),
             FromHost::Error { message } => Err(BackendError::Invalid(message)),
             other => Err(host_err(format!("unexpected reply to egress: {other:?}"))),
+        }
+    }
+
+    fn answer_approval(
+        &mut self,
+        id: u64,
+        answer: &airlock_policy::ApprovalAnswer,
+        by: &str,
+    ) -> Result<(), BackendError> {
+        let msg = ToHost::Approval {
+            id,
+            answer: answer.clone(),
+            by: by.to_string(),
+        };
+        match self.request(&msg)? {
+            FromHost::Ok {} => Ok(()),
+            FromHost::NotPending { message } => Err(BackendError::NotPending(message)),
+            FromHost::Error { message } => Err(BackendError::Invalid(message)),
+            other => Err(host_err(format!("unexpected reply to approval: {other:?}"))),
         }
     }
 

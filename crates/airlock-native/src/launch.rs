@@ -12,10 +12,7 @@ use airlock_policy::ResolvedPolicy;
 use airlock_proxy::server::{ProxyConfig, ProxyHandle};
 use airlock_runtime::Receipt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
-
-static BOX_COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// What a box is started from.
 pub(crate) struct Launch<'a> {
@@ -118,7 +115,7 @@ impl Launch<'_> {
         }
         let cgroup = match &plan.cgroup {
             Some(limits) => {
-                let cg = create_cgroup(limits, self.pausable)?;
+                let cg = BoxCgroup::create_unique("airlock", limits, self.pausable)?;
                 for p in cg.paths() {
                     self.sentinel.register_cgroup(&p);
                 }
@@ -207,81 +204,5 @@ impl Launch<'_> {
             receipt: plan.receipt,
             _template_lease: template_lease,
         })
-    }
-}
-
-/// The box's cgroup, named `airlock-<pid>-<n>`. A name already taken is a stale directory of a
-/// dead process that had this PID (PIDs are reused; a cgroup that outlived its box because its
-/// host was killed before its sentinel could remove it): it is never adopted, and the next
-/// number is tried instead.
-fn create_cgroup(
-    limits: &airlock_jail::cgroup::CgroupLimits,
-    pausable: bool,
-) -> Result<BoxCgroup, airlock_jail::cgroup::CgroupError> {
-    let mut tries = 0;
-    loop {
-        let name = format!(
-            "airlock-{}-{}",
-            std::process::id(),
-            BOX_COUNTER.fetch_add(1, Ordering::Relaxed)
-        );
-        let made = match pausable {
-            true => BoxCgroup::create(&name, limits),
-            false => BoxCgroup::create_unpausable(&name, limits),
-        };
-        match made {
-            Err(airlock_jail::cgroup::CgroupError::AlreadyExists { .. }) if tries < 16 => {
-                tries += 1;
-            }
-            other => return other,
-        }
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_stale_cgroup_with_the_next_name_is_skipped_never_adopted() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            panic!("this test makes cgroups: run it as root (scripts/test.sh does)");
-        }
-        let limits = airlock_jail::cgroup::CgroupLimits {
-            pids: Some(16),
-            ..Default::default()
-        };
-        let mut first = create_cgroup(&limits, false).unwrap();
-        let parents: Vec<std::path::PathBuf> = first
-            .paths()
-            .iter()
-            .map(|p| p.parent().unwrap().to_path_buf())
-            .collect();
-        first.destroy().unwrap();
-        // What a dead process with this PID left behind, under the name the next box would get.
-        let next = format!(
-            "airlock-{}-{}",
-            std::process::id(),
-            BOX_COUNTER.load(Ordering::Relaxed)
-        );
-        let stale: Vec<std::path::PathBuf> = parents.iter().map(|p| p.join(&next)).collect();
-        for d in &stale {
-            std::fs::create_dir(d).unwrap();
-        }
-        let second = create_cgroup(&limits, false);
-        let paths = second.as_ref().map(|c| c.paths()).unwrap_or_default();
-        if let Ok(mut c) = second {
-            c.destroy().unwrap();
-        }
-        for d in &stale {
-            std::fs::remove_dir(d).unwrap();
-        }
-        assert!(!paths.is_empty(), "the box got no cgroup");
-        assert!(
-            paths.iter().all(|p| !stale.contains(p)),
-            "the stale directory was adopted: {paths:?}"
-        );
     }
 }

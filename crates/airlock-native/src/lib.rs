@@ -11,6 +11,7 @@
 //!
 //! [`Receipt`]: airlock_runtime::Receipt
 
+mod ask_terminal;
 mod box_secrets;
 mod changes;
 mod control;
@@ -20,6 +21,7 @@ mod idmapping;
 mod launch;
 mod native_backend;
 mod output_file;
+mod owner_approver;
 mod placeholders;
 mod plan;
 mod proxy_channel;
@@ -32,7 +34,7 @@ mod supervisor;
 #[cfg(test)]
 mod test_dir;
 
-pub use airlock_runtime::attached::{RunOptions, StdinMode};
+pub use airlock_runtime::attached::{RunOptions, StdinMode, TerminalAsk};
 pub use box_secrets::{
     add_receipt as add_secrets_receipt, add_receipt_for as add_secrets_receipt_for, extend_trust,
     interceptor, protect_process, SecretsSetupError,

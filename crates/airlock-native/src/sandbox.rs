@@ -35,6 +35,9 @@ pub struct SandboxOptions {
     pub audit: Option<PathBuf>,
     /// Told about every network decision as it happens (proxied boxes).
     pub on_event: Option<airlock_proxy::audit::EventSink>,
+    /// Who is asked about held connections when the policy names no approver program (the
+    /// owner, over the host process's control socket).
+    pub asker: Option<airlock_proxy::approval::Asker>,
 }
 
 /// A running sandbox. Dropping it ends the box and cleans up everything it made.
@@ -123,7 +126,7 @@ impl Sandbox {
             argv: &argv,
             audit: opts.audit.as_deref(),
             on_event: opts.on_event.clone(),
-            asker: None,
+            asker: opts.asker.clone(),
             sentinel,
             extra_covers,
             pausable: true,

@@ -11,7 +11,7 @@
 
 use crate::host_loop::{HeldBox, StartRequest, StartedBox};
 use crate::sandbox::{Sandbox, SandboxOptions};
-use airlock_policy::{Egress, ResolvedPolicy, SecretValues};
+use airlock_policy::{ApprovalAnswer, ApprovalRequest, Egress, ResolvedPolicy, SecretValues};
 use airlock_runtime::backend::{
     Capabilities, Checkpoint, NetDecision, NetProtocol, NetworkEvent, Template, Usage,
 };
@@ -46,6 +46,17 @@ pub enum ToHost {
         /// can).
         #[serde(default)]
         restore: Option<PathBuf>,
+        /// The owner answers held connections (approval `on-request` with no approver
+        /// program): send each as an `approval_requested` message.
+        #[serde(default)]
+        approvals: bool,
+    },
+    /// The owner's answer to held connection `id`, given in `by`'s name. Replied to with `ok`,
+    /// `error` (the answer cannot be applied) or `not_pending`.
+    Approval {
+        id: u64,
+        answer: ApprovalAnswer,
+        by: String,
     },
     /// Replace the egress allowlist (proxied boxes).
     Egress {
@@ -95,6 +106,18 @@ pub enum FromHost {
     Network {
         event: Box<NetworkEvent>,
     },
+    /// A connection is held until the owner answers `request` (unrequested).
+    ApprovalRequested {
+        request: Box<ApprovalRequest>,
+    },
+    /// Held connection `id` was refused at its deadline, unanswered (unrequested).
+    ApprovalWithdrawn {
+        id: u64,
+    },
+    /// The approval answered is not waiting (answered before, timed out, or never asked).
+    NotPending {
+        message: String,
+    },
     /// The box ended on its own (unrequested).
     Exited {
         reason: String,
@@ -128,6 +151,7 @@ pub fn network_event(e: &airlock_proxy::audit::NetEvent) -> NetworkEvent {
         intercepted: e.intercepted,
         secrets: e.secrets.clone(),
         approval: e.approval.clone(),
+        denial: e.denial.clone(),
     }
 }
 
@@ -144,6 +168,7 @@ fn start_native(req: StartRequest) -> Result<StartedBox, String> {
     let opts = SandboxOptions {
         audit: req.audit,
         on_event: req.on_event,
+        asker: req.asker,
     };
     let mut sandbox = Sandbox::create(&req.policy, &opts).map_err(|e| e.to_string())?;
     let Some(receipt) = sandbox.receipt().cloned() else {

@@ -74,12 +74,13 @@ fn run_planned(
 ) -> Result<RunResult, RunError> {
     let signals = SignalGuard::block().map_err(RunError::Stdio)?;
     let io = BoxIo::new(opts)?;
+    let terminal = crate::ask_terminal::terminal_asker(policy, opts)?;
     let launch = Launch {
         policy,
         argv,
         audit: opts.audit.as_deref(),
         on_event: None,
-        asker: None,
+        asker: terminal.as_ref().map(|(_, asker)| asker.clone()),
         sentinel,
         extra_covers,
         pausable: false,
@@ -113,7 +114,13 @@ fn run_planned(
         cgroup.as_ref(),
         opts.control_fd,
         proxy.as_ref(),
+        terminal.as_ref().map(|(t, _)| t.floor()).as_deref(),
     );
+    // A question still up is refused and the terminal given back before the box's terminal
+    // mode is restored (the order keeps the caller's terminal as it was).
+    if let Some((t, _)) = &terminal {
+        t.close();
+    }
     drop(io);
     drop(signals);
     let (net_events, net_dropped) = proxy.map(|p| p.stop()).unwrap_or_default();
@@ -166,6 +173,7 @@ fn run_planned(
     result.network_events = net_events.iter().map(network_event).collect();
     result.network_events_dropped = net_dropped;
     result.changes = report;
+    result.collect_denials();
     Ok(result)
 }
 
@@ -240,6 +248,7 @@ impl Supervision {
     }
 
     /// Polls until the box's init has exited and its output and status channel are drained.
+    #[allow(clippy::too_many_arguments)]
     fn run_loop(
         &mut self,
         spawned: &SpawnedBox,
@@ -248,6 +257,7 @@ impl Supervision {
         cgroup: Option<&BoxCgroup>,
         control_fd: Option<libc::c_int>,
         proxy: Option<&airlock_proxy::server::ProxyHandle>,
+        floor: Option<&airlock_proxy::approval::TerminalFloor>,
     ) -> Option<libc::c_int> {
         let mut control_open = control_fd.is_some();
         let mut control = crate::control::ControlReader::default();
@@ -292,7 +302,10 @@ impl Supervision {
                     timeout_ms.min(left)
                 };
             }
-            let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(6);
+            // While the terminal approver asks, the terminal is its own: neither airlock's stdin
+            // nor the box's output is touched (the box's writes wait in its pty or pipes).
+            let asking = floor.is_some_and(|f| f.asking());
+            let mut pfds: Vec<libc::pollfd> = Vec::with_capacity(7);
             let mut push = |fd: libc::c_int| {
                 pfds.push(libc::pollfd {
                     fd,
@@ -303,14 +316,15 @@ impl Supervision {
             push(if exited.is_none() { spawned.pidfd } else { -1 });
             push(if status_open { spawned.status_fd } else { -1 });
             push(signals.fd);
-            push(if stdin_open { 0 } else { -1 });
+            push(if stdin_open && !asking { 0 } else { -1 });
             push(if control_open {
                 control_fd.unwrap_or(-1)
             } else {
                 -1
             });
+            push(floor.map_or(-1, |f| f.wake_fd()));
             for (fd, _) in &outs {
-                push(*fd);
+                push(if asking { -1 } else { *fd });
             }
             // SAFETY: pfds is a valid array of pollfd of the given length.
             let n =
@@ -322,6 +336,15 @@ impl Supervision {
                 break;
             }
             let ready = |i: usize| pfds[i].fd >= 0 && pfds[i].revents != 0;
+            if ready(5) {
+                if let Some(f) = floor {
+                    f.drain_wake();
+                }
+            }
+            // The relay's turn for this round; `None`: a question went up since the poll began
+            // (what is ready stays unread for the next round).
+            let turn = floor.map(|f| f.relay_turn());
+            let relaying = !matches!(turn, Some(None));
             if ready(0) {
                 exited = spawned.try_reap().or(exited);
                 if exited.is_some() {
@@ -356,7 +379,7 @@ impl Supervision {
                     }
                 }
             }
-            if ready(3) {
+            if ready(3) && relaying {
                 if let Some(m) = master {
                     // SAFETY: reading airlock's stdin into our buffer.
                     let r = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
@@ -382,7 +405,7 @@ impl Supervision {
             }
             let mut closed = Vec::new();
             for (k, (fd, which)) in outs.iter().enumerate() {
-                if !ready(5 + k) {
+                if !ready(6 + k) || !relaying {
                     continue;
                 }
                 // SAFETY: reading the box's output into our buffer.
@@ -531,6 +554,7 @@ impl Supervision {
             network_events: Vec::new(),
             network_events_dropped: 0,
             changes: None,
+            denials: Vec::new(),
         }
     }
 }

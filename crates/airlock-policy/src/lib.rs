@@ -10,13 +10,16 @@
 //! programs, and every grant is an explicit entry.
 
 mod approval;
+mod approval_exchange;
 mod backend;
 mod changes;
+mod denial;
 mod error;
 mod file;
 mod profile;
 mod protected;
 mod resolve;
+mod save;
 mod secrets;
 mod units;
 
@@ -24,8 +27,10 @@ pub use approval::{
     ApprovalMode, ApprovalNote, ApprovalPolicy, ApprovalScope, ApprovalStage,
     DEFAULT_APPROVAL_TIMEOUT_MS,
 };
+pub use approval_exchange::{ApprovalAnswer, ApprovalRequest, ApprovalVerdict};
 pub use backend::BackendKind;
 pub use changes::ChangesMode;
+pub use denial::{Denial, DenialKind};
 pub use error::PolicyError;
 pub use file::{EnvSection, FilesystemSection, LimitsSection, NetworkSection, PolicyFile};
 pub use profile::{NetworkMode, Profile};
@@ -35,6 +40,7 @@ pub use resolve::{
     ResolveContext, ResolvedPolicy, RootTemplate, DEFAULT_PATH, INSIDE_GID, INSIDE_HOME,
     INSIDE_UID, INSIDE_USER,
 };
+pub use save::{save_grant, with_grant, GrantList, SaveGrantError};
 pub use secrets::{
     new_placeholder, with_port, SecretBinding, SecretEntry, SecretSource, SecretValue,
     SecretValues, SECRET_DEFAULT_PORT,

@@ -7,7 +7,8 @@
 //! - `request`, `answer`: what an approver is asked and what it answers (the JSON lines of the
 //!   approver program).
 //! - `pending`: the requests waiting for an answer; `grants`: the grants answers made.
-//! - `approver`: who is asked; `program`: the approver program (`--approver CMD`).
+//! - `approver`: who is asked; `program`: the approver program (`--approver CMD`); `terminal`:
+//!   airlock's controlling terminal.
 //! - `gate`: the proxy's side: hold, ask, wait until the deadline, record every step.
 
 mod answer;
@@ -19,6 +20,7 @@ mod grants;
 mod pending;
 mod program;
 mod request;
+pub mod terminal;
 
 pub use airlock_policy::{ApprovalNote, ApprovalScope, ApprovalStage};
 pub use answer::{Answer, AnswerLine, Verdict};
@@ -31,3 +33,4 @@ pub use grants::{Grant, Grants};
 pub use pending::PendingQueue;
 pub use program::ProgramApprover;
 pub use request::ApprovalRequest;
+pub use terminal::{TerminalApprover, TerminalFloor};

@@ -43,6 +43,10 @@ pub struct NetEvent {
     /// grant and when it ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<airlock_policy::ApprovalNote>,
+    /// A refusal (`deny`) as a structured value: what, the rule, the grant that would allow
+    /// it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub denial: Option<airlock_policy::Denial>,
 }
 
 /// Where events go: kept in memory (bounded) and written to the audit file if one is set.

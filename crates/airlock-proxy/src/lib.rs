@@ -11,7 +11,7 @@
 //! - `http`, `socks5`: the request parsers (untrusted input: bounded, fuzzed).
 //! - `server`: the proxy itself; `relay`: the bytes of allowed connections (splice for bulk
 //!   transfers); `exchange`: the one request and one response of a plain-HTTP connection;
-//!   `audit`: decision events.
+//!   `audit`: decision events; `denial`: a refusal as the structured value the agent acts on.
 //! - `secrets`: the secrets a box's proxy holds and the tripwire; `intercept`: the TLS
 //!   termination (per-box CA) and upstream connection of the connections that carry them.
 
@@ -19,6 +19,7 @@ pub mod addr;
 pub mod approval;
 pub mod audit;
 pub mod decision;
+pub mod denial;
 mod exchange;
 pub mod http;
 pub mod intercept;

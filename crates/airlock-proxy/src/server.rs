@@ -235,8 +235,10 @@ async fn serve(
                         });
                     }
                     Err(_) => {
-                        shared.audit.record(event("tcp", "", 0, "deny", Some("too-many-connections"), None,
-                            Some(format!("more than {} concurrent connections; raise the limit with --max-connections (max_connections in a policy file)", shared.max_connections)), Instant::now()));
+                        let mut ev = event("tcp", "", 0, "deny", Some("too-many-connections"), None,
+                            Some(format!("more than {} concurrent connections; raise the limit with --max-connections (max_connections in a policy file)", shared.max_connections)), Instant::now());
+                        ev.denial = Some(crate::denial::too_many_connections(shared.max_connections));
+                        shared.audit.record(ev);
                         drop(stream);
                     }
                 }
@@ -276,6 +278,7 @@ pub(crate) fn event(
         intercepted: false,
         secrets: Vec::new(),
         approval: None,
+        denial: None,
     }
 }
 
@@ -376,6 +379,7 @@ async fn handle_http(
     }
     let decision = decide_async(shared, &host, port).await;
     let (decision, grant) = approve(shared, protocol, decision, start).await;
+    let denial = crate::denial::denial_of(&decision, &shared.host_own);
     let (addrs, rule) = match decision {
         EgressDecision::Deny {
             reason,
@@ -387,7 +391,7 @@ async fn handle_http(
             let response = http::denied_response(&token, &message);
             // Recorded before the box is told: whoever learns of a refusal from the box (an
             // MCP tool result, an approval prompt) finds its event already there.
-            shared.audit.record(event(
+            let mut ev = event(
                 protocol,
                 &host,
                 port,
@@ -396,7 +400,9 @@ async fn handle_http(
                 rule,
                 Some(message),
                 start,
-            ));
+            );
+            ev.denial = denial;
+            shared.audit.record(ev);
             let _ = client.write_all(&response).await;
             return;
         }
@@ -567,6 +573,7 @@ async fn handle_socks(
     };
     let decision = decide_async(shared, &host, port).await;
     let (decision, grant) = approve(shared, "socks5", decision, start).await;
+    let denial = crate::denial::denial_of(&decision, &shared.host_own);
     let (addrs, rule) = match decision {
         EgressDecision::Deny {
             reason,
@@ -575,7 +582,7 @@ async fn handle_socks(
             ..
         } => {
             // Recorded before the box is told (see the HTTP refusal).
-            shared.audit.record(event(
+            let mut ev = event(
                 "socks5",
                 &host,
                 port,
@@ -584,7 +591,9 @@ async fn handle_socks(
                 rule,
                 Some(message),
                 start,
-            ));
+            );
+            ev.denial = denial;
+            shared.audit.record(ev);
             let _ = client
                 .write_all(&socks5::reply(socks5::Reply::NotAllowedByRuleset, None))
                 .await;

@@ -32,4 +32,15 @@ pub struct RunOptions {
     pub audit: Option<std::path::PathBuf>,
     /// A descriptor to read control messages from while the box runs (native boxes only so far).
     pub control_fd: Option<libc::c_int>,
+    /// Ask about held connections on airlock's controlling terminal when the policy asks
+    /// (approval `on-request`) and names no approver program (native boxes only so far).
+    pub ask_on_terminal: Option<TerminalAsk>,
+}
+
+/// Asking on airlock's controlling terminal.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TerminalAsk {
+    /// Where an "allow and save" answer writes its grant (the `--policy` file); `None`: that
+    /// answer is refused with a line saying why.
+    pub policy_file: Option<std::path::PathBuf>,
 }

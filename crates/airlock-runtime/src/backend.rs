@@ -4,6 +4,7 @@
 //! spoken over the instance's agent stream — never through a pid, a cgroup path or a file under
 //! a box's `/proc`.
 
+mod approvals;
 mod error;
 #[cfg(feature = "fake")]
 pub mod fake;
@@ -13,6 +14,7 @@ mod registry;
 mod template;
 mod usage;
 
+pub use approvals::ApprovalSink;
 pub use error::BackendError;
 pub use instance::{
     Backend, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointKind, CheckpointOptions,

@@ -11,6 +11,7 @@ pub mod attached;
 pub mod backend;
 mod channel;
 mod channel_process;
+mod denials;
 mod error;
 mod host;
 mod interpreter;

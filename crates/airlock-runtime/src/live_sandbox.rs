@@ -168,6 +168,17 @@ impl LiveSandbox {
         self.instance_mut()?.set_egress(egress)
     }
 
+    /// Answers the box's held connection `id` in `by`'s name (see
+    /// [`BoxInstance::answer_approval`]).
+    pub fn answer_approval(
+        &mut self,
+        id: u64,
+        answer: &airlock_policy::ApprovalAnswer,
+        by: &str,
+    ) -> Result<(), BackendError> {
+        self.instance_mut()?.answer_approval(id, answer, by)
+    }
+
     /// Returns once every network event recorded so far has reached the start's sink.
     pub fn flush_network_events(&mut self) -> Result<(), BackendError> {
         self.instance_mut()?.flush_network_events()

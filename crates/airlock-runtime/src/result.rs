@@ -51,6 +51,17 @@ pub struct RunResult {
     pub network_events_dropped: u64,
     /// What applying the workspace's change layer did (`changes = "apply"` only).
     pub changes: Option<ChangesReport>,
+    /// Every refusal of the run as a structured value (connections refused, protected paths
+    /// not applied, limits reached), each with the grant or flag that would allow it; the
+    /// fields above stay as they were. Filled by [`RunResult::collect_denials`].
+    pub denials: Vec<airlock_policy::Denial>,
+}
+
+impl RunResult {
+    /// Fills `denials` from the network events, the change layer's report and the limits hit.
+    pub fn collect_denials(&mut self) {
+        self.denials = crate::denials::of_run(self);
+    }
 }
 
 /// One entry of the change layer that was not applied, and why.

@@ -146,6 +146,8 @@ pub struct SandboxFactory {
     secrets: Arc<crate::held_secrets::HeldSecrets>,
     /// Ready boxes a matching start claims instead of starting one.
     pools: Arc<crate::pools::Pools>,
+    approvals: Arc<crate::approvals::ServerApprovals>,
+    denials: Arc<crate::denials::RecentDenials>,
 }
 
 impl SandboxFactory {
@@ -164,6 +166,8 @@ impl SandboxFactory {
             notes: Mutex::new(HashMap::new()),
             secrets,
             pools: Arc::new(crate::pools::Pools::none()),
+            approvals: Arc::default(),
+            denials: Arc::default(),
         }
     }
 
@@ -176,6 +180,19 @@ impl SandboxFactory {
     /// The server's pools.
     pub fn pools(&self) -> &Arc<crate::pools::Pools> {
         &self.pools
+    }
+
+    /// Held connections of boxes whose policy asks (approval `on-request`) are parked in
+    /// `approvals` until answered over the API.
+    pub fn with_approvals(mut self, approvals: Arc<crate::approvals::ServerApprovals>) -> Self {
+        self.approvals = approvals;
+        self
+    }
+
+    /// Each box's refusals are also kept in `denials` (the latest, for the sandbox's view).
+    pub fn with_denials(mut self, denials: Arc<crate::denials::RecentDenials>) -> Self {
+        self.denials = denials;
+        self
     }
 
     /// The snapshots of the server's boxes.
@@ -222,13 +239,17 @@ impl SandboxFactory {
         Ok((policy, backend))
     }
 
-    fn start_options(&self, id: &str) -> StartOptions {
+    fn start_options(&self, id: &str, policy: &ResolvedPolicy) -> StartOptions {
+        let asks = policy.network == airlock_policy::NetworkMode::Proxy
+            && policy.egress.approval.mode.asks_for_network();
         StartOptions {
             network_events: Some(Arc::new(StoreNetworkSink::new(
                 Arc::clone(&self.store),
                 id.to_string(),
+                Arc::clone(&self.denials),
             ))),
             audit_file: None,
+            approvals: asks.then(|| self.approvals.sink(id)),
         }
     }
 
@@ -272,6 +293,8 @@ impl SandboxFactory {
                     },
                 );
                 handle.sandbox.kill();
+                // Its proxy ended with it, and every connection it held.
+                self.approvals.forget(id);
                 Ok(Paused::Saved)
             }
             Err(e) => Err((handle, e)),
@@ -291,7 +314,7 @@ impl BoxFactory for SandboxFactory {
 
     fn start(&self, id: &str, spec: &SessionSpec) -> Result<BoxHandle, String> {
         let (policy, backend) = self.policy_and_backend(id, spec)?;
-        let opts = self.start_options(id);
+        let opts = self.start_options(id, &policy);
         if let Some(snapshot) = &spec.restore {
             // A fork: a new box from another sandbox's snapshot (the snapshot stays).
             let _creating = self.pools.creating();
@@ -415,7 +438,7 @@ impl BoxFactory for SandboxFactory {
         // The policy with the secrets' values this process holds: the restored box's proxy
         // needs them as much as a new one's.
         let (policy, backend) = self.policy_and_backend(id, spec).map_err(|e| (None, e))?;
-        let opts = self.start_options(id);
+        let opts = self.start_options(id, &policy);
         let restored = self
             .snapshots
             .restore(

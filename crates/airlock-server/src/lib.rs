@@ -9,9 +9,11 @@
 
 mod accept;
 mod admission;
+mod approvals;
 mod auth;
 mod checks;
 mod connection;
+mod denials;
 mod e2b;
 mod error;
 mod factory;

@@ -31,6 +31,8 @@ pub struct StoreObserver {
     e2b: Arc<crate::e2b::E2bState>,
     snapshots: Arc<crate::service::snapshots::SnapshotService>,
     secrets: Arc<crate::held_secrets::HeldSecrets>,
+    approvals: Arc<crate::approvals::ServerApprovals>,
+    denials: Arc<crate::denials::RecentDenials>,
 }
 
 impl StoreObserver {
@@ -47,7 +49,21 @@ impl StoreObserver {
             e2b,
             snapshots,
             secrets,
+            approvals: Arc::default(),
+            denials: Arc::default(),
         }
+    }
+
+    /// The held connections to drop when a sandbox ends.
+    pub fn with_approvals(mut self, approvals: Arc<crate::approvals::ServerApprovals>) -> Self {
+        self.approvals = approvals;
+        self
+    }
+
+    /// The latest refusals to drop when a sandbox ends.
+    pub fn with_denials(mut self, denials: Arc<crate::denials::RecentDenials>) -> Self {
+        self.denials = denials;
+        self
     }
 }
 
@@ -74,6 +90,9 @@ impl SessionObserver for StoreObserver {
             self.snapshots.delete_all_of(&info.id);
             // Its secrets' values too: no box of it starts again.
             self.secrets.forget(&info.id);
+            // Its box's proxy, and every connection it held, is gone.
+            self.approvals.forget(&info.id);
+            self.denials.forget(&info.id);
         }
         if let Err(e) = self.record(info) {
             eprintln!(

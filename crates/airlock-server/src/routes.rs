@@ -1,6 +1,7 @@
 //! The HTTP routes, one module per resource; [`router`] wires them, and [`ROUTES`] lists them
 //! (the OpenAPI document must describe each).
 
+mod approvals;
 pub(crate) mod code;
 mod exec;
 mod files;
@@ -39,6 +40,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("post", "/v1/sandboxes/{id}/snapshots"),
     ("get", "/v1/sandboxes/{id}/snapshots"),
     ("post", "/v1/sandboxes/{id}/fork"),
+    ("get", "/v1/sandboxes/{id}/approvals"),
+    ("post", "/v1/sandboxes/{id}/approvals/{n}"),
     ("get", "/v1/pools"),
 ];
 
@@ -85,6 +88,8 @@ pub fn router(state: AppState) -> Router {
             post(lifecycle::create_snapshot).get(lifecycle::list_snapshots),
         )
         .route("/v1/sandboxes/{id}/fork", post(lifecycle::fork))
+        .route("/v1/sandboxes/{id}/approvals", get(approvals::list))
+        .route("/v1/sandboxes/{id}/approvals/{n}", post(approvals::answer))
         .route("/v1/pools", get(pools::list))
         .merge(crate::e2b::control_routes())
         .fallback(|req: axum::extract::Request| async move {

@@ -98,24 +98,32 @@ pub(crate) fn app_state(
         &settings.templates,
         settings.pool_memory,
     )?);
+    let approvals = Arc::new(crate::approvals::ServerApprovals::default());
+    let denials = Arc::new(crate::denials::RecentDenials::default());
     let factory = SandboxFactory::new(
         backends.clone(),
         Arc::clone(&store),
         Arc::clone(&snapshots),
         Arc::clone(&held_secrets),
     )
-    .with_pools(pools);
+    .with_pools(pools)
+    .with_approvals(Arc::clone(&approvals))
+    .with_denials(Arc::clone(&denials));
     let e2b = Arc::new(
         crate::e2b::E2bState::new(e2b_key_hash, settings.e2b_default_network)
             .with_domain(settings.e2b_domain.clone()),
     );
-    let observer = Arc::new(StoreObserver::new(
-        Arc::clone(&store),
-        Arc::clone(&pending),
-        Arc::clone(&e2b),
-        Arc::clone(&snapshots),
-        Arc::clone(&held_secrets),
-    ));
+    let observer = Arc::new(
+        StoreObserver::new(
+            Arc::clone(&store),
+            Arc::clone(&pending),
+            Arc::clone(&e2b),
+            Arc::clone(&snapshots),
+            Arc::clone(&held_secrets),
+        )
+        .with_approvals(Arc::clone(&approvals))
+        .with_denials(Arc::clone(&denials)),
+    );
     let manager_config = ManagerConfig {
         max_running: settings.max_running,
         idle_pause_ms: settings.idle_pause_ms,
@@ -140,6 +148,8 @@ pub(crate) fn app_state(
         e2b,
         templates: Arc::new(settings.templates.clone()),
         held_secrets,
+        approvals,
+        denials,
     })
 }
 

@@ -27,27 +27,32 @@ pub struct AppState {
     pub held_secrets: Arc<crate::held_secrets::HeldSecrets>,
     /// The templates sandboxes can start from.
     pub templates: Arc<crate::template_catalog::TemplateCatalog>,
+    /// Held connections of the boxes, waiting for an answer over the API.
+    pub approvals: Arc<crate::approvals::ServerApprovals>,
+    /// The latest refusals of each live sandbox (its view shows them).
+    pub denials: Arc<crate::denials::RecentDenials>,
 }
 
 /// Work in a box that does not hold its handle (a command, a code execution): while it lives,
-/// the box is not idle (an idle pause waits for it).
-pub struct Work<'a> {
-    state: &'a AppState,
+/// the box is not idle (an idle pause waits for it). Owned, so a stream that outlives its
+/// request handler (a command's output relayed to its client) can hold it to the end.
+pub struct Work {
+    manager: Arc<SessionManager<SandboxFactory>>,
     id: String,
 }
 
-impl Drop for Work<'_> {
+impl Drop for Work {
     fn drop(&mut self) {
-        self.state.manager.end_work(&self.id);
+        self.manager.end_work(&self.id);
     }
 }
 
 impl AppState {
     /// Marks work in sandbox `id` until the returned guard is dropped.
-    pub fn working(&self, id: &str) -> Work<'_> {
+    pub fn working(&self, id: &str) -> Work {
         self.manager.begin_work(id);
         Work {
-            state: self,
+            manager: Arc::clone(&self.manager),
             id: id.to_string(),
         }
     }

@@ -129,10 +129,17 @@ pub fn resolve_policy(
         )
         .into());
     }
-    if policy.egress.approval.mode.asks_for_network() {
+    if policy.egress.approval.mode.asks_for_network()
+        && !matches!(policy.backend, BackendKind::Native | BackendKind::Gvisor)
+    {
+        // The question crosses the box's host process (native, gVisor); a microVM's proxy runs
+        // elsewhere and has no way to ask the server yet.
         return Err(FieldError::new(
             "policy.network.approval",
-            "the server cannot ask about held connections yet (approvals over the API are not built); use \"never\", or run the box with airlock run --approval on-request --approver CMD",
+            format!(
+                "\"{}\" is not offered for {} boxes over the API yet (held connections are answered over the API on native and gvisor boxes); use \"never\" or another backend",
+                policy.egress.approval.mode, policy.backend
+            ),
         )
         .into());
     }

@@ -68,7 +68,7 @@ fn the_hosts_unfiltered_network_is_refused_over_the_api() {
 }
 
 #[test]
-fn an_approver_program_and_approvals_are_refused_over_the_api() {
+fn an_approver_program_is_refused_over_the_api_and_on_request_only_where_the_server_can_ask() {
     // An approver program would run on the server's host: never the caller's to name.
     let body = br#"{"policy":{"network":{"mode":"proxy","approval":"on-request","approver":"touch /tmp/pwned"}}}"#;
     let mut req: CreateRequest = parse(body, false).unwrap();
@@ -76,13 +76,23 @@ fn an_approver_program_and_approvals_are_refused_over_the_api() {
         .unwrap_err()
         .to_string();
     assert!(text.contains("policy.network.approver"), "{text}");
+    // The server answers held connections of native and gVisor boxes.
+    for kind in [BackendKind::Native, BackendKind::Gvisor] {
+        let body = br#"{"policy":{"network":{"mode":"proxy","approval":"on-request","approval_timeout":"5s"}}}"#;
+        let mut req: CreateRequest = parse(body, false).unwrap();
+        let policy = resolve_policy(&mut req, "/tmp", kind).unwrap();
+        assert_eq!(policy.egress.approval.timeout_ms, 5000);
+    }
+    // A microVM's proxy cannot ask the server yet: refused, naming the field and the backends
+    // that can.
     let body = br#"{"policy":{"network":{"mode":"proxy","approval":"on-request"}}}"#;
     let mut req: CreateRequest = parse(body, false).unwrap();
-    let text = resolve_policy(&mut req, "/tmp", BackendKind::Native)
+    let text = resolve_policy(&mut req, "/tmp", BackendKind::Microvm)
         .unwrap_err()
         .to_string();
     assert!(text.contains("policy.network.approval"), "{text}");
+    assert!(text.contains("native and gvisor"), "{text}");
     let body = br#"{"policy":{"network":{"mode":"proxy","approval":"never"}}}"#;
     let mut req: CreateRequest = parse(body, false).unwrap();
-    assert!(resolve_policy(&mut req, "/tmp", BackendKind::Native).is_ok());
+    assert!(resolve_policy(&mut req, "/tmp", BackendKind::Microvm).is_ok());
 }

@@ -21,6 +21,9 @@ pub struct SandboxView {
     pub deadline_ms: i64,
     pub ended_ms: Option<i64>,
     pub queue_position: Option<usize>,
+    /// Its latest refusals while it lives (at most 20, oldest first): what, the rule, the
+    /// grant that would allow it. Every one is also in its events.
+    pub denials: Vec<airlock_policy::Denial>,
     /// The sandbox's access token: only in the answer to its creation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
@@ -29,6 +32,7 @@ pub struct SandboxView {
 fn view(state: &AppState, rec: SandboxRecord) -> SandboxView {
     let live = state.manager.get(&rec.id);
     SandboxView {
+        denials: state.denials.of(&rec.id),
         started_ms: live.as_ref().and_then(|i| i.started_ms),
         queue_position: live.as_ref().and_then(|i| i.queue_position),
         id: rec.id,

@@ -162,24 +162,20 @@ fn apply_layer(
     let file = std::fs::File::open(&l.path).map_err(io_err("read layer", &l.path))?;
     let blob_hash = Rc::new(RefCell::new(Sha256::new()));
     let diff_hash = Rc::new(RefCell::new(Sha256::new()));
-    // An uncompressed layer's blob is its tar stream: one digest serves as both.
+    // A compressed layer is told by its first bytes (gzip or zstd), whatever its media type
+    // says. An uncompressed layer's blob is its tar stream: one digest serves as both.
     let mut probe = BufReader::with_capacity(1 << 16, file);
-    let gzip = probe
-        .fill_buf()
-        .map_err(io_err("read layer", &l.path))?
-        .starts_with(&[0x1f, 0x8b]);
-    let mut blob = BufReader::with_capacity(
+    let head = probe.fill_buf().map_err(io_err("read layer", &l.path))?;
+    let gzip = head.starts_with(&[0x1f, 0x8b]);
+    let zstd = head.starts_with(&crate::zstd_layer::MAGIC);
+    let compressed = gzip || zstd;
+    let blob = BufReader::with_capacity(
         1 << 16,
-        Hashing::new(probe, if gzip { &blob_hash } else { &diff_hash }).or_skip(!gzip),
+        Hashing::new(probe, if compressed { &blob_hash } else { &diff_hash }).or_skip(!compressed),
     );
-    let head = blob.fill_buf().map_err(io_err("read layer", &l.path))?;
-    let plain: Box<dyn Read> = match head {
-        [0x1f, 0x8b, ..] => Box::new(flate2::read::GzDecoder::new(blob)),
-        [0x28, 0xb5, 0x2f, 0xfd, ..] => {
-            return Err(TemplateError::Unsupported(format!(
-                "layer {index} is zstd-compressed, which this airlock cannot unpack yet; re-save the image with gzip layers"
-            )))
-        }
+    let plain: Box<dyn Read> = match (gzip, zstd) {
+        (true, _) => Box::new(flate2::read::GzDecoder::new(blob)),
+        (_, true) => Box::new(crate::zstd_layer::ZstdFrames::new(blob)),
         _ => Box::new(blob),
     };
     let mut stream = budget.reader(Hashing::new(plain, &diff_hash));
@@ -197,7 +193,7 @@ fn apply_layer(
     drop(stream);
     let diff = format!("sha256:{}", hex(&diff_hash.take().finalize()));
     if let Some(expected) = &l.digest {
-        let actual = match gzip {
+        let actual = match compressed {
             true => format!("sha256:{}", hex(&blob_hash.take().finalize())),
             false => diff.clone(),
         };

@@ -99,8 +99,54 @@ fn sha(bytes: &[u8]) -> String {
     format!("sha256:{}", hex(&Sha256::digest(bytes)))
 }
 
+/// How a test layer is stored in its image.
+#[derive(Clone, Copy)]
+enum Codec {
+    Plain,
+    Gzip,
+    Zstd,
+}
+
+fn zstd(bytes: &[u8]) -> Vec<u8> {
+    ruzstd::encoding::compress_to_vec(bytes, ruzstd::encoding::CompressionLevel::Fastest)
+}
+
 /// Writes an OCI layout: each layer is (uncompressed tar, gzip it?).
 fn oci(dir: &Path, layers: &[(Vec<u8>, bool)], config: serde_json::Value) {
+    let coded: Vec<(Vec<u8>, Codec)> = layers
+        .iter()
+        .map(|(tar, gz)| (tar.clone(), if *gz { Codec::Gzip } else { Codec::Plain }))
+        .collect();
+    oci_coded(dir, &coded, config)
+}
+
+/// Writes an OCI layout: each layer is (uncompressed tar, how it is stored).
+fn oci_coded(dir: &Path, layers: &[(Vec<u8>, Codec)], config: serde_json::Value) {
+    let stored: Vec<(Vec<u8>, Vec<u8>, &str)> = layers
+        .iter()
+        .map(|(tar, codec)| match codec {
+            Codec::Plain => (
+                tar.clone(),
+                tar.clone(),
+                "application/vnd.oci.image.layer.v1.tar",
+            ),
+            Codec::Gzip => (
+                tar.clone(),
+                gzip(tar),
+                "application/vnd.oci.image.layer.v1.tar+gzip",
+            ),
+            Codec::Zstd => (
+                tar.clone(),
+                zstd(tar),
+                "application/vnd.oci.image.layer.v1.tar+zstd",
+            ),
+        })
+        .collect();
+    oci_blobs(dir, &stored, config)
+}
+
+/// Writes an OCI layout: each layer is (uncompressed tar, the blob stored, its media type).
+fn oci_blobs(dir: &Path, layers: &[(Vec<u8>, Vec<u8>, &str)], config: serde_json::Value) {
     let blobs = dir.join("blobs/sha256");
     std::fs::create_dir_all(&blobs).unwrap();
     let put = |bytes: &[u8]| {
@@ -110,17 +156,10 @@ fn oci(dir: &Path, layers: &[(Vec<u8>, bool)], config: serde_json::Value) {
     };
     let mut descs = Vec::new();
     let mut diff_ids = Vec::new();
-    for (tar, gz) in layers {
+    for (tar, blob, media) in layers {
         diff_ids.push(sha(tar));
-        let blob = if *gz { gzip(tar) } else { tar.clone() };
-        let media = if *gz {
-            "application/vnd.oci.image.layer.v1.tar+gzip"
-        } else {
-            "application/vnd.oci.image.layer.v1.tar"
-        };
-        descs.push(
-            serde_json::json!({"mediaType": media, "digest": put(&blob), "size": blob.len()}),
-        );
+        descs
+            .push(serde_json::json!({"mediaType": media, "digest": put(blob), "size": blob.len()}));
     }
     let mut config = config;
     config["rootfs"] = serde_json::json!({"type": "layers", "diff_ids": diff_ids});
@@ -195,6 +234,17 @@ impl Fixture {
         let dir = self.base.join("image");
         let _ = std::fs::remove_dir_all(&dir);
         oci(
+            &dir,
+            layers,
+            serde_json::json!({"architecture": "amd64", "os": "linux"}),
+        );
+        dir
+    }
+
+    fn image_coded(&self, layers: &[(Vec<u8>, Codec)]) -> PathBuf {
+        let dir = self.base.join("image");
+        let _ = std::fs::remove_dir_all(&dir);
+        oci_coded(
             &dir,
             layers,
             serde_json::json!({"architecture": "amd64", "os": "linux"}),
@@ -602,4 +652,144 @@ fn a_docker_save_tarball_imports_with_its_diff_ids_checked() {
         .unwrap()
         .any(|_| true));
     let _ = std::fs::set_permissions(&tarball, std::fs::Permissions::from_mode(0o644));
+}
+
+#[test]
+fn zstd_layers_import_to_the_same_tree_as_gzip_ones() {
+    let l1 = tar_bytes(&[
+        dir("etc/", 0o755),
+        file("etc/keep", "k"),
+        file("etc/gone", "g"),
+        dir("opt/", 0o755),
+        file("opt/old", "o"),
+        dir("bin/", 0o755),
+        file("bin/tool", "v1"),
+    ]);
+    let l2 = tar_bytes(&[
+        file("etc/.wh.gone", ""),
+        file("opt/.wh..wh..opq", ""),
+        file("opt/new", "n"),
+        file("bin/tool", "v2"),
+        symlink("bin/sh", "/bin/tool"),
+        hardlink("bin/tool2", "bin/tool"),
+    ]);
+    let g = Fixture::new("zstd-ref");
+    let img = g.image_coded(&[(l1.clone(), Codec::Gzip), (l2.clone(), Codec::Gzip)]);
+    let (gz, _) = g.import(&img).unwrap();
+    let want = tree(&gz.rootfs);
+    let f = Fixture::new("zstd");
+    // A zstd layer under a zstd layer, and one over a plain one.
+    let img = f.image_coded(&[(l1.clone(), Codec::Zstd), (l2.clone(), Codec::Zstd)]);
+    let (z, report) = f.import(&img).unwrap();
+    assert_eq!(tree(&z.rootfs), want);
+    assert_eq!(report.layers, 2);
+    // The image's digest is the manifest's, so differently compressed images differ; the
+    // trees are what must agree.
+    assert!(z.meta.digest.starts_with("sha256:"));
+    let img = f.image_coded(&[(l1, Codec::Plain), (l2, Codec::Zstd)]);
+    let mixed = import(
+        &f.store,
+        &img,
+        &ImportOptions {
+            name: Some("mixed".into()),
+            max_bytes: 1 << 20,
+        },
+    )
+    .unwrap();
+    assert_eq!(tree(&mixed.0.rootfs), want);
+}
+
+#[test]
+fn a_zstd_decompression_bomb_stops_at_the_size_cap_and_stores_nothing() {
+    let f = Fixture::new("zstd-bomb");
+    let mut big = file("zeros", "");
+    big.data = vec![0u8; 64 << 20];
+    let img = f.image_coded(&[(tar_bytes(&[big]), Codec::Zstd)]);
+    let blob_total: u64 = std::fs::read_dir(img.join("blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(
+        blob_total < 1 << 20,
+        "the test's bomb is not small: {blob_total}"
+    );
+    let err = f.import(&img).unwrap_err();
+    assert!(matches!(err, TemplateError::TooLarge { .. }), "{err}");
+    assert!(f.store.names().unwrap().is_empty());
+    assert_eq!(f.outside(), empty_store_and(&[]));
+}
+
+#[test]
+fn a_zstd_layer_whose_digest_or_stream_is_wrong_is_refused() {
+    let f = Fixture::new("zstd-digest");
+    let img = f.image_coded(&[(tar_bytes(&[file("a", "1")]), Codec::Zstd)]);
+    let layer = std::fs::read_dir(img.join("blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            std::fs::read(p)
+                .unwrap()
+                .starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+        })
+        .unwrap();
+    // Another valid archive under the old digest.
+    std::fs::write(&layer, zstd(&tar_bytes(&[file("a", "2")]))).unwrap();
+    let err = f.import(&img).unwrap_err().to_string();
+    assert!(err.contains("does not match its digest"), "{err}");
+    // A stream cut in half (whatever its digest) is corrupt, never a shorter tree.
+    let whole = zstd(&tar_bytes(&[file("a", &"x".repeat(100_000))]));
+    std::fs::write(&layer, &whole[..whole.len() / 2]).unwrap();
+    let err = f.import(&img).unwrap_err().to_string();
+    assert!(
+        err.contains("zstd") || err.contains("digest"),
+        "a cut zstd layer is refused: {err}"
+    );
+    assert!(f.store.names().unwrap().is_empty());
+    assert_eq!(f.outside(), empty_store_and(&[]));
+}
+
+/// Compresses with the real `zstd` tool (checksummed frames, as `zstd` and image tools write
+/// them); `scripts/test.sh` installs it.
+fn zstd_tool(bytes: &[u8]) -> Vec<u8> {
+    let mut child = std::process::Command::new("zstd")
+        .args(["-q", "-c", "-3"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the zstd tool is needed for this test (scripts/test.sh installs it)");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = bytes.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success(), "zstd failed: {:?}", out.status);
+    out.stdout
+}
+
+#[test]
+fn a_layer_compressed_by_the_zstd_tool_in_two_frames_imports() {
+    let f = Fixture::new("zstd-tool");
+    let tar = tar_bytes(&[
+        dir("data/", 0o755),
+        file("data/big", &"airlock ".repeat(40_000)),
+        file("data/small", "s"),
+    ]);
+    // Two frames back to back, as `cat a.zst b.zst` or a chunked image makes them.
+    let cut = tar.len() / 2;
+    let blob = [zstd_tool(&tar[..cut]), zstd_tool(&tar[cut..])].concat();
+    let dir_ = f.base.join("image");
+    oci_blobs(
+        &dir_,
+        &[(tar, blob, "application/vnd.oci.image.layer.v1.tar+zstd")],
+        serde_json::json!({"architecture": "amd64", "os": "linux"}),
+    );
+    let (stored, _) = f.import(&dir_).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(stored.rootfs.join("data/big")).unwrap(),
+        "airlock ".repeat(40_000)
+    );
+    assert_eq!(
+        std::fs::read_to_string(stored.rootfs.join("data/small")).unwrap(),
+        "s"
+    );
 }

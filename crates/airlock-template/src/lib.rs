@@ -25,6 +25,7 @@ mod oci;
 mod spec;
 mod store;
 mod tree;
+mod zstd_layer;
 
 pub use apply::apply_template;
 pub use build::{build, BuildBox, BuildOptions, BuildOutcome};

@@ -392,12 +392,14 @@ pub struct PolicyArgs {
     #[arg(long, value_name = "SIZE")]
     pub byte_budget: Option<String>,
     /// With --net proxy: `never` (the default: a refusal is final), `on-request` (a connection
-    /// the policy does not allow is held while someone is asked: --approver) or `untrusted`
-    /// (also asks before each MCP command).
+    /// the policy does not allow is held while someone is asked: --approver, else airlock's
+    /// terminal for `run`) or `untrusted` (`mcp` also asks the user before each command).
     #[arg(long, value_name = "POLICY")]
     pub approval: Option<String>,
     /// A host program that answers approval requests, run with `sh -c`: one JSON line per
     /// request on its stdin, one JSON answer line on its stdout (see docs/approvals.md).
+    /// Without it, `airlock run` asks on its controlling terminal and `airlock mcp` asks the
+    /// user through MCP elicitation.
     #[arg(long, value_name = "CMD")]
     pub approver: Option<String>,
     /// How long a held connection waits for an answer before it is refused (default 30s).

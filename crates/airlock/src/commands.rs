@@ -260,6 +260,7 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         },
         audit: args.audit.clone(),
         control_fd: args.control_fd,
+        ask_on_terminal: terminal_approval(&policy, &args.policy)?,
     };
     if let Some(fd) = args.control_fd {
         // SAFETY: fcntl only inspects the descriptor number.
@@ -320,6 +321,28 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         )?;
     }
     Ok(result.exit_code)
+}
+
+/// Whether `airlock run` asks about held connections on its controlling terminal: under
+/// `--approval on-request|untrusted` with no `--approver`, on the native backend (the others
+/// cannot ask there yet, which is refused here rather than at the box's first connection).
+fn terminal_approval(
+    policy: &ResolvedPolicy,
+    args: &PolicyArgs,
+) -> Result<Option<airlock_native::TerminalAsk>> {
+    let approval = &policy.egress.approval;
+    if policy.network != airlock_policy::NetworkMode::Proxy
+        || !approval.mode.asks_for_network()
+        || approval.approver.is_some()
+    {
+        return Ok(None);
+    }
+    if policy.backend != BackendKind::Native {
+        anyhow::bail!("--approval {} with no --approver asks on airlock's terminal, which only the native backend can do so far: give --approver CMD (a program on the host that answers each request; see docs/approvals.md), or use --backend native", approval.mode);
+    }
+    Ok(Some(airlock_native::TerminalAsk {
+        policy_file: args.policy.clone(),
+    }))
 }
 
 fn emit(args: &RunArgs, file: Option<&mut std::fs::File>, doc: &str) -> Result<()> {
@@ -404,6 +427,7 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
             stdin: StdinMode::Null,
             audit: None,
             control_fd: None,
+            ask_on_terminal: None,
         },
     );
     let (receipt, can_run, error) = match res {

@@ -22,10 +22,11 @@ fn no_secret_from_stdin(policy: &PolicyArgs, command: &str) -> Result<()> {
     }
 }
 
-/// Refuses approval settings an MCP entry point cannot honour yet, before anything starts:
-/// `untrusted` (asking before each MCP command is not built), and `on-request` without an
-/// approver program (MCP elicitation is not built).
-fn check_mcp_approval(policy: &airlock_policy::ResolvedPolicy, what: &str) -> Result<()> {
+/// Refuses approval settings `airlock wrap` cannot honour yet, before anything starts:
+/// `untrusted` (asking before each call of a wrapped server is not built), and `on-request`
+/// without an approver program (the wrapped server's box has nobody else to ask).
+/// `airlock mcp` honours both (MCP elicitation, `request_network_grant`).
+fn check_wrap_approval(policy: &airlock_policy::ResolvedPolicy, what: &str) -> Result<()> {
     let approval = &policy.egress.approval;
     if approval.mode == airlock_policy::ApprovalMode::Untrusted {
         anyhow::bail!("--approval untrusted asks before each command run through the MCP tools, which airlock {what} cannot do yet; use --approval on-request with --approver CMD for the network");
@@ -39,7 +40,6 @@ fn check_mcp_approval(policy: &airlock_policy::ResolvedPolicy, what: &str) -> Re
 pub fn cmd_mcp(args: McpArgs) -> Result<i32> {
     no_secret_from_stdin(&args.policy, "mcp")?;
     let policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
-    check_mcp_approval(&policy, "mcp")?;
     if policy.changes != ChangesMode::Direct {
         anyhow::bail!("airlock mcp keeps one box across tool calls and the host reads its workspace between them, so it writes the workspace directly: use --changes direct (or drop changes from the policy)");
     }
@@ -69,7 +69,7 @@ pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
     // long as the client's session and the host reads what it writes meanwhile: direct unless
     // asked otherwise.
     let policy = resolve_policy(&args.policy, ChangesMode::Direct)?;
-    check_mcp_approval(&policy, "wrap")?;
+    check_wrap_approval(&policy, "wrap")?;
     if policy.backend == airlock_policy::BackendKind::Wasm {
         anyhow::bail!("airlock wrap runs an MCP server program, and a wasm box has no processes: use --backend native (or gvisor/microvm where built)");
     }

@@ -121,6 +121,7 @@ impl airlock_template::BuildBox for NativeBuildBox {
             stdin: airlock_native::StdinMode::Null,
             audit: None,
             control_fd: None,
+            ask_on_terminal: None,
         };
         let result = airlock_native::run(&policy, &argv, &opts).map_err(|e| e.to_string())?;
         match result.exit_code {

@@ -5,77 +5,14 @@
 //! by a table. Each case checks what the box got, what the origin saw (it counts every
 //! connection), what the approver was asked, and what the result document records.
 
+mod approvals_support;
 mod common;
 
+use approvals_support::Origin;
 use common::{airlock, binary_for_test_user, ensure_test_user, is_root, TempDir, TEST_USER};
 use serde_json::Value;
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// An HTTP origin on 127.0.0.1:0 that answers every request `200 approved-origin` and counts
-/// the connections it accepts. Stopped on drop.
-struct Origin {
-    port: u16,
-    connections: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Origin {
-    fn serve() -> Origin {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the origin");
-        let port = listener.local_addr().expect("origin address").port();
-        let connections = Arc::new(AtomicUsize::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (count, stopping) = (connections.clone(), stop.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if stopping.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(mut s) = stream else { continue };
-                count.fetch_add(1, Ordering::SeqCst);
-                std::thread::spawn(move || {
-                    let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
-                    let mut head = Vec::new();
-                    let mut chunk = [0u8; 4096];
-                    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match s.read(&mut chunk) {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => head.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let body = "approved-origin\n";
-                    let _ = write!(
-                        s,
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = s.shutdown(Shutdown::Write);
-                });
-            }
-        });
-        Origin {
-            port,
-            connections,
-            stop,
-        }
-    }
-
-    fn connections(&self) -> usize {
-        self.connections.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for Origin {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-    }
-}
 
 /// The approver program: logs each request line to `log`, then answers from `table` (host →
 /// the answer's JSON fields); a host not in the table gets no answer at all.
@@ -377,12 +314,12 @@ fn under_never_nothing_is_asked_and_bad_approval_flags_are_refused() {
             "{flags:?}: the box must not start"
         );
     }
-    // MCP entry points refuse what they cannot honour yet, before anything starts: asking
-    // before each MCP command (untrusted), and on-request without an approver program.
+    // `airlock wrap` refuses what it cannot honour yet, before anything starts: asking before
+    // each call (untrusted), and on-request without an approver program. (`airlock mcp` asks
+    // through MCP elicitation: tests/approvals_mcp.rs.)
     for (cmd, flags, says) in [
-        ("mcp", &["--approval", "untrusted"][..], "untrusted"),
-        ("mcp", &["--approval", "on-request"][..], "--approver CMD"),
         ("wrap", &["--approval", "untrusted"][..], "untrusted"),
+        ("wrap", &["--approval", "on-request"][..], "--approver CMD"),
     ] {
         let ws = TempDir::new("approvals-mcp");
         let mut args = vec![cmd, "--net", "proxy"];

@@ -236,6 +236,21 @@ fn run_suite_within(suite: &Suite, server: &E2bServer, limit: Duration) -> Outco
 }
 
 /// The last `n` lines of `text`.
+/// Runs a Python `script` with E2B's SDK pointed at a server (`base`, authenticated by `key`),
+/// straight to loopback (no proxy from the environment).
+fn sdk_script(python: &Path, key: &str, base: &str, script: &str) -> std::process::Output {
+    Command::new(python)
+        .args(["-c", script])
+        .env("E2B_API_KEY", key)
+        .env("E2B_API_URL", base)
+        .env("E2B_SANDBOX_URL", base)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env_remove("HTTP_PROXY")
+        .env_remove("HTTPS_PROXY")
+        .output()
+        .unwrap()
+}
+
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
@@ -351,16 +366,7 @@ except Exception as e:
     assert "code-interpreter" in str(e), str(e)
     print("unknown refused")
 "#;
-    let out = Command::new(&clients.py_current)
-        .args(["-c", script])
-        .env("E2B_API_KEY", &key)
-        .env("E2B_API_URL", &serve.base)
-        .env("E2B_SANDBOX_URL", &serve.base)
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env_remove("HTTP_PROXY")
-        .env_remove("HTTPS_PROXY")
-        .output()
-        .unwrap();
+    let out = sdk_script(&clients.py_current, &key, &serve.base, script);
     serve.stop();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -510,16 +516,7 @@ finally:
     t.kill()
 print("done")
 "#;
-    let out = Command::new(&clients.py_current)
-        .args(["-c", script])
-        .env("E2B_API_KEY", &key)
-        .env("E2B_API_URL", &serve.base)
-        .env("E2B_SANDBOX_URL", &serve.base)
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env_remove("HTTP_PROXY")
-        .env_remove("HTTPS_PROXY")
-        .output()
-        .unwrap();
+    let out = sdk_script(&clients.py_current, &key, &serve.base, script);
     serve.stop();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -590,4 +587,50 @@ fn the_current_python_suite_passes_against_gvisor_boxes() {
         "the E2B SDK against gVisor boxes failed:\n{}",
         tail(&outcome.output, 120)
     );
+}
+
+/// A command that runs longer than the idle timeout is work, not idleness: E2B's
+/// `commands.run` of a 6 s command on a server that pauses boxes idle for 2 s finishes, and the
+/// box is still running after it (before, the idle sweep froze the box under the waiting
+/// client). Once nothing runs, the box is paused as usual.
+#[test]
+fn a_command_longer_than_the_idle_timeout_finishes_and_the_box_pauses_after() {
+    let clients = Clients::find();
+    let data = TempDir::new("e2b-idle-work");
+    let mut serve = ServeProcess::start(data.path(), &["--idle-pause", "2s"]);
+    let key = e2b_key(&serve);
+    let script = r#"
+import time
+from e2b import Sandbox
+
+def state(sid):
+    return str(Sandbox.get_info(sid).state).lower()
+
+sbx = Sandbox.create(timeout=120)
+sid = sbx.sandbox_id
+try:
+    started = time.time()
+    r = sbx.commands.run("sleep 6; echo finished", timeout=60)
+    took = time.time() - started
+    assert r.exit_code == 0 and r.stdout.strip() == "finished", (r.exit_code, r.stdout)
+    assert took < 30, f"the command took {took:.1f} s: it was frozen"
+    assert "running" in state(sid), state(sid)
+    print("command finished, box running")
+    deadline = time.time() + 30
+    while "paused" not in state(sid):
+        assert time.time() < deadline, f"not paused once idle: {state(sid)}"
+        time.sleep(0.3)
+    print("paused once idle")
+finally:
+    sbx.kill()
+"#;
+    let out = sdk_script(&clients.py_current, &key, &serve.base, script);
+    serve.stop();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        tail(&String::from_utf8_lossy(&out.stderr), 60)
+    );
+    assert_eq!(stdout, "command finished, box running\npaused once idle\n");
 }

@@ -243,6 +243,7 @@ fn a_proxied_gvisor_box_reaches_only_the_proxy_and_every_decision_is_typed() {
     let opts = StartOptions {
         network_events: Some(events.clone()),
         audit_file: None,
+        ..Default::default()
     };
     let mut s = start_with(
         ws.path(),

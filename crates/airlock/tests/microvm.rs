@@ -350,6 +350,7 @@ fn the_proxy_door_is_the_only_way_out_and_decides_every_request() {
     let opts = StartOptions {
         network_events: Some(events.clone()),
         audit_file: None,
+        ..Default::default()
     };
     let p = policy(ws.path(), |f| {
         f.network = NetworkSection {

@@ -388,6 +388,7 @@ fn network_policy_changes_and_decisions_arrive_as_typed_events() {
     let opts = StartOptions {
         network_events: Some(recorded.clone()),
         audit_file: None,
+        ..Default::default()
     };
     let edit = |f: &mut PolicyFile| f.network.mode = Some(airlock_policy::NetworkMode::Proxy);
     let mut egress = policy_for(ws.path(), edit).egress;

@@ -66,6 +66,26 @@ impl BoxCgroup {
         Self::create_with(name, limits, false)
     }
 
+    /// Creates the box's cgroup under a fresh name, `<prefix>-<pid>-<n>` (`n` counts up in this
+    /// process), with or without a freezer ([`BoxCgroup::create`], [`BoxCgroup::create_unpausable`]).
+    /// A name already taken is a stale directory of a dead process that had this PID (PIDs are
+    /// reused; a cgroup outlives its box when its host was SIGKILLed before its sentinel could
+    /// remove it): it is never adopted, and the next number is tried, up to 16 times.
+    pub fn create_unique(
+        prefix: &str,
+        limits: &CgroupLimits,
+        pausable: bool,
+    ) -> Result<BoxCgroup, CgroupError> {
+        let mut tries = 0;
+        loop {
+            let name = next_unique_name(prefix);
+            match Self::create_with(&name, limits, pausable) {
+                Err(CgroupError::AlreadyExists { .. }) if tries < 16 => tries += 1,
+                other => return other,
+            }
+        }
+    }
+
     fn create_with(
         name: &str,
         limits: &CgroupLimits,
@@ -538,6 +558,22 @@ fn remove_hint(err: &std::io::Error) -> String {
     } else {
         fix_hint(err)
     }
+}
+
+/// Numbers the names [`BoxCgroup::create_unique`] tries, process-wide.
+static UNIQUE_COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The next name [`BoxCgroup::create_unique`] would try for `prefix`.
+pub(crate) fn next_unique_name(prefix: &str) -> String {
+    let n = UNIQUE_COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}-{}-{n}", std::process::id())
+}
+
+/// The name [`BoxCgroup::create_unique`] will try next for `prefix` (tests plant a stale one).
+#[cfg(test)]
+pub(crate) fn peek_unique_name(prefix: &str) -> String {
+    let n = UNIQUE_COUNTER.load(std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}-{}-{n}", std::process::id())
 }
 
 /// Moves the calling thread into the cgroups behind `fds` (from

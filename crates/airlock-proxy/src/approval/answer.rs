@@ -1,17 +1,12 @@
 //! What an approver answers.
 
 use super::error::ApprovalError;
-use airlock_policy::ApprovalScope;
+use airlock_policy::{ApprovalAnswer, ApprovalScope};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// Yes or no.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    Allow,
-    Deny,
-}
+/// Yes or no (the policy crate's data type, under the proxy's short name).
+pub use airlock_policy::ApprovalVerdict as Verdict;
 
 /// An answer as an approver writes it: one JSON object, e.g.
 /// `{"id":1,"answer":"allow","scope":"run","ttl_secs":600,"byte_budget":1048576}`.
@@ -65,6 +60,20 @@ impl Answer {
 const MAX_TTL_SECS: u64 = 86_400;
 
 impl AnswerLine {
+    /// The line an answer to request `id` that crossed a process boundary (the server's API,
+    /// a host process's control socket) would be: checked by [`AnswerLine::into_answer`]
+    /// exactly as the approver program's.
+    pub fn of(id: u64, answer: ApprovalAnswer) -> AnswerLine {
+        AnswerLine {
+            id,
+            answer: answer.answer,
+            scope: answer.scope,
+            ttl_secs: answer.ttl_secs,
+            byte_budget: answer.byte_budget,
+            grant: answer.grant,
+        }
+    }
+
     /// Parses one line an approver wrote.
     pub fn parse(line: &str) -> Result<AnswerLine, ApprovalError> {
         serde_json::from_str(line.trim()).map_err(|e| ApprovalError::BadAnswer {

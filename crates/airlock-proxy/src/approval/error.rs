@@ -20,6 +20,16 @@ pub enum ApprovalError {
     SaveUnsupported,
     #[error("--approval {mode} needs someone to ask: give --approver CMD (a program on the host that answers each request; see docs/approvals.md)")]
     NoApprover { mode: String },
+    #[error("cannot open airlock's controlling terminal to ask about held connections: {source}; run airlock from a terminal, or give --approver CMD")]
+    NoTerminal {
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot set up the terminal approver: {source}")]
+    Terminal {
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot start the approver program `{command}`: {source}")]
     Spawn {
         command: String,

@@ -70,6 +70,16 @@ impl PendingQueue {
         })
     }
 
+    /// A request made with `make(id)` for an approver asked from outside the proxy (the MCP
+    /// server's `request_network_grant`): its answer arrives on the receiver. Whoever opened it
+    /// [`PendingQueue::withdraw`]s it at its deadline.
+    pub fn open(
+        &self,
+        make: impl FnOnce(u64) -> ApprovalRequest,
+    ) -> Option<(ApprovalRequest, oneshot::Receiver<Answer>)> {
+        self.wait(make).map(|w| (w.request, w.answer))
+    }
+
     /// Answers request `id`: every connection held for it gets `answer`.
     pub fn answer(&self, id: u64, answer: Answer) -> Result<(), ApprovalError> {
         let pending = self
@@ -86,7 +96,7 @@ impl PendingQueue {
 
     /// Takes request `id` off the queue unanswered (its deadline passed); `false` if it was not
     /// waiting any more.
-    pub(crate) fn withdraw(&self, id: u64) -> bool {
+    pub fn withdraw(&self, id: u64) -> bool {
         self.map
             .lock()
             .ok()

@@ -110,6 +110,7 @@ pub fn run_over_agent_with<B: Backend + ?Sized>(
     let start_opts = StartOptions {
         network_events: Some(collected.clone()),
         audit_file: opts.audit.clone(),
+        ..Default::default()
     };
     let instance = backend.start(policy, template, &start_opts)?;
     let receipt = instance.receipt().clone();
@@ -175,7 +176,7 @@ pub fn run_over_agent_with<B: Backend + ?Sized>(
     };
     run.event("exit", format!("exit status {exit_code}"));
     let cpu_ms = usage.and_then(|u| u.cpu_usec).map(|us| us as f64 / 1000.0);
-    Ok(RunResult {
+    let mut result = RunResult {
         exit_code,
         command_exit_code,
         signal,
@@ -193,7 +194,10 @@ pub fn run_over_agent_with<B: Backend + ?Sized>(
         network_events,
         network_events_dropped,
         changes: None,
-    })
+        denials: Vec::new(),
+    };
+    result.collect_denials();
+    Ok(result)
 }
 
 /// How the command ended, as far as the relay saw.

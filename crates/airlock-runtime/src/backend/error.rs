@@ -27,6 +27,9 @@ pub enum BackendError {
     /// A one-shot run could not happen (the backend's own sentence, as it gave it).
     #[error("{0}")]
     Run(String),
+    /// What was answered is not waiting any more (an approval already answered or timed out).
+    #[error("{0}")]
+    NotPending(String),
     /// The box has ended; nothing more can be asked of it.
     #[error("the box has ended ({0})")]
     Ended(String),

@@ -1,9 +1,9 @@
 //! The two halves of the seam: a [`Backend`] starts boxes, a [`BoxInstance`] is one running box.
 
-use super::{BackendError, NetworkEvent, Template, Usage};
+use super::{ApprovalSink, BackendError, NetworkEvent, Template, Usage};
 use crate::attached::RunOptions;
 use crate::{Receipt, RunResult};
-use airlock_policy::{BackendKind, Egress, ResolvedPolicy};
+use airlock_policy::{ApprovalAnswer, BackendKind, Egress, ResolvedPolicy};
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,10 @@ pub struct StartOptions {
     pub network_events: Option<Arc<dyn NetworkSink>>,
     /// Also append each decision to this JSON-lines file (the CLI's `--audit`).
     pub audit_file: Option<PathBuf>,
+    /// Where the box's held connections are asked about (approval `on-request` with no
+    /// approver program): the owner answers them with [`BoxInstance::answer_approval`].
+    /// `None`: nobody but an approver program the policy names.
+    pub approvals: Option<Arc<dyn ApprovalSink>>,
 }
 
 /// What every command in the box starts with, unless told otherwise.
@@ -183,6 +187,24 @@ pub trait BoxInstance: Send {
     /// nothing here.
     fn flush_network_events(&mut self) -> Result<(), BackendError> {
         Ok(())
+    }
+
+    /// Answers held connection `id` (a request the start's [`ApprovalSink`] was given) in
+    /// `by`'s name. [`BackendError::Invalid`]: the answer cannot be applied (a bad time to live,
+    /// scope `save`); [`BackendError::NotPending`]: `id` is not waiting (answered, timed out,
+    /// or never asked).
+    fn answer_approval(
+        &mut self,
+        id: u64,
+        answer: &ApprovalAnswer,
+        by: &str,
+    ) -> Result<(), BackendError> {
+        let _ = (id, answer, by);
+        Err(BackendError::Unsupported {
+            kind: self.kind(),
+            what: "answer a held connection",
+            why: "this backend cannot ask its owner about connections yet".into(),
+        })
     }
 
     /// Stops every process of the box in place, keeping its memory.

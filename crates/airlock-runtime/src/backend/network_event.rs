@@ -59,4 +59,7 @@ pub struct NetworkEvent {
     /// grant and when it ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<airlock_policy::ApprovalNote>,
+    /// A refusal as a structured value: what, the rule, the grant that would allow it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denial: Option<airlock_policy::Denial>,
 }

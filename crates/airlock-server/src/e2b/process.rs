@@ -256,6 +256,8 @@ async fn start_inner(
     };
     let every = keepalive(headers);
     let (mut session, boxed) = open(state, &id).await?;
+    // A running command is work: an idle pause must not freeze it while its client waits.
+    let working = state.working(&id);
     let (started, session) =
         tokio::task::spawn_blocking(move || session.start_process(&spec).map(|s| (s, session)))
             .await
@@ -271,19 +273,22 @@ async fn start_inner(
             pty,
         },
     );
-    Ok(relay_stream(session, started, pty, every, boxed))
+    Ok(relay_stream(session, started, pty, every, boxed, working))
 }
 
-/// Streams `started`'s events (a `start` event first) until it ends or the client leaves.
+/// Streams `started`'s events (a `start` event first) until it ends or the client leaves,
+/// holding `working` (the box is busy, not idle) for as long.
 fn relay_stream(
     mut session: AgentChannel,
     started: airlock_runtime::ExecReply,
     pty: bool,
     every: Duration,
     boxed: Arc<E2bBox>,
+    working: crate::state::Work,
 ) -> Response {
     let (tx, rx) = mpsc::channel(EVENTS_BUFFERED);
     tokio::task::spawn_blocking(move || {
+        let _working = working;
         if tx
             .blocking_send(Ok(procs::start_event(started.pid)))
             .is_err()
@@ -318,13 +323,14 @@ async fn connect_inner(
     let pid = selected(&boxed.procs, req.process.as_ref())?;
     let pty = boxed.procs.get(pid).is_some_and(|e| e.pty);
     let every = keepalive(headers);
+    let working = state.working(&id);
     let (started, session) = tokio::task::spawn_blocking(move || {
         session.attach_process(pid, false).map(|s| (s, session))
     })
     .await
     .map_err(|_| E2bError::Internal("the request's worker failed; retry".into()))?
     .map_err(|e| gone(E2bError::from(e), pid))?;
-    Ok(relay_stream(session, started, pty, every, boxed))
+    Ok(relay_stream(session, started, pty, every, boxed, working))
 }
 
 async fn list(

@@ -276,6 +276,9 @@ impl Pools {
         let opts = StartOptions {
             network_events: Some(sink.clone()),
             audit_file: None,
+            // A pool's policy never asks (approvals are in the key): a claim that asks starts
+            // its own box.
+            approvals: None,
         };
         let sandbox = LiveSandbox::start(
             pool.backend.as_ref(),

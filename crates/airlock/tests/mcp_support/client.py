@@ -11,6 +11,12 @@ STEPS_JSON is a list of steps, run in order in one session:
   {"wait": SECONDS}                               -> {}
   {"kill": MARKER}                                -> {"killed": [pids]}: SIGKILL to every `node` or
                                                      `python` process whose arguments contain MARKER
+  {"elicit": [ANSWER...]}  (first step only)     -> {}: the client declares elicitation and
+                                                     answers each elicitation/create in turn:
+                                                     "accept", "decline", "cancel", or
+                                                     {"action": ..., "wait": SECONDS}; past the
+                                                     list, "decline"
+  {"asked": true}                                 -> {"asked": [messages elicited so far]}
 A protocol error becomes {"error": message}. Prints the list of results as JSON on stdout.
 """
 
@@ -22,7 +28,7 @@ import signal
 import sys
 import time
 
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -57,12 +63,37 @@ def kill_marked(marker):
     return killed
 
 
+ASKED = []
+
+
+def elicitation_callback(steps):
+    """The callback answering elicitations from the first step's list, or None (the client
+    then does not declare elicitation)."""
+    if not steps or "elicit" not in steps[0]:
+        return None
+    answers = list(steps[0]["elicit"])
+
+    async def on_elicit(context, params):
+        ASKED.append(params.message)
+        answer = answers.pop(0) if answers else "decline"
+        if isinstance(answer, dict):
+            await asyncio.sleep(answer.get("wait", 0))
+            answer = answer["action"]
+        return types.ElicitResult(action=answer, content={} if answer == "accept" else None)
+
+    return on_elicit
+
+
 async def run_steps(session, steps):
     await session.initialize()
     out = []
     for step in steps:
         try:
-            if "list" in step:
+            if "elicit" in step:
+                out.append({})
+            elif "asked" in step:
+                out.append({"asked": list(ASKED)})
+            elif "list" in step:
                 tools = (await session.list_tools()).tools
                 out.append({"tools": [t.name for t in tools], "descriptions": {t.name: t.description or "" for t in tools}})
             elif "call" in step:
@@ -92,14 +123,14 @@ async def main():
     if mode == "stdio":
         params = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:], env=None)
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, elicitation_callback=elicitation_callback(steps)) as session:
                 results = await run_steps(session, steps)
     elif mode == "http":
         url, key = sys.argv[3], sys.argv[4]
         async with create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http:
             async with streamable_http_client(url, http_client=http) as streams:
                 read, write = streams[0], streams[1]
-                async with ClientSession(read, write) as session:
+                async with ClientSession(read, write, elicitation_callback=elicitation_callback(steps)) as session:
                     results = await run_steps(session, steps)
     else:
         raise SystemExit(f"unknown transport {mode}")

@@ -1,0 +1,327 @@
+//! Approvals through `airlock mcp`, driven by the official MCP Python SDK as the client
+//! (`mcp_support/client.py`, which declares elicitation and answers `elicitation/create` from
+//! a scripted list when a test asks it to). `--approval untrusted` asks before each command;
+//! `request_network_grant` lets the model ask for a destination, and only the person says yes.
+//! Network cases use a loopback origin and `*.test` names mapped with `--map-host` (no DNS).
+#![allow(clippy::unwrap_used)]
+
+mod common;
+mod mcp_support;
+
+use common::*;
+use mcp_support::*;
+use serde_json::{json, Value};
+use std::path::Path;
+
+fn mcp(cwd: &Path, flags: &[&str], steps: Value) -> Vec<Value> {
+    let mut args = vec!["mcp"];
+    args.extend_from_slice(flags);
+    run_client(cwd, &steps, &stdio(&airlock_bin(), &args))
+}
+
+fn asked(step: &Value) -> Vec<String> {
+    step["asked"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not an asked step: {step}"))
+        .iter()
+        .map(|m| m.as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+const UNTRUSTED: &[&str] = &["--net", "proxy", "--approval", "untrusted"];
+
+#[test]
+fn untrusted_asks_before_each_command_and_a_declined_one_never_runs() {
+    let ws = TempDir::new("mcp-untrusted");
+    let r = mcp(
+        ws.path(),
+        UNTRUSTED,
+        json!([
+            {"elicit": ["accept", "decline", "cancel"]},
+            {"call": "run_command", "args": {"command": "touch accepted-marker"}},
+            {"call": "run_command", "args": {"command": "touch declined-marker"}},
+            {"call": "run_code", "args": {"code": "open('cancelled-marker', 'w').write('x')"}},
+            {"call": "list_files", "args": {}},
+            {"asked": true},
+        ]),
+    );
+    assert!(!is_error(&r[1]), "{:?}", r[1]);
+    assert!(
+        ws.join("accepted-marker").exists(),
+        "the accepted command ran"
+    );
+    for (i, marker) in [(2, "declined-marker"), (3, "cancelled-marker")] {
+        assert!(is_error(&r[i]), "{:?}", r[i]);
+        let t = text(&r[i]);
+        assert!(t.contains("airlock did not run it"), "{t}");
+        assert!(t.contains("Nothing was run"), "{t}");
+        assert!(
+            !ws.join(marker).exists(),
+            "{marker}: a refused command must never run"
+        );
+    }
+    assert!(text(&r[2]).contains("the user declined"));
+    assert!(
+        !is_error(&r[4]),
+        "reading tools are not asked about: {:?}",
+        r[4]
+    );
+    let asked = asked(&r[5]);
+    assert_eq!(
+        asked.len(),
+        3,
+        "one question per command, none for list_files: {asked:?}"
+    );
+    assert!(asked[0].contains("run_command") && asked[0].contains("touch accepted-marker"));
+    assert!(asked[1].contains("touch declined-marker"));
+    assert!(asked[2].contains("run_code") && asked[2].contains("cancelled-marker"));
+}
+
+#[test]
+fn untrusted_runs_nothing_for_a_client_that_cannot_be_asked_or_does_not_answer_in_time() {
+    let ws = TempDir::new("mcp-untrusted-none");
+    let r = mcp(
+        ws.path(),
+        UNTRUSTED,
+        json!([{"call": "run_command", "args": {"command": "touch unasked-marker"}}]),
+    );
+    assert!(is_error(&r[0]), "{:?}", r[0]);
+    let t = text(&r[0]);
+    assert!(t.contains("did not declare elicitation"), "{t}");
+    assert!(
+        t.contains("--approval on-request"),
+        "the refusal says what to do: {t}"
+    );
+    assert!(!ws.join("unasked-marker").exists());
+    // A yes that comes after the deadline is no yes: the command never runs.
+    let mut flags = UNTRUSTED.to_vec();
+    flags.extend_from_slice(&["--approval-timeout", "1s"]);
+    let r = mcp(
+        ws.path(),
+        &flags,
+        json!([
+            {"elicit": [{"action": "accept", "wait": 3}]},
+            {"call": "run_command", "args": {"command": "touch late-marker"}},
+            {"wait": 3},
+        ]),
+    );
+    assert!(is_error(&r[1]), "{:?}", r[1]);
+    assert!(
+        text(&r[1]).contains("nobody answered within 1 s"),
+        "{:?}",
+        r[1]
+    );
+    assert!(
+        !ws.join("late-marker").exists(),
+        "a late yes must not run it"
+    );
+}
+
+/// `--net proxy` to a loopback origin named `svc.test` (and `other.test`), neither allowed,
+/// approvals on.
+fn grant_flags() -> Vec<&'static str> {
+    vec![
+        "--net",
+        "proxy",
+        "--map-host",
+        "svc.test=127.0.0.1",
+        "--map-host",
+        "other.test=127.0.0.1",
+        "--allow-ip",
+        "127.0.0.1",
+        "--approval",
+        "on-request",
+    ]
+}
+
+fn curl(host: &str, port: u16) -> Value {
+    json!({"call": "run_command", "args": {"command": format!("curl -sS -w ' %{{http_code}}' http://{host}:{port}/")}})
+}
+
+fn grant(host: &str, port: u16) -> Value {
+    json!({"call": "request_network_grant", "args": {"host": host, "port": port, "reason": "fetch the test page"}})
+}
+
+#[test]
+fn a_grant_the_person_accepts_opens_exactly_that_destination() {
+    let ws = TempDir::new("mcp-grant-yes");
+    let origin = Origin::serve("granted page");
+    let p = origin.port;
+    let r = mcp(
+        ws.path(),
+        &grant_flags(),
+        json!([
+            {"elicit": ["accept"]},
+            {"list": true},
+            curl("svc.test", p),
+            // Never asked about: a private address is not granted this way.
+            grant("127.0.0.1", p),
+            grant("svc.test", p),
+            curl("svc.test", p),
+            curl("other.test", p),
+            {"asked": true},
+        ]),
+    );
+    assert!(names(&r[1]).contains(&"request_network_grant".to_string()));
+    let refused = text(&r[2]);
+    assert!(refused.contains(" 403"), "{refused}");
+    assert!(
+        refused.contains(&format!("--allow-domain svc.test:{p}")),
+        "the refusal names the exact grant: {refused}"
+    );
+    assert!(
+        is_error(&r[3]) && text(&r[3]).contains("not a public address"),
+        "{:?}",
+        r[3]
+    );
+    assert!(!is_error(&r[4]), "{:?}", r[4]);
+    assert!(
+        text(&r[4]).contains(&format!("Allowed svc.test:{p}")),
+        "{:?}",
+        r[4]
+    );
+    let through = text(&r[5]);
+    assert!(through.contains("granted page 200"), "{through}");
+    let other = text(&r[6]);
+    assert!(
+        other.contains(" 403"),
+        "only the granted destination opened: {other}"
+    );
+    assert_eq!(origin.hits(), 1);
+    let asked = asked(&r[7]);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0].contains(&format!("svc.test:{p}")) && asked[0].contains("fetch the test page")
+    );
+}
+
+#[test]
+fn a_grant_the_person_declines_is_not_made() {
+    let ws = TempDir::new("mcp-grant-no");
+    let origin = Origin::serve("never served");
+    let p = origin.port;
+    let r = mcp(
+        ws.path(),
+        &grant_flags(),
+        json!([
+            {"elicit": ["decline"]},
+            grant("svc.test", p),
+            curl("svc.test", p),
+        ]),
+    );
+    assert!(is_error(&r[1]), "{:?}", r[1]);
+    assert!(text(&r[1]).contains("the user declined"), "{:?}", r[1]);
+    assert!(text(&r[2]).contains(" 403"), "{:?}", r[2]);
+    assert_eq!(origin.hits(), 0);
+}
+
+#[test]
+fn a_client_without_elicitation_gets_the_grant_that_would_allow_it() {
+    let ws = TempDir::new("mcp-grant-none");
+    let origin = Origin::serve("never served");
+    let p = origin.port;
+    let r = mcp(
+        ws.path(),
+        &grant_flags(),
+        json!([
+            curl("svc.test", p),
+            grant("svc.test", p),
+            curl("svc.test", p)
+        ]),
+    );
+    let refused = text(&r[0]);
+    assert!(
+        refused.contains(&format!("--allow-domain svc.test:{p}")),
+        "{refused}"
+    );
+    assert!(is_error(&r[1]), "{:?}", r[1]);
+    let t = text(&r[1]);
+    assert!(t.contains("cannot grant itself"), "{t}");
+    assert!(t.contains(&format!("--allow-domain svc.test:{p}")), "{t}");
+    assert!(
+        t.contains(&format!("[network] allow_domain = [\"svc.test:{p}\"]")),
+        "{t}"
+    );
+    assert!(
+        text(&r[2]).contains(" 403"),
+        "nothing was granted: {:?}",
+        r[2]
+    );
+    assert_eq!(origin.hits(), 0);
+}
+
+/// An approver program that logs each request line to `asked.jsonl` and answers by host:
+/// allow `svc.test`, deny anything else.
+const APPROVER_PY: &str = r#"
+import json, sys
+for line in sys.stdin:
+    with open(sys.argv[1], "a") as f:
+        f.write(line)
+    req = json.loads(line)
+    answer = "allow" if req["host"] == "svc.test" else "deny"
+    print(json.dumps({"id": req["id"], "answer": answer}), flush=True)
+"#;
+
+#[test]
+fn with_an_approver_program_the_models_requests_go_to_it() {
+    let ws = TempDir::new("mcp-grant-program");
+    let dir = TempDir::new("mcp-grant-approver");
+    std::fs::write(dir.join("approve.py"), APPROVER_PY).unwrap();
+    let log = dir.join("asked.jsonl");
+    let cmd = format!(
+        "/usr/bin/python3 '{}' '{}'",
+        dir.join("approve.py").display(),
+        log.display()
+    );
+    let origin = Origin::serve("program page");
+    let p = origin.port;
+    let mut flags = grant_flags();
+    flags.extend_from_slice(&["--approver", &cmd]);
+    let r = mcp(
+        ws.path(),
+        &flags,
+        json!([
+            // The client could be asked, but the program is the approver: nobody is elicited.
+            {"elicit": ["accept", "accept"]},
+            grant("other.test", p),
+            grant("svc.test", p),
+            curl("svc.test", p),
+            {"asked": true},
+        ]),
+    );
+    assert!(is_error(&r[1]), "{:?}", r[1]);
+    assert!(text(&r[1]).contains("declined"), "{:?}", r[1]);
+    assert!(!is_error(&r[2]), "{:?}", r[2]);
+    assert!(text(&r[3]).contains("program page 200"), "{:?}", r[3]);
+    assert!(
+        asked(&r[4]).is_empty(),
+        "the person was not asked: {:?}",
+        r[4]
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let hosts: Vec<&str> = lines.iter().map(|l| l["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts, ["other.test", "svc.test"], "{lines:?}");
+    assert_eq!(lines[1]["protocol"], "mcp-tool");
+    assert_eq!(lines[1]["reason"], "requested-by-model");
+    assert_eq!(lines[1]["grant"], format!("svc.test:{p}"));
+    assert!(lines[1]["message"]
+        .as_str()
+        .unwrap()
+        .contains("fetch the test page"));
+    assert_eq!(origin.hits(), 1);
+    // The program ended with the session: nothing of it is left.
+    let marker = dir.join("approve.py").display().to_string();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !pids_with_marker(&marker).is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the approver program outlived the session: {:?}",
+            pids_with_marker(&marker)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
