@@ -381,41 +381,12 @@ except Exception as e:
 }
 
 /// The same SDK against a server whose boxes are microVMs (`--backend microvm`): create,
-/// `commands.run`, files, `run_code`, each answered by an agent in its own guest kernel.
+/// `commands.run`, files, `run_code`, each answered by an agent in its own guest kernel. A
+/// microVM's box user is 1000, as in a native box, whoever runs the server (QEMU's user
+/// namespace maps it to the server's uid). Every create restores a VM under TCG.
 #[test]
 fn the_current_python_suite_passes_against_microvm_boxes() {
-    let clients = Clients::find();
-    let mut suite = suites(&clients).into_iter().next().unwrap();
-    // A microVM's box user is 1000, as in a native box, whoever runs the server (QEMU's user
-    // namespace maps it to the server's uid). Cases the microVM enforces differently say so by
-    // this (file metadata: its guest kernel).
-    suite
-        .extra_env
-        .push(("AIRLOCK_E2B_BACKEND", "microvm".into()));
-    let data = TempDir::new("e2b-sdk-microvm");
-    let serve = ServeProcess::start(
-        data.path(),
-        &["--backend", "microvm", "--e2b-domain", "localhost"],
-    );
-    let key = e2b_key(&serve);
-    let server = E2bServer {
-        serve,
-        key,
-        _data: data,
-    };
-    // Every create restores a VM under TCG (about a second here, more on a loaded machine).
-    let outcome = run_suite_within(&suite, &server, Duration::from_secs(600));
-    eprintln!(
-        "microvm: {}: {} in {:.1} s",
-        suite.name,
-        if outcome.passed { "passed" } else { "FAILED" },
-        outcome.took.as_secs_f64()
-    );
-    assert!(
-        outcome.passed,
-        "the E2B SDK against microVM boxes failed:\n{}",
-        tail(&outcome.output, 120)
-    );
+    python_suite_against("microvm");
 }
 
 /// Issue 19's seed scenario through E2B's code-interpreter SDK, unchanged, on `backend` boxes
@@ -555,19 +526,24 @@ fn the_seed_scenario_keeps_a_dataframe_across_pauses_on_gvisor_boxes() {
 }
 
 /// The same SDK against a server whose boxes are gVisor sandboxes (`--backend gvisor`, on the
-/// runsc scripts/test.sh sets in AIRLOCK_RUNSC). Cases gVisor enforces differently say so by
-/// AIRLOCK_E2B_BACKEND=gvisor in the suite.
+/// runsc scripts/test.sh sets in AIRLOCK_RUNSC).
 #[test]
 fn the_current_python_suite_passes_against_gvisor_boxes() {
+    python_suite_against("gvisor");
+}
+
+/// The current Python suite against a server whose boxes are `backend`'s; cases the backend
+/// enforces differently say so in the suite by AIRLOCK_E2B_BACKEND.
+fn python_suite_against(backend: &'static str) {
     let clients = Clients::find();
     let mut suite = suites(&clients).into_iter().next().unwrap();
     suite
         .extra_env
-        .push(("AIRLOCK_E2B_BACKEND", "gvisor".into()));
-    let data = TempDir::new("e2b-sdk-gvisor");
+        .push(("AIRLOCK_E2B_BACKEND", backend.into()));
+    let data = TempDir::new(&format!("e2b-sdk-{backend}"));
     let serve = ServeProcess::start(
         data.path(),
-        &["--backend", "gvisor", "--e2b-domain", "localhost"],
+        &["--backend", backend, "--e2b-domain", "localhost"],
     );
     let key = e2b_key(&serve);
     let server = E2bServer {
@@ -577,14 +553,14 @@ fn the_current_python_suite_passes_against_gvisor_boxes() {
     };
     let outcome = run_suite_within(&suite, &server, Duration::from_secs(600));
     eprintln!(
-        "gvisor: {}: {} in {:.1} s",
+        "{backend}: {}: {} in {:.1} s",
         suite.name,
         if outcome.passed { "passed" } else { "FAILED" },
         outcome.took.as_secs_f64()
     );
     assert!(
         outcome.passed,
-        "the E2B SDK against gVisor boxes failed:\n{}",
+        "the E2B SDK against {backend} boxes failed:\n{}",
         tail(&outcome.output, 120)
     );
 }
