@@ -3,6 +3,9 @@
 
 use std::io::{self, Read, Write};
 
+mod table;
+pub use table::Table;
+
 /// Largest payload of one frame.
 pub const MAX_PAYLOAD: usize = 64 * 1024;
 
@@ -13,8 +16,12 @@ pub enum FrameKind {
     Open = 0,
     /// Bytes of the connection.
     Data = 1,
-    /// The connection is closed (either side; no payload).
+    /// The connection is closed (either side; no payload): the receiver closes its end.
     Close = 2,
+    /// The sender's side has no more to send (a half-close, `shutdown(SHUT_WR)`; no payload):
+    /// the receiver shuts the writing side of its end and still carries what comes back. A
+    /// client that sends its request and half-closes still gets the answer.
+    Shut = 3,
 }
 
 /// One frame.
@@ -64,6 +71,7 @@ impl Frame {
             0 => FrameKind::Open,
             1 => FrameKind::Data,
             2 => FrameKind::Close,
+            3 => FrameKind::Shut,
             k => return Err(MuxError::Kind(k)),
         };
         let len = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) as usize;
@@ -126,7 +134,7 @@ mod tests {
                     x ^= x << 17;
                     // Mostly small kinds and lengths, so whole frames occur.
                     if i % 9 == 4 || (5..8).contains(&(i % 9)) {
-                        (x % 3) as u8
+                        (x % 4) as u8
                     } else {
                         x as u8
                     }

@@ -1423,7 +1423,10 @@ fn garbage_is_refused_and_the_proxy_keeps_serving() {
             "garbage was answered with success: {a:#}"
         );
     }
+    // "random" half-closes after its bytes: the answer (a bare CR at byte 216) still reaches it,
+    // over every box's way to the proxy (the microVM's door carries the half-close).
     for name in [
+        "random",
         "bad-request-line",
         "origin-form",
         "bare-cr",

@@ -2,14 +2,11 @@
 //! connection is carried over the `airlock.net` port to the host's proxy. The box has no
 //! network device; this is the only way out, and the host decides every request.
 
-use crate::mux::{Frame, FrameKind, MAX_PAYLOAD};
-use std::collections::HashMap;
+use crate::mux::{Frame, FrameKind, Table, MAX_PAYLOAD};
 use std::fs::File;
-use std::io::{Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
-
-type Conns = Arc<Mutex<HashMap<u32, TcpStream>>>;
 
 /// Brings the loopback interface up (the box's own; there is no other).
 pub fn loopback_up() -> super::sys::Result<()> {
@@ -34,7 +31,7 @@ pub fn loopback_up() -> super::sys::Result<()> {
 
 /// Serves the door on `listener` over `port` until the port ends.
 pub fn start(listener: TcpListener, port: File) -> std::io::Result<()> {
-    let conns: Conns = Arc::default();
+    let conns = Arc::new(Table::default());
     let writer = Arc::new(Mutex::new(port.try_clone()?));
     {
         let (conns, writer) = (Arc::clone(&conns), Arc::clone(&writer));
@@ -44,7 +41,7 @@ pub fn start(listener: TcpListener, port: File) -> std::io::Result<()> {
     }
     std::thread::Builder::new()
         .name("door-demux".into())
-        .spawn(move || demux(port, &conns))?;
+        .spawn(move || demux(port, &conns, &writer))?;
     Ok(())
 }
 
@@ -53,7 +50,7 @@ fn send(writer: &Mutex<File>, frame: &Frame) -> bool {
     frame.write(&mut *w).is_ok()
 }
 
-fn accept(listener: &TcpListener, conns: &Conns, writer: &Arc<Mutex<File>>) {
+fn accept(listener: &TcpListener, conns: &Arc<Table>, writer: &Arc<Mutex<File>>) {
     let mut next: u32 = 1;
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
@@ -62,10 +59,7 @@ fn accept(listener: &TcpListener, conns: &Conns, writer: &Arc<Mutex<File>>) {
         let Ok(reader) = stream.try_clone() else {
             continue;
         };
-        conns
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id, stream);
+        conns.insert(id, stream);
         if !send(
             writer,
             &Frame {
@@ -83,12 +77,15 @@ fn accept(listener: &TcpListener, conns: &Conns, writer: &Arc<Mutex<File>>) {
     }
 }
 
-/// Carries what the box's client sends to the host, then says the connection is closed.
-fn upstream(id: u32, mut from: TcpStream, conns: &Conns, writer: &Mutex<File>) {
+/// Carries what the box's client sends to the host, then says that direction has ended (or,
+/// after an error, that the connection is closed).
+fn upstream(id: u32, mut from: TcpStream, conns: &Table, writer: &Mutex<File>) {
     let mut buf = vec![0u8; MAX_PAYLOAD];
-    loop {
+    let clean = loop {
         match from.read(&mut buf) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break true,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break false,
             Ok(n) => {
                 let frame = Frame {
                     conn: id,
@@ -96,29 +93,18 @@ fn upstream(id: u32, mut from: TcpStream, conns: &Conns, writer: &Mutex<File>) {
                     payload: buf[..n].to_vec(),
                 };
                 if !send(writer, &frame) {
-                    break;
+                    break false;
                 }
             }
         }
-    }
-    let known = conns
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .contains_key(&id);
-    if known {
-        send(
-            writer,
-            &Frame {
-                conn: id,
-                kind: FrameKind::Close,
-                payload: Vec::new(),
-            },
-        );
+    };
+    if let Some(end) = conns.reader_ended(id, clean) {
+        send(writer, &end);
     }
 }
 
-/// Hands what the host sends to each connection; a close from the host ends it.
-fn demux(mut port: File, conns: &Conns) {
+/// Hands what the host sends to each connection.
+fn demux(mut port: File, conns: &Table, writer: &Mutex<File>) {
     loop {
         let frame = match Frame::read(&mut port) {
             Ok(Some(f)) => f,
@@ -127,26 +113,10 @@ fn demux(mut port: File, conns: &Conns) {
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 continue;
             }
-            Err(_) => return,
+            Err(_) => return conns.close_all(),
         };
-        let mut map = conns.lock().unwrap_or_else(PoisonError::into_inner);
-        match frame.kind {
-            FrameKind::Data => {
-                let failed = map
-                    .get_mut(&frame.conn)
-                    .is_some_and(|s| s.write_all(&frame.payload).is_err());
-                if failed {
-                    if let Some(s) = map.remove(&frame.conn) {
-                        let _ = s.shutdown(Shutdown::Both);
-                    }
-                }
-            }
-            FrameKind::Close => {
-                if let Some(s) = map.remove(&frame.conn) {
-                    let _ = s.shutdown(Shutdown::Both);
-                }
-            }
-            FrameKind::Open => {}
+        if let Some(reply) = conns.deliver(&frame) {
+            send(writer, &reply);
         }
     }
 }
