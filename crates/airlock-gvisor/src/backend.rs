@@ -72,6 +72,10 @@ impl Backend for GvisorBackend {
         BackendKind::Gvisor
     }
 
+    fn refusal(&self) -> Option<BackendError> {
+        root_needed().or_else(|| self.runsc().err())
+    }
+
     fn probe(&self) -> Result<(), String> {
         if let Some(e) = root_needed() {
             return Err(e.to_string());

@@ -1,6 +1,7 @@
 //! What the API answers when a request cannot be served: a JSON body
 //! `{"error": {"code", "message"}}` with the status that matches the code.
 
+use airlock_runtime::backend::BackendError;
 use airlock_runtime::{AgentError, SandboxError};
 use airlock_sessions::ManagerError;
 use airlock_store::StoreError;
@@ -125,7 +126,29 @@ impl From<SandboxError> for ApiError {
             SandboxError::Agent(AgentError::Closed) => {
                 ApiError::NotRunning(AgentError::Closed.to_string())
             }
+            SandboxError::Backend(e) => e.into(),
             other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<BackendError> for ApiError {
+    /// A backend's refusal of what was asked (a backend this server cannot run, a capability
+    /// the box lacks) is the client's to fix or to know about: 4xx. What failed on the host is
+    /// the server's: 500.
+    fn from(e: BackendError) -> ApiError {
+        let msg = e.to_string();
+        match e {
+            BackendError::NotBuilt(_)
+            | BackendError::Unavailable { .. }
+            | BackendError::Invalid(_) => ApiError::Invalid(msg),
+            BackendError::Unsupported { .. } | BackendError::NotPending(_) => {
+                ApiError::Conflict(msg)
+            }
+            BackendError::Ended(_) => ApiError::NotRunning(msg),
+            BackendError::Start(_) | BackendError::Run(_) | BackendError::Host(_) => {
+                ApiError::Internal(msg)
+            }
         }
     }
 }

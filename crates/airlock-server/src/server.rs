@@ -85,7 +85,7 @@ pub(crate) fn app_state(
     let store: SharedStore = Arc::new(Mutex::new(store));
     let pending = Arc::new(Mutex::new(HashMap::new()));
     backends
-        .select(settings.default_backend)
+        .usable(settings.default_backend)
         .map_err(|e| ServerError::Backend(e.to_string()))?;
     let area = airlock_store::SnapshotArea::open(&settings.snapshots_dir)
         .map_err(|e| ServerError::Snapshots(e.to_string()))?;

@@ -424,6 +424,31 @@ fn an_unprivileged_user_is_told_why_gvisor_needs_root_and_what_to_use() {
         why.contains("needs root") && why.contains("--backend native"),
         "{why}"
     );
+
+    // A server whose default is gVisor does not start for this user; it says why.
+    let err = common::serve_refused_as_test_user(&bin, &["--backend", "gvisor"]);
+    assert!(err.contains("needs root"), "{err}");
+    // A native server run by this user answers a request for a gVisor box as the client's
+    // mistake (400, naming the field), not as a box that failed to start (500).
+    let (uid, gid, _) = common::ensure_test_user();
+    let data = TempDir::new("gv-unpriv-serve-native");
+    std::os::unix::fs::chown(data.path(), Some(uid), Some(gid)).unwrap();
+    let serve =
+        common::ServeProcess::start_as_test_user(&bin, data.path(), &["--backend", "native"]);
+    let key = serve.printed_key.clone().expect("api key");
+    let resp = ureq::post(&format!("{}/v1/sandboxes", serve.base))
+        .set("Authorization", &format!("Bearer {key}"))
+        .set("Content-Type", "application/json")
+        .send_string(r#"{"backend": "gvisor"}"#);
+    let Err(ureq::Error::Status(status, resp)) = resp else {
+        panic!("a gVisor box was made for an unprivileged server: {resp:?}");
+    };
+    let body: serde_json::Value = serde_json::from_str(&resp.into_string().unwrap()).unwrap();
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        status == 400 && body["error"]["code"] == "invalid" && message.contains("needs root"),
+        "{status} {body}"
+    );
 }
 
 #[test]

@@ -89,6 +89,15 @@ pub trait Backend: Send + Sync {
     /// box to find out.
     fn probe(&self) -> Result<(), String>;
 
+    /// Why this backend would refuse every box for this process (its user, its host), found
+    /// quickly and without side effects, or `None` when it might start one. A server asks
+    /// before it accepts a request for the kind, so the refusal reaches the client as its own
+    /// (400) rather than as a box that failed to start (500). Not a promise: [`Backend::probe`]
+    /// is the real test.
+    fn refusal(&self) -> Option<BackendError> {
+        None
+    }
+
     /// What a box of this kind would enforce for `policy` on this host. No side effects.
     fn plan(&self, policy: &ResolvedPolicy, template: &Template) -> Result<Receipt, BackendError>;
 

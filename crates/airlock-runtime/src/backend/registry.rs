@@ -51,6 +51,16 @@ impl Backends {
             .ok_or(BackendError::NotBuilt(kind))
     }
 
+    /// The backend of `kind` if it is built and does not refuse this process outright
+    /// ([`Backend::refusal`]).
+    pub fn usable(&self, kind: BackendKind) -> Result<Arc<dyn Backend>, BackendError> {
+        let backend = self.select(kind)?;
+        match backend.refusal() {
+            Some(why) => Err(why),
+            None => Ok(backend),
+        }
+    }
+
     /// Every kind, whether it is built, and whether this host can run it (probes each built one).
     pub fn report(&self) -> Vec<BackendReport> {
         self.report_with(|_| None)

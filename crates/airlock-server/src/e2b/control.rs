@@ -280,7 +280,7 @@ async fn create_inner(
     )?;
     state
         .backends
-        .select(state.default_backend)
+        .usable(state.default_backend)
         .map_err(|e| E2bError::InvalidArgument(e.to_string()))?;
     let id = new_id()?;
     let token = new_token()

@@ -147,7 +147,7 @@ impl Pools {
             let policy = super::policy::resolve(spec, default_backend, catalog)
                 .map_err(PoolError::Policy)?;
             let backend = backends
-                .select(policy.backend)
+                .usable(policy.backend)
                 .map_err(|e| PoolError::Backend {
                     pool: spec.name.clone(),
                     why: e.to_string(),

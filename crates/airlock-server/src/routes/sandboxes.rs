@@ -32,7 +32,7 @@ pub async fn create(
     crate::template::apply(&mut policy, &root)?;
     state
         .backends
-        .select(policy.backend)
+        .usable(policy.backend)
         .map_err(|e| FieldError::new("backend", e.to_string()))?;
     let secrets = airlock_policy::SecretValues::of(&policy);
     let policy = serde_json::to_value(&policy)

@@ -331,8 +331,6 @@ impl Drop for ServeProcess {
 /// The unprivileged user the tests run airlock as (created by [`ensure_test_user`]).
 pub const TEST_USER: &str = "airlock-test";
 
-/// The unprivileged test user, created if missing: uid, gid, home. Must run as root; panics
-/// (never skips) when the user cannot be made.
 /// `bin` run by the unprivileged [`TEST_USER`] (its uid, gid and groups, through `setpriv`);
 /// arguments added to the command go to `bin`.
 pub fn as_test_user(bin: &Path) -> Command {
@@ -349,6 +347,46 @@ pub fn as_test_user(bin: &Path) -> Command {
     cmd
 }
 
+/// Runs `airlock serve <extra>` as the [`TEST_USER`] on a fresh data directory, expecting it to
+/// refuse to start; returns what it printed on stderr. Panics if it is still running after
+/// 20 s (it is then ended by its PID) or exits successfully.
+pub fn serve_refused_as_test_user(bin: &Path, extra: &[&str]) -> String {
+    let (uid, gid, _) = ensure_test_user();
+    let data = TempDir::new("serve-refused");
+    std::os::unix::fs::chown(data.path(), Some(uid), Some(gid))
+        .expect("hand the data directory to the test user");
+    let mut child = as_test_user(bin)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data.path())
+        .args(extra)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start airlock serve");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for airlock serve") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("airlock serve {extra:?} started for the test user instead of refusing");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+    }
+    assert!(!status.success(), "airlock serve {extra:?} exited 0: {err}");
+    err
+}
+
+/// The unprivileged test user, created if missing: uid, gid, home. Must run as root; panics
+/// (never skips) when the user cannot be made.
 pub fn ensure_test_user() -> (u32, u32, String) {
     assert!(
         is_root(),
