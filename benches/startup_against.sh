@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Start-up of this build against another airlock binary (an older commit built elsewhere), with
+# bubblewrap as the peer, in the same runs: `airlock run -- /bin/true` back to back and after a
+# 50 ms idle spell. Rounds alternate the order of the commands, so drift on the machine falls on
+# both binaries alike. Prints each round's medians and the ratios.
+# Usage: benches/startup_against.sh OTHER_AIRLOCK [RUNS] [ROUNDS]
+#   e.g. git worktree add /tmp/old 8818f19 && (cd /tmp/old && cargo build --release -p airlock)
+#        benches/startup_against.sh /tmp/old/target/release/airlock 300 3
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+other=${1:?usage: benches/startup_against.sh OTHER_AIRLOCK [RUNS] [ROUNDS]}
+runs=${2:-300}
+rounds=${3:-3}
+[ -x "$other" ] || { echo "not an executable: $other" >&2; exit 2; }
+other=$(realpath "$other")
+cargo build --release --locked -q
+bin=${CARGO_TARGET_DIR:-$PWD/target}/release/airlock
+ws=$(mktemp -d /tmp/airlock-bench-XXXXXX)
+trap 'rm -rf "$ws"' EXIT
+cd "$ws"
+bwrap_cmd=$("$bin" receipt --json | python3 "$repo/benches/bwrap_peer.py" /bin/true)
+eval "$bwrap_cmd" || { echo "the bwrap peer command failed: $bwrap_cmd" >&2; exit 1; }
+for round in $(seq 1 "$rounds"); do
+  if [ $((round % 2)) -eq 1 ]; then order=(new other bwrap); else order=(other new bwrap); fi
+  args=()
+  for name in "${order[@]}"; do
+    case $name in
+      new) args+=(-n new "$bin run --no-stdin -- /bin/true") ;;
+      other) args+=(-n other "$other run --no-stdin -- /bin/true") ;;
+      bwrap) args+=(-n bwrap "$bwrap_cmd") ;;
+    esac
+  done
+  hyperfine -N --warmup 30 --runs "$runs" --export-json "$ws/warm-$round.json" "${args[@]}" >/dev/null
+  hyperfine -N --warmup 5 --runs $(( (runs + 2) / 3 )) --prepare 'sleep 0.05' \
+    --export-json "$ws/cold-$round.json" "${args[@]}" >/dev/null
+done
+python3 - "$ws" "$rounds" <<'PY'
+import json, sys
+ws, rounds = sys.argv[1], int(sys.argv[2])
+for kind in ("warm", "cold"):
+    for r in range(1, rounds + 1):
+        res = {x["command"]: x for x in json.load(open(f"{ws}/{kind}-{r}.json"))["results"]}
+        med = {k: v["median"] * 1000 for k, v in res.items()}
+        mean = {k: v["mean"] * 1000 for k, v in res.items()}
+        n, o, b = med["new"], med["other"], med["bwrap"]
+        label = "back to back" if kind == "warm" else "after 50 ms idle"
+        print(f"{label}, round {r}: medians new {n:.2f} ms ({n / b:.2f}x bwrap), other {o:.2f} ms ({o / b:.2f}x), bwrap {b:.2f} ms; new / other {n / o:.3f}; means new / other {mean['new'] / mean['other']:.3f} ({mean['new']:.2f} / {mean['other']:.2f} ms)")
+PY
