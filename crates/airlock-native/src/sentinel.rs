@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 /// The longest message: a cgroup directory's path.
 const MAX_MESSAGE: usize = libc::PATH_MAX as usize + 64;
+/// How long the sentinel keeps trying to empty and remove the box's cgroups.
+const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The first line of a message that registers several placeholders.
 const BATCH_HEADER: &str = "placeholders";
 
@@ -230,16 +232,22 @@ impl Work {
     /// Kills what is left in the cgroups and removes them, then the placeholders, deepest first.
     fn clean_up(&self) {
         // The box's init died with airlock (PDEATHSIG), taking its pid namespace along; kill any
-        // straggler still in the cgroup, then remove the directories.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        // straggler still in the cgroups, then remove the directories. A paused box is frozen,
+        // and its processes act on SIGKILL only once thawed: every directory is thawed before
+        // any is waited on (the freezer is registered last, and the pids directory, first, never
+        // empties while the box is frozen). The directories are then retried together until all
+        // are gone or the time is up; nothing waits for the sentinel, so it may take its time.
         for dir in &self.cgroups {
-            // A paused box is frozen: its processes act on SIGKILL only once thawed.
             for (file, thawed) in [("freezer.state", "THAWED"), ("cgroup.freeze", "0")] {
                 if dir.join(file).exists() {
                     let _ = std::fs::write(dir.join(file), thawed);
                 }
             }
-            while std::time::Instant::now() < deadline {
+        }
+        let deadline = std::time::Instant::now() + CLEANUP_TIMEOUT;
+        let mut left: Vec<&PathBuf> = self.cgroups.iter().collect();
+        while !left.is_empty() {
+            for dir in &left {
                 let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
                 for pid in procs
                     .lines()
@@ -248,11 +256,12 @@ impl Work {
                     // SAFETY: kill with integer arguments; these pids are in the box's cgroup.
                     unsafe { libc::kill(pid, libc::SIGKILL) };
                 }
-                if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(10));
             }
+            left.retain(|dir| std::fs::remove_dir(dir).is_err() && dir.exists());
+            if left.is_empty() || std::time::Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
         for entry in self.placeholders.iter().rev() {
             entry.remove();

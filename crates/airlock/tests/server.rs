@@ -397,6 +397,43 @@ fn kill_ends_the_box_and_its_processes() {
 }
 
 #[test]
+fn a_paused_box_whose_host_is_sigkilled_leaves_no_process_and_no_cgroup() {
+    // The host holds the box's cgroups; when it dies without cleaning up, its sentinel must
+    // thaw the frozen box, kill it and remove every directory (the pids one empties only once
+    // the freezer's is thawed).
+    let data = TempDir::new("srv-paused-host-killed");
+    let s = Server::start(&data, &[], None);
+    let id = id_of(&s.create("{}"));
+    s.sh(&id, "sleep 1000 > /dev/null 2>&1 &");
+    let hosts = s.sandbox_hosts();
+    assert_eq!(hosts.len(), 1, "{hosts:?}");
+    let cg = format!("airlock-{}-", hosts[0]);
+    let mine = || -> Vec<std::path::PathBuf> {
+        leftover_cgroups()
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains(&cg))
+            .collect()
+    };
+    assert!(
+        mine().iter().any(|p| p.to_string_lossy().contains("freezer")),
+        "a hosted box has a freezer: {:?}",
+        mine()
+    );
+    let inside = descendants(&hosts);
+    let (status, v) = s.call("POST", &format!("/v1/sandboxes/{id}/pause"), None);
+    assert_eq!(status, 200, "{v}");
+    // SAFETY: kill with integer arguments; the pid is this test's server's child.
+    unsafe { libc::kill(hosts[0], libc::SIGKILL) };
+    wait_until(
+        "the box's processes and the sentinel are gone",
+        Duration::from_secs(20),
+        || inside.iter().all(|p| !alive(*p)),
+    );
+    let left = mine();
+    assert!(left.is_empty(), "cgroups left behind: {left:?}");
+}
+
+#[test]
 fn creates_past_max_running_queue_and_start_in_order() {
     let data = TempDir::new("srv-queue");
     let s = Server::start(&data, &["--max-running", "2"], None);
