@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 # for the unprivileged-user tests, bubblewrap + hyperfine for the benchmarks' peers, go (the
 # MCP tests build a Go server fixture, standard library only, to wrap), runsc (the gVisor backend's
 # tests run real gVisor boxes), mmdebstrap (builds the templates the template tests and the
-# suites' template runs use), QEMU and mkfs.erofs for the microVM backend (its guest kernel is
+# suites' template runs use; uidmap for its rootless mode, which the unprivileged test user's
+# build runs in), QEMU and mkfs.erofs for the microVM backend (its guest kernel is
 # fetched below by scripts/microvm-guest.sh), and zstd (the template import tests compress a layer
 # with the real tool).
-need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc mmdebstrap qemu-system-x86_64 mkfs.erofs dpkg-deb zstd)
+need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc mmdebstrap newuidmap qemu-system-x86_64 mkfs.erofs dpkg-deb zstd)
 missing=0
 for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
@@ -29,7 +30,7 @@ if [ "$missing" = 1 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd bubblewrap hyperfine runsc mmdebstrap qemu-system-x86 erofs-utils zstd)
+  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd uidmap bubblewrap hyperfine runsc mmdebstrap qemu-system-x86 erofs-utils zstd)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)

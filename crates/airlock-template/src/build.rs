@@ -230,11 +230,11 @@ fn debootstrap(
     if !tarball.is_file() {
         let partial = bases.join(format!("{key}.tar.partial-{}", std::process::id()));
         // SAFETY: geteuid cannot fail.
-        let mode = if unsafe { libc::geteuid() } == 0 {
-            "root"
-        } else {
-            "unshare"
-        };
+        let uid = unsafe { libc::geteuid() };
+        let mode = if uid == 0 { "root" } else { "unshare" };
+        if uid != 0 {
+            crate::rootless::check(uid)?;
+        }
         let mut cmd = Command::new("mmdebstrap");
         cmd.arg("--quiet")
             .arg(format!("--mode={mode}"))

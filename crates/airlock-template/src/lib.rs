@@ -22,6 +22,7 @@ mod lease;
 mod merge;
 mod meta;
 mod oci;
+mod rootless;
 mod spec;
 mod store;
 mod tree;

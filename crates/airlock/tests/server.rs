@@ -415,7 +415,9 @@ fn a_paused_box_whose_host_is_sigkilled_leaves_no_process_and_no_cgroup() {
             .collect()
     };
     assert!(
-        mine().iter().any(|p| p.to_string_lossy().contains("freezer")),
+        mine()
+            .iter()
+            .any(|p| p.to_string_lossy().contains("freezer")),
         "a hosted box has a freezer: {:?}",
         mine()
     );

@@ -420,6 +420,91 @@ fn an_unprivileged_user_imports_and_runs_a_template() {
     );
 }
 
+/// A spec built by an unprivileged user: mmdebstrap in its rootless mode (`--mode=unshare`, the
+/// user's subordinate ids), the build commands in a box as that user, then a box on the result;
+/// the store is the user's own. The Debian base is kept under target/ across runs.
+#[test]
+fn an_unprivileged_user_builds_a_spec_rootless_and_runs_it() {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::process::CommandExt;
+    let (uid, gid, home) = common::ensure_test_user();
+    let (_bin_dir, bin) = common::binary_for_test_user("tpl-build-user-bin");
+    let dir = TempDir::new("tpl-build-user");
+    let data = Path::new(env!("CARGO_TARGET_TMPDIR")).join("template-build-store-user");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(dir.join("motd"), "built rootless\n").unwrap();
+    std::fs::write(
+        dir.join("spec.toml"),
+        r#"name = "rootless"
+[debian]
+suite = "bookworm"
+packages = []
+[[files]]
+source = "motd"
+target = "/etc/motd"
+[build]
+run = ["id -u > /etc/builder-uid", "rm /usr/bin/tail"]
+"#,
+    )
+    .unwrap();
+    for p in [dir.path().to_path_buf(), data.clone()] {
+        std::os::unix::fs::chown(&p, Some(uid), Some(gid)).unwrap();
+    }
+    let data_s = data.display().to_string();
+    let run_as_user = |args: &[&str]| {
+        let out = std::process::Command::new(&bin)
+            .args(args)
+            .current_dir(dir.path())
+            .env("HOME", &home)
+            .uid(uid)
+            .gid(gid)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run_as_user(&["template", "build", "--data-dir", &data_s, "spec.toml"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with("built rootless sha256:") || out.starts_with("cached rootless sha256:"),
+        "{out}"
+    );
+    let (code, out, err) = run_as_user(&[
+        "run",
+        "--data-dir",
+        &data_s,
+        "--template",
+        "rootless",
+        "--workspace",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        "cat /etc/motd /etc/builder-uid /etc/debian_version; test -e /usr/bin/tail || echo no-tail",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(
+        (lines[0], lines[1], lines[3]),
+        ("built rootless", "1000", "no-tail"),
+        "{out}"
+    );
+    assert!(lines[2].starts_with("12."), "bookworm: {out}");
+    // Everything in the store is the user's, and nothing is root's.
+    for sub in ["templates", "templates/bases"] {
+        assert_eq!(
+            std::fs::metadata(data.join(sub)).unwrap().uid(),
+            uid,
+            "{sub}"
+        );
+    }
+}
+
 /// A spec build end to end: mmdebstrap's base (cached in the store by its packages), a file,
 /// build commands run in a box whose only network is the proxy to the host's package indexes
 /// (a listener on the host's loopback is never reached), the box's writes folded into the

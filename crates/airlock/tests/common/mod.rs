@@ -428,7 +428,39 @@ pub fn ensure_test_user() -> (u32, u32, String) {
         std::fs::create_dir_all(&home).expect("create the test user's home");
         std::os::unix::fs::chown(&home, Some(uid), Some(gid)).expect("chown the test user's home");
     }
+    ensure_subordinate_ids();
     (uid, gid, home)
+}
+
+/// The test user's subordinate uid and gid range (`/etc/subuid`, `/etc/subgid`), as a regular
+/// account gets from `useradd` (a system account does not): what a rootless template build
+/// needs. A range far above any account's (3000000000, 65536 ids).
+fn ensure_subordinate_ids() {
+    let has = |file: &str| {
+        std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.starts_with(&format!("{TEST_USER}:")))
+    };
+    if has("/etc/subuid") && has("/etc/subgid") {
+        return;
+    }
+    let out = Command::new("usermod")
+        .args([
+            "--add-subuids",
+            "3000000000-3000065535",
+            "--add-subgids",
+            "3000000000-3000065535",
+            TEST_USER,
+        ])
+        .output()
+        .expect("run usermod");
+    // A concurrent caller (another test binary) may have added them first.
+    assert!(
+        has("/etc/subuid") && has("/etc/subgid"),
+        "cannot give {TEST_USER} subordinate ids: usermod says {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A copy of the airlock binary the test user can run (the build directory may sit under a
