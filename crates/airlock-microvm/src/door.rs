@@ -152,7 +152,11 @@ mod tests {
         };
         assert_eq!(proxy.join().unwrap(), b"\x0b\x02garbage\r");
         assert_eq!(answer, b"HTTP/1.1 400 Bad Request\r\n\r\n");
-        assert_eq!(end, FrameKind::Shut, "the proxy's end comes as the end of its direction");
+        assert_eq!(
+            end,
+            FrameKind::Shut,
+            "the proxy's end comes as the end of its direction"
+        );
     }
 
     #[test]
@@ -172,7 +176,9 @@ mod tests {
         assert_eq!((f.conn, f.kind), (3, FrameKind::Close));
         // Frames for the closed connection are dropped, and the door still serves: the next
         // connection gets its own answer.
-        frame(3, FrameKind::Data, b"late").write(&mut guest).unwrap();
+        frame(3, FrameKind::Data, b"late")
+            .write(&mut guest)
+            .unwrap();
         frame(3, FrameKind::Shut, b"").write(&mut guest).unwrap();
         frame(4, FrameKind::Open, b"").write(&mut guest).unwrap();
         let f = Frame::read(&mut guest).unwrap().unwrap();

@@ -70,7 +70,8 @@ mod tests {
 
     #[test]
     fn a_range_is_found_by_name_or_uid_and_must_be_large_enough() {
-        let text = "alice:100000:65536\n# bob:1:65536\n1001:200000:65536\ncarol:300000:1000\nbroken\n";
+        let text =
+            "alice:100000:65536\n# bob:1:65536\n1001:200000:65536\ncarol:300000:1000\nbroken\n";
         assert!(has_range(text, "alice", 1000));
         assert!(has_range(text, "dave", 1001), "by uid");
         assert!(!has_range(text, "carol", 1002), "too small a range");
