@@ -437,6 +437,9 @@ impl<'a> BoxStart<'a> {
                 on_event: self.on_event.clone(),
                 intercept: interceptor,
                 approval,
+                // The box's sockets live in the Sentry's own network stack: the host cannot
+                // tell which process holds a connection.
+                peer_names: None,
             };
             match airlock_proxy::server::start(listener, config) {
                 Ok(p) => {

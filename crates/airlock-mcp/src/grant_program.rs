@@ -43,6 +43,8 @@ impl GrantProgram {
             grant: ask.grant.clone(),
             time_ms: epoch_ms(now),
             deadline_ms: epoch_ms(now + deadline),
+            // The model asked, through a tool call: no connection, no process.
+            process: None,
         });
         let Some((request, answer)) = opened else {
             return Consent::CannotAsk("the approval queue is not usable".into());

@@ -49,6 +49,8 @@ pub fn start(
         // one is refused rather than run as `never`.
         approval: airlock_proxy::approval::gate_for(&egress.approval, None)
             .map_err(|e| MicrovmError::Invalid(e.to_string()))?,
+        // The guest's sockets are the guest kernel's: the host cannot tell whose they are.
+        peer_names: None,
     };
     airlock_proxy::server::start(listener, config)
         .map_err(|e| MicrovmError::io("cannot start the box's proxy", e))

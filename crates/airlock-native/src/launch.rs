@@ -182,6 +182,7 @@ impl Launch<'_> {
                         on_event: self.on_event.clone(),
                         intercept: interceptor,
                         approval,
+                        peer_names: Some(crate::peer_process::namer(spawned.pid)),
                     };
                     match airlock_proxy::server::start(listener, config) {
                         Ok(p) => Some(p),

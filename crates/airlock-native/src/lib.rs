@@ -22,6 +22,7 @@ mod launch;
 mod native_backend;
 mod output_file;
 mod owner_approver;
+mod peer_process;
 mod placeholders;
 mod plan;
 mod proxy_channel;

@@ -31,6 +31,12 @@ pub struct ApprovalRequest {
     pub time_ms: u128,
     /// Milliseconds since the Unix epoch when it is refused if nobody answered.
     pub deadline_ms: u128,
+    /// The box's processes that hold the connection, as the box names them (its command lines,
+    /// control characters replaced, cut short; a box can call itself anything), with their pids
+    /// inside the box; `None` where the backend cannot tell (gVisor's and a microVM's network
+    /// stacks are not the host's).
+    #[serde(default)]
+    pub process: Option<String>,
 }
 
 /// Yes or no.

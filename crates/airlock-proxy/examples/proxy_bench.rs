@@ -64,6 +64,7 @@ fn proxy_with(
         on_event: None,
         intercept: None,
         approval,
+        peer_names: None,
     };
     start_with_resolver(
         TcpListener::bind((LOCALHOST, 0))?,

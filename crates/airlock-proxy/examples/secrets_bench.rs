@@ -145,6 +145,7 @@ fn proxy(port: u16, intercept: Option<Arc<Interceptor>>) -> Result<ProxyHandle, 
         on_event: None,
         intercept,
         approval: None,
+        peer_names: None,
     };
     Ok(start_with_resolver(
         TcpListener::bind((LOCALHOST, 0))?,

@@ -33,4 +33,6 @@ pub use grants::{Grant, Grants};
 pub use pending::PendingQueue;
 pub use program::ProgramApprover;
 pub use request::ApprovalRequest;
+pub(crate) use request::Peer;
+pub use request::PeerNamer;
 pub use terminal::{TerminalApprover, TerminalFloor};

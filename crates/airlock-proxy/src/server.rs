@@ -36,6 +36,9 @@ pub struct ProxyConfig {
     /// Refused connections that may be asked about are held while this gate asks (approval
     /// `on-request`); `None` (approval `never`): every refusal is final.
     pub approval: Option<Arc<ApprovalGate>>,
+    /// Names the box's process behind a connection held for approval (`None`: the backend
+    /// cannot tell, and the question says nothing about who asked).
+    pub peer_names: Option<crate::approval::PeerNamer>,
 }
 
 struct Shared {
@@ -44,6 +47,7 @@ struct Shared {
     bytes: Arc<AtomicU64>,
     intercept: Option<Arc<Interceptor>>,
     approval: Option<Arc<ApprovalGate>>,
+    peer_names: Option<crate::approval::PeerNamer>,
     budget: Option<u64>,
     host_own: Vec<IpAddr>,
     resolver: Arc<dyn Resolver>,
@@ -89,6 +93,7 @@ pub fn start_with_resolver(
         bytes: Arc::new(AtomicU64::new(0)),
         intercept: config.intercept,
         approval: config.approval,
+        peer_names: config.peer_names,
         budget: config.byte_budget,
         host_own: host_addresses(),
         resolver,
@@ -378,7 +383,7 @@ async fn handle_http(
         return;
     }
     let decision = decide_async(shared, &host, port).await;
-    let (decision, grant) = approve(shared, protocol, decision, start).await;
+    let (decision, grant) = approve(shared, protocol, decision, start, &client).await;
     let denial = crate::denial::denial_of(&decision, &shared.host_own);
     let (addrs, rule) = match decision {
         EgressDecision::Deny {
@@ -572,7 +577,7 @@ async fn handle_socks(
         socks5::SocksHost::Ip(ip) => ip.to_string(),
     };
     let decision = decide_async(shared, &host, port).await;
-    let (decision, grant) = approve(shared, "socks5", decision, start).await;
+    let (decision, grant) = approve(shared, "socks5", decision, start, &client).await;
     let denial = crate::denial::denial_of(&decision, &shared.host_own);
     let (addrs, rule) = match decision {
         EgressDecision::Deny {
@@ -852,6 +857,7 @@ async fn approve(
     protocol: &'static str,
     decision: EgressDecision,
     start: Instant,
+    client: &TcpStream,
 ) -> (EgressDecision, Option<Arc<Grant>>) {
     let Some(gate) = shared.approval.as_ref() else {
         return (decision, None);
@@ -866,6 +872,14 @@ async fn approve(
         host_own: &shared.host_own,
         audit: &shared.audit,
         start,
+        peer: match (&shared.peer_names, client.peer_addr(), client.local_addr()) {
+            (Some(namer), Ok(client), Ok(listener)) => Some(crate::approval::Peer {
+                namer: namer.clone(),
+                client,
+                listener,
+            }),
+            _ => None,
+        },
     };
     match gate.reconsider(&held, &decision).await {
         Some(approved) => (approved.decision, Some(approved.grant)),

@@ -133,6 +133,7 @@ fn start_proxy(rules: EgressRules, approval: Option<Arc<ApprovalGate>>) -> Proxy
         on_event: None,
         intercept: None,
         approval,
+        peer_names: None,
     };
     let listener = TcpListener::bind((LOCALHOST, 0)).expect("bind proxy");
     start_with_resolver(listener, config, Arc::new(Names)).expect("start proxy")

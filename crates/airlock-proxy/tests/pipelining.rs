@@ -48,6 +48,7 @@ fn start_proxy() -> ProxyHandle {
         on_event: None,
         intercept: None,
         approval: None,
+        peer_names: None,
     };
     let listener = TcpListener::bind((LOCALHOST, 0)).expect("bind proxy listener");
     start_with_resolver(listener, config, Arc::new(AllowedOnly)).expect("start proxy")

@@ -53,6 +53,7 @@ fn start_proxy(budget: Option<u64>) -> ProxyHandle {
         on_event: None,
         intercept: None,
         approval: None,
+        peer_names: None,
     };
     let listener = TcpListener::bind((LOCALHOST, 0)).expect("bind proxy");
     start_with_resolver(listener, config, Arc::new(FakeResolver)).expect("start proxy")

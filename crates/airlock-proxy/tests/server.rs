@@ -174,6 +174,7 @@ fn config(rules: EgressRules) -> ProxyConfig {
         on_event: None,
         intercept: None,
         approval: None,
+        peer_names: None,
     }
 }
 

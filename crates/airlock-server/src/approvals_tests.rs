@@ -13,6 +13,7 @@ fn request(id: u64) -> ApprovalRequest {
         grant: "svc.example:443".into(),
         time_ms: 1,
         deadline_ms: 2,
+        process: None,
     }
 }
 

@@ -193,6 +193,18 @@ fn an_approver_program_lets_held_connections_through_and_refuses_the_rest() {
     assert_eq!(asked[0]["protocol"], "http");
     assert_eq!(asked[0]["grant"], format!("svc.test:{p}"));
     assert_eq!(asked[0]["reason"], "not-allowed");
+    // The program is told which process asked where the backend can tell (a native box's
+    // sockets are the host kernel's; gVisor's and a microVM's are not), and null otherwise.
+    match common::test_backend_kind() {
+        airlock_policy::BackendKind::Native => {
+            let who = asked[0]["process"].as_str().unwrap_or_default();
+            assert!(
+                who.starts_with("curl ") && who.ends_with(" in the box)"),
+                "{asked:#?}"
+            );
+        }
+        _ => assert!(asked[0]["process"].is_null(), "{asked:#?}"),
+    }
     // The result document records each step, who answered, and the grant's end.
     let steps: Vec<(String, String)> = ask_events(&result)
         .iter()
@@ -400,6 +412,13 @@ fn an_unprivileged_user_gets_the_same_approvals() {
     assert!(line_for(&stdout, &other).starts_with(&format!("{other} 403 ")));
     assert_eq!(origin.connections(), 1);
     assert_eq!(approver.asked().len(), 2, "both were asked");
+    if common::test_backend_kind() == airlock_policy::BackendKind::Native {
+        // An unprivileged supervisor reads its box's processes too (it owns their user
+        // namespace), so the question names the client.
+        let asked = approver.asked();
+        let who = asked[0]["process"].as_str().unwrap_or_default();
+        assert!(who.starts_with("curl "), "{asked:#?}");
+    }
     let result: Value =
         serde_json::from_str(&std::fs::read_to_string(&result_file).expect("result file"))
             .expect("result is JSON");

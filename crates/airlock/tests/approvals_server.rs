@@ -182,6 +182,18 @@ fn held_connections_are_listed_answered_refused_and_expire_over_the_api() {
     assert_eq!(req["protocol"], "http");
     assert_eq!(req["reason"], "not-allowed");
     assert_eq!(req["grant"], format!("svc.test:{p}"));
+    // Who asked, as the box names it. A native box's sockets are the host kernel's, so the
+    // proxy finds the process; gVisor's network stack is the Sentry's, and nobody can tell.
+    match common::test_backend_kind() {
+        airlock_policy::BackendKind::Native => {
+            let who = req["process"].as_str().unwrap_or_default();
+            assert!(
+                who.starts_with("curl -sS -o /tmp/body") && who.contains(" in the box)"),
+                "{req}"
+            );
+        }
+        _ => assert!(req["process"].is_null(), "{req}"),
+    }
     let msg = req["message"].as_str().expect("message");
     assert!(msg.contains("--allow-domain svc.test"), "{msg}");
     let (t, deadline) = (req["time_ms"].as_u64(), req["deadline_ms"].as_u64());

@@ -240,6 +240,10 @@ fn allow_once_lets_one_connection_through_and_save_without_a_policy_file_is_refu
         "{q}"
     );
     assert!(q.contains("is not in the allowlist"), "{q}");
+    assert!(
+        q.contains("by the box's process (as the box names it): curl -sS -o /tmp/body"),
+        "{q}"
+    );
     assert!(q.contains("[o] allow once"), "{q}");
     t.press("o");
     // Once is this connection only: the second one is asked about again.
@@ -408,7 +412,9 @@ fn no_answer_before_the_deadline_is_a_refusal() {
 /// answer to its own terminal (stdout and /dev/tty) and tries to read the real answer from
 /// its terminal. Its terminal is its own pty, relayed by airlock: nothing it writes appears
 /// while the question is up (so it cannot dress up the question), nothing it writes is input
-/// to the question (so it cannot answer), and the key that answers never reaches it.
+/// to the question (so it cannot answer), and the key that answers never reaches it. The
+/// held client names itself with a clear-screen sequence, which the question names it by: the
+/// sequence shows as `?`, never as itself.
 #[test]
 fn the_box_can_neither_forge_nor_answer_nor_read_the_question() {
     if refused_off_native() {
@@ -417,12 +423,14 @@ fn the_box_can_neither_forge_nor_answer_nor_read_the_question() {
     let origin = Origin::serve();
     let url = format!("http://svc.test:{}/forged", origin.port);
     let case = Case::new();
+    let held = format!(
+        "echo \"HELD $(bash -c 'exec -a \"$(printf \"evil\\033[2Jname\")\" curl -sS -o /tmp/body -w %{{http_code}} {url}' 2>&1) $(cat /tmp/body 2>/dev/null)\""
+    );
     let script = format!(
         "(dd bs=1 count=1 of=stolen-key 2>/dev/null </dev/tty) & \
          (sleep 2; printf '\\r\\n{QUESTION}9: FORGED allowed once\\r\\no\\r\\n'; \
           printf 'FORGED-TTY o\\r\\no\\r\\n' >/dev/tty; printf 'o\\n' >/dev/tty) & \
-         {}; sleep 1",
-        fetch("HELD", &url)
+         {held}; sleep 1"
     );
     let mut t = case.start(&["--allow-ip", "127.0.0.1"], &script);
     t.wait_for(QUESTION, 1, ASKED);
@@ -439,6 +447,11 @@ fn the_box_can_neither_forge_nor_answer_nor_read_the_question() {
         !during.contains("HELD "),
         "the held request was answered by someone: {during}"
     );
+    assert!(
+        during.contains("by the box's process (as the box names it): evil?[2Jname -sS"),
+        "the question does not name the held client: {during:?}"
+    );
+    assert!(!during.contains("\u{1b}[2J"), "{during:?}");
     t.press("d");
     let (code, text) = t.finish();
     assert_eq!(code, 0, "{text}");

@@ -9,7 +9,7 @@ use super::error::ApprovalError;
 use super::grants::{epoch_ms, Grant, Grants};
 use super::pending::PendingQueue;
 use super::program::ProgramApprover;
-use super::request::ApprovalRequest;
+use super::request::{ApprovalRequest, Peer};
 use crate::audit::AuditLog;
 use crate::decision::{decide_off_loop, EgressDecision, Resolver};
 use crate::rules::{parse_host, EgressRules, Host};
@@ -82,6 +82,8 @@ pub(crate) struct Held<'a> {
     pub host_own: &'a [IpAddr],
     pub audit: &'a AuditLog,
     pub start: Instant,
+    /// Who can say which process of the box holds the connection, if anyone can.
+    pub peer: Option<Peer>,
 }
 
 /// A yes: the decision to act on (allowed) and the grant its bytes count against.
@@ -165,6 +167,10 @@ impl ApprovalGate {
         let EgressDecision::Allow { addrs, .. } = &tentative else {
             return None;
         };
+        let process = match &held.peer {
+            Some(peer) => peer.name().await,
+            None => None,
+        };
         let now = SystemTime::now();
         let waiting = self.pending.wait(|id| ApprovalRequest {
             id,
@@ -181,14 +187,18 @@ impl ApprovalGate {
             grant: target.to_string(),
             time_ms: epoch_ms(now),
             deadline_ms: epoch_ms(now + self.timeout),
+            process,
         })?;
         let id = waiting.id;
         if waiting.is_new {
             let mut ev = self.event(held, host, port, "approval-requested");
-            ev.message = Some(format!(
-                "held for approval #{id}: asked {}",
-                self.approver.name()
-            ));
+            ev.message = Some(match &waiting.request.process {
+                Some(who) => format!(
+                    "held for approval #{id}: asked {}; the connection is {who}'s",
+                    self.approver.name()
+                ),
+                None => format!("held for approval #{id}: asked {}", self.approver.name()),
+            });
             ev.approval = Some(note(id, ApprovalStage::Requested, None, Some(&target)));
             held.audit.record(ev);
             self.approver.ask(&waiting.request);

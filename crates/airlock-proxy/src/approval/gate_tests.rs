@@ -57,6 +57,7 @@ fn a_whole_range_granted_by_mistake_opens_no_special_address() {
         host_own: &[],
         audit: &audit,
         start: Instant::now(),
+        peer: None,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -50,6 +50,12 @@ pub fn question(request: &ApprovalRequest, save_to: Option<&Path>, seconds_left:
         request.port,
         printable(&request.protocol)
     ));
+    if let Some(who) = &request.process {
+        out.push_str(&format!(
+            "[airlock]   by the box's process (as the box names it): {}\r\n",
+            printable(who)
+        ));
+    }
     out.push_str(&format!(
         "[airlock]   refused by the policy: {}\r\n",
         printable(&request.message)

@@ -13,6 +13,7 @@ fn request(host: &str) -> ApprovalRequest {
         grant: "api.example:443".into(),
         time_ms: 0,
         deadline_ms: 30_000,
+        process: None,
     }
 }
 
