@@ -122,6 +122,8 @@ pub struct BoxSlot {
     last_used: Instant,
     /// The box is paused (frozen in place) until the next call.
     paused: bool,
+    /// Where each box's proxy appends its network decisions (`airlock mcp --audit`).
+    audit_file: Option<std::path::PathBuf>,
 }
 
 impl BoxSlot {
@@ -133,7 +135,14 @@ impl BoxSlot {
             live: None,
             last_used: Instant::now(),
             paused: false,
+            audit_file: None,
         }
+    }
+
+    /// The same, with every box's network decisions appended to `file` (with `--net proxy`).
+    pub fn with_audit_file(mut self, file: Option<std::path::PathBuf>) -> BoxSlot {
+        self.audit_file = file;
+        self
     }
 
     /// The box, started now if there is none.
@@ -153,7 +162,7 @@ impl BoxSlot {
                 .then(|| Arc::new(DenialSink::default()));
             let opts = StartOptions {
                 network_events: denials.clone().map(|d| -> Arc<dyn NetworkSink> { d }),
-                audit_file: None,
+                audit_file: self.audit_file.clone(),
                 ..Default::default()
             };
             let sandbox = self.starter.start(&self.policy, &opts)?;

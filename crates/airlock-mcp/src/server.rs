@@ -12,6 +12,7 @@ use crate::grant_program::GrantProgram;
 use crate::grant_request::GrantAsk;
 use crate::pattern::ToolFilter;
 use crate::roots::Roots;
+use crate::wrap::{ApprovalRecord, AuditSink, Record};
 use airlock_policy::{ApprovalMode, ApprovalPolicy, NetworkMode, ResolvedPolicy};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -21,6 +22,7 @@ use rmcp::model::{
 use rmcp::service::Peer;
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
@@ -43,6 +45,9 @@ pub struct SessionSettings {
     env: Arc<CallEnv>,
     tools: Vec<Tool>,
     reach: String,
+    /// Where questions and answers are recorded, and the file the boxes' proxies append their
+    /// network decisions to (`--audit`).
+    audit: Option<(Arc<AuditSink>, PathBuf)>,
 }
 
 impl SessionSettings {
@@ -84,7 +89,19 @@ impl SessionSettings {
             env: Arc::new(CallEnv { roots, info }),
             tools,
             reach,
+            audit: None,
         }
+    }
+
+    /// The same, recording every question and its answer in `sink` (the log at `path`), and
+    /// with `--net proxy` every network decision of the boxes, appended to the same file.
+    pub fn with_audit(mut self, sink: Arc<AuditSink>, path: PathBuf) -> SessionSettings {
+        self.audit = Some((sink, path));
+        self
+    }
+
+    fn audit_sink(&self) -> Option<&AuditSink> {
+        self.audit.as_ref().map(|(s, _)| s.as_ref())
     }
 
     /// The tools offered.
@@ -154,10 +171,13 @@ impl McpSession {
 
     fn slot(&self, settings: &SessionSettings) -> Arc<Mutex<BoxSlot>> {
         Arc::clone(self.slot.get_or_init(|| {
-            Arc::new(Mutex::new(BoxSlot::new(
-                settings.policy.clone(),
-                Arc::clone(&self.starter),
-            )))
+            let audit_file = (settings.policy.network == NetworkMode::Proxy)
+                .then(|| settings.audit.as_ref().map(|(_, p)| p.clone()))
+                .flatten();
+            Arc::new(Mutex::new(
+                BoxSlot::new(settings.policy.clone(), Arc::clone(&self.starter))
+                    .with_audit_file(audit_file),
+            ))
         }))
     }
 
@@ -242,10 +262,16 @@ impl ServerHandler for McpSession {
                     .into())
                 }
             };
-            return Ok(request_grant(&args, who, deadline, slot).await.into());
+            return Ok(
+                request_grant(&args, who, deadline, slot, settings.audit_sink())
+                    .await
+                    .into(),
+            );
         }
         if tool.effect() == ToolEffect::Runs && settings.approval.mode == ApprovalMode::Untrusted {
-            if let Some(refusal) = ask_before_running(tool, &args, &ctx.peer, deadline).await {
+            if let Some(refusal) =
+                ask_before_running(tool, &args, &ctx.peer, deadline, settings.audit_sink()).await
+            {
                 return Ok(refusal.into());
             }
         }
@@ -271,13 +297,15 @@ async fn ask_before_running(
     args: &rmcp::model::JsonObject,
     peer: &Peer<RoleServer>,
     deadline: Duration,
+    audit: Option<&AuditSink>,
 ) -> Option<CallToolResult> {
     let what = ["command", "code"]
         .iter()
         .find_map(|k| args.get(*k).and_then(|v| v.as_str()))
         .unwrap_or("");
-    let why = match consent::ask(peer, consent::run_question(tool.as_str(), what), deadline).await
-    {
+    let consent = consent::ask(peer, consent::run_question(tool.as_str(), what), deadline).await;
+    record_consent(audit, tool.as_str(), what, None, "mcp-client", &consent);
+    let why = match consent {
         Consent::Yes => return None,
         Consent::No(why) => why,
         Consent::NoAnswer(d) => format!("nobody answered within {} s", d.as_secs()),
@@ -286,6 +314,41 @@ async fn ask_before_running(
     Some(CallToolResult::error(vec![ContentBlock::text(format!(
         "airlock did not run it: {why}. Nothing was run in the sandbox."
     ))]))
+}
+
+/// Records a question and its answer in the audit log, if there is one.
+fn record_consent(
+    audit: Option<&AuditSink>,
+    tool: &str,
+    subject: &str,
+    reason: Option<&str>,
+    by: &'static str,
+    consent: &Consent,
+) {
+    let Some(audit) = audit else { return };
+    let (answer, detail) = match consent {
+        Consent::Yes => ("allowed", None),
+        Consent::No(why) => ("denied", Some(why.clone())),
+        Consent::NoAnswer(d) => (
+            "timed-out",
+            Some(format!("no answer within {} s", d.as_secs())),
+        ),
+        Consent::CannotAsk(why) => ("cannot-ask", Some(why.clone())),
+    };
+    let time_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    audit.record(&Record::Approval(ApprovalRecord {
+        kind: "approval",
+        time_ms,
+        tool: tool.to_string(),
+        subject: subject.chars().take(2000).collect(),
+        reason: reason.map(str::to_string),
+        answer,
+        by,
+        detail,
+    }));
 }
 
 /// Who answers the model's grant requests: the approver program when there is one (the same
@@ -302,19 +365,28 @@ async fn request_grant(
     who: GrantAsker<'_>,
     deadline: Duration,
     slot: Arc<Mutex<BoxSlot>>,
+    audit: Option<&AuditSink>,
 ) -> CallToolResult {
     let refuse = |text: String| CallToolResult::error(vec![ContentBlock::text(text)]);
     let ask = match GrantAsk::parse(args) {
         Ok(a) => a,
         Err(e) => return refuse(format!("airlock cannot ask for that grant: {e}.")),
     };
-    let consent = match who {
+    let (consent, by) = match who {
         GrantAsker::Person(peer) => {
             let question = consent::grant_question(&ask.grant, &ask.reason);
-            consent::ask(peer, question, deadline).await
+            (consent::ask(peer, question, deadline).await, "mcp-client")
         }
-        GrantAsker::Program(program) => program.ask(&ask, deadline).await,
+        GrantAsker::Program(program) => (program.ask(&ask, deadline).await, "approver-program"),
     };
+    record_consent(
+        audit,
+        ToolName::RequestNetworkGrant.as_str(),
+        &ask.grant,
+        Some(&ask.reason),
+        by,
+        &consent,
+    );
     match consent {
         Consent::Yes => {}
         Consent::No(why) => {

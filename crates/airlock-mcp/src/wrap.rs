@@ -9,6 +9,6 @@ mod gate;
 mod relay;
 mod strict;
 
-pub use audit::{AuditSink, CallRecord, InvalidRecord, Record};
+pub use audit::{ApprovalRecord, AuditSink, CallRecord, InvalidRecord, Record};
 pub use gate::{FromClient, Gate};
 pub use relay::{relay, RelayError, WrappedServer};

@@ -170,6 +170,11 @@ pub struct McpArgs {
     /// first (CPU given back, its interpreter state kept); the next call resumes it.
     #[arg(long, value_name = "DURATION", default_value = "15m")]
     pub idle_timeout: String,
+    /// Append every approval question and its answer (before each command under --approval
+    /// untrusted, and each request_network_grant) and, with --net proxy, every network decision
+    /// of the session's boxes to FILE as JSON lines.
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -51,7 +51,15 @@ pub fn cmd_mcp(args: McpArgs) -> Result<i32> {
             "--idle-timeout 0 would end the box between calls; give a duration such as 15m"
         );
     }
-    let settings = SessionSettings::new(policy, filter);
+    let writable = airlock_native::box_writable_roots(&policy);
+    let mut settings = SessionSettings::new(policy, filter);
+    if let Some(path) = &args.audit {
+        // Opened (and a symlink in what the box can write refused) before anything starts; the
+        // boxes' proxies open the same path for their own lines.
+        let sink = AuditSink::open(Some(path), &writable)?;
+        let path = std::path::absolute(path).context("--audit")?;
+        settings = settings.with_audit(Arc::new(sink), path);
+    }
     if settings.tool_names().is_empty() {
         anyhow::bail!(
             "--tools/--deny-tools leave no tool for this profile; airlock mcp would offer nothing"

@@ -33,9 +33,13 @@ const UNTRUSTED: &[&str] = &["--net", "proxy", "--approval", "untrusted"];
 #[test]
 fn untrusted_asks_before_each_command_and_a_declined_one_never_runs() {
     let ws = TempDir::new("mcp-untrusted");
+    let logs = TempDir::new("mcp-untrusted-audit");
+    let audit = logs.join("audit.jsonl").display().to_string();
+    let mut flags = UNTRUSTED.to_vec();
+    flags.extend_from_slice(&["--audit", &audit]);
     let r = mcp(
         ws.path(),
-        UNTRUSTED,
+        &flags,
         json!([
             {"elicit": ["accept", "decline", "cancel"]},
             {"call": "run_command", "args": {"command": "touch accepted-marker"}},
@@ -75,6 +79,45 @@ fn untrusted_asks_before_each_command_and_a_declined_one_never_runs() {
     assert!(asked[0].contains("run_command") && asked[0].contains("touch accepted-marker"));
     assert!(asked[1].contains("touch declined-marker"));
     assert!(asked[2].contains("run_code") && asked[2].contains("cancelled-marker"));
+    // Every question and its answer is in the audit log, with who answered.
+    let answers: Vec<(String, String, String)> = audit_lines(&audit)
+        .iter()
+        .filter(|l| l["kind"] == "approval")
+        .map(|l| {
+            let s = |k: &str| l[k].as_str().unwrap_or("").to_string();
+            assert_eq!(l["by"], "mcp-client", "{l}");
+            (s("tool"), s("subject"), s("answer"))
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            (
+                "run_command".into(),
+                "touch accepted-marker".into(),
+                "allowed".into()
+            ),
+            (
+                "run_command".into(),
+                "touch declined-marker".into(),
+                "denied".into()
+            ),
+            (
+                "run_code".into(),
+                "open('cancelled-marker', 'w').write('x')".into(),
+                "denied".into()
+            ),
+        ]
+    );
+}
+
+/// The JSON lines of an audit log.
+fn audit_lines(path: &str) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("no audit log at {path}: {e}"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
+        .collect()
 }
 
 #[test]
@@ -145,11 +188,15 @@ fn grant(host: &str, port: u16) -> Value {
 #[test]
 fn a_grant_the_person_accepts_opens_exactly_that_destination() {
     let ws = TempDir::new("mcp-grant-yes");
+    let logs = TempDir::new("mcp-grant-yes-audit");
+    let audit = logs.join("audit.jsonl").display().to_string();
     let origin = Origin::serve("granted page");
     let p = origin.port;
+    let mut flags = grant_flags();
+    flags.extend_from_slice(&["--audit", &audit]);
     let r = mcp(
         ws.path(),
-        &grant_flags(),
+        &flags,
         json!([
             {"elicit": ["accept"]},
             {"list": true},
@@ -192,6 +239,33 @@ fn a_grant_the_person_accepts_opens_exactly_that_destination() {
     assert_eq!(asked.len(), 1, "{asked:?}");
     assert!(
         asked[0].contains(&format!("svc.test:{p}")) && asked[0].contains("fetch the test page")
+    );
+    // The audit log has the question and its answer, and the box's network decisions around
+    // it: refused, then allowed once granted, then refused for the other name.
+    let lines = audit_lines(&audit);
+    let approvals: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "approval").collect();
+    assert_eq!(approvals.len(), 1, "{lines:#?}");
+    assert_eq!(approvals[0]["tool"], "request_network_grant");
+    assert_eq!(approvals[0]["subject"], format!("svc.test:{p}"));
+    assert_eq!(approvals[0]["reason"], "fetch the test page");
+    assert_eq!(approvals[0]["answer"], "allowed");
+    assert_eq!(approvals[0]["by"], "mcp-client");
+    let decisions: Vec<(String, String)> = lines
+        .iter()
+        .filter(|l| l["kind"].is_null() && l["port"] == p)
+        .map(|l| {
+            let s = |k: &str| l[k].as_str().unwrap_or("").to_string();
+            (s("host"), s("decision"))
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        [
+            ("svc.test".into(), "deny".into()),
+            ("svc.test".into(), "allow".into()),
+            ("other.test".into(), "deny".into()),
+        ],
+        "{lines:#?}"
     );
 }
 

@@ -40,6 +40,29 @@ pub struct InvalidRecord {
     pub line_sha256: String,
 }
 
+/// A question `airlock mcp` asked and its answer: before a command under `--approval
+/// untrusted`, or about a grant the model asked for with `request_network_grant`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApprovalRecord {
+    /// Always `approval`.
+    pub kind: &'static str,
+    /// Milliseconds since the Unix epoch when the answer came (or the asking failed).
+    pub time_ms: u128,
+    /// `run_command`, `run_code` or `request_network_grant`.
+    pub tool: String,
+    /// What was asked about: the command or code as the model sent it (cut at 2000
+    /// characters), or the grant (`NAME:PORT`, `IP[:PORT]`).
+    pub subject: String,
+    /// The model's reason, for a grant.
+    pub reason: Option<String>,
+    /// `allowed`, `denied`, `timed-out` or `cannot-ask` (nobody could be asked: a no).
+    pub answer: &'static str,
+    /// Who answered: `mcp-client` (the person, through MCP elicitation) or `approver-program`.
+    pub by: &'static str,
+    /// Why, in words, when it was not a yes.
+    pub detail: Option<String>,
+}
+
 /// One audit record of the relay's own.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -48,6 +71,8 @@ pub enum Record {
     Call(CallRecord),
     /// A line that went nowhere.
     Invalid(InvalidRecord),
+    /// A question asked and its answer (`airlock mcp`).
+    Approval(ApprovalRecord),
 }
 
 /// Where audit lines go (nowhere without `--audit`).
