@@ -610,3 +610,59 @@ finally:
     );
     assert_eq!(stdout, "command finished, box running\npaused once idle\n");
 }
+
+/// A background command whose client disconnected is still work: E2B keeps it running, so the
+/// idle sweep must not freeze it (before, the box paused 2 s after the disconnect, with the
+/// command frozen mid-way). Once it has ended the box pauses, and `Sandbox.connect` resumes it
+/// with the command's output on disk, written on time.
+#[test]
+fn a_background_command_whose_client_left_keeps_the_box_awake_until_it_ends() {
+    let clients = Clients::find();
+    let data = TempDir::new("e2b-idle-background");
+    let mut serve = ServeProcess::start(data.path(), &["--idle-pause", "2s"]);
+    let key = e2b_key(&serve);
+    let script = r#"
+import time
+from e2b import Sandbox
+
+def state(sid):
+    return str(Sandbox.get_info(sid).state).lower()
+
+sbx = Sandbox.create(timeout=120)
+sid = sbx.sandbox_id
+try:
+    started = time.time()
+    # The tick makes the server see at once that the client left (a silent command is only
+    # noticed at the next keepalive).
+    h = sbx.commands.run("sleep 1; echo tick; sleep 6; date +%s > /tmp/bg-done", background=True)
+    h.disconnect()
+    while time.time() - started < 5:
+        assert "running" in state(sid), f"paused {time.time() - started:.1f} s in: {state(sid)}"
+        time.sleep(0.3)
+    print("running while the command runs")
+    deadline = time.time() + 40
+    while "paused" not in state(sid):
+        assert time.time() < deadline, f"not paused once the command ended: {state(sid)}"
+        time.sleep(0.3)
+    print("paused once it ended")
+    sbx = Sandbox.connect(sid)
+    done = int(sbx.files.read("/tmp/bg-done").strip())
+    took = done - int(started)
+    assert 6 <= took <= 12, f"the command ended {took} s after its start: it was frozen"
+    print("its output is there")
+finally:
+    sbx.kill()
+"#;
+    let out = sdk_script(&clients.py_current, &key, &serve.base, script);
+    serve.stop();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        tail(&String::from_utf8_lossy(&out.stderr), 60)
+    );
+    assert_eq!(
+        stdout,
+        "running while the command runs\npaused once it ended\nits output is there\n"
+    );
+}

@@ -273,11 +273,30 @@ async fn start_inner(
             pty,
         },
     );
-    Ok(relay_stream(session, started, pty, every, boxed, working))
+    Ok(relay_stream(
+        session,
+        started,
+        pty,
+        every,
+        boxed,
+        working,
+        Detached::Watch,
+    ))
+}
+
+/// What happens when the client of a started process leaves while it runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Detached {
+    /// It is still work until it ends (it was started here: E2B keeps a command whose client
+    /// left running, and an idle pause must not freeze it).
+    Watch,
+    /// Nothing more (a `connect` to a process its start's stream already watches).
+    Forget,
 }
 
 /// Streams `started`'s events (a `start` event first) until it ends or the client leaves,
-/// holding `working` (the box is busy, not idle) for as long.
+/// holding `working` (the box is busy, not idle) for as long, and with [`Detached::Watch`]
+/// until the process ends even if the client left before.
 fn relay_stream(
     mut session: AgentChannel,
     started: airlock_runtime::ExecReply,
@@ -285,17 +304,24 @@ fn relay_stream(
     every: Duration,
     boxed: Arc<E2bBox>,
     working: crate::state::Work,
+    detached: Detached,
 ) -> Response {
     let (tx, rx) = mpsc::channel(EVENTS_BUFFERED);
     tokio::task::spawn_blocking(move || {
         let _working = working;
-        if tx
-            .blocking_send(Ok(procs::start_event(started.pid)))
-            .is_err()
-        {
-            return;
-        }
-        if procs::relay(&mut session, &started, pty, every, &tx) {
+        let relayed = match tx.blocking_send(Ok(procs::start_event(started.pid))) {
+            Ok(()) => procs::relay(&mut session, &started, pty, every, &tx),
+            Err(_) => procs::Relayed::ClientLeft,
+        };
+        drop(tx);
+        let ended = match relayed {
+            procs::Relayed::Ended => true,
+            procs::Relayed::ClientLeft if detached == Detached::Watch => {
+                procs::wait_end(&mut session, &started)
+            }
+            procs::Relayed::ClientLeft | procs::Relayed::Lost => false,
+        };
+        if ended {
             boxed.procs.remove(started.pid);
         }
     });
@@ -330,7 +356,15 @@ async fn connect_inner(
     .await
     .map_err(|_| E2bError::Internal("the request's worker failed; retry".into()))?
     .map_err(|e| gone(E2bError::from(e), pid))?;
-    Ok(relay_stream(session, started, pty, every, boxed, working))
+    Ok(relay_stream(
+        session,
+        started,
+        pty,
+        every,
+        boxed,
+        working,
+        Detached::Forget,
+    ))
 }
 
 async fn list(

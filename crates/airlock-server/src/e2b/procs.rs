@@ -174,17 +174,17 @@ pub(crate) fn relay(
     pty: bool,
     keepalive: Duration,
     tx: &mpsc::Sender<Result<Value, E2bError>>,
-) -> bool {
+) -> Relayed {
     let b64 = base64::engine::general_purpose::STANDARD;
     loop {
         if tx.is_closed() {
-            return false;
+            return Relayed::ClientLeft;
         }
         let next = match session.next_output(started, Instant::now() + keepalive) {
             Ok(n) => n,
             Err(e) => {
                 let _ = tx.blocking_send(Err(lost(&e)));
-                return false;
+                return Relayed::Lost;
             }
         };
         let item = match next {
@@ -200,15 +200,38 @@ pub(crate) fn relay(
                 let _ = tx.blocking_send(Err(E2bError::DeadlineExceeded(
                     "the command's timeout passed; it was killed".into(),
                 )));
-                return true;
+                return Relayed::Ended;
             }
             Some(ProcessOutput::Exit(exit)) => {
                 let _ = tx.blocking_send(Ok(end_event(&exit)));
-                return true;
+                return Relayed::Ended;
             }
         };
         if tx.blocking_send(Ok(item)).is_err() {
-            return false;
+            return Relayed::ClientLeft;
+        }
+    }
+}
+
+/// How a relay ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relayed {
+    /// The process ended (its end was sent).
+    Ended,
+    /// The client went away; the process runs on.
+    ClientLeft,
+    /// The box's agent could not be read (the box is gone, or its connection failed).
+    Lost,
+}
+
+/// Reads `started`'s output (and drops it) until it ends: `true`, or until the box's agent
+/// cannot be read: `false`. For a command whose client left: it is still work.
+pub(crate) fn wait_end(session: &mut AgentChannel, started: &ExecReply) -> bool {
+    loop {
+        match session.next_output(started, Instant::now() + Duration::from_secs(60)) {
+            Ok(Some(ProcessOutput::Exit(_))) => return true,
+            Ok(_) => {}
+            Err(_) => return false,
         }
     }
 }
