@@ -157,13 +157,16 @@ impl MicrovmBackend {
         intercept: Option<std::sync::Arc<airlock_proxy::intercept::Interceptor>>,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
         let holds_secrets = intercept.is_some();
+        let mut approvals = None;
         let proxy = if plan.proxied {
-            let proxy = crate::egress::start(
+            let egress = crate::egress::start(
                 &airlock_policy_egress(&plan),
                 opts,
                 &plan.box_writable,
                 intercept,
             )?;
+            approvals = egress.pending;
+            let proxy = egress.proxy;
             if holds_secrets {
                 // This process's memory holds the values now: no core dump, no ptrace.
                 airlock_native::protect_process();
@@ -205,6 +208,7 @@ impl MicrovmBackend {
             ctl,
             has_shares,
             holds_secrets,
+            approvals,
             _placeholders: placeholders,
             vm,
         }))

@@ -26,6 +26,8 @@ pub struct MicrovmBox {
     /// Whether its proxy holds secrets: such a box is never checkpointed (the CA its guest
     /// trusts is made for this box and would not be there after a restore).
     pub(crate) holds_secrets: bool,
+    /// Held connections its owner answers (`None`: it does not ask the owner).
+    pub(crate) approvals: Option<std::sync::Arc<airlock_proxy::approval::PendingQueue>>,
     /// The protected paths made empty on the host for this box, removed when it ends.
     pub(crate) _placeholders: Placeholders,
 }
@@ -95,6 +97,25 @@ impl BoxInstance for MicrovmBox {
             live_egress: self.proxy.is_some(),
             pause: true,
             checkpoint: (!self.holds_secrets).then_some(CheckpointKind::Memory),
+        }
+    }
+
+    fn answer_approval(
+        &mut self,
+        id: u64,
+        answer: &airlock_policy::ApprovalAnswer,
+        by: &str,
+    ) -> Result<(), BackendError> {
+        use airlock_proxy::approval::ApprovalError;
+        let Some(pending) = &self.approvals else {
+            return Err(BackendError::Invalid("this box does not ask its owner about held connections (its approval policy is never, or an approver program answers)".into()));
+        };
+        match airlock_proxy::approval::answer_from_owner(pending, id, answer.clone(), by) {
+            Ok(()) => Ok(()),
+            Err(e @ ApprovalError::NotPending { .. }) => {
+                Err(BackendError::NotPending(e.to_string()))
+            }
+            Err(e) => Err(BackendError::Invalid(e.to_string())),
         }
     }
 

@@ -7,8 +7,9 @@
 //! [`ToHost::Approval`]: crate::ToHost::Approval
 
 use crate::sandbox_host::FromHost;
-use airlock_policy::{ApprovalAnswer, ApprovalRequest, ApprovalScope};
-use airlock_proxy::approval::{Answer, AnswerLine, ApprovalError, Approver, Asker, PendingQueue};
+use airlock_policy::ApprovalRequest;
+pub(crate) use airlock_proxy::approval::answer_from_owner;
+use airlock_proxy::approval::{Answer, Approver, Asker, PendingQueue};
 use std::sync::Arc;
 
 /// Sends one message to the owner; an error means the owner is gone.
@@ -55,19 +56,4 @@ impl Approver for OwnerApprover {
     fn withdrawn(&self, id: u64) {
         let _ = (self.send)(&FromHost::ApprovalWithdrawn { id });
     }
-}
-
-/// Applies the owner's answer to request `id`, given in `by`'s name: the same checks as an
-/// approver program's line (a time to live between 1 s and a day; `save` is the terminal's).
-pub(crate) fn answer_from_owner(
-    pending: &PendingQueue,
-    id: u64,
-    answer: ApprovalAnswer,
-    by: &str,
-) -> Result<(), ApprovalError> {
-    if answer.scope == ApprovalScope::Save {
-        return Err(ApprovalError::SaveUnsupported);
-    }
-    let answer = AnswerLine::of(id, answer).into_answer(by)?;
-    pending.answer(id, answer)
 }

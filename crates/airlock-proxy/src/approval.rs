@@ -30,7 +30,7 @@ pub use error::ApprovalError;
 pub(crate) use gate::Held;
 pub use gate::{check_approver, gate_for, ApprovalGate, Asker};
 pub use grants::{Grant, Grants};
-pub use pending::PendingQueue;
+pub use pending::{answer_from_owner, PendingQueue};
 pub use program::ProgramApprover;
 pub use request::ApprovalRequest;
 pub(crate) use request::Peer;

@@ -130,14 +130,17 @@ pub fn resolve_policy(
         .into());
     }
     if policy.egress.approval.mode.asks_for_network()
-        && !matches!(policy.backend, BackendKind::Native | BackendKind::Gvisor)
+        && !matches!(
+            policy.backend,
+            BackendKind::Native | BackendKind::Gvisor | BackendKind::Microvm
+        )
     {
-        // The question crosses the box's host process (native, gVisor); a microVM's proxy runs
-        // elsewhere and has no way to ask the server yet.
+        // The question crosses the box's host process (native, gVisor) or comes straight from
+        // the microVM's proxy in the server; a wasm box has no network to ask about.
         return Err(FieldError::new(
             "policy.network.approval",
             format!(
-                "\"{}\" is not offered for {} boxes over the API yet (held connections are answered over the API on native and gvisor boxes); use \"never\" or another backend",
+                "\"{}\" is not offered for {} boxes over the API (held connections are answered over the API on native, gvisor and microvm boxes); use \"never\" or another backend",
                 policy.egress.approval.mode, policy.backend
             ),
         )

@@ -76,22 +76,24 @@ fn an_approver_program_is_refused_over_the_api_and_on_request_only_where_the_ser
         .unwrap_err()
         .to_string();
     assert!(text.contains("policy.network.approver"), "{text}");
-    // The server answers held connections of native and gVisor boxes.
-    for kind in [BackendKind::Native, BackendKind::Gvisor] {
+    // The server answers held connections of native, gVisor and microVM boxes.
+    for kind in [
+        BackendKind::Native,
+        BackendKind::Gvisor,
+        BackendKind::Microvm,
+    ] {
         let body = br#"{"policy":{"network":{"mode":"proxy","approval":"on-request","approval_timeout":"5s"}}}"#;
         let mut req: CreateRequest = parse(body, false).unwrap();
         let policy = resolve_policy(&mut req, "/tmp", kind).unwrap();
         assert_eq!(policy.egress.approval.timeout_ms, 5000);
     }
-    // A microVM's proxy cannot ask the server yet: refused, naming the field and the backends
-    // that can.
+    // A wasm box has no network to ask about: refused, naming the field.
     let body = br#"{"policy":{"network":{"mode":"proxy","approval":"on-request"}}}"#;
     let mut req: CreateRequest = parse(body, false).unwrap();
-    let text = resolve_policy(&mut req, "/tmp", BackendKind::Microvm)
+    let text = resolve_policy(&mut req, "/tmp", BackendKind::Wasm)
         .unwrap_err()
         .to_string();
-    assert!(text.contains("policy.network.approval"), "{text}");
-    assert!(text.contains("native and gvisor"), "{text}");
+    assert!(text.contains("policy.network"), "{text}");
     let body = br#"{"policy":{"network":{"mode":"proxy","approval":"never"}}}"#;
     let mut req: CreateRequest = parse(body, false).unwrap();
     assert!(resolve_policy(&mut req, "/tmp", BackendKind::Microvm).is_ok());

@@ -124,3 +124,18 @@ impl PendingQueue {
             .unwrap_or_default()
     }
 }
+
+/// Applies the owner's answer to request `id`, given in `by`'s name: the same checks as an
+/// approver program's line (a time to live between 1 s and a day; `save` is the terminal's).
+pub fn answer_from_owner(
+    pending: &PendingQueue,
+    id: u64,
+    answer: airlock_policy::ApprovalAnswer,
+    by: &str,
+) -> Result<(), ApprovalError> {
+    if answer.scope == airlock_policy::ApprovalScope::Save {
+        return Err(ApprovalError::SaveUnsupported);
+    }
+    let answer = super::answer::AnswerLine::of(id, answer).into_answer(by)?;
+    pending.answer(id, answer)
+}
