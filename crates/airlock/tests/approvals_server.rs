@@ -433,7 +433,7 @@ fn another_sandboxs_approvals_are_out_of_reach_and_an_ended_sandbox_drops_its_ow
         common::test_backend_kind() == airlock_policy::BackendKind::Microvm
             && common::api::cmdline(*p).starts_with("qemu-system")
     };
-    while !descendants(&[api.serve.pid()]).iter().all(|p| warm_pool(p)) {
+    while !descendants(&[api.serve.pid()]).iter().all(&warm_pool) {
         assert!(
             Instant::now() < until,
             "processes left: {:?}",
