@@ -172,9 +172,10 @@ impl Case {
     }
 }
 
-/// A shell line that fetches `url` and prints `TAG <status> <body>`.
+/// A shell line that fetches `url` and prints `TAG <status> <body>` (the body in a file of the
+/// tag's own: fetches may run at the same time).
 fn fetch(tag: &str, url: &str) -> String {
-    format!("echo \"{tag} $(curl -sS -o /tmp/body -w '%{{http_code}}' {url} 2>&1) $(cat /tmp/body 2>/dev/null)\"")
+    format!("echo \"{tag} $(curl -sS -o /tmp/body-{tag} -w '%{{http_code}}' {url} 2>&1) $(cat /tmp/body-{tag} 2>/dev/null)\"")
 }
 
 /// The line the box printed for `tag`.
