@@ -565,16 +565,30 @@ fn python_suite_against(backend: &'static str) {
     );
 }
 
+/// Runs `script` with E2B's current Python SDK against a server that pauses boxes idle for
+/// 2 s; asserts it succeeded and returns its stdout.
+fn under_idle_pause(tag: &str, script: &str) -> String {
+    let clients = Clients::find();
+    let data = TempDir::new(tag);
+    let mut serve = ServeProcess::start(data.path(), &["--idle-pause", "2s"]);
+    let key = e2b_key(&serve);
+    let out = sdk_script(&clients.py_current, &key, &serve.base, script);
+    serve.stop();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        tail(&String::from_utf8_lossy(&out.stderr), 60)
+    );
+    stdout
+}
+
 /// A command that runs longer than the idle timeout is work, not idleness: E2B's
 /// `commands.run` of a 6 s command on a server that pauses boxes idle for 2 s finishes, and the
 /// box is still running after it (before, the idle sweep froze the box under the waiting
 /// client). Once nothing runs, the box is paused as usual.
 #[test]
 fn a_command_longer_than_the_idle_timeout_finishes_and_the_box_pauses_after() {
-    let clients = Clients::find();
-    let data = TempDir::new("e2b-idle-work");
-    let mut serve = ServeProcess::start(data.path(), &["--idle-pause", "2s"]);
-    let key = e2b_key(&serve);
     let script = r#"
 import time
 from e2b import Sandbox
@@ -600,15 +614,10 @@ try:
 finally:
     sbx.kill()
 "#;
-    let out = sdk_script(&clients.py_current, &key, &serve.base, script);
-    serve.stop();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        tail(&String::from_utf8_lossy(&out.stderr), 60)
+    assert_eq!(
+        under_idle_pause("e2b-idle-work", script),
+        "command finished, box running\npaused once idle\n"
     );
-    assert_eq!(stdout, "command finished, box running\npaused once idle\n");
 }
 
 /// A background command whose client disconnected is still work: E2B keeps it running, so the
@@ -617,10 +626,6 @@ finally:
 /// with the command's output on disk, written on time.
 #[test]
 fn a_background_command_whose_client_left_keeps_the_box_awake_until_it_ends() {
-    let clients = Clients::find();
-    let data = TempDir::new("e2b-idle-background");
-    let mut serve = ServeProcess::start(data.path(), &["--idle-pause", "2s"]);
-    let key = e2b_key(&serve);
     let script = r#"
 import time
 from e2b import Sandbox
@@ -653,16 +658,8 @@ try:
 finally:
     sbx.kill()
 "#;
-    let out = sdk_script(&clients.py_current, &key, &serve.base, script);
-    serve.stop();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        tail(&String::from_utf8_lossy(&out.stderr), 60)
-    );
     assert_eq!(
-        stdout,
+        under_idle_pause("e2b-idle-background", script),
         "running while the command runs\npaused once it ended\nits output is there\n"
     );
 }

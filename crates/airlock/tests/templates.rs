@@ -364,9 +364,34 @@ fn a_hostile_template_cannot_redirect_the_box_setup_onto_the_host() {
     let _ = std::fs::remove_dir_all(&victim);
 }
 
+/// `bin ARGS` run in `cwd` as the unprivileged test user with `env`: its exit code, stdout
+/// and stderr.
+fn as_test_user(
+    bin: &Path,
+    cwd: &Path,
+    env: &[(&str, &std::ffi::OsStr)],
+    args: &[&str],
+) -> (i32, String, String) {
+    use std::os::unix::process::CommandExt;
+    let (uid, gid, _) = common::ensure_test_user();
+    let out = std::process::Command::new(bin)
+        .args(args)
+        .current_dir(cwd)
+        .envs(env.iter().copied())
+        .uid(uid)
+        .gid(gid)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn an_unprivileged_user_imports_and_runs_a_template() {
-    use std::os::unix::process::CommandExt;
     let (uid, gid, home) = common::ensure_test_user();
     let (_bin_dir, bin) = common::binary_for_test_user("tpl-user-bin");
     let dir = TempDir::new("tpl-user");
@@ -378,20 +403,11 @@ fn an_unprivileged_user_imports_and_runs_a_template() {
         std::os::unix::fs::chown(&p, Some(uid), Some(gid)).unwrap();
     }
     let run_as_user = |args: &[&str]| {
-        let out = std::process::Command::new(&bin)
-            .args(args)
-            .current_dir(dir.path())
-            .env("HOME", &home)
-            .env("XDG_DATA_HOME", &data)
-            .uid(uid)
-            .gid(gid)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
+        as_test_user(
+            &bin,
+            dir.path(),
+            &[("HOME", home.as_ref()), ("XDG_DATA_HOME", data.as_os_str())],
+            args,
         )
     };
     let image = dir.join("image").display().to_string();
@@ -426,7 +442,6 @@ fn an_unprivileged_user_imports_and_runs_a_template() {
 #[test]
 fn an_unprivileged_user_builds_a_spec_rootless_and_runs_it() {
     use std::os::unix::fs::MetadataExt;
-    use std::os::unix::process::CommandExt;
     let (uid, gid, home) = common::ensure_test_user();
     let (_bin_dir, bin) = common::binary_for_test_user("tpl-build-user-bin");
     let dir = TempDir::new("tpl-build-user");
@@ -451,22 +466,8 @@ run = ["id -u > /etc/builder-uid", "rm /usr/bin/tail"]
         std::os::unix::fs::chown(&p, Some(uid), Some(gid)).unwrap();
     }
     let data_s = data.display().to_string();
-    let run_as_user = |args: &[&str]| {
-        let out = std::process::Command::new(&bin)
-            .args(args)
-            .current_dir(dir.path())
-            .env("HOME", &home)
-            .uid(uid)
-            .gid(gid)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run_as_user =
+        |args: &[&str]| as_test_user(&bin, dir.path(), &[("HOME", home.as_ref())], args);
     let (code, out, err) = run_as_user(&["template", "build", "--data-dir", &data_s, "spec.toml"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
