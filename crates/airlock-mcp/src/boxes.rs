@@ -190,16 +190,18 @@ impl BoxSlot {
     /// Pauses the box in place (the native box's cgroup freezer, gVisor's and QEMU's own
     /// pause: CPU given back, every process and variable kept) if it has not been used for
     /// `idle`; the next call resumes it. Says whether it paused. A box that cannot pause keeps
-    /// running.
-    pub fn pause_if_idle(&mut self, idle: Duration) -> bool {
+    /// running; a pause that failed is the error (the box keeps running, and the next check
+    /// tries again).
+    pub fn pause_if_idle(&mut self, idle: Duration) -> Result<bool, SandboxError> {
         let Some(live) = self.live.as_mut() else {
-            return false;
+            return Ok(false);
         };
         if self.paused || self.last_used.elapsed() < idle || !live.sandbox.capabilities().pause {
-            return false;
+            return Ok(false);
         }
-        self.paused = live.sandbox.pause().is_ok();
-        self.paused
+        live.sandbox.pause()?;
+        self.paused = true;
+        Ok(true)
     }
 
     /// Ends the box if it has not been used for `idle`; says whether it did.

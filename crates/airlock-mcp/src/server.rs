@@ -192,16 +192,30 @@ impl McpSession {
         let pause = pause_after(idle);
         let every = (pause / 4).clamp(Duration::from_millis(50), Duration::from_secs(5));
         tokio::spawn(async move {
+            // The last failure said on stderr, so a pause that keeps failing is said once.
+            let mut said: Option<String> = None;
             loop {
                 tokio::time::sleep(every).await;
                 let Some(slot) = weak.upgrade() else { return };
-                let _ = tokio::task::spawn_blocking(move || {
+                let failed = tokio::task::spawn_blocking(move || {
                     let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
-                    if !slot.end_if_idle(idle) {
-                        slot.pause_if_idle(pause);
+                    if slot.end_if_idle(idle) {
+                        return None;
                     }
+                    slot.pause_if_idle(pause).err().map(|e| e.to_string())
                 })
-                .await;
+                .await
+                .unwrap_or_else(|e| Some(format!("the idle check failed: {e}")));
+                if let Some(why) = &failed {
+                    if said.as_ref() != Some(why) {
+                        eprintln!(
+                            "airlock mcp: could not pause the idle box (it keeps running; \
+                             tried again in {} ms): {why}",
+                            every.as_millis()
+                        );
+                    }
+                }
+                said = failed;
             }
         });
     }

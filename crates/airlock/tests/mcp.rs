@@ -239,16 +239,16 @@ fn stdio_box_is_replaced_after_the_idle_timeout() {
 fn stdio_pauses_an_idle_box_in_place_and_the_next_call_resumes_it_with_its_state() {
     let ws = TempDir::new("mcp-pause");
     // --idle-timeout 45s: the box is paused after 3 s without a call (a fifteenth), ended at 45.
-    let r = mcp(
+    let (r, stderr) = run_client_with_stderr(
         ws.path(),
-        &["--idle-timeout", "45s"],
-        json!([
+        &json!([
             {"call": "run_code", "args": {"code": "x = 41"}},
             {"call": "run_command", "args": {"command":
                 "(while :; do date +%s%N >> ticks; sleep 0.2; done) >/dev/null 2>&1 &"}},
             {"wait": 7},
             {"call": "run_code", "args": {"code": "x + 1"}},
         ]),
+        &stdio(&airlock_bin(), &["mcp", "--idle-timeout", "45s"]),
     );
     assert_eq!(
         text(&r[3]),
@@ -265,7 +265,7 @@ fn stdio_pauses_an_idle_box_in_place_and_the_next_call_resumes_it_with_its_state
     let gap = ticks.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     assert!(
         gap >= 2_000_000_000,
-        "no pause: the longest gap between ticks was {} ms",
+        "no pause: the longest gap between ticks was {} ms; airlock mcp's stderr: {stderr}",
         gap / 1_000_000
     );
 }

@@ -73,6 +73,15 @@ pub fn client_script() -> PathBuf {
 /// Runs `steps` through the SDK against `target` (`["stdio", cmd, args…]` or `["http", url,
 /// key]`) in `cwd`; returns one result per step. Panics with the client's stderr if it fails.
 pub fn run_client(cwd: &Path, steps: &Value, target: &[String]) -> Vec<Value> {
+    run_client_with_stderr(cwd, steps, target).0
+}
+
+/// [`run_client`], and what the client and a stdio server wrote on stderr.
+pub fn run_client_with_stderr(
+    cwd: &Path,
+    steps: &Value,
+    target: &[String],
+) -> (Vec<Value>, String) {
     let out = Command::new(sdk_python())
         .arg(client_script())
         .arg(steps.to_string())
@@ -90,7 +99,10 @@ pub fn run_client(cwd: &Path, steps: &Value, target: &[String]) -> Vec<Value> {
     );
     let v: Value = serde_json::from_str(stdout.trim())
         .unwrap_or_else(|e| panic!("client output is not JSON ({e}): {stdout}\nstderr: {stderr}"));
-    v.as_array().cloned().unwrap_or_default()
+    (
+        v.as_array().cloned().unwrap_or_default(),
+        stderr.into_owned(),
+    )
 }
 
 /// `["stdio", airlock, args…]`.
