@@ -1,10 +1,15 @@
 //! The terminal approver of a one-shot run: `airlock run --approval on-request` with no
-//! approver program asks on airlock's controlling terminal.
+//! approver program asks on airlock's controlling terminal. The native box's proxy asks it
+//! directly; other backends' boxes ask through the seam ([`OwnerTerminal`]).
 
 use crate::{RunError, RunOptions};
-use airlock_policy::{NetworkMode, ResolvedPolicy};
-use airlock_proxy::approval::{Asker, PendingQueue, TerminalApprover};
-use std::sync::Arc;
+use airlock_policy::{ApprovalAnswer, ApprovalRequest, NetworkMode, ResolvedPolicy};
+use airlock_proxy::approval::{
+    Answer, Approver, Asker, PendingQueue, TerminalApprover, TerminalFloor,
+};
+use airlock_runtime::attached::AttachedAsker;
+use airlock_runtime::backend::ApprovalSink;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The terminal approver, if this run asks there: a proxied box whose policy asks and names
 /// no approver program, run with [`RunOptions::ask_on_terminal`]. No controlling terminal then
@@ -27,4 +32,114 @@ pub(crate) fn terminal_asker(
         pending,
     };
     Ok(Some((terminal, asker)))
+}
+
+/// The terminal approver on airlock's side of the seam, for an attached box whose proxy is not
+/// this process's (gVisor's host process, the microVM's host side): the box's requests are
+/// asked on the terminal under ids of this side's own, and each answer is handed back under the
+/// box's id. An "allow and save" has written the policy file by the time its answer leaves.
+pub struct OwnerTerminal {
+    terminal: Arc<TerminalApprover>,
+    pending: Arc<PendingQueue>,
+    floor: Arc<TerminalFloor>,
+    waiting: Mutex<Vec<Waiting>>,
+}
+
+/// A box request being asked here.
+struct Waiting {
+    /// The box's id for it.
+    remote: u64,
+    /// This side's id for it.
+    local: u64,
+    answer: tokio::sync::oneshot::Receiver<Answer>,
+}
+
+impl OwnerTerminal {
+    /// Opens airlock's controlling terminal for a run under `policy`, if the run asks there
+    /// ([`RunOptions::ask_on_terminal`]); no controlling terminal is an error.
+    pub fn for_run(
+        policy: &ResolvedPolicy,
+        opts: &RunOptions,
+    ) -> Result<Option<Arc<OwnerTerminal>>, RunError> {
+        let Some((terminal, asker)) = terminal_asker(policy, opts)? else {
+            return Ok(None);
+        };
+        Ok(Some(Arc::new(OwnerTerminal {
+            floor: terminal.floor(),
+            terminal,
+            pending: asker.pending,
+            waiting: Mutex::new(Vec::new()),
+        })))
+    }
+
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<Waiting>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ApprovalSink for OwnerTerminal {
+    fn requested(&self, request: ApprovalRequest) {
+        let remote = request.id;
+        let Some((local, answer)) = self.pending.open(|id| ApprovalRequest { id, ..request })
+        else {
+            return;
+        };
+        // The box asks once per destination, so this side's queue never joins two of them.
+        self.waiting().push(Waiting {
+            remote,
+            local: local.id,
+            answer,
+        });
+        self.terminal.ask(&local);
+    }
+
+    fn withdrawn(&self, id: u64) {
+        let mut waiting = self.waiting();
+        if let Some(i) = waiting.iter().position(|w| w.remote == id) {
+            let w = waiting.remove(i);
+            self.pending.withdraw(w.local);
+            self.terminal.withdrawn(w.local);
+        }
+    }
+}
+
+impl AttachedAsker for OwnerTerminal {
+    fn take_answers(&self) -> Vec<(u64, ApprovalAnswer, String)> {
+        use tokio::sync::oneshot::error::TryRecvError;
+        let mut out = Vec::new();
+        self.waiting().retain_mut(|w| match w.answer.try_recv() {
+            Ok(a) => {
+                let answer = ApprovalAnswer {
+                    answer: a.verdict,
+                    scope: a.scope,
+                    ttl_secs: a.ttl.map(|t| t.as_secs()),
+                    byte_budget: a.byte_budget,
+                    grant: a.grant,
+                };
+                out.push((w.remote, answer, a.by));
+                false
+            }
+            Err(TryRecvError::Empty) => true,
+            Err(TryRecvError::Closed) => false,
+        });
+        out
+    }
+
+    fn asking(&self) -> bool {
+        self.floor.asking()
+    }
+
+    fn relay_turn(&self, relay: &mut dyn FnMut()) -> bool {
+        match self.floor.relay_turn() {
+            Some(_turn) => {
+                relay();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn close(&self) {
+        self.terminal.close();
+    }
 }

@@ -12,6 +12,7 @@
 //! [`Receipt`]: airlock_runtime::Receipt
 
 mod ask_terminal;
+pub use ask_terminal::OwnerTerminal;
 mod box_secrets;
 mod changes;
 mod control;

@@ -14,6 +14,10 @@ pub mod tty;
 pub use over_agent::{run_over_agent, run_over_agent_with, Stdio};
 pub use signals::SignalGuard;
 
+use crate::backend::ApprovalSink;
+use airlock_policy::ApprovalAnswer;
+use std::sync::Arc;
+
 /// What the box's stdin is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StdinMode {
@@ -25,7 +29,7 @@ pub enum StdinMode {
 }
 
 /// How to run.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct RunOptions {
     pub stdin: StdinMode,
     /// A JSON-lines file that receives every network decision as it happens (proxied boxes).
@@ -33,8 +37,42 @@ pub struct RunOptions {
     /// A descriptor to read control messages from while the box runs (native boxes only so far).
     pub control_fd: Option<libc::c_int>,
     /// Ask about held connections on airlock's controlling terminal when the policy asks
-    /// (approval `on-request`) and names no approver program (native boxes only so far).
+    /// (approval `on-request`) and names no approver program: the native box asks there itself, the others through [`RunOptions::asker`].
     pub ask_on_terminal: Option<TerminalAsk>,
+    /// Who answers the box's held connections on airlock's side of the seam, for backends
+    /// whose proxy is not airlock's own (gVisor's host process, the microVM's): the box's
+    /// requests go to it and its answers go back to the box. The native box asks itself
+    /// ([`RunOptions::ask_on_terminal`]).
+    pub asker: Option<Arc<dyn AttachedAsker>>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("stdin", &self.stdin)
+            .field("audit", &self.audit)
+            .field("control_fd", &self.control_fd)
+            .field("ask_on_terminal", &self.ask_on_terminal)
+            .field("asker", &self.asker.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+/// Asks airlock's user about an attached box's held connections, on airlock's side of the
+/// seam (the terminal approver): the box's requests arrive as an [`ApprovalSink`], the
+/// answers are collected by the relay, which hands them to the box. Asking takes the
+/// terminal: while a question is up the relay neither reads airlock's stdin nor writes the
+/// box's output.
+pub trait AttachedAsker: ApprovalSink {
+    /// The answers given since the last call: request id, answer, who answered.
+    fn take_answers(&self) -> Vec<(u64, ApprovalAnswer, String)>;
+    /// Whether a question holds the terminal now.
+    fn asking(&self) -> bool;
+    /// Runs `relay` unless a question holds the terminal (`false` then: try again later);
+    /// no question starts while it runs.
+    fn relay_turn(&self, relay: &mut dyn FnMut()) -> bool;
+    /// Stops asking: a question that is up is refused and taken down, and later ones too.
+    fn close(&self);
 }
 
 /// Asking on airlock's controlling terminal.

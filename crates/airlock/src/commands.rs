@@ -252,7 +252,7 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
     if args.audit.is_some() && policy.network != airlock_policy::NetworkMode::Proxy {
         anyhow::bail!("--audit records the egress proxy's decisions, so it needs --net proxy; add --net proxy (and --allow-domain for what the box may reach)");
     }
-    let opts = RunOptions {
+    let mut opts = RunOptions {
         stdin: if args.no_stdin {
             StdinMode::Null
         } else {
@@ -260,8 +260,14 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         },
         audit: args.audit.clone(),
         control_fd: args.control_fd,
-        ask_on_terminal: terminal_approval(&policy, &args.policy)?,
+        ask_on_terminal: terminal_approval(&policy, &args.policy),
+        asker: None,
     };
+    if policy.backend != BackendKind::Native {
+        // The native box asks on the terminal itself; the others' proxies ask through the seam.
+        opts.asker = airlock_native::OwnerTerminal::for_run(&policy, &opts)?
+            .map(|t| -> Arc<dyn airlock_runtime::attached::AttachedAsker> { t });
+    }
     if let Some(fd) = args.control_fd {
         // SAFETY: fcntl only inspects the descriptor number.
         if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
@@ -324,25 +330,21 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
 }
 
 /// Whether `airlock run` asks about held connections on its controlling terminal: under
-/// `--approval on-request|untrusted` with no `--approver`, on the native backend (the others
-/// cannot ask there yet, which is refused here rather than at the box's first connection).
+/// `--approval on-request|untrusted` with no `--approver`, on every backend that has a network.
 fn terminal_approval(
     policy: &ResolvedPolicy,
     args: &PolicyArgs,
-) -> Result<Option<airlock_native::TerminalAsk>> {
+) -> Option<airlock_native::TerminalAsk> {
     let approval = &policy.egress.approval;
     if policy.network != airlock_policy::NetworkMode::Proxy
         || !approval.mode.asks_for_network()
         || approval.approver.is_some()
     {
-        return Ok(None);
+        return None;
     }
-    if policy.backend != BackendKind::Native {
-        anyhow::bail!("--approval {} with no --approver asks on airlock's terminal, which only the native backend can do so far: give --approver CMD (a program on the host that answers each request; see docs/approvals.md), or use --backend native", approval.mode);
-    }
-    Ok(Some(airlock_native::TerminalAsk {
+    Some(airlock_native::TerminalAsk {
         policy_file: args.policy.clone(),
-    }))
+    })
 }
 
 fn emit(args: &RunArgs, file: Option<&mut std::fs::File>, doc: &str) -> Result<()> {
@@ -428,6 +430,7 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
             audit: None,
             control_fd: None,
             ask_on_terminal: None,
+            asker: None,
         },
     );
     let (receipt, can_run, error) = match res {

@@ -122,6 +122,7 @@ impl airlock_template::BuildBox for NativeBuildBox {
             audit: None,
             control_fd: None,
             ask_on_terminal: None,
+            asker: None,
         };
         let result = airlock_native::run(&policy, &argv, &opts).map_err(|e| e.to_string())?;
         match result.exit_code {

@@ -126,16 +126,16 @@ impl PendingQueue {
 }
 
 /// Applies the owner's answer to request `id`, given in `by`'s name: the same checks as an
-/// approver program's line (a time to live between 1 s and a day; `save` is the terminal's).
+/// approver program's line (a time to live between 1 s and a day). Scope `save` says the
+/// owner has already written the grant into its policy file (the terminal approver of a
+/// one-shot run, asking on the owner's side): the box grants it for the run and records it
+/// as saved. Owners that cannot save (the server's API) refuse `save` before they get here.
 pub fn answer_from_owner(
     pending: &PendingQueue,
     id: u64,
     answer: airlock_policy::ApprovalAnswer,
     by: &str,
 ) -> Result<(), ApprovalError> {
-    if answer.scope == airlock_policy::ApprovalScope::Save {
-        return Err(ApprovalError::SaveUnsupported);
-    }
     let answer = super::answer::AnswerLine::of(id, answer).into_answer(by)?;
     pending.answer(id, answer)
 }

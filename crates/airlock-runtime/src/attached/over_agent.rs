@@ -2,7 +2,7 @@
 
 use super::signals::SignalGuard;
 use super::tty::{is_tty, RawMode};
-use super::{RunOptions, StdinMode};
+use super::{AttachedAsker, RunOptions, StdinMode};
 use crate::backend::{Backend, BackendError, NetworkEvent, NetworkSink, StartOptions, Template};
 use crate::channel_process::{ProcessOutput, ProcessSpec};
 use crate::result::{Event, LimitHit, RunResult};
@@ -21,6 +21,10 @@ const TICK: Duration = Duration::from_millis(20);
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// airlock's own failure.
 const FAILED: i32 = 125;
+/// How long the relay waits before trying again for its turn at the terminal.
+const TURN_WAIT: Duration = Duration::from_millis(5);
+/// How long the stdin relay waits for input before looking again (with an asker).
+const STDIN_POLL_MS: i32 = 50;
 /// How long a lost agent connection waits for the box to say why it ended.
 const END_REASON_WAIT: Duration = Duration::from_millis(500);
 
@@ -110,7 +114,10 @@ pub fn run_over_agent_with<B: Backend + ?Sized>(
     let start_opts = StartOptions {
         network_events: Some(collected.clone()),
         audit_file: opts.audit.clone(),
-        ..Default::default()
+        approvals: opts
+            .asker
+            .clone()
+            .map(|a| -> Arc<dyn crate::backend::ApprovalSink> { a }),
     };
     let instance = backend.start(policy, template, &start_opts)?;
     let receipt = instance.receipt().clone();
@@ -128,8 +135,12 @@ pub fn run_over_agent_with<B: Backend + ?Sized>(
         stdout_bytes: 0,
         stderr_bytes: 0,
         killed_at: None,
+        asker: opts.asker.clone(),
     };
     let outcome = run.relay(&mut sandbox, argv, opts.stdin, &signals);
+    if let Some(asker) = &opts.asker {
+        asker.close();
+    }
     let usage = sandbox.usage().ok();
     let _ = sandbox.flush_network_events();
     sandbox.kill();
@@ -223,6 +234,8 @@ struct Attached {
     stderr_bytes: u64,
     /// When the command was killed (timeout, output cap).
     killed_at: Option<Instant>,
+    /// Who answers the box's held connections on this side (the terminal approver).
+    asker: Option<Arc<dyn AttachedAsker>>,
 }
 
 impl Attached {
@@ -275,10 +288,11 @@ impl Attached {
         };
         self.event("start", format!("pid {} in the box", started.pid));
         if let Some(channel) = started.stdin {
-            forward_stdin(fd_in, input, channel);
+            forward_stdin(fd_in, input, channel, self.asker.clone());
         }
         let pid = started.pid;
         loop {
+            self.hand_answers(sandbox);
             let now = Instant::now();
             if let Some(deadline) = self.deadline {
                 if now >= deadline && !self.limits_hit.contains(&LimitHit::Timeout) {
@@ -298,6 +312,18 @@ impl Attached {
                 (Some(d), None) if d > now => (now + TICK).min(d),
                 _ => now + TICK,
             };
+            if self.asker.as_ref().is_some_and(|a| a.asking()) {
+                // A question holds the terminal: the box's output waits in its connection.
+                std::thread::sleep(wait_until.saturating_duration_since(now));
+                if let Some(end) = sandbox.ended() {
+                    return Outcome::Lost(format!(
+                        "the box ended before the command did: {}",
+                        end.reason
+                    ));
+                }
+                self.forward_signals(signals, &mut control, pid, tty, fd_in);
+                continue;
+            }
             match sandbox.channel().next_output(&started, wait_until) {
                 Ok(Some(ProcessOutput::Exit(info))) => return Outcome::Exited(info),
                 Ok(Some(ProcessOutput::Stdout(data))) => {
@@ -331,15 +357,42 @@ impl Attached {
                     });
                 }
             }
-            while let Some(sig) = signals.read() {
-                if sig == libc::SIGWINCH {
-                    if tty {
-                        let _ = control.resize_process(started.pid, window_size(fd_in));
-                    }
-                    continue;
+            self.forward_signals(signals, &mut control, pid, tty, fd_in);
+        }
+    }
+
+    /// Forwards the signals airlock received to the command (a window size to its terminal).
+    fn forward_signals(
+        &mut self,
+        signals: &SignalGuard,
+        control: &mut crate::AgentChannel,
+        pid: i32,
+        tty: bool,
+        fd_in: libc::c_int,
+    ) {
+        while let Some(sig) = signals.read() {
+            if sig == libc::SIGWINCH {
+                if tty {
+                    let _ = control.resize_process(pid, window_size(fd_in));
                 }
-                self.event("signal", format!("signal {sig} forwarded"));
-                let _ = control.signal_process(started.pid, sig);
+                continue;
+            }
+            self.event("signal", format!("signal {sig} forwarded"));
+            let _ = control.signal_process(pid, sig);
+        }
+    }
+
+    /// Hands the answers given on this side to the box (one that timed out in the box's
+    /// proxy meanwhile is already refused there).
+    fn hand_answers(&mut self, sandbox: &mut LiveSandbox) {
+        let Some(asker) = &self.asker else { return };
+        for (id, answer, by) in asker.take_answers() {
+            match sandbox.answer_approval(id, &answer, &by) {
+                Ok(()) | Err(BackendError::NotPending(_)) => {}
+                Err(e) => self.event(
+                    "approval",
+                    format!("the answer to request {id} did not reach the box: {e}"),
+                ),
             }
         }
     }
@@ -355,7 +408,19 @@ impl Attached {
                 over = !self.limits_hit.contains(&LimitHit::Output);
             }
         }
-        let _ = write_all(fd, chunk);
+        match &self.asker {
+            None => {
+                let _ = write_all(fd, chunk);
+            }
+            // Between questions only: one that is up keeps the terminal to itself.
+            Some(asker) => {
+                while !asker.relay_turn(&mut || {
+                    let _ = write_all(fd, chunk);
+                }) {
+                    std::thread::sleep(TURN_WAIT);
+                }
+            }
+        }
         if fd == self.stdio.stdout {
             self.stdout_bytes += chunk.len() as u64;
         } else {
@@ -365,13 +430,42 @@ impl Attached {
     }
 }
 
-/// Relays `fd` (airlock's stdin) to the command's stdin channel on a thread of its own, until EOF.
-fn forward_stdin(fd: libc::c_int, mut input: crate::AgentChannel, channel: u32) {
+/// Relays `fd` (airlock's stdin) to the command's stdin channel on a thread of its own, until
+/// EOF. With an `asker`, input is read only between questions (a key typed to answer one is
+/// the question's, never the box's).
+fn forward_stdin(
+    fd: libc::c_int,
+    mut input: crate::AgentChannel,
+    channel: u32,
+    asker: Option<Arc<dyn AttachedAsker>>,
+) {
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
-            // SAFETY: reading airlock's stdin into our own buffer.
-            let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            let n = match &asker {
+                None => read_some(fd, &mut buf),
+                Some(asker) => {
+                    if !readable(fd, STDIN_POLL_MS) {
+                        continue;
+                    }
+                    // Read only if it is still there once no question can start.
+                    let mut got = None;
+                    let turned = asker.relay_turn(&mut || {
+                        if readable(fd, 0) {
+                            got = Some(read_some(fd, &mut buf));
+                        }
+                    });
+                    match got {
+                        Some(n) => n,
+                        None => {
+                            if !turned {
+                                std::thread::sleep(TURN_WAIT);
+                            }
+                            continue;
+                        }
+                    }
+                }
+            };
             if n < 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
                 continue;
             }
@@ -384,6 +478,22 @@ fn forward_stdin(fd: libc::c_int, mut input: crate::AgentChannel, channel: u32) 
             }
         }
     });
+}
+
+fn read_some(fd: libc::c_int, buf: &mut [u8]) -> isize {
+    // SAFETY: reading airlock's stdin into our own buffer.
+    unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) }
+}
+
+/// Whether `fd` has input (or its end) within `ms` milliseconds.
+fn readable(fd: libc::c_int, ms: i32) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
 }
 
 fn window_size(fd: libc::c_int) -> TtySize {

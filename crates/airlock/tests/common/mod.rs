@@ -232,10 +232,6 @@ impl ServeProcess {
             .expect("hand the data directory to the test user");
         let mut cmd = as_test_user(bin);
         cmd.env("HOME", home).env("USER", TEST_USER);
-        // The copy of airlock lives outside target/: point it at the microVM guest there.
-        if let Some(guest) = airlock_bin().parent().and_then(Path::parent) {
-            cmd.env("AIRLOCK_MICROVM_DIR", guest.join("microvm"));
-        }
         ServeProcess::start_with(cmd, data, extra)
     }
 
@@ -348,6 +344,10 @@ pub fn as_test_user(bin: &Path) -> Command {
         "--",
     ])
     .arg(bin);
+    // The user's copy of airlock lives outside target/: point it at the microVM guest there.
+    if let Some(guest) = airlock_bin().parent().and_then(Path::parent) {
+        cmd.env("AIRLOCK_MICROVM_DIR", guest.join("microvm"));
+    }
     cmd
 }
 
