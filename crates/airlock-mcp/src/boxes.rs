@@ -3,9 +3,10 @@
 //! long. Boxes are [`LiveSandbox`]es started through the backend seam, so they can be started
 //! from any thread; a [`StartBox`] decides how (and may count them).
 
+use crate::held::HeldAsker;
 use airlock_policy::{NetworkMode, ResolvedPolicy};
 use airlock_runtime::backend::{
-    Backends, NetDecision, NetworkEvent, NetworkSink, StartOptions, Template,
+    ApprovalSink, Backends, NetDecision, NetworkEvent, NetworkSink, StartOptions, Template,
 };
 use airlock_runtime::{CodeContext, LiveSandbox, SandboxError};
 use std::collections::HashMap;
@@ -124,6 +125,8 @@ pub struct BoxSlot {
     paused: bool,
     /// Where each box's proxy appends its network decisions (`airlock mcp --audit`).
     audit_file: Option<std::path::PathBuf>,
+    /// Who the boxes' held connections are asked about (the session's client).
+    held: Option<Arc<HeldAsker>>,
 }
 
 impl BoxSlot {
@@ -136,7 +139,14 @@ impl BoxSlot {
             last_used: Instant::now(),
             paused: false,
             audit_file: None,
+            held: None,
         }
+    }
+
+    /// The same, asking `held` about every box's held connections (its policy must ask).
+    pub fn with_held_asker(mut self, held: Option<Arc<HeldAsker>>) -> BoxSlot {
+        self.held = held;
+        self
     }
 
     /// The same, with every box's network decisions appended to `file` (with `--net proxy`).
@@ -163,9 +173,12 @@ impl BoxSlot {
             let opts = StartOptions {
                 network_events: denials.clone().map(|d| -> Arc<dyn NetworkSink> { d }),
                 audit_file: self.audit_file.clone(),
-                ..Default::default()
+                approvals: self.held.clone().map(|h| -> Arc<dyn ApprovalSink> { h }),
             };
             let sandbox = self.starter.start(&self.policy, &opts)?;
+            if let Some(held) = &self.held {
+                held.attach(sandbox.approval_answerer());
+            }
             self.live = Some(LiveBox {
                 sandbox,
                 contexts: HashMap::new(),

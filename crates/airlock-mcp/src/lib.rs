@@ -16,6 +16,7 @@ mod consent;
 mod denial;
 mod grant_program;
 mod grant_request;
+mod held;
 mod pattern;
 mod roots;
 mod serve;

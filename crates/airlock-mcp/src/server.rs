@@ -10,6 +10,7 @@ use crate::consent::{self, Consent};
 use crate::denial::Denial;
 use crate::grant_program::GrantProgram;
 use crate::grant_request::GrantAsk;
+use crate::held::HeldAsker;
 use crate::pattern::ToolFilter;
 use crate::roots::Roots;
 use crate::wrap::{ApprovalRecord, AuditSink, Record};
@@ -169,14 +170,30 @@ impl McpSession {
         got.clone().map_err(|e| ErrorData::invalid_params(e, None))
     }
 
-    fn slot(&self, settings: &SessionSettings) -> Arc<Mutex<BoxSlot>> {
+    /// The session's box slot, made on the first call: with no approver program, its boxes
+    /// ask `peer` about held connections if it can be asked (else their refusals are final).
+    fn slot(&self, settings: &SessionSettings, peer: &Peer<RoleServer>) -> Arc<Mutex<BoxSlot>> {
         Arc::clone(self.slot.get_or_init(|| {
             let audit_file = (settings.policy.network == NetworkMode::Proxy)
                 .then(|| settings.audit.as_ref().map(|(_, p)| p.clone()))
                 .flatten();
+            let approval = &settings.approval;
+            let asks = settings.policy.network == NetworkMode::Proxy
+                && approval.mode.asks_for_network()
+                && approval.approver.is_none();
+            let mut policy = settings.policy.clone();
+            let held = (asks && HeldAsker::can_ask(peer)).then(|| {
+                policy.egress.approval.mode = approval.mode;
+                Arc::new(HeldAsker::new(
+                    peer.clone(),
+                    tokio::runtime::Handle::current(),
+                    settings.audit.as_ref().map(|(s, _)| Arc::clone(s)),
+                ))
+            });
             Arc::new(Mutex::new(
-                BoxSlot::new(settings.policy.clone(), Arc::clone(&self.starter))
-                    .with_audit_file(audit_file),
+                BoxSlot::new(policy, Arc::clone(&self.starter))
+                    .with_audit_file(audit_file)
+                    .with_held_asker(held),
             ))
         }))
     }
@@ -256,7 +273,7 @@ impl ServerHandler for McpSession {
                 .into())
             }
         };
-        let slot = self.slot(&settings);
+        let slot = self.slot(&settings, &ctx.peer);
         self.start_reaper(&slot);
         let args = request.arguments.unwrap_or_default();
         let deadline = Duration::from_millis(settings.approval.timeout_ms);
@@ -331,7 +348,7 @@ async fn ask_before_running(
 }
 
 /// Records a question and its answer in the audit log, if there is one.
-fn record_consent(
+pub(crate) fn record_consent(
     audit: Option<&AuditSink>,
     tool: &str,
     subject: &str,

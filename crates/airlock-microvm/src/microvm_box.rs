@@ -5,8 +5,8 @@ use crate::vm::Vm;
 use airlock_policy::{BackendKind, Egress};
 use airlock_proxy::server::ProxyHandle;
 use airlock_runtime::backend::{
-    BackendError, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointKind, CheckpointOptions,
-    CommandDefaults, Usage,
+    ApprovalAnswerer, BackendError, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointKind,
+    CheckpointOptions, CommandDefaults, Usage,
 };
 use airlock_runtime::Receipt;
 use serde_json::json;
@@ -106,17 +106,16 @@ impl BoxInstance for MicrovmBox {
         answer: &airlock_policy::ApprovalAnswer,
         by: &str,
     ) -> Result<(), BackendError> {
-        use airlock_proxy::approval::ApprovalError;
         let Some(pending) = &self.approvals else {
             return Err(BackendError::Invalid("this box does not ask its owner about held connections (its approval policy is never, or an approver program answers)".into()));
         };
-        match airlock_proxy::approval::answer_from_owner(pending, id, answer.clone(), by) {
-            Ok(()) => Ok(()),
-            Err(e @ ApprovalError::NotPending { .. }) => {
-                Err(BackendError::NotPending(e.to_string()))
-            }
-            Err(e) => Err(BackendError::Invalid(e.to_string())),
-        }
+        OwnerAnswers(pending.clone()).answer(id, answer, by)
+    }
+
+    fn approval_answerer(&self) -> Option<std::sync::Arc<dyn ApprovalAnswerer>> {
+        self.approvals
+            .clone()
+            .map(|p| std::sync::Arc::new(OwnerAnswers(p)) as std::sync::Arc<dyn ApprovalAnswerer>)
     }
 
     fn set_egress(&mut self, egress: &Egress) -> Result<(), BackendError> {
@@ -193,6 +192,28 @@ impl Drop for MicrovmBox {
         self.vm.kill();
         if let Some(p) = self.proxy.take() {
             p.stop();
+        }
+    }
+}
+
+/// The box's proxy's queue of held connections, answered in the owner's name (the proxy runs
+/// in this process).
+struct OwnerAnswers(std::sync::Arc<airlock_proxy::approval::PendingQueue>);
+
+impl ApprovalAnswerer for OwnerAnswers {
+    fn answer(
+        &self,
+        id: u64,
+        answer: &airlock_policy::ApprovalAnswer,
+        by: &str,
+    ) -> Result<(), BackendError> {
+        use airlock_proxy::approval::ApprovalError;
+        match airlock_proxy::approval::answer_from_owner(&self.0, id, answer.clone(), by) {
+            Ok(()) => Ok(()),
+            Err(e @ ApprovalError::NotPending { .. }) => {
+                Err(BackendError::NotPending(e.to_string()))
+            }
+            Err(e) => Err(BackendError::Invalid(e.to_string())),
         }
     }
 }

@@ -5,8 +5,8 @@
 use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
 use airlock_policy::{BackendKind, Egress, NetworkMode, ResolvedPolicy};
 use airlock_runtime::backend::{
-    ApprovalSink, BackendError, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointOptions,
-    CommandDefaults, NetworkSink, StartOptions, Template, Usage,
+    ApprovalAnswerer, ApprovalSink, BackendError, BoxEnd, BoxInstance, Capabilities, Checkpoint,
+    CheckpointOptions, CommandDefaults, NetworkSink, StartOptions, Template, Usage,
 };
 use airlock_runtime::Receipt;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -57,13 +57,80 @@ pub(crate) struct HostedBox {
     capabilities: Capabilities,
     child: Option<Child>,
     control: Arc<OwnedFd>,
-    replies: Receiver<FromHost>,
+    requests: Arc<Requests>,
     ended: Arc<Mutex<Option<BoxEnd>>>,
     reader: Option<std::thread::JoinHandle<()>>,
     receipt: Receipt,
     defaults: CommandDefaults,
     agent: Option<UnixStream>,
     proxied: bool,
+}
+
+/// The owner's requests to the host and their replies, one exchange at a time: shared by the
+/// box and its [`ApprovalAnswerer`] (which answers while the box is busy elsewhere).
+struct Requests {
+    control: Arc<OwnedFd>,
+    replies: Mutex<Receiver<FromHost>>,
+    ended: Arc<Mutex<Option<BoxEnd>>>,
+}
+
+impl Requests {
+    fn ended(&self) -> Option<BoxEnd> {
+        self.ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sends `msg` and waits up to `timeout` for the host's reply.
+    fn request_within(&self, msg: &ToHost, timeout: Duration) -> Result<FromHost, BackendError> {
+        if let Some(end) = self.ended() {
+            return Err(BackendError::Ended(end.reason));
+        }
+        let replies = self.replies.lock().unwrap_or_else(PoisonError::into_inner);
+        // Replies to earlier requests that timed out are stale.
+        while replies.try_recv().is_ok() {}
+        send(&self.control, msg)?;
+        match replies.recv_timeout(timeout) {
+            Ok(reply) => Ok(reply),
+            Err(RecvTimeoutError::Timeout) => Err(host_err("the sandbox host did not answer")),
+            Err(RecvTimeoutError::Disconnected) => Err(BackendError::Ended(
+                self.ended()
+                    .map_or_else(|| "the sandbox host ended".into(), |e| e.reason),
+            )),
+        }
+    }
+
+    /// Answers held connection `id` (see [`BoxInstance::answer_approval`]).
+    fn answer_approval(
+        &self,
+        id: u64,
+        answer: &airlock_policy::ApprovalAnswer,
+        by: &str,
+    ) -> Result<(), BackendError> {
+        let msg = ToHost::Approval {
+            id,
+            answer: answer.clone(),
+            by: by.to_string(),
+        };
+        match self.request_within(&msg, REQUEST_TIMEOUT)? {
+            FromHost::Ok {} => Ok(()),
+            FromHost::NotPending { message } => Err(BackendError::NotPending(message)),
+            FromHost::Error { message } => Err(BackendError::Invalid(message)),
+            other => Err(host_err(format!("unexpected reply to approval: {other:?}"))),
+        }
+    }
+}
+
+impl ApprovalAnswerer for Requests {
+    fn answer(
+        &self,
+        id: u64,
+        answer: &airlock_policy::ApprovalAnswer,
+        by: &str,
+    ) -> Result<(), BackendError> {
+        self.answer_approval(id, answer, by)
+    }
 }
 
 fn host_err(msg: impl Into<String>) -> BackendError {
@@ -281,8 +348,12 @@ impl HostedBox {
             host,
             capabilities,
             child: Some(child),
+            requests: Arc::new(Requests {
+                control: Arc::clone(&control),
+                replies: Mutex::new(replies),
+                ended: Arc::clone(&ended),
+            }),
             control,
-            replies,
             ended,
             reader: Some(reader),
             receipt,
@@ -303,20 +374,7 @@ impl HostedBox {
         msg: &ToHost,
         timeout: Duration,
     ) -> Result<FromHost, BackendError> {
-        if let Some(end) = self.ended() {
-            return Err(BackendError::Ended(end.reason));
-        }
-        // Replies to earlier requests that timed out are stale.
-        while self.replies.try_recv().is_ok() {}
-        send(&self.control, msg)?;
-        match self.replies.recv_timeout(timeout) {
-            Ok(reply) => Ok(reply),
-            Err(RecvTimeoutError::Timeout) => Err(host_err("the sandbox host did not answer")),
-            Err(RecvTimeoutError::Disconnected) => Err(BackendError::Ended(
-                self.ended()
-                    .map_or_else(|| "the sandbox host ended".into(), |e| e.reason),
-            )),
-        }
+        self.requests.request_within(msg, timeout)
     }
 
     fn shutdown(&mut self) {
@@ -432,17 +490,11 @@ impl BoxInstance for HostedBox {
         answer: &airlock_policy::ApprovalAnswer,
         by: &str,
     ) -> Result<(), BackendError> {
-        let msg = ToHost::Approval {
-            id,
-            answer: answer.clone(),
-            by: by.to_string(),
-        };
-        match self.request(&msg)? {
-            FromHost::Ok {} => Ok(()),
-            FromHost::NotPending { message } => Err(BackendError::NotPending(message)),
-            FromHost::Error { message } => Err(BackendError::Invalid(message)),
-            other => Err(host_err(format!("unexpected reply to approval: {other:?}"))),
-        }
+        self.requests.answer_approval(id, answer, by)
+    }
+
+    fn approval_answerer(&self) -> Option<Arc<dyn ApprovalAnswerer>> {
+        Some(Arc::clone(&self.requests) as Arc<dyn ApprovalAnswerer>)
     }
 
     fn flush_network_events(&mut self) -> Result<(), BackendError> {

@@ -14,7 +14,7 @@ mod registry;
 mod template;
 mod usage;
 
-pub use approvals::ApprovalSink;
+pub use approvals::{ApprovalAnswerer, ApprovalSink};
 pub use error::BackendError;
 pub use instance::{
     Backend, BoxEnd, BoxInstance, Capabilities, Checkpoint, CheckpointKind, CheckpointOptions,

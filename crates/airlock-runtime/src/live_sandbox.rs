@@ -179,6 +179,14 @@ impl LiveSandbox {
         self.instance_mut()?.answer_approval(id, answer, by)
     }
 
+    /// A handle that answers the box's held connections from any thread (see
+    /// [`BoxInstance::approval_answerer`]).
+    pub fn approval_answerer(
+        &self,
+    ) -> Option<std::sync::Arc<dyn crate::backend::ApprovalAnswerer>> {
+        self.instance.as_ref()?.approval_answerer()
+    }
+
     /// Returns once every network event recorded so far has reached the start's sink.
     pub fn flush_network_events(&mut self) -> Result<(), BackendError> {
         self.instance_mut()?.flush_network_events()

@@ -160,7 +160,7 @@ fn untrusted_runs_nothing_for_a_client_that_cannot_be_asked_or_does_not_answer_i
     );
 }
 
-/// `--net proxy` to a loopback origin named `svc.test` (and `other.test`), neither allowed,
+/// `--net proxy` to a loopback origin named `svc.test` (and `other.test`, `late.test`), none allowed,
 /// approvals on.
 fn grant_flags() -> Vec<&'static str> {
     vec![
@@ -170,6 +170,8 @@ fn grant_flags() -> Vec<&'static str> {
         "svc.test=127.0.0.1",
         "--map-host",
         "other.test=127.0.0.1",
+        "--map-host",
+        "late.test=127.0.0.1",
         "--allow-ip",
         "127.0.0.1",
         "--approval",
@@ -198,7 +200,9 @@ fn a_grant_the_person_accepts_opens_exactly_that_destination() {
         ws.path(),
         &flags,
         json!([
-            {"elicit": ["accept"]},
+            // The held connection to svc.test is declined, the model's grant accepted, and
+            // the held one to other.test declined (past the list).
+            {"elicit": ["decline", "accept"]},
             {"list": true},
             curl("svc.test", p),
             // Never asked about: a private address is not granted this way.
@@ -236,34 +240,149 @@ fn a_grant_the_person_accepts_opens_exactly_that_destination() {
     );
     assert_eq!(origin.hits(), 1);
     let asked = asked(&r[7]);
-    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked.len(), 3, "{asked:?}");
     assert!(
-        asked[0].contains(&format!("svc.test:{p}")) && asked[0].contains("fetch the test page")
+        asked[0].contains(&format!("connecting to svc.test:{p}")),
+        "{asked:?}"
     );
-    // The audit log has the question and its answer, and the box's network decisions around
-    // it: refused, then allowed once granted, then refused for the other name.
+    assert!(
+        asked[1].contains(&format!("svc.test:{p}")) && asked[1].contains("fetch the test page"),
+        "{asked:?}"
+    );
+    assert!(
+        asked[2].contains(&format!("connecting to other.test:{p}")),
+        "{asked:?}"
+    );
+    // The audit log has each question and its answer, and the box's network decisions around
+    // them: held and refused, then allowed once granted, then held and refused for the other
+    // name.
     let lines = audit_lines(&audit);
-    let approvals: Vec<&Value> = lines.iter().filter(|l| l["kind"] == "approval").collect();
-    assert_eq!(approvals.len(), 1, "{lines:#?}");
-    assert_eq!(approvals[0]["tool"], "request_network_grant");
-    assert_eq!(approvals[0]["subject"], format!("svc.test:{p}"));
-    assert_eq!(approvals[0]["reason"], "fetch the test page");
-    assert_eq!(approvals[0]["answer"], "allowed");
-    assert_eq!(approvals[0]["by"], "mcp-client");
-    let decisions: Vec<(String, String)> = lines
+    let approvals: Vec<(String, String, String)> = lines
+        .iter()
+        .filter(|l| l["kind"] == "approval")
+        .map(|l| {
+            let s = |k: &str| l[k].as_str().unwrap_or("").to_string();
+            assert_eq!(l["by"], "mcp-client", "{l}");
+            (s("tool"), s("subject"), s("answer"))
+        })
+        .collect();
+    let (svc, other) = (format!("svc.test:{p}"), format!("other.test:{p}"));
+    assert_eq!(
+        approvals,
+        [
+            ("held_connection".into(), svc.clone(), "denied".into()),
+            (
+                "request_network_grant".into(),
+                svc.clone(),
+                "allowed".into()
+            ),
+            ("held_connection".into(), other.clone(), "denied".into()),
+        ],
+        "{lines:#?}"
+    );
+    let grant_line = lines
+        .iter()
+        .find(|l| l["tool"] == "request_network_grant")
+        .unwrap();
+    assert_eq!(grant_line["reason"], "fetch the test page");
+    assert_eq!(
+        decisions(&lines, p),
+        [
+            ("svc.test".into(), "ask".into(), "requested".into()),
+            ("svc.test".into(), "ask".into(), "denied".into()),
+            ("svc.test".into(), "deny".into(), String::new()),
+            ("svc.test".into(), "allow".into(), String::new()),
+            ("other.test".into(), "ask".into(), "requested".into()),
+            ("other.test".into(), "ask".into(), "denied".into()),
+            ("other.test".into(), "deny".into(), String::new()),
+        ],
+        "{lines:#?}"
+    );
+}
+
+/// The box's network decisions for port `p` in the audit log: host, decision, approval stage.
+fn decisions(lines: &[Value], p: u16) -> Vec<(String, String, String)> {
+    lines
         .iter()
         .filter(|l| l["kind"].is_null() && l["port"] == p)
         .map(|l| {
-            let s = |k: &str| l[k].as_str().unwrap_or("").to_string();
-            (s("host"), s("decision"))
+            let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+            (s(&l["host"]), s(&l["decision"]), s(&l["approval"]["stage"]))
         })
+        .collect()
+}
+
+/// A connection the policy does not allow, made by the very command the model is running, is
+/// held while the person is asked through elicitation: a yes lets it (and later ones to that
+/// destination) through before the command ends; a no refuses it at once with the usual
+/// refusal; no answer in time is a refusal at the deadline, and a late yes opens nothing.
+#[test]
+fn a_held_connection_is_asked_through_elicitation_while_its_command_runs() {
+    let ws = TempDir::new("mcp-held");
+    let logs = TempDir::new("mcp-held-audit");
+    let audit = logs.join("audit.jsonl").display().to_string();
+    let origin = Origin::serve("held page");
+    let p = origin.port;
+    let mut flags = grant_flags();
+    flags.extend_from_slice(&["--audit", &audit, "--approval-timeout", "2s"]);
+    let r = mcp(
+        ws.path(),
+        &flags,
+        json!([
+            {"elicit": ["accept", "decline", {"action": "accept", "wait": 4}]},
+            // Asked, allowed; the second curl in the same command is not asked again.
+            {"call": "run_command", "args": {"command": format!(
+                "curl -sS -w ' %{{http_code}}' http://svc.test:{p}/; echo; curl -sS -w ' %{{http_code}}' http://svc.test:{p}/again")}},
+            curl("other.test", p),
+            curl("late.test", p),
+            {"asked": true},
+        ]),
+    );
+    let allowed = text(&r[1]);
+    assert_eq!(
+        allowed.matches("held page 200").count(),
+        2,
+        "both went through: {allowed}"
+    );
+    let denied = text(&r[2]);
+    assert!(denied.contains(" 403"), "{denied}");
+    assert!(
+        denied.contains(&format!("--allow-domain other.test:{p}")),
+        "the refusal names the exact grant: {denied}"
+    );
+    let late = text(&r[3]);
+    assert!(late.contains(" 403"), "{late}");
+    assert_eq!(
+        origin.hits(),
+        2,
+        "only the allowed requests reached the origin"
+    );
+    let asked = asked(&r[4]);
+    assert_eq!(asked.len(), 3, "{asked:?}");
+    for (q, host) in asked.iter().zip(["svc.test", "other.test", "late.test"]) {
+        assert!(q.contains(&format!("connecting to {host}:{p}")), "{q}");
+    }
+    let lines = audit_lines(&audit);
+    let answers: Vec<String> = lines
+        .iter()
+        .filter(|l| l["kind"] == "approval")
+        .map(|l| l["answer"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(answers, ["allowed", "denied", "timed-out"], "{lines:#?}");
+    let stages: Vec<(String, String)> = decisions(&lines, p)
+        .into_iter()
+        .filter(|(_, d, _)| d == "ask")
+        .map(|(h, _, s)| (h, s))
         .collect();
     assert_eq!(
-        decisions,
+        stages,
         [
-            ("svc.test".into(), "deny".into()),
-            ("svc.test".into(), "allow".into()),
-            ("other.test".into(), "deny".into()),
+            ("svc.test".into(), "requested".into()),
+            ("svc.test".into(), "allowed".into()),
+            ("other.test".into(), "requested".into()),
+            ("other.test".into(), "denied".into()),
+            ("late.test".into(), "requested".into()),
+            ("late.test".into(), "timed-out".into()),
         ],
         "{lines:#?}"
     );

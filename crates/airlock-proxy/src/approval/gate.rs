@@ -194,7 +194,7 @@ impl ApprovalGate {
             let mut ev = self.event(held, host, port, "approval-requested");
             ev.message = Some(match &waiting.request.process {
                 Some(who) => format!(
-                    "held for approval #{id}: asked {}; the connection is {who}'s",
+                    "held for approval #{id}: asked {}; the box's process holding it: {who}",
                     self.approver.name()
                 ),
                 None => format!("held for approval #{id}: asked {}", self.approver.name()),

@@ -13,3 +13,16 @@ pub trait ApprovalSink: Send + Sync {
     /// Request `id` is no longer waiting: its deadline passed, unanswered (it was refused).
     fn withdrawn(&self, id: u64);
 }
+
+/// Answers a box's held connections from any thread, while the box itself is busy elsewhere
+/// (the MCP session's box runs the very command whose connection is held): see
+/// [`BoxInstance::approval_answerer`](super::BoxInstance::approval_answerer).
+pub trait ApprovalAnswerer: Send + Sync {
+    /// As [`BoxInstance::answer_approval`](super::BoxInstance::answer_approval).
+    fn answer(
+        &self,
+        id: u64,
+        answer: &airlock_policy::ApprovalAnswer,
+        by: &str,
+    ) -> Result<(), super::BackendError>;
+}

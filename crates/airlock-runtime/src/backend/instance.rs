@@ -1,6 +1,6 @@
 //! The two halves of the seam: a [`Backend`] starts boxes, a [`BoxInstance`] is one running box.
 
-use super::{ApprovalSink, BackendError, NetworkEvent, Template, Usage};
+use super::{ApprovalAnswerer, ApprovalSink, BackendError, NetworkEvent, Template, Usage};
 use crate::attached::RunOptions;
 use crate::{Receipt, RunResult};
 use airlock_policy::{ApprovalAnswer, BackendKind, Egress, ResolvedPolicy};
@@ -214,6 +214,12 @@ pub trait BoxInstance: Send {
             what: "answer a held connection",
             why: "this backend cannot ask its owner about connections yet".into(),
         })
+    }
+
+    /// A handle that answers held connections as [`BoxInstance::answer_approval`] does, from
+    /// any thread and without this box (`None`: this backend cannot).
+    fn approval_answerer(&self) -> Option<Arc<dyn ApprovalAnswerer>> {
+        None
     }
 
     /// Stops every process of the box in place, keeping its memory.
