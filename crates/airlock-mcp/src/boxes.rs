@@ -127,6 +127,8 @@ pub struct BoxSlot {
     audit_file: Option<std::path::PathBuf>,
     /// Who the boxes' held connections are asked about (the session's client).
     held: Option<Arc<HeldAsker>>,
+    /// The filesystem grants people made in this session (`read:PATH`, `write:PATH`).
+    path_grants: Vec<String>,
 }
 
 impl BoxSlot {
@@ -140,6 +142,7 @@ impl BoxSlot {
             paused: false,
             audit_file: None,
             held: None,
+            path_grants: Vec::new(),
         }
     }
 
@@ -255,6 +258,35 @@ impl BoxSlot {
             live.sandbox.set_egress(&self.policy.egress)?;
         }
         Ok(true)
+    }
+
+    /// Adds a filesystem grant a person made: the running box (a mount cannot be added to it)
+    /// is ended, and the next call starts one with the grant. `false`: it was already there.
+    pub fn grant_path(&mut self, mount: airlock_policy::Mount) -> Result<bool, String> {
+        let what = format!(
+            "{}:{}",
+            match mount.access {
+                airlock_policy::Access::ReadOnly => "read",
+                airlock_policy::Access::ReadWrite => "write",
+            },
+            mount.host.display()
+        );
+        let added = airlock_policy::add_grant(&mut self.policy, mount)?;
+        if added {
+            self.path_grants.push(what);
+            self.end();
+        }
+        Ok(added)
+    }
+
+    /// The filesystem grants made in this session.
+    pub fn path_grants(&self) -> &[String] {
+        &self.path_grants
+    }
+
+    /// The policy the next box starts under (this session's grants included).
+    pub fn policy(&self) -> &ResolvedPolicy {
+        &self.policy
     }
 
     /// The box, if one runs (without starting one).

@@ -93,6 +93,22 @@ fn timeout(args: &JsonObject) -> Result<Duration, ToolOutput> {
 
 /// Runs `tool` with `args` in the session's box.
 pub fn call(tool: ToolName, args: &JsonObject, env: &CallEnv, slot: &mut BoxSlot) -> ToolOutput {
+    // Filesystem grants made in this session widen the roots, and sandbox_info says so.
+    let widened;
+    let env = if slot.path_grants().is_empty() {
+        env
+    } else {
+        widened = CallEnv {
+            roots: Roots::of(slot.policy()),
+            info: format!(
+                "{}
+Granted in this session (a person said yes): {}",
+                env.info,
+                slot.path_grants().join(", ")
+            ),
+        };
+        &widened
+    };
     let out = match tool {
         ToolName::SandboxInfo => Ok(ToolOutput::text(env.info.clone(), false)),
         ToolName::RunCode => run_code(args, slot),
@@ -101,8 +117,11 @@ pub fn call(tool: ToolName, args: &JsonObject, env: &CallEnv, slot: &mut BoxSlot
         ToolName::WriteFile => write_file(args, env, slot),
         ToolName::ListFiles => list_files(args, env, slot),
         // Asks the person first: answered by the session (server.rs), never here.
-        ToolName::RequestNetworkGrant => Ok(ToolOutput::text(
-            "request_network_grant is answered by the session, which asks the user",
+        ToolName::RequestNetworkGrant | ToolName::RequestFilesystemGrant => Ok(ToolOutput::text(
+            format!(
+                "{} is answered by the session, which asks the user",
+                tool.as_str()
+            ),
             true,
         )),
     };

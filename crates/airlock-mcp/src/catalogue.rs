@@ -19,6 +19,8 @@ pub enum ToolName {
     SandboxInfo,
     /// Offered only when approvals are on (`--approval on-request|untrusted` with `--net proxy`).
     RequestNetworkGrant,
+    /// Offered with [`ToolName::RequestNetworkGrant`].
+    RequestFilesystemGrant,
 }
 
 /// What a tool does to the box, which decides whether a profile offers it.
@@ -36,7 +38,7 @@ pub enum ToolEffect {
 
 impl ToolName {
     /// Every tool, in listing order.
-    pub const ALL: [ToolName; 7] = [
+    pub const ALL: [ToolName; 8] = [
         ToolName::RunCode,
         ToolName::RunCommand,
         ToolName::ReadFile,
@@ -44,6 +46,7 @@ impl ToolName {
         ToolName::ListFiles,
         ToolName::SandboxInfo,
         ToolName::RequestNetworkGrant,
+        ToolName::RequestFilesystemGrant,
     ];
 
     /// The tool's name on the wire.
@@ -56,6 +59,7 @@ impl ToolName {
             ToolName::ListFiles => "list_files",
             ToolName::SandboxInfo => "sandbox_info",
             ToolName::RequestNetworkGrant => "request_network_grant",
+            ToolName::RequestFilesystemGrant => "request_filesystem_grant",
         }
     }
 
@@ -70,7 +74,7 @@ impl ToolName {
             ToolName::RunCode | ToolName::RunCommand => ToolEffect::Runs,
             ToolName::WriteFile => ToolEffect::Writes,
             ToolName::ReadFile | ToolName::ListFiles | ToolName::SandboxInfo => ToolEffect::Reads,
-            ToolName::RequestNetworkGrant => ToolEffect::Asks,
+            ToolName::RequestNetworkGrant | ToolName::RequestFilesystemGrant => ToolEffect::Asks,
         }
     }
 }
@@ -107,8 +111,8 @@ impl Catalogue {
         }
     }
 
-    /// The same catalogue, offering `request_network_grant` when `asks` (approvals are on for
-    /// a proxied box).
+    /// The same catalogue, offering `request_network_grant` and `request_filesystem_grant`
+    /// when `asks` (approvals are on for a proxied box).
     pub fn with_grant_requests(mut self, asks: bool) -> Catalogue {
         self.grants = asks;
         self
@@ -117,7 +121,7 @@ impl Catalogue {
     /// Whether `name` is offered, and if not, why.
     pub fn check(&self, name: &str) -> Result<ToolName, Unlisted> {
         let tool = ToolName::parse(name).ok_or(Unlisted::Unknown)?;
-        if tool == ToolName::RequestNetworkGrant && !self.grants {
+        if tool.effect() == ToolEffect::Asks && !self.grants {
             return Err(Unlisted::NoApprovals);
         }
         let reads = matches!(tool.effect(), ToolEffect::Reads | ToolEffect::Asks);
@@ -194,6 +198,7 @@ pub fn description(tool: ToolName, reach: &str) -> String {
         ToolName::ListFiles => "List a directory in the sandbox (names, kinds, sizes).",
         ToolName::SandboxInfo => "Describe what this sandbox may and may not do: its filesystem grants, network policy and limits, layer by layer (the sandbox's receipt).",
         ToolName::RequestNetworkGrant => "Ask the user for network access to one host and port that the sandbox's policy refuses, with your reason. The user (or the user's approver program) decides; only a yes widens the allowlist, for the rest of this session. Ask only for what the task needs, then retry the connection.",
+        ToolName::RequestFilesystemGrant => "Ask the user to let the sandbox see (read) or also change (write) one host directory or file it does not have, by its absolute host path, with your reason. The user (or the user's approver program) decides. A yes applies from the sandbox's next start: the sandbox restarts at your next call (running processes and interpreter variables end; files in the workspace and grants stay), and the path then appears at the same place inside. Ask only for what the task needs.",
     };
     format!("{what} {reach}")
 }
@@ -248,6 +253,15 @@ pub fn input_schema(tool: ToolName) -> Value {
                 "reason": {"type": "string", "description": "Why the task needs it, in one sentence the user will read."}
             },
             "required": ["host", "port", "reason"]
+        }),
+        ToolName::RequestFilesystemGrant => json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The absolute host path (it appears at the same path in the sandbox)."},
+                "access": {"type": "string", "enum": ["read", "write"], "description": "read: see it; write: also change it."},
+                "reason": {"type": "string", "description": "Why the task needs it, in one sentence the user will read."}
+            },
+            "required": ["path", "access", "reason"]
         }),
     }
 }

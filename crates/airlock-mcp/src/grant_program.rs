@@ -7,6 +7,7 @@
 //! rather than widened silently.
 
 use crate::consent::Consent;
+use crate::fs_grant::FsGrantAsk;
 use crate::grant_request::GrantAsk;
 use airlock_proxy::approval::{ApprovalRequest, Approver, PendingQueue, ProgramApprover, Verdict};
 use std::sync::Arc;
@@ -30,17 +31,48 @@ impl GrantProgram {
     /// Asks about `ask`, waiting at most `deadline`.
     pub async fn ask(&self, ask: &GrantAsk, deadline: Duration) -> Consent {
         let (host, port) = split(&ask.grant);
+        let message = format!("the model asks for {}: {}", ask.grant, ask.reason);
+        let request = Asked {
+            protocol: "mcp-tool",
+            host,
+            port,
+            message,
+            grant: &ask.grant,
+        };
+        self.ask_line(request, deadline).await
+    }
+
+    /// Asks about a filesystem grant: `"protocol":"filesystem"`, no host (an empty `host` and
+    /// port 0, so a program that allows by host allows none), the grant as `read:PATH` or
+    /// `write:PATH`.
+    pub async fn ask_filesystem(&self, ask: &FsGrantAsk, deadline: Duration) -> Consent {
+        let grant = ask.grant();
+        let request = Asked {
+            protocol: "filesystem",
+            host: String::new(),
+            port: 0,
+            message: format!(
+                "the model asks to {}: {}",
+                grant.replacen(':', " ", 1),
+                ask.reason
+            ),
+            grant: &grant,
+        };
+        self.ask_line(request, deadline).await
+    }
+
+    async fn ask_line(&self, asked: Asked<'_>, deadline: Duration) -> Consent {
         let now = SystemTime::now();
         let opened = self.pending.open(|id| ApprovalRequest {
             id,
-            protocol: "mcp-tool".into(),
-            host,
-            port,
+            protocol: asked.protocol.into(),
+            host: asked.host,
+            port: asked.port,
             addrs: Vec::new(),
             reason: "requested-by-model".into(),
             rule: None,
-            message: format!("the model asks for {}: {}", ask.grant, ask.reason),
-            grant: ask.grant.clone(),
+            message: asked.message,
+            grant: asked.grant.to_string(),
             time_ms: epoch_ms(now),
             deadline_ms: epoch_ms(now + deadline),
             // The model asked, through a tool call: no connection, no process.
@@ -63,12 +95,21 @@ impl GrantProgram {
         }
         if answer.ttl.is_some()
             || answer.byte_budget.is_some()
-            || answer.grant.as_ref().is_some_and(|g| *g != ask.grant)
+            || answer.grant.as_ref().is_some_and(|g| g != asked.grant)
         {
-            return Consent::No(format!("{} answered yes with a time limit, a byte budget or another grant, which a grant made through request_network_grant cannot hold (it lasts the session), so it was not made; answer with the request's own grant and no limits", answer.by));
+            return Consent::No(format!("{} answered yes with a time limit, a byte budget or another grant, which a grant the model asked for cannot hold (it lasts the session), so it was not made; answer with the request's own grant and no limits", answer.by));
         }
         Consent::Yes
     }
+}
+
+/// One request line's own parts.
+struct Asked<'a> {
+    protocol: &'static str,
+    host: String,
+    port: u16,
+    message: String,
+    grant: &'a str,
 }
 
 /// `NAME:PORT`, `IP:PORT` or `[IPv6]:PORT` as host and port.

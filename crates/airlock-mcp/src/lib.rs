@@ -14,6 +14,7 @@ mod calls;
 mod catalogue;
 mod consent;
 mod denial;
+mod fs_grant;
 mod grant_program;
 mod grant_request;
 mod held;

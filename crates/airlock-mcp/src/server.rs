@@ -8,6 +8,7 @@ use crate::calls::{call, CallEnv};
 use crate::catalogue::{description, input_schema, reach, Catalogue, ToolEffect, ToolName};
 use crate::consent::{self, Consent};
 use crate::denial::Denial;
+use crate::fs_grant::FsGrantAsk;
 use crate::grant_program::GrantProgram;
 use crate::grant_request::GrantAsk;
 use crate::held::HeldAsker;
@@ -277,7 +278,7 @@ impl ServerHandler for McpSession {
         self.start_reaper(&slot);
         let args = request.arguments.unwrap_or_default();
         let deadline = Duration::from_millis(settings.approval.timeout_ms);
-        if tool == ToolName::RequestNetworkGrant {
+        if tool.effect() == ToolEffect::Asks {
             let program = settings.approval.approver.as_deref().map(|cmd| {
                 self.grant_program
                     .get_or_init(|| GrantProgram::spawn(cmd).map(Arc::new))
@@ -293,6 +294,20 @@ impl ServerHandler for McpSession {
                     .into())
                 }
             };
+            if tool == ToolName::RequestFilesystemGrant {
+                let off_limits: Vec<PathBuf> =
+                    settings.audit.iter().map(|(_, p)| p.clone()).collect();
+                return Ok(request_path_grant(
+                    &args,
+                    who,
+                    deadline,
+                    slot,
+                    settings.audit_sink(),
+                    &off_limits,
+                )
+                .await
+                .into());
+            }
             return Ok(
                 request_grant(&args, who, deadline, slot, settings.audit_sink())
                     .await
@@ -455,6 +470,96 @@ async fn request_grant(
         ))]),
         Ok(Err(e)) => refuse(format!(
             "The user said yes, but airlock could not widen the sandbox's allowlist: {e}"
+        )),
+        Err(_) => refuse("the grant's worker failed; nothing was granted".into()),
+    }
+}
+
+/// `request_filesystem_grant`: asks; a yes adds the path to the session's policy, for its
+/// next box (the running one is ended). A client that cannot be asked gets the flag that
+/// would allow it.
+async fn request_path_grant(
+    args: &rmcp::model::JsonObject,
+    who: GrantAsker<'_>,
+    deadline: Duration,
+    slot: Arc<Mutex<BoxSlot>>,
+    audit: Option<&AuditSink>,
+    off_limits: &[PathBuf],
+) -> CallToolResult {
+    let refuse = |text: String| CallToolResult::error(vec![ContentBlock::text(text)]);
+    let policy = {
+        let slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.policy().clone()
+    };
+    let ask = match FsGrantAsk::parse(args, &policy, off_limits) {
+        Ok(a) => a,
+        Err(e) => return refuse(format!("airlock cannot ask for that grant: {e}.")),
+    };
+    let grant = ask.grant();
+    // Already there, or refused by the policy itself: said before anyone is asked.
+    match airlock_policy::add_grant(&mut policy.clone(), ask.mount.clone()) {
+        Ok(true) => {}
+        Ok(false) => {
+            return CallToolResult::success(vec![ContentBlock::text(format!(
+                "{} is already granted with that access: nothing to ask.",
+                ask.mount.host.display()
+            ))])
+        }
+        Err(e) => return refuse(format!("airlock cannot ask for that grant: {e}.")),
+    }
+    let (consent, by) = match who {
+        GrantAsker::Person(peer) => (
+            consent::ask(peer, ask.question(), deadline).await,
+            "mcp-client",
+        ),
+        GrantAsker::Program(program) => (
+            program.ask_filesystem(&ask, deadline).await,
+            "approver-program",
+        ),
+    };
+    record_consent(
+        audit,
+        ToolName::RequestFilesystemGrant.as_str(),
+        &grant,
+        Some(&ask.reason),
+        by,
+        &consent,
+    );
+    match consent {
+        Consent::Yes => {}
+        Consent::No(why) => {
+            return refuse(format!(
+                "No: {why} the grant {grant}. The path stays out of the sandbox; do not ask again for it in this session unless the user says so."
+            ))
+        }
+        Consent::NoAnswer(d) => {
+            return refuse(format!(
+                "No answer within {} s: the grant {grant} was not made.",
+                d.as_secs()
+            ))
+        }
+        Consent::CannotAsk(why) => {
+            return refuse(format!(
+                "Nobody can say yes through this client ({why}); the model cannot grant itself access. The grant that would allow it: {}. Ask the user to add it and restart the session.",
+                ask.remedy()
+            ))
+        }
+    }
+    let path = ask.mount.host.display().to_string();
+    let applied = tokio::task::spawn_blocking(move || {
+        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.grant_path(ask.mount)
+    })
+    .await;
+    match applied {
+        Ok(Ok(true)) => CallToolResult::success(vec![ContentBlock::text(format!(
+            "Granted {grant} for the rest of this session. The sandbox restarts with it at your next call (running processes and interpreter variables are gone; files in the workspace and grants stay); {path} is then at the same path inside."
+        ))]),
+        Ok(Ok(false)) => CallToolResult::success(vec![ContentBlock::text(format!(
+            "{path} is already granted with that access: nothing changed."
+        ))]),
+        Ok(Err(e)) => refuse(format!(
+            "The user said yes, but airlock could not add the grant: {e}"
         )),
         Err(_) => refuse("the grant's worker failed; nothing was granted".into()),
     }

@@ -36,9 +36,9 @@ pub use file::{EnvSection, FilesystemSection, LimitsSection, NetworkSection, Pol
 pub use profile::{NetworkMode, Profile};
 pub use protected::{ProtectedKind, ProtectedPath, PROTECTED_PATHS};
 pub use resolve::{
-    redirected_grants, resolve, Access, Egress, FilesystemPolicy, HostView, Limits, Mount,
-    ResolveContext, ResolvedPolicy, RootTemplate, DEFAULT_PATH, INSIDE_GID, INSIDE_HOME,
-    INSIDE_UID, INSIDE_USER,
+    add_grant, grant_mount, redirected_grants, resolve, Access, Egress, FilesystemPolicy, HostView,
+    Limits, Mount, ResolveContext, ResolvedPolicy, RootTemplate, DEFAULT_PATH, INSIDE_GID,
+    INSIDE_HOME, INSIDE_UID, INSIDE_USER,
 };
 pub use save::{save_grant, with_grant, GrantList, SaveGrantError};
 pub use secrets::{

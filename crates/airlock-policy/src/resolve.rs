@@ -570,6 +570,63 @@ fn grant_path(
     Ok(host)
 }
 
+/// A grant made while boxes run (a person said yes to the model's request): `raw` checked as a
+/// `--read` or `--write` path is (absolute or from `ctx.cwd`, symlinks resolved, never `/`,
+/// `/proc`, `/dev` or `/sys`), as the mount it becomes.
+pub fn grant_mount(
+    raw: &str,
+    access: Access,
+    ctx: &ResolveContext<'_>,
+) -> Result<Mount, PolicyError> {
+    let what = match access {
+        Access::ReadOnly => "--read",
+        Access::ReadWrite => "--write",
+    };
+    let host = grant_path(raw, what, ctx)?;
+    Ok(Mount {
+        inside: host.clone(),
+        protect: access == Access::ReadWrite && ctx.host.is_dir(&host),
+        host,
+        access,
+    })
+}
+
+/// Adds `grant` to an isolated policy's grants: `Ok(false)` if the workspace or a grant already
+/// gives that path with that access (a write grant upgrades a read one). An error says why it
+/// cannot be added (the policy is not isolated, or it denies the path).
+pub fn add_grant(policy: &mut ResolvedPolicy, grant: Mount) -> Result<bool, String> {
+    let FilesystemPolicy::Isolated {
+        workspace,
+        grants,
+        deny,
+    } = &mut policy.filesystem
+    else {
+        return Err("the box already sees the whole host filesystem (profile full-access)".into());
+    };
+    if let Some(d) = deny.iter().find(|d| grant.inside.starts_with(d)) {
+        return Err(format!(
+            "the policy hides {} from the box (a deny rule), and a grant does not undo it",
+            d.display()
+        ));
+    }
+    let same = workspace
+        .iter_mut()
+        .chain(grants.iter_mut())
+        .find(|m| m.host == grant.host && m.inside == grant.inside);
+    match same {
+        Some(m) if m.access == Access::ReadWrite || grant.access == Access::ReadOnly => Ok(false),
+        Some(m) => {
+            m.access = Access::ReadWrite;
+            m.protect = grant.protect;
+            Ok(true)
+        }
+        None => {
+            grants.push(grant);
+            Ok(true)
+        }
+    }
+}
+
 /// The `--read`/`--write` grants of `file` whose path leads through a symlink somewhere other
 /// than the path as written: (flag, the path as written, where it really is). The box gets the
 /// real place; a caller may want to say so, since the symlink may have been left by a box.

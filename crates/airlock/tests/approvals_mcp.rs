@@ -411,6 +411,8 @@ fn a_grant_the_person_declines_is_not_made() {
 #[test]
 fn a_client_without_elicitation_gets_the_grant_that_would_allow_it() {
     let ws = TempDir::new("mcp-grant-none");
+    let data = TempDir::new("mcp-grant-none-data");
+    let d = data.path().canonicalize().unwrap().display().to_string();
     let origin = Origin::serve("never served");
     let p = origin.port;
     let r = mcp(
@@ -419,8 +421,17 @@ fn a_client_without_elicitation_gets_the_grant_that_would_allow_it() {
         json!([
             curl("svc.test", p),
             grant("svc.test", p),
-            curl("svc.test", p)
+            curl("svc.test", p),
+            path_grant(&d, "read"),
         ]),
+    );
+    let t = text(&r[3]);
+    assert!(is_error(&r[3]) && t.contains("cannot grant itself"), "{t}");
+    assert!(
+        t.contains(&format!(
+            "--read {d} (in a policy file: [filesystem] read = [\"{d}\"])"
+        )),
+        "{t}"
     );
     let refused = text(&r[0]);
     assert!(
@@ -459,6 +470,8 @@ for line in sys.stdin:
 fn with_an_approver_program_the_models_requests_go_to_it() {
     let ws = TempDir::new("mcp-grant-program");
     let dir = TempDir::new("mcp-grant-approver");
+    let data = TempDir::new("mcp-grant-program-data");
+    let d = data.path().canonicalize().unwrap().display().to_string();
     std::fs::write(dir.join("approve.py"), APPROVER_PY).unwrap();
     let log = dir.join("asked.jsonl");
     let cmd = format!(
@@ -480,7 +493,13 @@ fn with_an_approver_program_the_models_requests_go_to_it() {
             grant("svc.test", p),
             curl("svc.test", p),
             {"asked": true},
+            path_grant(&d, "read"),
         ]),
+    );
+    assert!(
+        is_error(&r[5]) && text(&r[5]).contains("declined"),
+        "the program allows by host, and a filesystem request has none: {:?}",
+        r[5]
     );
     assert!(is_error(&r[1]), "{:?}", r[1]);
     assert!(text(&r[1]).contains("declined"), "{:?}", r[1]);
@@ -497,7 +516,10 @@ fn with_an_approver_program_the_models_requests_go_to_it() {
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let hosts: Vec<&str> = lines.iter().map(|l| l["host"].as_str().unwrap()).collect();
-    assert_eq!(hosts, ["other.test", "svc.test"], "{lines:?}");
+    assert_eq!(hosts, ["other.test", "svc.test", ""], "{lines:?}");
+    assert_eq!(lines[2]["protocol"], "filesystem");
+    assert_eq!(lines[2]["port"], 0);
+    assert_eq!(lines[2]["grant"], format!("read:{d}"));
     assert_eq!(lines[1]["protocol"], "mcp-tool");
     assert_eq!(lines[1]["reason"], "requested-by-model");
     assert_eq!(lines[1]["grant"], format!("svc.test:{p}"));
@@ -517,4 +539,121 @@ fn with_an_approver_program_the_models_requests_go_to_it() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+}
+
+fn path_grant(path: &str, access: &str) -> Value {
+    json!({"call": "request_filesystem_grant", "args": {"path": path, "access": access, "reason": "read the notes"}})
+}
+
+/// The model asks for a host directory its box does not have: a yes adds it to the session's
+/// policy for the next box (the running one ends: its interpreter state is gone), read-only as
+/// asked; a no, or a request for the box's own directories or for the audit log's, changes
+/// nothing. The host's files are untouched.
+#[test]
+fn a_filesystem_grant_the_person_accepts_applies_from_the_next_box() {
+    let ws = TempDir::new("mcp-fsgrant-ws");
+    let data = TempDir::new("mcp-fsgrant-data");
+    std::fs::write(data.join("notes.txt"), "host notes\n").unwrap();
+    let logs = TempDir::new("mcp-fsgrant-audit");
+    let audit = logs.join("audit.jsonl").display().to_string();
+    let d = data.path().canonicalize().unwrap().display().to_string();
+    let logs_dir = logs.path().canonicalize().unwrap().display().to_string();
+    let notes = format!("{d}/notes.txt");
+    let mut flags = grant_flags();
+    flags.extend_from_slice(&["--audit", &audit]);
+    let r = mcp(
+        ws.path(),
+        &flags,
+        json!([
+            {"elicit": ["accept", "decline"]},
+            {"list": true},
+            {"call": "run_code", "args": {"code": "x = 41"}},
+            {"call": "run_command", "args": {"command": format!("cat {notes}")}},
+            path_grant(&d, "read"),
+            {"call": "run_command", "args": {"command": format!("cat {notes}; echo changed > {notes}")}},
+            {"call": "run_code", "args": {"code": "x"}},
+            path_grant(&d, "write"),
+            path_grant("/etc", "read"),
+            path_grant(&logs_dir, "write"),
+            {"call": "read_file", "args": {"path": notes}},
+            {"call": "sandbox_info", "args": {}},
+            path_grant(&d, "read"),
+            {"asked": true},
+        ]),
+    );
+    assert!(names(&r[1]).contains(&"request_filesystem_grant".to_string()));
+    assert!(
+        is_error(&r[3]) && text(&r[3]).contains("No such file"),
+        "not granted yet: {:?}",
+        r[3]
+    );
+    assert!(!is_error(&r[4]), "{:?}", r[4]);
+    assert!(
+        text(&r[4]).contains(&format!("Granted read:{d}")) && text(&r[4]).contains("restarts"),
+        "{:?}",
+        r[4]
+    );
+    let after = text(&r[5]);
+    assert!(after.contains("host notes"), "{after}");
+    assert!(
+        after.contains("Read-only file system") || after.contains("Permission denied"),
+        "read access only: {after}"
+    );
+    assert!(
+        is_error(&r[6]) && text(&r[6]).contains("NameError"),
+        "the box restarted for the grant, as the answer said: {:?}",
+        r[6]
+    );
+    assert!(
+        is_error(&r[7]) && text(&r[7]).contains("the user declined"),
+        "{:?}",
+        r[7]
+    );
+    assert!(
+        is_error(&r[8]) && text(&r[8]).contains("under /etc"),
+        "{:?}",
+        r[8]
+    );
+    assert!(
+        is_error(&r[9]) && text(&r[9]).contains("must never change"),
+        "{:?}",
+        r[9]
+    );
+    assert_eq!(text(&r[10]).trim(), "host notes", "{:?}", r[10]);
+    assert!(
+        text(&r[11]).contains(&format!(
+            "Granted in this session (a person said yes): read:{d}"
+        )),
+        "{:?}",
+        r[11]
+    );
+    assert!(text(&r[12]).contains("already granted"), "{:?}", r[12]);
+    let asked = asked(&r[13]);
+    assert_eq!(
+        asked.len(),
+        2,
+        "only the two real requests were asked: {asked:?}"
+    );
+    assert!(asked[0].contains(&format!("read {d}")) && asked[0].contains("read the notes"));
+    assert!(asked[1].contains("change or delete"), "{asked:?}");
+    assert_eq!(
+        std::fs::read_to_string(data.join("notes.txt")).unwrap(),
+        "host notes\n",
+        "the host file is untouched"
+    );
+    let answers: Vec<(String, String)> = audit_lines(&audit)
+        .iter()
+        .filter(|l| l["kind"] == "approval")
+        .map(|l| {
+            let s = |k: &str| l[k].as_str().unwrap_or("").to_string();
+            (s("subject"), s("answer"))
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            (format!("read:{d}"), "allowed".into()),
+            (format!("write:{d}"), "denied".into())
+        ]
+    );
 }
