@@ -22,17 +22,14 @@ fn no_secret_from_stdin(policy: &PolicyArgs, command: &str) -> Result<()> {
     }
 }
 
-/// Refuses approval settings `airlock wrap` cannot honour yet, before anything starts:
-/// `untrusted` (asking before each call of a wrapped server is not built), and `on-request`
-/// without an approver program (the wrapped server's box has nobody else to ask).
-/// `airlock mcp` honours both (MCP elicitation, `request_network_grant`).
+/// Refuses approval settings `airlock wrap` cannot honour, before anything starts: asking
+/// for the network (`on-request`, `untrusted`) without an approver program (the wrapped
+/// server's box has nobody else to ask about its held connections; the person is asked
+/// through MCP elicitation only before tool calls, under `untrusted`).
 fn check_wrap_approval(policy: &airlock_policy::ResolvedPolicy, what: &str) -> Result<()> {
     let approval = &policy.egress.approval;
-    if approval.mode == airlock_policy::ApprovalMode::Untrusted {
-        anyhow::bail!("--approval untrusted asks before each command run through the MCP tools, which airlock {what} cannot do yet; use --approval on-request with --approver CMD for the network");
-    }
     if approval.mode.asks_for_network() && approval.approver.is_none() {
-        anyhow::bail!("--approval {} needs someone to ask, and airlock {what} cannot ask through MCP elicitation yet: give --approver CMD (a program on the host that answers each request; see docs/approvals.md)", approval.mode);
+        anyhow::bail!("--approval {} needs someone to ask about the wrapped server's held connections, and airlock {what} asks the person (through MCP elicitation) only before tool calls: give --approver CMD (a program on the host that answers each request; see docs/approvals.md)", approval.mode);
     }
     Ok(())
 }
@@ -106,7 +103,12 @@ pub fn cmd_wrap(args: WrapArgs) -> Result<i32> {
         args: child_args,
         net_audit_fd3: net_audit,
     };
-    Ok(relay(&server, Gate::new(filter), audit)?)
+    let mut gate = Gate::new(filter);
+    let approval = &policy.egress.approval;
+    if approval.mode == airlock_policy::ApprovalMode::Untrusted {
+        gate = gate.asking_before_calls(std::time::Duration::from_millis(approval.timeout_ms));
+    }
+    Ok(relay(&server, gate, audit)?)
 }
 
 /// The policy flags as `airlock run` takes them (the wrapped server's box is an `airlock run`).

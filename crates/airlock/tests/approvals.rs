@@ -326,11 +326,12 @@ fn under_never_nothing_is_asked_and_bad_approval_flags_are_refused() {
             "{flags:?}: the box must not start"
         );
     }
-    // `airlock wrap` refuses what it cannot honour yet, before anything starts: asking before
-    // each call (untrusted), and on-request without an approver program. (`airlock mcp` asks
-    // through MCP elicitation: tests/approvals_mcp.rs.)
+    // `airlock wrap` asks for the network only through an approver program, so both asking
+    // modes without one are refused before anything starts. (`airlock mcp` asks through MCP
+    // elicitation, and `airlock wrap --approval untrusted` asks before each tool call:
+    // tests/approvals_mcp.rs.)
     for (cmd, flags, says) in [
-        ("wrap", &["--approval", "untrusted"][..], "untrusted"),
+        ("wrap", &["--approval", "untrusted"][..], "--approver CMD"),
         ("wrap", &["--approval", "on-request"][..], "--approver CMD"),
     ] {
         let ws = TempDir::new("approvals-mcp");

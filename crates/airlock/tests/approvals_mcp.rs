@@ -657,3 +657,104 @@ fn a_filesystem_grant_the_person_accepts_applies_from_the_next_box() {
         ]
     );
 }
+
+/// `airlock wrap --approval untrusted`: every tool call of the wrapped server (the reference
+/// filesystem server, in a box) is asked about through MCP elicitation first. An accepted call
+/// runs; a declined one, and every call from a client that cannot be asked, never reaches the
+/// server: the files they would write do not exist.
+#[test]
+fn wrap_untrusted_asks_before_each_tool_call_and_a_declined_one_never_runs() {
+    let base = TempDir::new("wrap-untrusted");
+    let ws = base.join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let audit = base.join("audit.jsonl").display().to_string();
+    let (npm, server) = (
+        npm_dir().display().to_string(),
+        filesystem_server().display().to_string(),
+    );
+    // Held connections go to this program (it refuses all); the person answers the calls.
+    let script = base.join("deny_all.py");
+    std::fs::write(
+        &script,
+        "import json, sys\nfor l in sys.stdin:\n    print(json.dumps({'id': json.loads(l)['id'], 'answer': 'deny'}), flush=True)\n",
+    )
+    .unwrap();
+    let deny_all = format!("/usr/bin/python3 '{}'", script.display());
+    let flags = [
+        "--read",
+        npm.as_str(),
+        "--net",
+        "proxy",
+        "--approval",
+        "untrusted",
+        "--approver",
+        deny_all.as_str(),
+        "--audit",
+        audit.as_str(),
+    ];
+    let file = |name: &str| ws.join(name).display().to_string();
+    let wrap = |steps: Value| {
+        let mut args = vec!["wrap"];
+        args.extend_from_slice(&flags);
+        args.extend_from_slice(&["--", "node", &server, "/"]);
+        run_client(&ws, &steps, &stdio(&airlock_bin(), &args))
+    };
+    let r = wrap(json!([
+        {"elicit": ["accept", "decline"]},
+        {"call": "write_file", "args": {"path": file("accepted.txt"), "content": "yes"}},
+        {"call": "write_file", "args": {"path": file("declined.txt"), "content": "no"}},
+        {"list": true},
+        {"asked": true},
+    ]));
+    assert!(!is_error(&r[1]), "{:?}", r[1]);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("accepted.txt")).unwrap(),
+        "yes"
+    );
+    assert!(is_error(&r[2]), "{:?}", r[2]);
+    assert!(text(&r[2]).contains("the user declined"), "{:?}", r[2]);
+    assert!(!ws.join("declined.txt").exists(), "the declined call ran");
+    assert!(
+        names(&r[3]).contains(&"write_file".to_string()),
+        "listing is not asked about"
+    );
+    let asked = asked(&r[4]);
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked[0].contains("tool write_file") && asked[0].contains("accepted.txt"),
+        "the question shows the tool and its arguments: {asked:?}"
+    );
+    // A client that declared no elicitation: nothing runs.
+    let r = wrap(json!([
+        {"call": "write_file", "args": {"path": file("unasked.txt"), "content": "no"}},
+    ]));
+    assert!(is_error(&r[0]), "{:?}", r[0]);
+    assert!(
+        text(&r[0]).contains("did not declare elicitation"),
+        "{:?}",
+        r[0]
+    );
+    assert!(!ws.join("unasked.txt").exists(), "the unasked call ran");
+    let answers: Vec<(String, String)> = audit_lines(&audit)
+        .iter()
+        .filter(|l| l["kind"] == "approval")
+        .map(|l| {
+            let s = |k: &str| l[k].as_str().unwrap_or("").to_string();
+            (s("tool"), s("answer"))
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            ("write_file".into(), "allowed".into()),
+            ("write_file".into(), "denied".into()),
+            ("write_file".into(), "cannot-ask".into()),
+        ]
+    );
+    let calls: Vec<String> = audit_lines(&audit)
+        .iter()
+        .filter(|l| l["kind"] == "tool_call")
+        .map(|l| l["status"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(calls, ["ok"], "only the accepted call reached the server");
+}

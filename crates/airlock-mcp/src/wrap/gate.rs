@@ -5,7 +5,7 @@
 //! Every line, either way, is read strictly (see `strict`) and what goes on is the object the
 //! gate checked, re-serialised: a line another parser could read differently is refused.
 
-use super::audit::{CallRecord, InvalidRecord, Record};
+use super::audit::{ApprovalRecord, CallRecord, InvalidRecord, Record};
 use super::strict::{canonical_line, check_keys, parse_strict, Malformed};
 use crate::catalogue::Unlisted;
 use crate::denial::Denial;
@@ -13,7 +13,13 @@ use crate::pattern::{ToolFilter, ToolVerdict};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The ids of airlock's own questions to the client (`elicitation/create` under
+/// `--approval untrusted`). The wrapped server may not use them for requests of its own.
+const ASK_PREFIX: &str = "airlock-wrap-ask-";
+/// Longest part of a call's arguments shown in the question.
+const MAX_SHOWN: usize = 2000;
 
 /// JSON-RPC "internal error", used when the server ended before answering.
 const SERVER_ENDED: i64 = -32603;
@@ -40,6 +46,8 @@ pub enum FromClient {
     Forward(Vec<u8>),
     /// Answer the client with this line; the server never sees the request.
     Answer(Vec<u8>, Option<Record>),
+    /// Send this line to the server (a call the person allowed), and audit the answer.
+    Approved(Vec<u8>, Record),
     /// Drop it (a notification the server cannot take any more).
     Drop,
 }
@@ -51,12 +59,31 @@ struct Pending {
     time_ms: u128,
 }
 
+/// A tool call held while the person is asked about it (`--approval untrusted`).
+struct Question {
+    /// The call as the client sent it (checked), to forward on a yes.
+    call: Value,
+    client_id: Value,
+    tool: String,
+    /// What the question showed: the tool and its arguments (cut).
+    subject: String,
+    arguments_sha256: String,
+    deadline: Instant,
+}
+
 /// The relay's state: the filter and the requests in flight.
 pub struct Gate {
     filter: ToolFilter,
     pending: HashMap<String, Pending>,
     /// Why the server is gone, once it is.
     ended: Option<String>,
+    /// `--approval untrusted`: every tool call is asked about first, for up to this long.
+    untrusted: Option<Duration>,
+    /// The client declared form elicitation in its `initialize`.
+    client_elicits: bool,
+    /// Calls held for an answer, by the id of airlock's question.
+    questions: HashMap<String, Question>,
+    asked: u64,
 }
 
 fn now_ms() -> u128 {
@@ -182,7 +209,121 @@ impl Gate {
             filter,
             pending: HashMap::new(),
             ended: None,
+            untrusted: None,
+            client_elicits: false,
+            questions: HashMap::new(),
+            asked: 0,
         }
+    }
+
+    /// The same gate asking the person at the client before every tool call goes to the
+    /// server (`--approval untrusted`), through MCP elicitation; no answer within `deadline`
+    /// is a no, and so is a client that did not declare elicitation.
+    pub fn asking_before_calls(mut self, deadline: Duration) -> Gate {
+        self.untrusted = Some(deadline);
+        self
+    }
+
+    /// The held calls whose question went unanswered past its deadline, refused: the
+    /// answers for the client and their audit records.
+    pub fn expire_questions(&mut self, now: Instant) -> Vec<(Vec<u8>, Record)> {
+        let late: Vec<String> = self
+            .questions
+            .iter()
+            .filter(|(_, q)| q.deadline <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        late.into_iter()
+            .filter_map(|k| self.questions.remove(&k))
+            .map(|q| {
+                let secs = self.untrusted.map_or(0, |d| d.as_secs());
+                let why = format!("nobody answered within {secs} s");
+                refuse_call(&q, "timed-out", &why)
+            })
+            .collect()
+    }
+
+    /// A tool call under `untrusted`: the question to send the client (the call is held), or
+    /// the refusal when the client cannot be asked.
+    fn ask_about(&mut self, msg: &Value, id: &Value, tool: String, args: String) -> FromClient {
+        let shown: String = msg
+            .pointer("/params/arguments")
+            .map(Value::to_string)
+            .unwrap_or_else(|| "{}".into())
+            .chars()
+            .take(MAX_SHOWN)
+            .collect();
+        let subject = format!("{tool} {shown}");
+        let text = format!(
+            "The model wants to call the wrapped MCP server's tool {tool} (in the airlock sandbox) with these arguments:\n\n{shown}\n\nRun it?"
+        );
+        let question = Question {
+            call: msg.clone(),
+            client_id: id.clone(),
+            tool,
+            subject,
+            arguments_sha256: args,
+            deadline: Instant::now() + self.untrusted.unwrap_or_default(),
+        };
+        if !self.client_elicits {
+            let (line, record) = refuse_call(
+                &question,
+                "cannot-ask",
+                "the MCP client did not declare elicitation, and --approval untrusted asks the user before each tool call (run airlock wrap with --approval on-request and --approver CMD to call tools unasked)",
+            );
+            return FromClient::Answer(line, Some(record));
+        }
+        self.asked += 1;
+        let ask_id = format!("{ASK_PREFIX}{}", self.asked);
+        self.questions.insert(ask_id.clone(), question);
+        FromClient::Answer(
+            line(
+                &json!({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create",
+                "params": {"mode": "form", "message": text,
+                           "requestedSchema": {"type": "object", "properties": {}}}}),
+            ),
+            None,
+        )
+    }
+
+    /// The client's answer to airlock's question `key`: the held call goes to the server on
+    /// an accept, and is refused otherwise.
+    fn answered(&mut self, key: &str, msg: &Value) -> FromClient {
+        let Some(q) = self.questions.remove(key) else {
+            return FromClient::Drop;
+        };
+        if let Some(why) = &self.ended {
+            let out = error_line(&q.client_id, SERVER_ENDED, why);
+            return FromClient::Answer(out, Some(approval_record(&q, "denied", Some(why.clone()))));
+        }
+        let action = msg.pointer("/result/action").and_then(Value::as_str);
+        let (answer, why) = match action {
+            Some("accept") => {
+                let record = approval_record(&q, "allowed", None);
+                let Some(id) = q.call.get("id") else {
+                    return FromClient::Drop;
+                };
+                self.pending.insert(
+                    id.to_string(),
+                    Pending {
+                        method: "tools/call".into(),
+                        tool: Some((q.tool.clone(), q.arguments_sha256.clone())),
+                        since: Instant::now(),
+                        time_ms: now_ms(),
+                    },
+                );
+                return FromClient::Approved(line(&q.call), record);
+            }
+            Some("decline") => ("denied", "the user declined".to_string()),
+            Some(_) => ("denied", "the user dismissed the question".to_string()),
+            None if msg.get("error").is_some() => (
+                "cannot-ask",
+                "asking through MCP elicitation failed".to_string(),
+            ),
+            None => ("denied", "the client's answer had no action".to_string()),
+        };
+        let (line, record) = refuse_call(&q, answer, &why);
+        FromClient::Answer(line, Some(record))
     }
 
     /// Decides about one line (without its newline) from the client.
@@ -211,6 +352,20 @@ impl Gate {
         let id = obj.get("id").filter(|id| !id.is_null());
         if method == Some("tools/call") && id.is_none() {
             return refuse_client(raw, &Malformed::CallWithoutId);
+        }
+        if method == Some("initialize") {
+            self.client_elicits = declares_form_elicitation(&msg);
+        }
+        if method.is_none() {
+            // An answer to one of airlock's questions (the server may not use those ids): a
+            // late or repeated one is nobody's.
+            if let Some(key) = id
+                .and_then(Value::as_str)
+                .filter(|k| k.starts_with(ASK_PREFIX))
+            {
+                let key = key.to_string();
+                return self.answered(&key, &msg);
+            }
         }
         let (Some(method), Some(id)) = (method, id) else {
             // A notification or a response to the server's own request.
@@ -260,6 +415,9 @@ impl Gate {
             });
             return FromClient::Answer(error_line(id, SERVER_ENDED, why), record);
         }
+        if let (Some((tool, args)), Some(_)) = (tool.clone(), self.untrusted) {
+            return self.ask_about(&msg, id, tool, args);
+        }
         self.pending.insert(
             id.to_string(),
             Pending {
@@ -289,7 +447,21 @@ impl Gate {
             Err(why) => return self.refuse_server(raw, &why),
         };
         if obj.contains_key("method") {
-            // The server's own request or notification.
+            // The server's own request or notification. One that takes an id of airlock's
+            // questions could have its answer taken for the person's yes to a held call.
+            if obj
+                .get("id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| id.starts_with(ASK_PREFIX))
+            {
+                return self.refuse_server(
+                    raw,
+                    &Malformed::BadField(
+                        "id",
+                        "an id that is not airlock's own (airlock-wrap-ask-…)",
+                    ),
+                );
+            }
             return (line(&msg), Vec::new());
         }
         let Some(key) = obj.get("id").map(Value::to_string) else {
@@ -372,6 +544,10 @@ impl Gate {
     /// and so is every later request.
     pub fn server_ended(&mut self, why: String) -> Vec<(Vec<u8>, Option<CallRecord>)> {
         let mut out = Vec::new();
+        // Calls still waiting for the person: they can no longer run.
+        for (_, q) in self.questions.drain() {
+            out.push((error_line(&q.client_id, SERVER_ENDED, &why), None));
+        }
         for (id, p) in self.pending.drain() {
             let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
             let record = p.tool.map(|(tool, arguments_sha256)| CallRecord {
@@ -387,6 +563,36 @@ impl Gate {
         self.ended = Some(why);
         out
     }
+}
+
+/// Whether an `initialize` request declares form elicitation: `capabilities.elicitation`
+/// present, with `form` (or empty, as before modes existed).
+fn declares_form_elicitation(msg: &Value) -> bool {
+    match msg.pointer("/params/capabilities/elicitation") {
+        Some(Value::Object(modes)) => modes.is_empty() || modes.contains_key("form"),
+        _ => false,
+    }
+}
+
+fn approval_record(q: &Question, answer: &'static str, detail: Option<String>) -> Record {
+    Record::Approval(ApprovalRecord {
+        kind: "approval",
+        time_ms: now_ms(),
+        tool: q.tool.clone(),
+        subject: q.subject.clone(),
+        reason: None,
+        answer,
+        by: "mcp-client",
+        detail,
+    })
+}
+
+/// A held call refused (`answer`, `why`): its tool result for the client and the audit record.
+fn refuse_call(q: &Question, answer: &'static str, why: &str) -> (Vec<u8>, Record) {
+    let text = format!("airlock did not run it: {why}. The wrapped server was not called.");
+    let out = line(&json!({"jsonrpc": "2.0", "id": q.client_id,
+        "result": {"content": [{"type": "text", "text": text}], "isError": true}}));
+    (out, approval_record(q, answer, Some(why.to_string())))
 }
 
 #[cfg(test)]

@@ -172,6 +172,14 @@ pub fn relay(server: &WrappedServer, gate: Gate, audit: Arc<AuditSink>) -> Resul
                                 audit.record(&r);
                             }
                         }
+                        FromClient::Approved(line, record) => {
+                            audit.record(&record);
+                            if let Some(w) = child_in.as_mut() {
+                                if w.write_all(&line).and_then(|()| w.flush()).is_err() {
+                                    child_in = None;
+                                }
+                            }
+                        }
                         FromClient::Drop => {}
                     }
                 }
@@ -227,6 +235,15 @@ pub fn relay(server: &WrappedServer, gate: Gate, audit: Arc<AuditSink>) -> Resul
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break status;
+        }
+        // Questions nobody answered in time (`--approval untrusted`): their calls are refused.
+        let expired = gate
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .expire_questions(Instant::now());
+        for (line, record) in expired {
+            to_client(&line);
+            audit.record(&record);
         }
         let Some(t) = client_left else {
             match client_gone.recv_timeout(Duration::from_millis(20)) {
