@@ -756,6 +756,10 @@ impl<H> Table<H> {
             return;
         }
         r.retired = true;
+        // What only a box needs (the factory's payload: the whole policy) goes now; the
+        // record keeps what the views show. Ten thousand of these are kept.
+        r.spec.payload = serde_json::Value::Null;
+        r.spec.restore = None;
         self.ended.push_back(key);
         while self.ended.len() > self.config.keep_ended {
             let Some(old) = self.ended.pop_front() else {
