@@ -637,6 +637,25 @@ fn ended_sessions_beyond_the_memory_limit_are_forgotten_oldest_first() {
 }
 
 #[test]
+fn an_ended_record_keeps_what_its_view_shows_and_drops_the_boxs_payload() {
+    let r = rig(2);
+    let mut s = labelled(&[("team", "a")]);
+    s.payload = serde_json::json!({"policy": "x".repeat(4096)});
+    r.mgr.create("a".into(), s).unwrap();
+    assert!(
+        !r.mgr.spec("a").unwrap().payload.is_null(),
+        "a live box keeps it"
+    );
+    r.mgr.kill("a").unwrap();
+    let ended = r.mgr.spec("a").unwrap();
+    assert!(ended.payload.is_null(), "{:?}", ended.payload);
+    let info = r.mgr.get("a").unwrap();
+    assert_eq!(info.state, SessionState::Killed);
+    assert_eq!(info.metadata["team"], "a");
+    assert_eq!(info.template, "base");
+}
+
+#[test]
 fn a_configuration_that_cannot_run_boxes_is_refused() {
     let fake = Arc::new(FakeState::default());
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::default());
