@@ -30,4 +30,4 @@ mod warm_pool;
 
 pub use backend::MicrovmBackend;
 pub use error::MicrovmError;
-pub use vm::Accel;
+pub use vm::{Accel, TCG_TRANSLATION_MIB};

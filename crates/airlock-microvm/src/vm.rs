@@ -33,6 +33,14 @@ impl Accel {
     }
 }
 
+/// TCG's translation cache per VM, in MiB. QEMU's default on a 64-bit host is 1 GiB, and a
+/// guest fills it a few MiB per command it runs (new processes' code is translated again):
+/// 100 commands grew a box's QEMU from 288 to 770 MB of resident memory, though the guest's
+/// own free memory did not change. Capped here, the cache is flushed when full and a box
+/// stays near its first figure (337 MB over the same 100 commands at 64 MiB), at no
+/// measurable cost to a command (about 170 ms each either way under TCG here).
+pub const TCG_TRANSLATION_MIB: u32 = 128;
+
 /// One host directory shared over virtio-9p.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Share {
@@ -96,14 +104,19 @@ impl VmSpec {
     pub fn args(&self, incoming: bool) -> Vec<String> {
         let mut a: Vec<String> = Vec::new();
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
-        let machine = format!("microvm,accel={}", self.accel.as_str());
+        let accel = match self.accel {
+            Accel::Kvm => "kvm".to_string(),
+            Accel::Tcg => format!("tcg,tb-size={TCG_TRANSLATION_MIB}"),
+        };
         let cpu = match self.accel {
             Accel::Kvm => "host",
             Accel::Tcg => "max",
         };
         let mem = format!("{}M", self.memory_mib);
         let smp = self.vcpus.to_string();
-        push(&["-M", &machine, "-cpu", cpu, "-m", &mem, "-smp", &smp]);
+        push(&[
+            "-M", "microvm", "-accel", &accel, "-cpu", cpu, "-m", &mem, "-smp", &smp,
+        ]);
         push(&[
             "-nodefaults",
             "-no-user-config",
