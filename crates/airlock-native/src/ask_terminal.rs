@@ -8,7 +8,7 @@ use airlock_proxy::approval::{
     Answer, Approver, Asker, PendingQueue, TerminalApprover, TerminalFloor,
 };
 use airlock_runtime::attached::AttachedAsker;
-use airlock_runtime::backend::ApprovalSink;
+use airlock_runtime::backend::{ApprovalAnswerer, ApprovalSink};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The terminal approver, if this run asks there: a proxied box whose policy asks and names
@@ -37,21 +37,15 @@ pub(crate) fn terminal_asker(
 /// The terminal approver on airlock's side of the seam, for an attached box whose proxy is not
 /// this process's (gVisor's host process, the microVM's host side): the box's requests are
 /// asked on the terminal under ids of this side's own, and each answer is handed back under the
-/// box's id. An "allow and save" has written the policy file by the time its answer leaves.
+/// box's id by a thread that waits for it, the moment it is given. An "allow and save" has
+/// written the policy file by the time its answer leaves.
 pub struct OwnerTerminal {
     terminal: Arc<TerminalApprover>,
     pending: Arc<PendingQueue>,
     floor: Arc<TerminalFloor>,
-    waiting: Mutex<Vec<Waiting>>,
-}
-
-/// A box request being asked here.
-struct Waiting {
-    /// The box's id for it.
-    remote: u64,
-    /// This side's id for it.
-    local: u64,
-    answer: tokio::sync::oneshot::Receiver<Answer>,
+    /// (the box's id, this side's id) of each request being asked.
+    waiting: Mutex<Vec<(u64, u64)>>,
+    answerer: Arc<Mutex<Option<Arc<dyn ApprovalAnswerer>>>>,
 }
 
 impl OwnerTerminal {
@@ -69,11 +63,23 @@ impl OwnerTerminal {
             terminal,
             pending: asker.pending,
             waiting: Mutex::new(Vec::new()),
+            answerer: Arc::new(Mutex::new(None)),
         })))
     }
 
-    fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<Waiting>> {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u64)>> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An answer given here, as the box takes it (`save` stays `save`: the file is written).
+fn crossing(a: &Answer) -> ApprovalAnswer {
+    ApprovalAnswer {
+        answer: a.verdict,
+        scope: a.scope,
+        ttl_secs: a.ttl.map(|t| t.as_secs()),
+        byte_budget: a.byte_budget,
+        grant: a.grant.clone(),
     }
 }
 
@@ -85,44 +91,44 @@ impl ApprovalSink for OwnerTerminal {
             return;
         };
         // The box asks once per destination, so this side's queue never joins two of them.
-        self.waiting().push(Waiting {
-            remote,
-            local: local.id,
-            answer,
-        });
+        self.waiting().push((remote, local.id));
+        let slot = Arc::clone(&self.answerer);
+        // A request withdrawn here drops its sender, which ends the thread.
+        let waited = std::thread::Builder::new()
+            .name("airlock-answer".into())
+            .spawn(move || {
+                let Ok(a) = answer.blocking_recv() else {
+                    return;
+                };
+                let answerer = slot.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                if let Some(answerer) = answerer {
+                    // Not pending: it timed out in the box's proxy meanwhile, refused there.
+                    let _ = answerer.answer(remote, &crossing(&a), &a.by);
+                }
+            });
+        if waited.is_err() {
+            let _ = self.pending.answer(
+                local.id,
+                Answer::deny("terminal (cannot wait for the answer)"),
+            );
+            return;
+        }
         self.terminal.ask(&local);
     }
 
     fn withdrawn(&self, id: u64) {
         let mut waiting = self.waiting();
-        if let Some(i) = waiting.iter().position(|w| w.remote == id) {
-            let w = waiting.remove(i);
-            self.pending.withdraw(w.local);
-            self.terminal.withdrawn(w.local);
+        if let Some(i) = waiting.iter().position(|(remote, _)| *remote == id) {
+            let (_, local) = waiting.remove(i);
+            self.pending.withdraw(local);
+            self.terminal.withdrawn(local);
         }
     }
 }
 
 impl AttachedAsker for OwnerTerminal {
-    fn take_answers(&self) -> Vec<(u64, ApprovalAnswer, String)> {
-        use tokio::sync::oneshot::error::TryRecvError;
-        let mut out = Vec::new();
-        self.waiting().retain_mut(|w| match w.answer.try_recv() {
-            Ok(a) => {
-                let answer = ApprovalAnswer {
-                    answer: a.verdict,
-                    scope: a.scope,
-                    ttl_secs: a.ttl.map(|t| t.as_secs()),
-                    byte_budget: a.byte_budget,
-                    grant: a.grant,
-                };
-                out.push((w.remote, answer, a.by));
-                false
-            }
-            Err(TryRecvError::Empty) => true,
-            Err(TryRecvError::Closed) => false,
-        });
-        out
+    fn attach(&self, answerer: Option<Arc<dyn ApprovalAnswerer>>) {
+        *self.answerer.lock().unwrap_or_else(PoisonError::into_inner) = answerer;
     }
 
     fn asking(&self) -> bool {

@@ -14,8 +14,7 @@ pub mod tty;
 pub use over_agent::{run_over_agent, run_over_agent_with, Stdio};
 pub use signals::SignalGuard;
 
-use crate::backend::ApprovalSink;
-use airlock_policy::ApprovalAnswer;
+use crate::backend::{ApprovalAnswerer, ApprovalSink};
 use std::sync::Arc;
 
 /// What the box's stdin is.
@@ -59,13 +58,14 @@ impl std::fmt::Debug for RunOptions {
 }
 
 /// Asks airlock's user about an attached box's held connections, on airlock's side of the
-/// seam (the terminal approver): the box's requests arrive as an [`ApprovalSink`], the
-/// answers are collected by the relay, which hands them to the box. Asking takes the
-/// terminal: while a question is up the relay neither reads airlock's stdin nor writes the
-/// box's output.
+/// seam (the terminal approver): the box's requests arrive as an [`ApprovalSink`], and each
+/// answer goes straight back through the box's [`ApprovalAnswerer`], the moment it is given.
+/// Asking takes the terminal: while a question is up the relay neither reads airlock's stdin
+/// nor writes the box's output.
 pub trait AttachedAsker: ApprovalSink {
-    /// The answers given since the last call: request id, answer, who answered.
-    fn take_answers(&self) -> Vec<(u64, ApprovalAnswer, String)>;
+    /// The box that asks answers through `answerer` (`None`: it cannot be answered; its
+    /// questions are refused at their deadline).
+    fn attach(&self, answerer: Option<Arc<dyn ApprovalAnswerer>>);
     /// Whether a question holds the terminal now.
     fn asking(&self) -> bool;
     /// Runs `relay` unless a question holds the terminal (`false` then: try again later);

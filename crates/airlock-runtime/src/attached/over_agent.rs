@@ -125,6 +125,9 @@ pub fn run_over_agent_with<B: Backend + ?Sized>(
         SandboxError::Backend(b) => b,
         other => BackendError::Host(other.to_string()),
     })?;
+    if let Some(asker) = &opts.asker {
+        asker.attach(sandbox.approval_answerer());
+    }
     let mut run = Attached {
         start,
         deadline: policy.limits.timeout.map(|t| start + t),
@@ -292,7 +295,6 @@ impl Attached {
         }
         let pid = started.pid;
         loop {
-            self.hand_answers(sandbox);
             let now = Instant::now();
             if let Some(deadline) = self.deadline {
                 if now >= deadline && !self.limits_hit.contains(&LimitHit::Timeout) {
@@ -379,21 +381,6 @@ impl Attached {
             }
             self.event("signal", format!("signal {sig} forwarded"));
             let _ = control.signal_process(pid, sig);
-        }
-    }
-
-    /// Hands the answers given on this side to the box (one that timed out in the box's
-    /// proxy meanwhile is already refused there).
-    fn hand_answers(&mut self, sandbox: &mut LiveSandbox) {
-        let Some(asker) = &self.asker else { return };
-        for (id, answer, by) in asker.take_answers() {
-            match sandbox.answer_approval(id, &answer, &by) {
-                Ok(()) | Err(BackendError::NotPending(_)) => {}
-                Err(e) => self.event(
-                    "approval",
-                    format!("the answer to request {id} did not reach the box: {e}"),
-                ),
-            }
         }
     }
 
