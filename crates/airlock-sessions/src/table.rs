@@ -18,19 +18,21 @@ pub(super) enum BoxSlot<H> {
     /// Some thread is starting the box.
     Starting,
     /// The box is up and nobody uses its handle.
-    Ready(H),
+    Ready(Box<H>),
     /// Some thread has the handle (an operation, or a liveness check).
     Lent,
     /// Some thread is stopping the box.
     Stopping,
     /// The box is paused and holds no slot: its handle when it was frozen in place, `None` when
     /// its state was saved and the box ended.
-    Paused(Option<H>),
+    Paused(Option<Box<H>>),
 }
 
+/// One session. The box's handle and the spec are boxed: ended records (ten thousand are kept)
+/// then cost their own fields, not the size of a running box's.
 struct Record<H> {
     id: String,
-    spec: SessionSpec,
+    spec: Box<SessionSpec>,
     state: SessionState,
     reason: Option<String>,
     created_ms: i64,
@@ -192,7 +194,7 @@ impl<H> Table<H> {
         self.next_key += 1;
         let mut record = Record {
             id: id.clone(),
-            spec,
+            spec: Box::new(spec),
             state: SessionState::Queued,
             reason: None,
             created_ms: now,
@@ -208,7 +210,7 @@ impl<H> Table<H> {
         let admission = if start_now {
             take_slot(&mut record, now);
             self.occupied += 1;
-            Admission::Start(Job::Start((key, id.clone(), record.spec.clone())))
+            Admission::Start(Job::Start((key, id.clone(), (*record.spec).clone())))
         } else {
             self.queue.push_back(key);
             Admission::Queued(key)
@@ -229,13 +231,13 @@ impl<H> Table<H> {
         let r = self.records.get_mut(&key)?;
         let job = if r.state == SessionState::Resuming {
             let resident = match std::mem::replace(&mut r.slot, BoxSlot::Starting) {
-                BoxSlot::Paused(h) => h,
+                BoxSlot::Paused(h) => h.map(|h| *h),
                 _ => None,
             };
-            Job::Resume(key, r.id.clone(), r.spec.clone(), resident)
+            Job::Resume(key, r.id.clone(), (*r.spec).clone(), resident)
         } else {
             take_slot(r, now);
-            Job::Start((key, r.id.clone(), r.spec.clone()))
+            Job::Start((key, r.id.clone(), (*r.spec).clone()))
         };
         self.occupied += 1;
         self.changed(key);
@@ -276,11 +278,11 @@ impl<H> Table<H> {
         r.reason = None;
         let admission = if start_now {
             let resident = match std::mem::replace(&mut r.slot, BoxSlot::Starting) {
-                BoxSlot::Paused(h) => h,
+                BoxSlot::Paused(h) => h.map(|h| *h),
                 _ => None,
             };
             self.occupied += 1;
-            Admission::Start(Job::Resume(key, r.id.clone(), r.spec.clone(), resident))
+            Admission::Start(Job::Resume(key, r.id.clone(), (*r.spec).clone(), resident))
         } else {
             r.deadline_ms = now.saturating_add(queue_timeout);
             self.queue.push_back(key);
@@ -313,7 +315,7 @@ impl<H> Table<H> {
                 return (Some(h), Ok(()));
             }
             Ok(h) => {
-                r.slot = BoxSlot::Ready(h);
+                r.slot = BoxSlot::Ready(Box::new(h));
                 r.state = SessionState::Running;
                 r.deadline_ms = now.saturating_add(r.life_ms);
                 r.last_active_ms = now;
@@ -324,7 +326,7 @@ impl<H> Table<H> {
                 if ended {
                     r.slot = BoxSlot::Empty;
                 } else {
-                    r.slot = BoxSlot::Paused(resident);
+                    r.slot = BoxSlot::Paused(resident.map(Box::new));
                     r.state = SessionState::Paused;
                     r.reason = Some(format!("the last resume failed: {message}"));
                 }
@@ -356,7 +358,7 @@ impl<H> Table<H> {
                     r.slot = BoxSlot::Stopping;
                     return (Some(h), Ok(()));
                 }
-                r.slot = BoxSlot::Ready(h);
+                r.slot = BoxSlot::Ready(Box::new(h));
                 return (None, Err(message));
             }
             Ok(Paused::Resident(h)) if ended => {
@@ -369,7 +371,7 @@ impl<H> Table<H> {
                     r.slot = BoxSlot::Empty;
                 } else {
                     r.slot = BoxSlot::Paused(match paused {
-                        Paused::Resident(h) => Some(h),
+                        Paused::Resident(h) => Some(Box::new(h)),
                         Paused::Saved => None,
                     });
                     r.state = SessionState::Paused;
@@ -405,7 +407,7 @@ impl<H> Table<H> {
             key,
             Record {
                 id: id.clone(),
-                spec,
+                spec: Box::new(spec),
                 state: SessionState::Paused,
                 reason: Some("paused before the server restarted".into()),
                 created_ms,
@@ -442,7 +444,7 @@ impl<H> Table<H> {
         self.by_id
             .get(id)
             .and_then(|k| self.records.get(k))
-            .map(|r| r.spec.clone())
+            .map(|r| (*r.spec).clone())
     }
 
     /// Records how a start went. Returns the handle when the session ended meanwhile: the caller
@@ -456,7 +458,7 @@ impl<H> Table<H> {
                 return Some(h);
             }
             Ok(h) => {
-                r.slot = BoxSlot::Ready(h);
+                r.slot = BoxSlot::Ready(Box::new(h));
                 r.state = SessionState::Running;
                 // Its life counts from when it runs: a slow start (a VM restoring, a busy
                 // host) must not eat the lifetime the caller asked for.
@@ -511,13 +513,13 @@ impl<H> Table<H> {
         let handle = match std::mem::replace(&mut r.slot, BoxSlot::Empty) {
             BoxSlot::Ready(h) => {
                 r.slot = BoxSlot::Stopping;
-                Some(h)
+                Some(*h)
             }
             // A frozen box takes a slot again while it is stopped (release frees it).
             BoxSlot::Paused(Some(h)) => {
                 r.slot = BoxSlot::Stopping;
                 self.occupied += 1;
-                Some(h)
+                Some(*h)
             }
             BoxSlot::Paused(None) => None,
             other => {
@@ -550,7 +552,7 @@ impl<H> Table<H> {
                 if work {
                     r.busy += 1;
                 }
-                Ok((key, h))
+                Ok((key, *h))
             }
             other => {
                 r.slot = other;
@@ -565,7 +567,7 @@ impl<H> Table<H> {
         for (key, r) in self.records.iter_mut() {
             if r.state == SessionState::Running && matches!(r.slot, BoxSlot::Ready(_)) {
                 if let BoxSlot::Ready(h) = std::mem::replace(&mut r.slot, BoxSlot::Lent) {
-                    out.push((*key, h));
+                    out.push((*key, *h));
                 }
             }
         }
@@ -582,7 +584,7 @@ impl<H> Table<H> {
         }
         match self.records.get_mut(&key) {
             Some(r) if !r.state.is_terminal() => {
-                r.slot = BoxSlot::Ready(handle);
+                r.slot = BoxSlot::Ready(Box::new(handle));
                 None
             }
             Some(r) => {
@@ -706,7 +708,7 @@ impl<H> Table<H> {
             if let BoxSlot::Paused(Some(h)) = std::mem::replace(&mut r.slot, BoxSlot::Empty) {
                 r.slot = BoxSlot::Stopping;
                 self.occupied += 1;
-                out.push((*key, h));
+                out.push((*key, *h));
             }
         }
         out
