@@ -350,7 +350,9 @@ function loadCompiler() {
   try {
     ts = require(found);
   } catch (err) {
-    return { missing: "the TypeScript compiler at " + found + " does not load (" + err.message + "): " + how };
+    return {
+      missing: "the TypeScript compiler at " + found + " does not load (" + err.message + "): " + how,
+    };
   }
   if (typeof ts.transpileModule !== "function") {
     return {
@@ -457,9 +459,8 @@ function transpile(code, filename) {
       }
       traceback.push("SyntaxError: " + p.text + " (TS" + p.code + ")");
     }
-    return {
-      error: { name: "SyntaxError", value: first.text + " (TS" + first.code + where + ")", traceback },
-    };
+    const value = first.text + " (TS" + first.code + where + ")";
+    return { error: { name: "SyntaxError", value, traceback } };
   }
   const js = out.outputText.replace(/\n?\/\/# sourceMappingURL=\S*\s*$/, "\n");
   return { js, lines: lineMap(out.sourceMapText) };
@@ -508,7 +509,8 @@ function report(err, filename, lines) {
       (line) =>
         !(/^\s+at /.test(line) && (line.includes(__filename) || /\(?node:(vm|internal)/.test(line))),
     );
-  emit("error", { name, value, traceback: lines ? mapTraceback(traceback, filename, lines) : traceback });
+  const mapped = lines ? mapTraceback(traceback, filename, lines) : traceback;
+  emit("error", { name, value, traceback: mapped });
 }
 
 async function execute(id, code, env) {
