@@ -4,7 +4,8 @@
 # OTHER is an airlock binary or a commit, built in release under target/against/COMMIT (once;
 # see benches/lib.sh). Each of ROUNDS rounds runs the figures once per binary, each against a
 # fresh server, the order alternating; prints, per figure, each binary's median and mean over
-# all rounds' samples and the ratios new / other, then each round's ratio of medians.
+# all rounds' samples and the ratios new / other, each round's ratio of medians, and the SDK +
+# gateway's own share (SDK figure less its native peer) per round.
 # Usage: benches/e2b_against.sh OTHER [ITERATIONS] [WARM_RUNS] [ROUNDS]   (defaults 30 300 4)
 #   e.g. benches/e2b_against.sh 05c46a1 30 300 4   (the commit before the E2B fidelity work)
 set -euo pipefail
@@ -42,4 +43,11 @@ for fig in figures:
     print(f"{fig}: median new {med['new']:.3f} ms, other {med['other']:.3f} ms, new / other {med['new'] / med['other']:.3f}; "
           f"mean new {mean['new']:.3f} ms, other {mean['other']:.3f} ms, new / other {mean['new'] / mean['other']:.3f}; "
           f"per round (medians) {', '.join(f'{x:.3f}' for x in per_round)}")
+# The SDK + gateway's own share: each round's SDK median less its native peer's.
+for sdk_fig, native_fig in zip(figures[0::2], figures[1::2]):
+    share = {n: sorted(statistics.median(runs[(n, r)][sdk_fig]) - statistics.median(runs[(n, r)][native_fig])
+                       for r in range(1, rounds + 1)) for n in ("new", "other")}
+    print(f"{sdk_fig} less {native_fig}, per round: new {', '.join(f'{x:.2f}' for x in share['new'])} ms "
+          f"(median {statistics.median(share['new']):.2f}); other {', '.join(f'{x:.2f}' for x in share['other'])} ms "
+          f"(median {statistics.median(share['other']):.2f})")
 PY
