@@ -6,8 +6,10 @@ same work against the same server in the same run, so the SDK + gateway overhead
   `POST /v1/sandboxes` + `POST …/exec` of `true` + `DELETE` on one keep-alive connection;
 - warm `run_code("1+1")`, median (goal <= 5 ms); peer: `POST /v1/sandboxes/{id}/code`.
 
-Usage: PYTHON_OF_THE_E2B_VENV benches/e2b_sdk.py AIRLOCK_BINARY [ITERATIONS] [WARM_RUNS]
+Usage: PYTHON_OF_THE_E2B_VENV benches/e2b_sdk.py AIRLOCK_BINARY [ITERATIONS] [WARM_RUNS] [SAMPLES_JSON]
 Starts its own server on 127.0.0.1 with a temporary data directory and stops it at the end.
+With SAMPLES_JSON, every sample (ms) of the four figures is also written there, by figure
+(benches/e2b_against.sh compares two binaries with them).
 """
 import json, os, statistics, sys, time
 
@@ -17,6 +19,7 @@ from airlock_api import Server
 exe = sys.argv[1]
 iterations = int(sys.argv[2]) if len(sys.argv) > 2 else 40
 warm_runs = int(sys.argv[3]) if len(sys.argv) > 3 else 300
+samples_path = sys.argv[4] if len(sys.argv) > 4 else None
 server = Server(exe, "--max-running", "64")
 
 
@@ -64,6 +67,7 @@ try:
     for _ in range(iterations):
         sdk.append(sdk_cycle())
         native.append(native_cycle())
+    cycle_native = native
     a, b = statistics.median(sdk), statistics.median(native)
     print(f"Sandbox.create() + commands.run('true') + kill() through the E2B Python SDK, median of {iterations}: "
           f"{a:.2f} ms; native API create + exec + delete {b:.2f} ms; SDK/gateway overhead {a - b:+.2f} ms (goal <= 50 ms)")
@@ -92,5 +96,9 @@ try:
     print(f"warm run_code('1+1') through the E2B Python SDK, median of {warm_runs}: {a:.3f} ms; "
           f"native POST /v1/sandboxes/{{id}}/code {b:.3f} ms; SDK/gateway overhead {a - b:+.3f} ms (goal <= 5 ms)")
     sbx.kill()
+    if samples_path:
+        with open(samples_path, "w") as f:
+            json.dump({"sdk create+run+kill": sdk, "native create+exec+delete": cycle_native,
+                       "sdk run_code": sdk_code, "native /code": native}, f)
 finally:
     server.stop()

@@ -1,30 +1,28 @@
 #!/usr/bin/env bash
-# Start-up of this build against another airlock binary (an older commit built elsewhere), with
-# bubblewrap as the peer, in the same runs: `airlock run -- /bin/true` back to back and after a
-# 50 ms idle spell. Rounds alternate the order of the commands, so drift on the machine falls on
-# both binaries alike. Prints each round's medians and the ratios.
-# Usage: benches/startup_against.sh OTHER_AIRLOCK [RUNS] [ROUNDS]
-#   e.g. git worktree add /tmp/old 8818f19 && (cd /tmp/old && cargo build --release -p airlock)
-#        benches/startup_against.sh /tmp/old/target/release/airlock 300 3
+# Start-up of this build against another airlock (a binary, or a commit built in release under
+# target/against/COMMIT, see benches/lib.sh), with bubblewrap as the peer, in the same runs:
+# `airlock run -- /bin/true` back to back and after a 50 ms idle spell. Rounds alternate the
+# order of the commands, so drift on the machine falls on both binaries alike. Prints each
+# round's medians and the ratios.
+# Usage: benches/startup_against.sh OTHER [RUNS] [ROUNDS]
+#   e.g. benches/startup_against.sh 8818f19 300 3
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source benches/lib.sh
 repo=$PWD
-other=${1:?usage: benches/startup_against.sh OTHER_AIRLOCK [RUNS] [ROUNDS]}
+other_arg=${1:?usage: benches/startup_against.sh OTHER [RUNS] [ROUNDS]}
 runs=${2:-300}
 rounds=${3:-3}
-[ -x "$other" ] || { echo "not an executable: $other" >&2; exit 2; }
-other=$(realpath "$other")
-cargo build --release --locked -q
-bin=${CARGO_TARGET_DIR:-$PWD/target}/release/airlock
+other=$(bench_other_airlock "$other_arg")
+bin=$(bench_this_airlock)
 ws=$(mktemp -d /tmp/airlock-bench-XXXXXX)
 trap 'rm -rf "$ws"' EXIT
 cd "$ws"
 bwrap_cmd=$("$bin" receipt --json | python3 "$repo/benches/bwrap_peer.py" /bin/true)
 eval "$bwrap_cmd" || { echo "the bwrap peer command failed: $bwrap_cmd" >&2; exit 1; }
 for round in $(seq 1 "$rounds"); do
-  if [ $((round % 2)) -eq 1 ]; then order=(new other bwrap); else order=(other new bwrap); fi
   args=()
-  for name in "${order[@]}"; do
+  for name in $(bench_order "$round") bwrap; do
     case $name in
       new) args+=(-n new "$bin run --no-stdin -- /bin/true") ;;
       other) args+=(-n other "$other run --no-stdin -- /bin/true") ;;

@@ -40,6 +40,20 @@
  * resolves against the working directory, a package name from it (node_modules), and a
  * built-in as itself.
  *
+ * TypeScript: written as `ts_driver.js` (the same file under another name), the driver takes
+ * TypeScript cells: each is first compiled with the `typescript` package's `transpileModule`
+ * (types stripped, no type checking, as E2B's Deno kernel runs TypeScript; ES2022, ES
+ * modules, imports kept as written), then runs as a JavaScript cell, so results, output,
+ * top-level await and imports behave the same. The compiler is the one `require` finds from
+ * the working directory (its node_modules and their parents', then NODE_PATH and node's global
+ * folders), else npm's global folders ($npm_config_prefix/lib/node_modules,
+ * /usr/local/lib/node_modules, node's own prefix's lib/node_modules, Debian's
+ * /usr/share/nodejs). It is looked for again on every cell until found, so a cell that
+ * installs it is enough. A compile error is an error event named "SyntaxError" whose value
+ * names the cell's line and column; stack traces are mapped back to the cell's own lines.
+ * Without a compiler (or with one that has no `transpileModule`: TypeScript 7 is a native
+ * program without the JavaScript API), the error event says so and how to install one.
+ *
  * SIGINT while synchronous cell code runs terminates it (vm `breakOnSigint`): an error
  * event named "KeyboardInterrupt" and status "interrupted"; the context is kept. SIGINT
  * while a top-level-await cell is awaiting ends the execution as "interrupted" too (the
@@ -161,6 +175,7 @@ function createUserContext() {
 }
 
 const context = createUserContext();
+const TYPESCRIPT = path.basename(__filename) === "ts_driver.js";
 let executionCount = 0;
 let abortWait = null; // set while a top-level-await cell is awaiting
 
@@ -287,8 +302,181 @@ function compile(code, filename) {
   }
 }
 
-/** The error event for a thrown value, without the driver's own stack frames. */
-function report(err) {
+// ---- TypeScript cells ----------------------------------------------------------------
+
+/** npm's global module folders, where `npm install -g typescript` puts the compiler. */
+function globalFolders() {
+  const folders = [];
+  const prefix = process.env.npm_config_prefix || process.env.NPM_CONFIG_PREFIX;
+  if (prefix) folders.push(path.join(prefix, "lib", "node_modules"));
+  folders.push("/usr/local/lib/node_modules");
+  folders.push(path.join(path.dirname(path.dirname(process.execPath)), "lib", "node_modules"));
+  folders.push("/usr/share/nodejs");
+  return [...new Set(folders)];
+}
+
+let compiler = null;
+
+/** The `typescript` module, or an error event's fields saying why there is none. */
+function loadCompiler() {
+  if (compiler) return { ts: compiler };
+  let found = null;
+  try {
+    found = require.resolve("typescript", { paths: [process.cwd()] });
+  } catch (_) {
+    for (const folder of globalFolders()) {
+      try {
+        found = require.resolve(path.join(folder, "typescript"));
+        break;
+      } catch (_) {
+        // not there
+      }
+    }
+  }
+  const places =
+    "node_modules under " + process.cwd() + ", NODE_PATH (" + (process.env.NODE_PATH || "unset") +
+    "), " + globalFolders().join(", ");
+  const how =
+    "install it in the template (`npm install -g typescript@5`) or in the sandbox " +
+    "(`npm install typescript@5` in the working directory), or point NODE_PATH at a " +
+    "node_modules that holds it";
+  if (!found) {
+    return {
+      missing: "TypeScript cells need the `typescript` npm package, and this sandbox has none " +
+        "(looked in " + places + "): " + how,
+    };
+  }
+  let ts;
+  try {
+    ts = require(found);
+  } catch (err) {
+    return {
+      missing: "the TypeScript compiler at " + found + " does not load (" + err.message + "): " + how,
+    };
+  }
+  if (typeof ts.transpileModule !== "function") {
+    return {
+      missing: "the typescript package at " + found + " (version " + ts.version + ") has no " +
+        "transpileModule (TypeScript 7 is a native compiler without the JavaScript API): " + how,
+    };
+  }
+  compiler = ts;
+  return { ts };
+}
+
+const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/** A source map segment's numbers (base64 VLQ). */
+function vlq(segment) {
+  const values = [];
+  let value = 0;
+  let shift = 0;
+  for (const ch of segment) {
+    const digit = BASE64.indexOf(ch);
+    if (digit < 0) return values;
+    value += (digit & 31) * 2 ** shift;
+    if (digit & 32) {
+      shift += 5;
+    } else {
+      values.push(value % 2 ? -Math.floor(value / 2) : value / 2);
+      value = 0;
+      shift = 0;
+    }
+  }
+  return values;
+}
+
+/** Generated line (1-based) → the cell's line (1-based) its first mapped piece came from. */
+function lineMap(sourceMap) {
+  const lines = [];
+  let original = 0;
+  let last = 1;
+  let mappings = "";
+  try {
+    mappings = JSON.parse(sourceMap).mappings || "";
+  } catch (_) {
+    return lines;
+  }
+  mappings.split(";").forEach((group, index) => {
+    let first = null;
+    for (const segment of group.split(",")) {
+      const v = segment ? vlq(segment) : [];
+      if (v.length >= 4) {
+        original += v[2];
+        if (first === null) first = original + 1;
+      }
+    }
+    if (first !== null) last = first;
+    lines[index + 1] = last;
+  });
+  return lines;
+}
+
+/** 1-based line and column of `offset` in `text`. */
+function position(text, offset) {
+  const before = text.slice(0, offset).split("\n");
+  return { line: before.length, column: before[before.length - 1].length + 1 };
+}
+
+/** A TypeScript cell as JavaScript, with its line map; or `error` (an error event's fields). */
+function transpile(code, filename) {
+  const loaded = loadCompiler();
+  if (!loaded.ts) {
+    return {
+      error: {
+        name: "TypeScriptNotFound",
+        value: loaded.missing,
+        traceback: ["TypeScriptNotFound: " + loaded.missing],
+      },
+    };
+  }
+  const ts = loaded.ts;
+  const out = ts.transpileModule(code, {
+    fileName: "cell.ts",
+    reportDiagnostics: true,
+    compilerOptions: {
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.ESNext,
+      // Imports stay as written: a binding used only by a later cell is still imported.
+      verbatimModuleSyntax: true,
+      sourceMap: true,
+    },
+  });
+  const problems = (out.diagnostics || []).map((d) => {
+    const text = ts.flattenDiagnosticMessageText(d.messageText, "\n");
+    const at = d.start === undefined ? null : position(code, d.start);
+    return { code: d.code, text, at };
+  });
+  if (problems.length) {
+    const first = problems[0];
+    const where = first.at ? ", line " + first.at.line + ", column " + first.at.column : "";
+    const traceback = [];
+    for (const p of problems) {
+      if (p.at) {
+        traceback.push(filename + ":" + p.at.line + ":" + p.at.column);
+        traceback.push(code.split("\n")[p.at.line - 1]);
+        traceback.push(" ".repeat(p.at.column - 1) + "^");
+      }
+      traceback.push("SyntaxError: " + p.text + " (TS" + p.code + ")");
+    }
+    const value = first.text + " (TS" + first.code + where + ")";
+    return { error: { name: "SyntaxError", value, traceback } };
+  }
+  const js = out.outputText.replace(/\n?\/\/# sourceMappingURL=\S*\s*$/, "\n");
+  return { js, lines: lineMap(out.sourceMapText) };
+}
+
+/** `<cell-N>:LINE[:COLUMN]` in a stack trace as the TypeScript cell's own line. */
+function mapTraceback(traceback, filename, lines) {
+  const at = new RegExp(filename.replace(/[<>-]/g, "\\$&") + ":(\\d+)(?::\\d+)?", "g");
+  return traceback.map((line) =>
+    line.replace(at, (_, n) => filename + ":" + (lines[Number(n)] || n)),
+  );
+}
+
+/** The error event for a thrown value, without the driver's own stack frames (and, for a
+ *  TypeScript cell, `lines` mapping the compiled cell's lines to the cell's own). */
+function report(err, filename, lines) {
   if (err && err.code === INTERRUPTED) {
     emit("error", {
       name: "KeyboardInterrupt",
@@ -321,7 +509,8 @@ function report(err) {
       (line) =>
         !(/^\s+at /.test(line) && (line.includes(__filename) || /\(?node:(vm|internal)/.test(line))),
     );
-  emit("error", { name, value, traceback });
+  const mapped = lines ? mapTraceback(traceback, filename, lines) : traceback;
+  emit("error", { name, value, traceback: mapped });
 }
 
 async function execute(id, code, env) {
@@ -333,9 +522,20 @@ async function execute(id, code, env) {
   const saved = {};
   for (const key of Object.keys(env)) saved[key] = process.env[key];
   let status = "ok";
+  let lines = null;
   capturing = true;
   try {
     Object.assign(process.env, env);
+    if (TYPESCRIPT) {
+      const compiled = transpile(code, filename);
+      if (compiled.error) {
+        status = "error";
+        emit("error", compiled.error);
+        return;
+      }
+      code = compiled.js;
+      lines = compiled.lines;
+    }
     const { script, async } = compile(code, filename);
     let value = script.runInContext(context, { breakOnSigint: true });
     if (async) {
@@ -352,7 +552,7 @@ async function execute(id, code, env) {
     abortWait = null;
     status = err && err.code === INTERRUPTED ? "interrupted" : "error";
     try {
-      report(err);
+      report(err, filename, lines);
     } catch (_) {
       emit("error", { name: "Error", value: "unreportable error", traceback: [] });
     }

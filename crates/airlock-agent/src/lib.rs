@@ -45,7 +45,8 @@ pub trait AgentHooks {
 pub mod drivers {
     /// `python3 python_driver.py`, events on fd 3.
     pub const PYTHON: &str = include_str!("../drivers/python_driver.py");
-    /// `node js_driver.js`, events on fd 3.
+    /// `node js_driver.js`, events on fd 3; written as `ts_driver.js`, its cells are
+    /// TypeScript.
     pub const JAVASCRIPT: &str = include_str!("../drivers/js_driver.js");
     /// `python3 bash_driver.py` (one persistent bash), events on fd 3.
     pub const BASH: &str = include_str!("../drivers/bash_driver.py");

@@ -1,5 +1,5 @@
 //! Code interpreter contexts inside a sandbox: one driver process per context (Python,
-//! JavaScript or Bash), started through the agent like any command (so under the box's isolation), fed
+//! JavaScript, TypeScript or Bash), started through the agent like any command (so under the box's isolation), fed
 //! one JSON request per execution on its stdin, answering with JSON events on its stdout (the
 //! driver's fd 3; the driver's own fd 1 goes to stderr, so stray output of child processes
 //! cannot corrupt the event stream).
@@ -27,6 +27,11 @@ const MAX_LINE: usize = 16 << 20;
 pub enum Language {
     Python,
     JavaScript,
+    /// JavaScript's driver with each cell's types stripped first, by the `typescript` package
+    /// found in the box (`node_modules` of the working directory, `NODE_PATH`, npm's global
+    /// folders); where there is none, each cell's error says so and how to install it.
+    #[serde(rename = "typescript")]
+    TypeScript,
     /// A persistent bash (`cd` and exported variables persist).
     Bash,
 }
@@ -40,6 +45,8 @@ impl Language {
                 "/usr/bin/python3",
             ),
             Language::JavaScript => ("js_driver.js", airlock_agent::drivers::JAVASCRIPT, "node"),
+            // The same driver under the name that makes it strip types (see its header).
+            Language::TypeScript => ("ts_driver.js", airlock_agent::drivers::JAVASCRIPT, "node"),
             Language::Bash => (
                 "bash_driver.py",
                 airlock_agent::drivers::BASH,

@@ -914,7 +914,30 @@ fn interpreter_execute_streams_and_contexts() {
         lines.iter().find(|l| l["type"] == "stdout").unwrap()["text"],
         "42\n"
     );
+    // TypeScript: the host's system dirs (the box's root) hold no compiler, so the cell's error
+    // says so and how to get one.
+    for global in [
+        "/usr/local/lib/node_modules/typescript",
+        "/usr/lib/node_modules/typescript",
+        "/usr/share/nodejs/typescript",
+    ] {
+        assert!(
+            !std::path::Path::new(global).exists(),
+            "this test needs a host without a global TypeScript compiler, and {global} exists"
+        );
+    }
     let (status, lines) = gw.execute(&sb, json!({"code": "1", "language": "typescript"}));
+    assert_eq!(status, 200);
+    let error = lines.iter().find(|l| l["type"] == "error").unwrap();
+    assert_eq!(error["name"], "TypeScriptNotFound", "{lines:?}");
+    assert!(
+        error["value"]
+            .as_str()
+            .unwrap()
+            .contains("npm install -g typescript"),
+        "{lines:?}"
+    );
+    let (status, lines) = gw.execute(&sb, json!({"code": "1", "language": "cobol"}));
     assert_eq!(status, 400);
     assert!(
         lines[0].as_str().unwrap_or("").contains("typescript"),

@@ -31,6 +31,8 @@ struct Clients {
     py_current: PathBuf,
     py_older: PathBuf,
     js_modules: PathBuf,
+    /// The pinned `typescript` package the suites copy into boxes for TypeScript cells.
+    typescript: PathBuf,
 }
 
 impl Clients {
@@ -43,11 +45,13 @@ impl Clients {
             py_current: dir.join("py-current/bin/python"),
             py_older: dir.join("py-older/bin/python"),
             js_modules: dir.join("js/node_modules"),
+            typescript: dir.join("typescript/node_modules/typescript"),
         };
         let missing: Vec<String> = [
             &clients.py_current,
             &clients.py_older,
             &clients.js_modules.join("e2b/package.json"),
+            &clients.typescript.join("lib/typescript.js"),
         ]
         .into_iter()
         .filter(|p| !p.exists())
@@ -90,13 +94,14 @@ fn suites(clients: &Clients) -> Vec<Suite> {
             args.iter().map(|s| s.to_string()).collect(),
         )
     };
+    let typescript = ("E2B_TYPESCRIPT", clients.typescript.display().to_string());
     let python = |name, python: &Path, api| {
         let (program, args) = pytest(python, api);
         Suite {
             name,
             program,
             args,
-            extra_env: vec![("PYTHONDONTWRITEBYTECODE", "1".into())],
+            extra_env: vec![("PYTHONDONTWRITEBYTECODE", "1".into()), typescript.clone()],
         }
     };
     vec![
@@ -108,7 +113,10 @@ fn suites(clients: &Clients) -> Vec<Suite> {
             name: "js e2b 2.51.0",
             program: PathBuf::from("node"),
             args: vec!["--test".into(), "tests/e2b/js/conformance.test.js".into()],
-            extra_env: vec![("NODE_PATH", clients.js_modules.display().to_string())],
+            extra_env: vec![
+                ("NODE_PATH", clients.js_modules.display().to_string()),
+                typescript.clone(),
+            ],
         },
     ]
 }

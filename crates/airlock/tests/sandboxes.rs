@@ -840,4 +840,73 @@ mod interpreter {
             (Some("42"), "ok")
         );
     }
+
+    /// The pinned `typescript` package scripts/e2b-clients.sh installs (scripts/test.sh runs it
+    /// first); the test fails, saying how to get it, when it is missing.
+    fn typescript_compiler() -> std::path::PathBuf {
+        let dir = std::env::var_os("E2B_CLIENTS_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| common::repo_root().join("target/e2b-clients"));
+        let ts = dir.join("typescript/node_modules/typescript");
+        assert!(
+            ts.join("lib/typescript.js").is_file(),
+            "no typescript package at {}: run scripts/e2b-clients.sh",
+            ts.display()
+        );
+        ts
+    }
+
+    fn error_of(events: &[CodeEvent]) -> Option<(String, String)> {
+        events.iter().find_map(|e| match e {
+            CodeEvent::Error { name, value, .. } => Some((name.clone(), value.clone())),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn typescript_context_strips_types_with_the_boxs_own_compiler() {
+        let ws = TempDir::new("interp-ts");
+        let mut s = remote(ws.path(), |_| {});
+        if let BackendKind::Wasm = common::test_backend_kind() {
+            let err = s
+                .channel()
+                .create_context(Language::TypeScript, None)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("runs only Python"), "{err}");
+            return;
+        }
+        let mut ctx = s
+            .channel()
+            .create_context(Language::TypeScript, Some("/tmp"))
+            .unwrap();
+        // The box's root (the host's system dirs) has no compiler: the cell says so.
+        let (events, status) = run(&mut s, &mut ctx, "const n: number = 1; n", None);
+        let (name, value) = error_of(&events).unwrap();
+        assert_eq!(
+            (name.as_str(), status.as_str()),
+            ("TypeScriptNotFound", "error")
+        );
+        assert!(value.contains("npm install -g typescript"), "{value}");
+        // One in the working directory's node_modules is found by the next cell.
+        let compiler = typescript_compiler();
+        s.channel()
+            .make_dir("/tmp/node_modules/typescript/lib", true)
+            .unwrap();
+        for name in ["package.json", "lib/typescript.js"] {
+            let data = std::fs::read(compiler.join(name)).unwrap();
+            s.channel()
+                .write_file(&format!("/tmp/node_modules/typescript/{name}"), &data)
+                .unwrap();
+        }
+        let typed = "interface Box { n: number }\nconst b: Box = { n: 41 }\nb.n + 1";
+        let (events, status) = run(&mut s, &mut ctx, typed, None);
+        assert_eq!(
+            (result_text(&events).as_deref(), status.as_str()),
+            (Some("42"), "ok"),
+            "{events:?}"
+        );
+        let (events, _) = run(&mut s, &mut ctx, "b.n as number", None);
+        assert_eq!(result_text(&events).as_deref(), Some("41"));
+    }
 }

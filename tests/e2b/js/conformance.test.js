@@ -10,6 +10,7 @@ const { describe, test } = require('node:test')
 const assert = require('node:assert/strict')
 const http = require('node:http')
 const crypto = require('node:crypto')
+const fs = require('node:fs')
 
 const e2b = require('e2b')
 const ci = require('@e2b/code-interpreter')
@@ -353,6 +354,44 @@ describe('code', () => {
       assert.equal((await sbx.runCode('const k = 20; k + 1', { language: 'js' })).text, '21')
       assert.equal((await sbx.runCode('k * 2', { language: 'js' })).text, '40')
       assert.deepEqual((await sbx.runCode('echo $((6 * 7))', { language: 'bash' })).logs.stdout, ['42\n'])
+    }, true)
+  })
+
+  // The pinned compiler (scripts/e2b-clients.sh; the harness passes its path) is copied into the
+  // box's working directory's node_modules, as `npm install typescript` in the box would put it.
+  async function giveTypescript(sbx) {
+    const where = process.env.E2B_TYPESCRIPT
+    if (!where || !fs.existsSync(`${where}/lib/typescript.js`)) {
+      throw new Error(`E2B_TYPESCRIPT (${where}) names no typescript package: run scripts/e2b-clients.sh`)
+    }
+    for (const name of ['package.json', 'lib/typescript.js']) {
+      await sbx.files.write(`/home/user/node_modules/typescript/${name}`, fs.readFileSync(`${where}/${name}`).toString())
+    }
+  }
+
+  test('typescript: typed functions, interfaces, top-level await, imports, errors', T, async () => {
+    const globals = ['/usr/local/lib/node_modules', '/usr/lib/node_modules', '/usr/share/nodejs']
+      .map((d) => `${d}/typescript`).filter((d) => fs.existsSync(d))
+    assert.deepEqual(globals, [], 'this test needs a host without a global TypeScript compiler')
+    await withSandbox({}, async (sbx) => {
+      const missing = await sbx.runCode('const n: number = 1; n', { language: 'typescript' })
+      assert.equal(missing.error.name, 'TypeScriptNotFound')
+      assert.match(missing.error.value, /npm install -g typescript/)
+      await giveTypescript(sbx)
+      const typed = await sbx.runCode('function twice(n: number): number {\n  return n * 2\n}\ntwice(21)', { language: 'ts' })
+      assert.deepEqual([typed.error, typed.text], [undefined, '42'])
+      const shaped = await sbx.runCode('interface User { name: string }\nconst u: User = { name: "ada" }\nu.name.toUpperCase()', { language: 'typescript' })
+      assert.equal(shaped.text, 'ADA')
+      const awaited = await sbx.runCode('const w: number = await Promise.resolve(twice(5))\nw + 1', { language: 'typescript' })
+      assert.equal(awaited.text, '11')
+      const hashed = await sbx.runCode('import { createHash } from "crypto"\ncreateHash("sha256").update("airlock").digest("hex")', { language: 'typescript' })
+      assert.equal(hashed.text, crypto.createHash('sha256').update('airlock').digest('hex'))
+      const bad = await sbx.runCode('let fine: string = "x"\nfunction f(a: ) {}', { language: 'typescript' })
+      assert.equal(bad.error.name, 'SyntaxError')
+      assert.match(bad.error.value, /line 2/)
+      assert.match(bad.error.traceback, /function f\(a: \) \{\}/)
+      const ctx = await sbx.createCodeContext({ language: 'typescript' })
+      assert.equal(ctx.language, 'typescript')
     }, true)
   })
 })

@@ -195,3 +195,29 @@ async def raised_while_killed(sdk, sbx, call, after=1.5):
         raised = None
     timer.join()
     return raised
+
+
+# The places the box's node looks for a global `typescript` (the host template's boxes see the
+# host's /usr): the no-compiler case needs all of them empty.
+GLOBAL_TYPESCRIPT = ("/usr/local/lib/node_modules/typescript", "/usr/lib/node_modules/typescript",
+                     "/usr/share/nodejs/typescript")
+
+
+def typescript_compiler():
+    """The pinned `typescript` package scripts/e2b-clients.sh installed (the harness passes its
+    path in E2B_TYPESCRIPT); the test fails, never skips, without it."""
+    where = os.environ.get("E2B_TYPESCRIPT")
+    if not where or not os.path.isfile(os.path.join(where, "lib", "typescript.js")):
+        pytest.fail(f"E2B_TYPESCRIPT ({where!r}) names no typescript package: run scripts/e2b-clients.sh "
+                    "and set it to target/e2b-clients/typescript/node_modules/typescript")
+    return where
+
+
+async def give_typescript(sdk, sbx, node_modules):
+    """Copies the compiler into the sandbox's own filesystem, under `node_modules` (what an E2B
+    user's `npm install typescript` in the box gives; the box has no route to a registry here):
+    its package.json and lib/typescript.js are all that transpileModule needs."""
+    where = typescript_compiler()
+    for name in ("package.json", "lib/typescript.js"):
+        with open(os.path.join(where, name), "rb") as f:
+            await sdk(sbx.files.write, f"{node_modules}/typescript/{name}", f.read())

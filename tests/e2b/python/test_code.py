@@ -1,9 +1,12 @@
 """Code interpreter: run_code with state across calls, .text, .results with matplotlib PNGs, .logs,
 .error with traceback, on_stdout/on_result callbacks, contexts (create, list, restart, remove),
-languages python, js and bash."""
+languages python, js, typescript and bash."""
 import base64
+import hashlib
+import os
+import re
 
-from conftest import raised_while_killed
+from conftest import GLOBAL_TYPESCRIPT, give_typescript, raised_while_killed
 
 
 async def test_state_persists_across_calls_and_text_is_the_last_value(sdk):
@@ -275,10 +278,62 @@ async def test_javascript_top_level_await_and_es_imports(sdk):
         assert imported.text == "function a/b function the default 42"
         # The imported bindings persist into the next cell.
         assert (await sdk(sbx.run_code, "j('x', String(answer))", language="js")).text == "x/42"
-        # TypeScript: the template has no compiler; refused, saying so.
-        ts = None
-        try:
-            await sdk(sbx.run_code, "const n: number = 1; n", language="typescript")
-        except Exception as e:  # noqa: BLE001 - the message is what is checked
-            ts = e
-        assert ts is not None and "typescript" in str(ts).lower()
+
+
+# Where the TypeScript test puts the compiler in the box, and the NODE_PATH it creates the box with
+# (an env var E2B's create passes to every process in the box, the interpreter's included).
+TS_MODULES = "/home/user/.compiler/node_modules"
+
+
+async def test_typescript_cells_strip_types_and_run_as_javascript(sdk):
+    async with sdk.sandbox(code=True, envs={"NODE_PATH": TS_MODULES}) as sbx:
+        await give_typescript(sdk, sbx, TS_MODULES)
+        by_language = {c.language for c in await sdk(sbx.list_code_contexts)}
+        # As E2B's interpreter: python and javascript are there from the start, typescript once used.
+        assert "typescript" not in by_language, by_language
+        typed = await sdk(sbx.run_code, "function add(a: number, b: number): number {\n  return a + b\n}\nadd(40, 2)",
+                          language="typescript")
+        assert (typed.error, typed.text) == (None, "42")
+        shaped = await sdk(sbx.run_code, "interface Point { x: number; y: number }\n\nconst p: Point = { x: 3, y: 4 }\n"
+                           "console.log(`at ${p.x},${p.y}` as string)\nMath.hypot(p.x, p.y)", language="ts")
+        assert (shaped.error, shaped.text, shaped.logs.stdout) == (None, "5", ["at 3,4\n"])
+        # State persists in the default typescript context, which is not javascript's.
+        assert (await sdk(sbx.run_code, "add(p.x, 1)", language="typescript")).text == "4"
+        assert (await sdk(sbx.run_code, "typeof add", language="js")).text == "undefined"
+        awaited = await sdk(sbx.run_code, "const v: number = await Promise.resolve(20)\nv + 1", language="typescript")
+        assert (awaited.error, awaited.text) == (None, "21")
+        assert (await sdk(sbx.run_code, "v * 2", language="typescript")).text == "40"
+        imported = await sdk(sbx.run_code, 'import { createHash } from "crypto"\n'
+                             'createHash("sha256").update("airlock").digest("hex") as string', language="typescript")
+        assert (imported.error, imported.text) == (None, hashlib.sha256(b"airlock").hexdigest())
+        # A compile error: E2B's error shape, naming the cell's line.
+        bad = await sdk(sbx.run_code, "const ok: number = 1\nconst n: number = ;", language="typescript")
+        assert bad.error is not None and bad.error.name == "SyntaxError", bad.error
+        assert "Expression expected" in bad.error.value and "line 2" in bad.error.value, bad.error.value
+        assert "const n: number = ;" in bad.error.traceback, bad.error.traceback
+        # Types are stripped, not checked (as E2B's Deno kernel): a wrong type still runs.
+        assert (await sdk(sbx.run_code, "const s: number = 'text' as any; s", language="typescript")).text == "text"
+        # A runtime error's traceback points at the cell's own line, past the erased interface.
+        thrown = await sdk(sbx.run_code, "interface Q { y: string }\n\nfunction boom(q: Q): never {\n"
+                           "  throw new TypeError('bad ' + q.y)\n}\nboom({ y: 'z' })", language="typescript")
+        assert (thrown.error.name, thrown.error.value) == ("TypeError", "bad z"), thrown.error
+        assert re.search(r"at boom \(<cell-\d+>:4\)", thrown.error.traceback), thrown.error.traceback
+        ctx = await sdk(sbx.create_code_context, language="typescript")
+        assert ctx.language == "typescript"
+        assert (await sdk(sbx.run_code, "const t: string = 'own'; t", context=ctx)).text == "own"
+        listed = [c for c in await sdk(sbx.list_code_contexts) if c.language == "typescript"]
+        assert len(listed) == 2, listed
+
+
+async def test_typescript_without_a_compiler_says_how_to_get_one(sdk):
+    present = [p for p in GLOBAL_TYPESCRIPT if os.path.exists(p)]
+    assert not present, f"this test needs a host without a global TypeScript compiler; found {present}"
+    async with sdk.sandbox(code=True) as sbx:
+        missing = await sdk(sbx.run_code, "const n: number = 1; n", language="typescript")
+        assert missing.error is not None and missing.error.name == "TypeScriptNotFound", missing.error
+        assert "npm install -g typescript" in missing.error.value, missing.error.value
+        # The interpreter looks again on the next cell: a compiler put in the working directory's
+        # node_modules is found without a restart.
+        await give_typescript(sdk, sbx, "/home/user/node_modules")
+        found = await sdk(sbx.run_code, "const n: number = 1; n + 1", language="typescript")
+        assert (found.error, found.text) == (None, "2")

@@ -81,7 +81,7 @@ fn id_of(headers: &HeaderMap) -> Result<String, E2bError> {
 }
 
 /// The language a request names, normalised as E2B does (lowercase, `js` → JavaScript,
-/// default Python). TypeScript and other languages are refused.
+/// `ts` → TypeScript, default Python). Other languages are refused, naming those served.
 pub fn language(name: Option<&str>) -> Result<Language, E2bError> {
     let name = name
         .map(|n| n.trim().to_ascii_lowercase())
@@ -90,11 +90,11 @@ pub fn language(name: Option<&str>) -> Result<Language, E2bError> {
     match name.as_str() {
         "python" => Ok(Language::Python),
         "js" | "javascript" => Ok(Language::JavaScript),
+        "ts" | "typescript" => Ok(Language::TypeScript),
         "bash" => Ok(Language::Bash),
-        "ts" | "typescript" => Err(E2bError::InvalidArgument(
-            "typescript is not supported by airlock's code interpreter; use javascript, python or bash".into(),
-        )),
-        other => Err(E2bError::InvalidArgument(format!("language {other:?} is not supported; use python, javascript or bash"))),
+        other => Err(E2bError::InvalidArgument(format!(
+            "language {other:?} is not supported; use python, javascript, typescript or bash"
+        ))),
     }
 }
 
@@ -103,6 +103,7 @@ pub fn language_name(l: Language) -> &'static str {
     match l {
         Language::Python => "python",
         Language::JavaScript => "javascript",
+        Language::TypeScript => "typescript",
         Language::Bash => "bash",
     }
 }

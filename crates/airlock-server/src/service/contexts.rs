@@ -14,6 +14,7 @@ pub(crate) fn language_name(l: Language) -> &'static str {
     match l {
         Language::Python => "python",
         Language::JavaScript => "js",
+        Language::TypeScript => "ts",
         Language::Bash => "bash",
     }
 }
@@ -22,10 +23,11 @@ pub(crate) fn language_of(name: Option<&str>) -> Result<Language, ApiError> {
     match name.unwrap_or("python") {
         "python" => Ok(Language::Python),
         "js" | "javascript" => Ok(Language::JavaScript),
+        "ts" | "typescript" => Ok(Language::TypeScript),
         "bash" => Ok(Language::Bash),
         other => Err(crate::checks::FieldError::new(
             "language",
-            format!("use \"python\", \"js\" (or \"javascript\") or \"bash\", not {other:?}"),
+            format!("use \"python\", \"js\" (or \"javascript\"), \"ts\" (or \"typescript\") or \"bash\", not {other:?}"),
         )
         .into()),
     }
@@ -33,9 +35,14 @@ pub(crate) fn language_of(name: Option<&str>) -> Result<Language, ApiError> {
 
 /// The language whose default context has this id, if it is one.
 pub(crate) fn default_language(ctx: &str) -> Option<Language> {
-    [Language::Python, Language::JavaScript, Language::Bash]
-        .into_iter()
-        .find(|l| language_name(*l) == ctx)
+    [
+        Language::Python,
+        Language::JavaScript,
+        Language::TypeScript,
+        Language::Bash,
+    ]
+    .into_iter()
+    .find(|l| language_name(*l) == ctx)
 }
 
 /// Context `ctx_id` of the box (a default context is started on first use); checks that its
