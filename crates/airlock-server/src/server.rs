@@ -247,7 +247,8 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             pool_memory: config.pool_memory,
             template_builds: Some(crate::e2b::templates::BuildSettings {
                 airlock_exe: config.airlock_exe.clone(),
-                data_dir: config.data_dir.clone(),
+                // The builder runs in its build's directory: the store must not be relative.
+                data_dir: std::path::absolute(&config.data_dir)?,
                 max_upload: config.template_upload_max,
             }),
         },

@@ -12,7 +12,8 @@
 //! - `COPY`'s files are staged in the tree and moved into place by the box at the step's turn,
 //!   so steps see each other's effects in order; `ENV` exports for later steps and becomes the
 //!   template's environment; `WORKDIR` changes directory for later steps and becomes its
-//!   working directory; `USER` accepts the box's one user (`user`, or `root`, which maps to it).
+//!   working directory (a `COPY` into the home, `/home/user`, is refused: every box gets a
+//!   fresh, empty home, so a template cannot carry files there); `USER` accepts the box's one user (`user`, or `root`, which maps to it).
 //! - `startCmd` becomes the template's default command and, with `readyCmd`, is recorded;
 //!   a box does not run it.
 
@@ -270,6 +271,14 @@ fn plan_step(step: &Step, plan: &mut Plan) -> Result<Planned, String> {
                 .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
                 .ok_or("COPY needs the filesHash of its upload (64 hex digits)")?;
             let dest = absolute(dest, plan.cwd.as_deref());
+            let home = airlock_policy::INSIDE_HOME;
+            if dest == home || dest.starts_with(&format!("{home}/")) {
+                // Every box (the build's too) gets a fresh home of its own (a tmpfs): files
+                // put there would silently not be in the template.
+                return Err(format!(
+                    "{dest} is in the box's home, which every box gets fresh and empty (its own scratch space), so a template cannot carry files there; copy them elsewhere, e.g. /opt/app"
+                ));
+            }
             Ok(Planned::Copy(CopyStep {
                 src: src.to_string(),
                 dest,

@@ -72,6 +72,14 @@ fn apt_and_pip_installs_go_into_the_spec_and_other_users_are_refused() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("one user"), "{err}");
+    let mut home = step("COPY", &["a.txt", "app/", "", ""]);
+    home.files_hash = Some("ab".repeat(32));
+    let err = plan(&start("e2bdev/base", vec![home]), &none).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("/home/user/app/ is in the box's home"),
+        "{err}"
+    );
     let err = plan(&start("e2bdev/base", vec![step("HEALTHCHECK", &[])]), &none).unwrap_err();
     assert!(err.to_string().contains("RUN, COPY"), "{err}");
 }
