@@ -49,6 +49,16 @@ async def main():
     text = "\n".join(logs)
     assert "the build step ran as" in text, f"the step's output is not in the build logs:\n{text}"
 
+    # The same build again, in the background: answered from the store, polled to `ready`.
+    bg = await sdk(T.build_in_background, template, name)
+    for _ in range(300):
+        st = await sdk(T.get_build_status, bg, logs_offset=0)
+        if st.status.value in ("ready", "error"):
+            break
+        await asyncio.sleep(0.2)
+    assert st.status.value == "ready", st
+    assert any("cached" in e.message for e in st.log_entries), st.log_entries
+
     sbx = await sdk(S.create, name)
     try:
         got = await sdk(sbx.files.read, "/opt/app/greeting.txt")

@@ -383,7 +383,7 @@ fn prepare(
     let stored_base = match &plan.base {
         steps::Base::Stored(name) => Some(name.clone()),
         steps::Base::Debian { .. } => {
-            let (spec, _) = steps::render(&plan, &first_name, &copies)
+            let (spec, _) = steps::render(&plan, &copies)
                 .map_err(|e| E2bError::InvalidArgument(e.to_string()))?;
             std::fs::write(dir.join("spec.toml"), spec)
                 .map_err(|e| E2bError::Internal(format!("cannot write the build's spec: {e}")))?;

@@ -361,11 +361,15 @@ pub struct StagedFile {
     pub staged: String,
 }
 
-/// The spec (TOML) a plan amounts to, stored as `name`, with each COPY step's archive entries
-/// (`copies`, in step order), and the files it stages.
+/// The name in every spec this module writes (the builder is told the store name): the
+/// builder's cache is keyed by the spec's text, and a store tree records the spec it was first
+/// built from, so the same steps under another name must be the same text.
+const SPEC_NAME: &str = "e2b-template";
+
+/// The spec (TOML) a plan amounts to, with each COPY step's archive entries (`copies`, in step
+/// order), and the files it stages.
 pub fn render(
     plan: &Plan,
-    name: &str,
     copies: &[Vec<CopyEntry>],
 ) -> Result<(String, Vec<StagedFile>), PlanError> {
     let Base::Debian { suite } = &plan.base else {
@@ -431,7 +435,7 @@ pub fn render(
     }
     let strings = |v: &[String]| toml::Value::Array(v.iter().cloned().map(Into::into).collect());
     let mut doc = toml_table();
-    doc.insert("name".into(), name.into());
+    doc.insert("name".into(), SPEC_NAME.into());
     let mut debian = toml_table();
     debian.insert("suite".into(), suite.clone().into());
     debian.insert("packages".into(), strings(&plan.packages));

@@ -113,7 +113,7 @@ fn steps_render_in_order_with_env_workdir_and_copies_staged_then_moved() {
             target: "/etc".into(),
         },
     ];
-    let (spec, staged) = render(&p, "t", &[entries]).unwrap();
+    let (spec, staged) = render(&p, &[entries]).unwrap();
     assert_eq!(
         staged,
         vec![StagedFile {
