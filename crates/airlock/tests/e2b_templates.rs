@@ -1,5 +1,5 @@
 //! E2B's Template SDK against a real `airlock serve`: templates built through the SDKs'
-//! `Template.build` (Python sync and async, JavaScript) with files copied and commands run,
+//! `Template.build` (Python 2.63 sync and async, Python 2.45 sync, JavaScript 2.51) with files copied and commands run,
 //! then started by `Sandbox.create(name)`; `exists`, tags; a failing step; uploads over the
 //! cap or unlike their hash; hostile archives (attacks: nothing is written outside the build);
 //! registry images, layering and wrong keys refused in E2B's shape. The scripts are in
@@ -171,7 +171,11 @@ fn clients() -> PathBuf {
     let dir = std::env::var_os("E2B_CLIENTS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target/e2b-clients"));
-    for p in ["py-current/bin/python", "js/node_modules/e2b/package.json"] {
+    for p in [
+        "py-current/bin/python",
+        "py-older/bin/python",
+        "js/node_modules/e2b/package.json",
+    ] {
         assert!(
             dir.join(p).exists(),
             "E2B's SDKs are not installed ({} is missing): run scripts/e2b-clients.sh",
@@ -236,10 +240,14 @@ fn templates_built_through_each_sdk_start_sandboxes_with_their_files_tags_and_co
     let ctx = context(&v.0);
     let server = Server::start();
     let ctx_s = ctx.0.display().to_string();
-    for api in ["sync", "async"] {
-        let name = format!("tpl-py-{api}");
+    let older = clients.join("py-older/bin/python");
+    for (py, api, name) in [
+        (python(), "sync", "tpl-py-sync"),
+        (python(), "async", "tpl-py-async"),
+        (older, "sync", "tpl-py-older"),
+    ] {
         server.script(
-            &python(),
+            &py,
             &[
                 &templates_script("build_and_use.py"),
                 "--api",
