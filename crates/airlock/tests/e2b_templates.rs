@@ -253,7 +253,7 @@ fn templates_built_through_each_sdk_start_sandboxes_with_their_files_tags_and_co
                 "--api",
                 api,
                 "--name",
-                &name,
+                name,
                 "--context",
                 &ctx_s,
             ],
