@@ -120,18 +120,33 @@ pub fn read(
     copy: (&str, &str, &str),
     max_bytes: u64,
 ) -> Result<Vec<CopyEntry>, ArchiveError> {
+    let file = std::fs::File::open(upload).map_err(|source| ArchiveError::Io {
+        what: "read",
+        path: upload.to_path_buf(),
+        source,
+    })?;
+    read_from(file, store_dir, first, copy, max_bytes)
+}
+
+/// [`read`] from any reader (the fuzz target's way in).
+pub fn read_from(
+    input: impl Read,
+    store_dir: &Path,
+    first: usize,
+    copy: (&str, &str, &str),
+    max_bytes: u64,
+) -> Result<Vec<CopyEntry>, ArchiveError> {
     let (src, dest, files_hash) = copy;
     let io = |what: &'static str, path: &Path| {
         let path = path.to_path_buf();
         move |source| ArchiveError::Io { what, path, source }
     };
-    let file = std::fs::File::open(upload).map_err(io("read", upload))?;
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::new(input);
     let gzipped = reader
         .fill_buf()
-        .map_err(io("read", upload))?
+        .map_err(|e| ArchiveError::Unreadable(e.to_string()))?
         .starts_with(&[0x1f, 0x8b]);
-    let input: Box<dyn Read> = match gzipped {
+    let input: Box<dyn Read + '_> = match gzipped {
         true => Box::new(GzDecoder::new(reader)),
         false => Box::new(reader),
     };
