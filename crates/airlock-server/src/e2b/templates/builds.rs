@@ -327,6 +327,19 @@ fn child_build(build: &Build, job: &BuildJob) -> Result<(), (String, Option<Stri
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // The builder goes with the server: it dies when the thread that started it (this build's,
+    // which waits for it) does.
+    // SAFETY: the closure runs between fork and exec and only calls prctl, which is
+    // async-signal-safe and allocates nothing.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let mut child = cmd
         .spawn()
         .map_err(|e| (format!("the builder could not start ({e})"), None))?;

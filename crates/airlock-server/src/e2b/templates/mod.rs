@@ -238,7 +238,9 @@ async fn upload(
     }
     let dir = s.uploads.dir().to_path_buf();
     let done = s.uploads.unchecked(&hash);
-    let partial = dir.join(format!("{hash}.partial-{}", std::process::id()));
+    // Named by its URL's token: two uploads of one hash never share a partial file.
+    let token = q.token.as_deref().unwrap_or("");
+    let partial = dir.join(format!("{hash}.partial-{}", &token[..token.len().min(16)]));
     let file = std::fs::create_dir_all(&dir).and_then(|_| std::fs::File::create(&partial));
     let mut file = match file {
         Ok(f) => f,
@@ -303,6 +305,9 @@ async fn trigger(
         let (job, store) = match prepared {
             Ok(p) => p,
             Err(e) => {
+                if let Some(s) = &state.template_builds.settings {
+                    let _ = std::fs::remove_dir_all(s.data_dir.join("e2b-builds").join(&build.id));
+                }
                 build.fail(e.to_string(), None);
                 return Err(e);
             }
