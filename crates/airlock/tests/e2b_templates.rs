@@ -82,12 +82,38 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
+        Server::start_with(|data| ServeProcess::start(data, &["--template-upload-max", "1M"]))
+    }
+
+    /// A server run by the unprivileged test user (its builds rootless), on a data directory
+    /// that user owns (the Debian base copied in, so the kept one's owner stays).
+    fn start_unprivileged(bin: &Path) -> Server {
+        Server::start_with(|data| {
+            let bases = data.join("templates/bases");
+            for e in std::fs::read_dir(&bases).unwrap().flatten() {
+                let copy = e.path().with_extension("copy");
+                std::fs::copy(e.path(), &copy).unwrap();
+                std::fs::rename(&copy, e.path()).unwrap();
+            }
+            let (uid, gid, _) = common::ensure_test_user();
+            let chown = Command::new("chown")
+                .arg("-R")
+                .arg(format!("{uid}:{gid}"))
+                .arg(data)
+                .status()
+                .unwrap();
+            assert!(chown.success());
+            ServeProcess::start_as_test_user(bin, data, &[])
+        })
+    }
+
+    fn start_with(serve: impl FnOnce(&Path) -> ServeProcess) -> Server {
         let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let data = Dir::new("data");
         let bases = data.0.join("templates/bases");
         link_bases(&tmp().join("e2b-template-bases"), &bases);
         link_bases(&tmp().join("template-build-store/templates/bases"), &bases);
-        let serve = ServeProcess::start(&data.0, &["--template-upload-max", "1M"]);
+        let serve = serve(&data.0);
         let key = serve
             .printed_e2b_key
             .clone()
@@ -379,6 +405,39 @@ fn registry_images_steps_on_a_stored_template_and_wrong_keys_are_refused_in_e2b_
             &v.0.display().to_string(),
             "--case",
             "refusals",
+        ],
+        &[],
+    );
+}
+
+/// The same build and use through the Python SDK against a server run by an unprivileged user:
+/// its builder runs mmdebstrap's and the build box's rootless modes.
+#[test]
+fn an_unprivileged_server_builds_and_runs_a_template() {
+    let (v, _) = victim();
+    let ctx = context(&v.0);
+    let (_bin_dir, bin) = common::binary_for_test_user("e2b-tpl-unpriv-bin");
+    let server = Server::start_unprivileged(&bin);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.serve.pid())).unwrap();
+    let uid = status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .unwrap()
+        .to_string();
+    assert!(
+        !uid.split_whitespace().skip(1).any(|u| u == "0"),
+        "the server runs as root: {uid}"
+    );
+    server.script(
+        &python(),
+        &[
+            &templates_script("build_and_use.py"),
+            "--api",
+            "sync",
+            "--name",
+            "tpl-unprivileged",
+            "--context",
+            &ctx.0.display().to_string(),
         ],
         &[],
     );
