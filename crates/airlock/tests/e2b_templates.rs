@@ -2,7 +2,8 @@
 //! `Template.build` (Python 2.63 sync and async, Python 2.45 sync, JavaScript 2.51) with files copied and commands run,
 //! then started by `Sandbox.create(name)`; `exists`, tags; a failing step; uploads over the
 //! cap or unlike their hash; hostile archives (attacks: nothing is written outside the build);
-//! registry images, layering and wrong keys refused in E2B's shape. The scripts are in
+//! registry images, layering and wrong keys refused in E2B's shape; an unprivileged server's
+//! rootless builds. The scripts are in
 //! `tests/e2b/templates/`.
 //!
 //! The Debian base the builds start from is downloaded once and kept under target/
