@@ -94,8 +94,9 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # The microVM backend's guest (Debian's kernel, extracted under target/microvm, and the static
 # init and agent); cached, fast when done.
 scripts/microvm-guest.sh
-# E2B's official SDKs (PyPI and npm, pinned in tests/e2b) for the E2B conformance suite; fast when
-# already installed.
+# E2B's official SDKs (PyPI and npm, pinned in tests/e2b) for the E2B conformance suite
+# (tests/e2b_sdk.rs) and the Template SDK's builds (tests/e2b_templates.rs, which keeps its
+# Debian base under target/tmp/e2b-template-bases); fast when already installed.
 scripts/e2b-clients.sh
 # The gVisor tests and benchmarks run on a current runsc (Debian trixie's, pinned by its .deb's
 # SHA-256, under target/gvisor; cached): systrap, and checkpoints that restore. Debian's own

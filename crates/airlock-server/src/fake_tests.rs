@@ -69,6 +69,7 @@ fn app() -> App {
         idle_pause_ms: None,
         pools: Vec::new(),
         pool_memory: crate::DEFAULT_POOL_MEMORY,
+        template_builds: None,
     };
     let state = app_state(store, backends, &settings, hash(KEY), hash(E2B_KEY)).unwrap();
     App {

@@ -43,4 +43,4 @@ pub use limits::ConnectionLimits;
 pub use pools::budget::DEFAULT_BUDGET as DEFAULT_POOL_MEMORY;
 pub use pools::{PoolSpec, PoolSpecError};
 pub use routes::ROUTES;
-pub use server::{serve, E2bDefaultNetwork, ServerConfig};
+pub use server::{serve, E2bDefaultNetwork, ServerConfig, DEFAULT_TEMPLATE_UPLOAD_MAX};

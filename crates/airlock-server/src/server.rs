@@ -54,8 +54,11 @@ pub struct ServerConfig {
     pub pools: Vec<crate::pools::PoolSpec>,
     /// Host memory the pools' ready boxes may hold (`--pool-memory`), in bytes.
     pub pool_memory: u64,
+    /// The largest upload of a template build's files (E2B's Template SDK), in bytes.
+    pub template_upload_max: u64,
 }
 
+pub use crate::e2b::templates::DEFAULT_MAX_UPLOAD as DEFAULT_TEMPLATE_UPLOAD_MAX;
 pub use crate::e2b::DefaultNetwork as E2bDefaultNetwork;
 
 /// What the shared state of the handlers is made with, beside the store and the backends.
@@ -71,6 +74,8 @@ pub(crate) struct AppSettings {
     /// `--pool`, and the memory their ready boxes may hold.
     pub pools: Vec<crate::pools::PoolSpec>,
     pub pool_memory: u64,
+    /// Template builds (`None`: not served).
+    pub template_builds: Option<crate::e2b::templates::BuildSettings>,
 }
 
 /// The handlers' shared state over `store`, starting boxes with `backends`: the session manager
@@ -147,6 +152,9 @@ pub(crate) fn app_state(
         default_backend: settings.default_backend,
         e2b,
         templates: Arc::new(settings.templates.clone()),
+        template_builds: Arc::new(crate::e2b::templates::TemplateService::new(
+            settings.template_builds.clone(),
+        )),
         held_secrets,
         approvals,
         denials,
@@ -237,6 +245,12 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
                 .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
             pools: config.pools.clone(),
             pool_memory: config.pool_memory,
+            template_builds: Some(crate::e2b::templates::BuildSettings {
+                airlock_exe: config.airlock_exe.clone(),
+                // The builder runs in its build's directory: the store must not be relative.
+                data_dir: std::path::absolute(&config.data_dir)?,
+                max_upload: config.template_upload_max,
+            }),
         },
         api_key_hash,
         e2b_key_hash,

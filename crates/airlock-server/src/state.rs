@@ -27,6 +27,8 @@ pub struct AppState {
     pub held_secrets: Arc<crate::held_secrets::HeldSecrets>,
     /// The templates sandboxes can start from.
     pub templates: Arc<crate::template_catalog::TemplateCatalog>,
+    /// Template builds through E2B's Template SDK.
+    pub template_builds: Arc<crate::e2b::templates::TemplateService>,
     /// Held connections of the boxes, waiting for an answer over the API.
     pub approvals: Arc<crate::approvals::ServerApprovals>,
     /// The latest refusals of each live sandbox (its view shows them).

@@ -43,6 +43,8 @@ impl TemplateCatalog {
         let Some(store) = &self.store else {
             return Ok(None);
         };
+        // E2B's `NAME:latest` is the store name `NAME` (see e2b::templates::names).
+        let name = name.strip_suffix(":latest").unwrap_or(name);
         let target = self.aliases.get(name).map(String::as_str).unwrap_or(name);
         if name == "host"
             || !store
@@ -59,6 +61,11 @@ impl TemplateCatalog {
             return Ok(None);
         }
         store.get(target).map(Some).map_err(|e| e.to_string())
+    }
+
+    /// The template store, if the server has one.
+    pub fn store(&self) -> Option<&TemplateStore> {
+        self.store.as_ref()
     }
 
     /// The stored name `name` stands for: its alias target, or itself.

@@ -76,6 +76,41 @@ pub fn e2b_list_query(raw: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// E2B's Template SDK: a build request body (`POST /v2/templates/{id}/builds/{build}`) planned
+/// and rendered as a spec the way the server would (every COPY step given one file), and the
+/// spec parsed back by the builder's own parser. Ok when it would be built.
+pub fn e2b_template_build(body: &[u8]) -> Result<(), String> {
+    use crate::e2b::templates::{archive::CopyEntry, steps};
+    let start: steps::BuildStart = serde_json::from_slice(body).map_err(|e| e.to_string())?;
+    let plan = steps::plan(&start, &|n| (n == "stored").then(|| n.to_string()))
+        .map_err(|e| e.to_string())?;
+    if let steps::Base::Stored(_) = plan.base {
+        return Ok(());
+    }
+    let copies: Vec<Vec<CopyEntry>> = plan
+        .copies()
+        .map(|c| {
+            vec![CopyEntry::File {
+                rel: c.src.clone(),
+                mode: 0o644,
+                stored: "/nonexistent/0".into(),
+            }]
+        })
+        .collect();
+    let (spec, _) = steps::render(&plan, &copies).map_err(|e| e.to_string())?;
+    airlock_template::TemplateSpec::parse(&spec, std::path::Path::new("fuzz"))
+        .map_err(|e| format!("the rendered spec does not parse: {e}"))?;
+    Ok(())
+}
+
+/// E2B's Template SDK: an uploaded COPY archive read as a build reads it, its files written
+/// under `store_dir`, at most 1 MiB of them. Returns how many entries it kept.
+pub fn e2b_template_archive(data: &[u8], store_dir: &std::path::Path) -> Result<usize, String> {
+    crate::e2b::templates::archive::read_from(data, store_dir, 0, ("x", "/opt/x", "00"), 1 << 20)
+        .map(|e| e.len())
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +167,45 @@ mod tests {
         assert!(e2b_create_body(b"not json").is_err());
         assert!(e2b_list_query("state=running&limit=5").is_ok());
         assert!(e2b_list_query("state=sleeping").is_err());
+    }
+
+    #[test]
+    fn template_builds_with_hostile_strings_render_specs_the_builder_parses() {
+        let nasty = [
+            r#"echo 'quoted' "double" $HOME `id` \n"#,
+            "line one\nline two\n\ttabbed",
+            r#"''' """ ]] [[files]] name = "x""#,
+            "\u{0} nul",
+        ];
+        for cmd in nasty {
+            let body = serde_json::json!({
+                "fromImage": "e2bdev/base",
+                "steps": [
+                    {"type": "RUN", "args": [cmd, "root"]},
+                    {"type": "ENV", "args": ["V", cmd]},
+                    {"type": "WORKDIR", "args": [format!("/opt/{cmd}")]},
+                    {"type": "COPY", "args": [cmd, "/opt/x/", "", ""], "filesHash": "ab".repeat(32)},
+                ],
+                "startCmd": cmd,
+            });
+            if let Err(e) = e2b_template_build(body.to_string().as_bytes()) {
+                assert!(!e.contains("does not parse"), "{cmd:?}: {e}");
+            }
+        }
+        assert!(e2b_template_build(b"not json").is_err());
+        assert!(e2b_template_build(br#"{"fromImage": "ubuntu:24.04"}"#).is_err());
+        assert!(e2b_template_build(br#"{"fromImage": "stored", "steps": []}"#).is_ok());
+        assert!(e2b_template_build(br#"{"fromImage": "e2bdev/base", "steps": []}"#).is_ok());
+    }
+
+    #[test]
+    fn archives_of_any_bytes_are_read_or_refused() {
+        let dir =
+            std::env::temp_dir().join(format!("airlock-untrusted-tar-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        for junk in [&b""[..], b"\x1f\x8b garbage", &[0xffu8; 512]] {
+            assert!(e2b_template_archive(junk, &dir).is_err(), "{junk:?}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -209,6 +209,24 @@ impl TemplateStore {
         self.inspect(name)
     }
 
+    /// Makes `name` mean the template `existing` means (one more name for the same tree;
+    /// what `name` meant before is collected when nothing else names or holds it).
+    pub fn name_as(&self, existing: &str, name: &str) -> Result<StoredTemplate, TemplateError> {
+        check_name(name)?;
+        let digest = self.digest_of(existing)?;
+        let previous = self.digest_of(name).ok();
+        write_json(
+            &self.name_file(name),
+            &NameRecord {
+                digest: digest.clone(),
+            },
+        )?;
+        if let Some(old) = previous.filter(|d| *d != digest) {
+            let _ = self.collect(&old);
+        }
+        self.inspect(name)
+    }
+
     /// The template `name` as a backend needs it; `host` is the host's own system dirs.
     pub fn get(&self, name: &str) -> Result<Template, TemplateError> {
         if name == "host" {

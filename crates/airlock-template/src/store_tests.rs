@@ -143,3 +143,30 @@ fn renaming_a_name_to_new_content_collects_the_old_tree_and_bad_names_are_refuse
     }
     let _ = remove_tree(&base);
 }
+
+#[test]
+fn a_second_name_shares_the_tree_and_removing_one_name_keeps_the_other() {
+    let (base, store) = fresh("name-as");
+    let a = store
+        .commit(
+            stage_with(&store, &[("bin/x", "1")]),
+            "a",
+            tree_source(),
+            Default::default(),
+        )
+        .unwrap();
+    let b = store.name_as("a", "a:v1").unwrap();
+    assert_eq!(
+        (b.rootfs.clone(), b.meta.digest.clone()),
+        (a.rootfs.clone(), a.meta.digest)
+    );
+    assert_eq!(store.names().unwrap(), vec!["a", "a:v1"]);
+    store.remove("a").unwrap();
+    assert!(
+        b.rootfs.join("bin/x").is_file(),
+        "the tree went with one of its names"
+    );
+    assert!(store.name_as("nope", "x").is_err());
+    assert!(store.name_as("a:v1", "../x").is_err());
+    let _ = remove_tree(&base);
+}

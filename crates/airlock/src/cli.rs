@@ -252,6 +252,10 @@ pub struct ServeArgs {
     /// when the key printed on the first start is lost.
     #[arg(long)]
     pub new_e2b_key: bool,
+    /// The largest upload of a template build's files through E2B's Template SDK (its COPY
+    /// steps' archive), e.g. 256M (default 1G); larger ones are refused with 413.
+    #[arg(long, value_name = "SIZE")]
+    pub template_upload_max: Option<String>,
     /// Network of E2B sandboxes whose create request sets none: `internet` (any public
     /// destination by name through the egress proxy; private, loopback and metadata addresses
     /// stay refused) or `none`. Default: `internet`, or `none` with `--backend wasm` (a wasm

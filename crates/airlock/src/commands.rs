@@ -617,7 +617,14 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         Some(s) => airlock_policy::parse_size(s).map_err(|e| anyhow!("--pool-memory: {e}"))?,
         None => airlock_server::DEFAULT_POOL_MEMORY,
     };
+    let template_upload_max = match &args.template_upload_max {
+        Some(s) => {
+            airlock_policy::parse_size(s).map_err(|e| anyhow!("--template-upload-max: {e}"))?
+        }
+        None => airlock_server::DEFAULT_TEMPLATE_UPLOAD_MAX,
+    };
     airlock_server::serve(airlock_server::ServerConfig {
+        template_upload_max,
         pools,
         pool_memory,
         idle_pause,

@@ -82,22 +82,21 @@ async def test_killed_sandbox_refuses_further_work(sdk):
 
 
 async def test_unserved_e2b_routes_answer_501_in_e2bs_shape(sdk):
-    """Routes of E2B's API airlock does not serve (template aliases and builds; pause, fork,
-    snapshots and network updates are served: test_lifecycle.py, test_network.py) answer 501 as
-    `{"code", "message"}` (the SDK crashed with `KeyError: 'code'` on airlock's native error
-    shape)."""
+    """Routes of E2B's API airlock does not serve (volumes; pause, fork, snapshots, network
+    updates and template builds, aliases and tags are served: test_lifecycle.py,
+    test_network.py, tests/e2b/templates/) answer 501 as `{"code", "message"}` (the SDK crashed
+    with `KeyError: 'code'` on airlock's native error shape)."""
     import json
     import urllib.error
     import urllib.request
 
     async with sdk.sandbox() as sbx:
         if hasattr(sdk.e2b, "Template") and hasattr(sdk.e2b.Template, "alias_exists"):
-            with pytest.raises(sdk.e2b.SandboxException) as raised:
-                await sdk(sdk.e2b.Template.alias_exists, "some-alias")
-            assert "not supported" in str(raised.value), raised.value
-        # The same refusal as the SDKs receive it, for an SDK without that call too.
+            # Served now: a template never built does not exist.
+            assert await sdk(sdk.e2b.Template.alias_exists, "some-alias") is False
+        # A refusal as the SDKs receive it.
         req = urllib.request.Request(
-            os.environ["E2B_API_URL"] + "/templates/aliases/some-alias",
+            os.environ["E2B_API_URL"] + "/volumes",
             headers={"X-API-Key": os.environ["E2B_API_KEY"]},
         )
         with pytest.raises(urllib.error.HTTPError) as raised:

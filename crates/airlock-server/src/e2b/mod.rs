@@ -31,6 +31,7 @@ pub(crate) mod network;
 pub(crate) mod network_update;
 pub(crate) mod process;
 pub(crate) mod procs;
+pub(crate) mod templates;
 pub(crate) mod views;
 pub(crate) mod watch;
 
@@ -292,19 +293,19 @@ pub fn is_native_path(path: &str) -> bool {
     path == "/v1/sandboxes" || path.starts_with("/v1/sandboxes/") || path == "/openapi.json"
 }
 
-/// The answer to an E2B API route airlock does not serve (template aliases and builds, …): 501
+/// The answer to an E2B API route airlock does not serve (volumes, secrets, template deletion, …): 501
 /// in E2B's shape (`{"code", "message"}`), which the SDKs turn into their own
 /// error with the message, rather than a shape they cannot read.
 pub fn unserved(method: &axum::http::Method, path: &str) -> Response {
     E2bError::Unimplemented(format!(
         "{method} {path} is not supported by airlock's E2B gateway (it serves sandbox create, \
-         connect, list, info, timeout, kill, metrics, pause, resume, fork, snapshots and network \
-         updates; see the README's E2B section for what is not supported and why)"
+         connect, list, info, timeout, kill, metrics, pause, resume, fork, snapshots, network \
+         updates, and template builds, aliases and tags; see the README's E2B section for what is not supported and why)"
     ))
     .rest_response()
 }
 
 /// The control-plane routes, merged into the normal router.
 pub fn control_routes() -> Router<AppState> {
-    control::routes()
+    control::routes().merge(templates::routes())
 }
