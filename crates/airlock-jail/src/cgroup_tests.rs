@@ -939,3 +939,47 @@ fn a_stale_cgroup_with_the_next_name_is_skipped_never_adopted() {
         "the stale directory was adopted: {paths:?}"
     );
 }
+
+/// A stale directory under the next name in the freezer hierarchy only (the others are free)
+/// takes the name as a whole: the box gets the name after it, with a freezer, never a box that
+/// silently cannot pause (what `airlock mcp`'s idle pause would then skip).
+#[test]
+fn a_stale_freezer_directory_alone_takes_the_name() {
+    if !cgroups_usable() {
+        return;
+    }
+    let prefix = "airlock-test-freezer";
+    let limits = CgroupLimits {
+        pids: Some(16),
+        ..CgroupLimits::default()
+    };
+    let mut first = BoxCgroup::create_unique(prefix, &limits, true).expect("first");
+    first.can_freeze().expect("a pausable box has a freezer");
+    let freezer_parent = first
+        .paths()
+        .iter()
+        .find(|p| p.to_string_lossy().contains("/freezer/"))
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    first.destroy().expect("destroy");
+    // cgroup v2 has no freezer hierarchy of its own: nothing to plant there.
+    let Some(freezer_parent) = freezer_parent else {
+        return;
+    };
+    let stale = freezer_parent.join(box_cgroup::peek_unique_name(prefix));
+    std::fs::create_dir(&stale).expect("plant a stale freezer cgroup");
+    let second = BoxCgroup::create_unique(prefix, &limits, true);
+    let result = second
+        .as_ref()
+        .map(|c| (c.paths(), c.can_freeze()))
+        .map_err(ToString::to_string);
+    if let Ok(mut c) = second {
+        c.destroy().expect("destroy");
+    }
+    std::fs::remove_dir(&stale).expect("remove the planted cgroup");
+    let (paths, freeze) = result.expect("the second box got cgroups");
+    assert_eq!(freeze, Ok(()), "the second box cannot pause: {paths:?}");
+    assert!(
+        !paths.contains(&stale),
+        "the stale directory was adopted: {paths:?}"
+    );
+}

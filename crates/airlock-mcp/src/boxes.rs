@@ -205,16 +205,17 @@ impl BoxSlot {
 
     /// Pauses the box in place (the native box's cgroup freezer, gVisor's and QEMU's own
     /// pause: CPU given back, every process and variable kept) if it has not been used for
-    /// `idle`; the next call resumes it. Says whether it paused. A box that cannot pause keeps
-    /// running; a pause that failed is the error (the box keeps running, and the next check
-    /// tries again).
+    /// `idle`; the next call resumes it. Says whether it paused. A box that cannot pause, or
+    /// whose pause failed, keeps running, and that is the error, saying why (the next check
+    /// tries again; the caller says it once).
     pub fn pause_if_idle(&mut self, idle: Duration) -> Result<bool, SandboxError> {
         let Some(live) = self.live.as_mut() else {
             return Ok(false);
         };
-        if self.paused || self.last_used.elapsed() < idle || !live.sandbox.capabilities().pause {
+        if self.paused || self.last_used.elapsed() < idle {
             return Ok(false);
         }
+        // Tried even when the box says it cannot pause: its refusal says why.
         live.sandbox.pause()?;
         self.paused = true;
         Ok(true)

@@ -25,7 +25,7 @@ let sbx = await Sandbox.create(name)
 try {
   assert.equal(await sbx.files.read('/opt/app/greeting.txt'), 'greeting from the build context\n')
   assert.equal(await sbx.files.read('/opt/data/nested/deep.txt'), 'deep\n')
-  const r = await sbx.commands.run("cat /etc/built-by; stat -c %a /opt/data/nested/deep.txt; python3 -c 'print(6*7)'")
+  const r = await sbx.commands.run("cat /etc/built-by; stat -c %a /opt/data/nested/deep.txt; python -c 'print(6*7)'")
   assert.equal(r.stdout, 'hello from ENV in /opt/app\n640\n42\n')
 } finally {
   await sbx.kill()

@@ -67,7 +67,7 @@ async def main():
         assert got == "deep\n", repr(got)
         r = await sdk(
             sbx.commands.run,
-            "cat /etc/built-by; stat -c %a /opt/data/nested/deep.txt; python3 -c 'print(6*7)'; echo $GREETING",
+            "cat /etc/built-by; stat -c %a /opt/data/nested/deep.txt; python -c 'print(6*7)'; echo $GREETING",
         )
         assert r.stdout == "hello from ENV in /opt/app\n640\n42\nhello from ENV\n", repr(r.stdout)
     finally:

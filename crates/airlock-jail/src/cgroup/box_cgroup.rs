@@ -161,7 +161,14 @@ impl BoxCgroup {
             }
         }
         cgroup.freezer = match pausable {
-            true => cgroup.add_freezer(name),
+            true => match cgroup.add_freezer(name) {
+                Ok(f) => Ok(f),
+                // A stale directory of a dead box holds this name in the freezer hierarchy
+                // only: the name is taken, as in the others (the caller tries the next one),
+                // never a box that silently cannot pause.
+                Err(FreezerSetup::Taken(e)) => return Err(e),
+                Err(FreezerSetup::Unavailable(why)) => Err(why),
+            },
             false => Err("the box was started to run one command, without a freezer".into()),
         };
         for (controller, site) in &sites {
@@ -179,19 +186,26 @@ impl BoxCgroup {
     /// Sets up the box's freezer: on v1 a directory in the freezer hierarchy (so that `add_pid`
     /// puts the box there too), on v2 its own `cgroup.freeze`. A host without one still runs
     /// boxes; they cannot be paused, and the reason is kept for the error.
-    fn add_freezer(&mut self, name: &str) -> Result<Freezer, String> {
+    fn add_freezer(&mut self, name: &str) -> Result<Freezer, FreezerSetup> {
         match self.version {
             CgroupVersion::V2 => self
                 .dirs
                 .first()
                 .filter(|d| d.join("cgroup.freeze").exists())
                 .map(|d| Freezer::V2(d.clone()))
-                .ok_or_else(|| "this kernel's cgroup v2 has no cgroup.freeze (Linux < 5.2)".into()),
+                .ok_or_else(|| {
+                    FreezerSetup::Unavailable(
+                        "this kernel's cgroup v2 has no cgroup.freeze (Linux < 5.2)".into(),
+                    )
+                }),
             CgroupVersion::V1 => {
-                let (parent, path) = freezer::discover_v1()?;
+                let (parent, path) = freezer::discover_v1().map_err(FreezerSetup::Unavailable)?;
                 let dir = parent.join(name);
                 if !self.dirs.contains(&dir) {
-                    make_dir(&dir).map_err(|e| e.to_string())?;
+                    make_dir(&dir).map_err(|e| match e {
+                        e @ CgroupError::AlreadyExists { .. } => FreezerSetup::Taken(e),
+                        e => FreezerSetup::Unavailable(e.to_string()),
+                    })?;
                     self.dirs.push(dir.clone());
                     self.cgroup_paths.push(parse::child_path(&path, name));
                 }
@@ -522,6 +536,14 @@ pub(crate) fn validate_name(name: &str) -> Result<(), CgroupError> {
             name: name.to_owned(),
         })
     }
+}
+
+/// Why a box got no freezer.
+enum FreezerSetup {
+    /// Its name is taken in the freezer hierarchy (a stale directory): try another name.
+    Taken(CgroupError),
+    /// The host has none usable: the box runs, and cannot pause (the reason is kept).
+    Unavailable(String),
 }
 
 fn make_dir(dir: &Path) -> Result<(), CgroupError> {

@@ -3,7 +3,7 @@
 //!
 //! - Base: `e2bdev/base` (the SDK's `from_base_image()`, and its default) is Debian bookworm;
 //!   `debian:<suite>` (`from_debian_image`) is that suite; both from the host's own Debian
-//!   mirror, with `python3`. A name the template store has is taken as that template, but
+//!   mirror, with `python3` (and `python`, as E2B's have). A name the template store has is taken as that template, but
 //!   only with no steps (the builder does not layer on a stored tree). Anything else would need
 //!   a registry: refused, naming what is supported.
 //! - `RUN` is a shell command in the build box (each in its own `sh -c`, in order);
@@ -148,7 +148,8 @@ pub fn plan(
     };
     let mut plan = Plan {
         base,
-        packages: vec!["python3".into()],
+        // E2B's templates have a `python` command too.
+        packages: vec!["python3".into(), "python-is-python3".into()],
         pip: Vec::new(),
         steps: Vec::new(),
         env: BTreeMap::new(),

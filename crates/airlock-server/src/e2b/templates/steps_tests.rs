@@ -29,7 +29,7 @@ fn e2b_bases_map_to_debian_and_registry_images_are_refused_naming_what_works() {
             suite: "bookworm".into()
         }
     );
-    assert_eq!(p.packages, vec!["python3"]);
+    assert_eq!(p.packages, vec!["python3", "python-is-python3"]);
     let p = plan(&start("debian:trixie-slim", vec![]), &none).unwrap();
     assert_eq!(
         p.base,
@@ -63,7 +63,10 @@ fn apt_and_pip_installs_go_into_the_spec_and_other_users_are_refused() {
         step("RUN", &["echo hi", ""]),
     ];
     let p = plan(&start("e2bdev/base", steps), &none).unwrap();
-    assert_eq!(p.packages, vec!["python3", "curl", "git", "python3-pip"]);
+    assert_eq!(
+        p.packages,
+        vec!["python3", "python-is-python3", "curl", "git", "python3-pip"]
+    );
     assert_eq!(p.pip, vec!["tabulate"]);
     assert_eq!(p.steps[2], Planned::Run("echo hi".into()));
     let err = plan(
