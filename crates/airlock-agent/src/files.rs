@@ -21,14 +21,22 @@ pub(crate) enum FileError {
     NotAbsolute(String),
     #[error("{path} holds more than {MAX_LIST_ENTRIES} entries within the requested depth; list a smaller tree")]
     TooManyEntries { path: String },
+    #[error("listing {path} took longer than {} s (a box with little CPU lists slowly); list a smaller tree or a lower depth", LIST_BUDGET.as_secs())]
+    TooSlow { path: String },
 }
+
+/// Longest a listing may take: the request waits for it, and a box with a small CPU quota walks
+/// a deep tree for minutes.
+const LIST_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
 
 impl FileError {
     pub(crate) fn code(&self) -> airlock_protocol::ErrorCode {
         match self {
             FileError::Io { source, .. } => crate::error::code_of(source),
             FileError::NotAbsolute(_) => airlock_protocol::ErrorCode::Invalid,
-            FileError::TooManyEntries { .. } => airlock_protocol::ErrorCode::Limit,
+            FileError::TooManyEntries { .. } | FileError::TooSlow { .. } => {
+                airlock_protocol::ErrorCode::Limit
+            }
         }
     }
 }
@@ -97,8 +105,18 @@ pub(crate) fn stat(path: &str) -> Result<Entry, FileError> {
     Ok(entry(p, &meta))
 }
 
-/// Entries under `path`, `depth` levels deep (1 = the directory's own entries), sorted by path.
+/// Entries under `path`, `depth` levels deep (1 = the directory's own entries), sorted by path;
+/// refused past [`MAX_LIST_ENTRIES`] entries or [`LIST_BUDGET`].
 pub(crate) fn list_dir(path: &str, depth: u32) -> Result<Vec<Entry>, FileError> {
+    list_dir_within(path, depth, LIST_BUDGET)
+}
+
+fn list_dir_within(
+    path: &str,
+    depth: u32,
+    budget: std::time::Duration,
+) -> Result<Vec<Entry>, FileError> {
+    let until = std::time::Instant::now() + budget;
     let root = absolute(path)?;
     let mut out = Vec::new();
     let mut stack: Vec<(PathBuf, u32)> = vec![(root.to_path_buf(), 1)];
@@ -109,6 +127,11 @@ pub(crate) fn list_dir(path: &str, depth: u32) -> Result<Vec<Entry>, FileError> 
             Err(_) if dir != root => continue,
             Err(e) => return Err(io_err("list", &dir)(e)),
         };
+        if std::time::Instant::now() >= until {
+            return Err(FileError::TooSlow {
+                path: path.to_string(),
+            });
+        }
         for item in read {
             let Ok(item) = item else { continue };
             let Ok(meta) = item.metadata() else { continue };

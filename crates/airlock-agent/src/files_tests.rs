@@ -65,3 +65,19 @@ fn errors_have_codes() {
     );
     fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_listing_past_its_time_budget_is_refused_as_a_limit() {
+    let d = std::env::temp_dir().join(format!("airlock-list-budget-{}", std::process::id()));
+    std::fs::create_dir_all(d.join("a/b")).unwrap();
+    let s = d.to_str().unwrap();
+    let err = list_dir_within(s, 32, std::time::Duration::ZERO).unwrap_err();
+    assert_eq!(err.code(), airlock_protocol::ErrorCode::Limit);
+    assert!(err.to_string().contains("took longer than"), "{err}");
+    assert_eq!(
+        list_dir(s, 32).unwrap().len(),
+        2,
+        "within the budget it lists"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
