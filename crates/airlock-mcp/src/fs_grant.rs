@@ -13,9 +13,6 @@ use rmcp::model::JsonObject;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Longest reason shown to the person.
-const MAX_REASON: usize = 500;
-
 /// What the model asked for, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FsGrantAsk {
@@ -50,12 +47,7 @@ impl FsGrantAsk {
                 return Err("give `access`: \"read\" (see it) or \"write\" (also change it)".into())
             }
         };
-        let reason = args
-            .get("reason")
-            .and_then(|v| v.as_str())
-            .map(str::trim)
-            .filter(|r| !r.is_empty())
-            .ok_or("give `reason`: one sentence the user reads before deciding")?;
+        let reason = crate::grant_request::reason_of(args)?;
         if policy.profile == Profile::FullAccess {
             return Err(
                 "the sandbox already sees the whole host filesystem (profile full-access)".into(),
@@ -92,15 +84,7 @@ impl FsGrantAsk {
                 mount.host.display()
             ));
         }
-        let shown: String = reason
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .take(MAX_REASON)
-            .collect();
-        Ok(FsGrantAsk {
-            mount,
-            reason: shown,
-        })
+        Ok(FsGrantAsk { mount, reason })
     }
 
     /// The grant as the approver program and the audit log name it: `read:PATH` or

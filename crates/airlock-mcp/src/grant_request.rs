@@ -23,6 +23,22 @@ pub struct GrantAsk {
     pub reason: String,
 }
 
+/// The model's `reason` in a grant request's arguments, as the person is shown it: trimmed,
+/// control characters blanked, cut at [`MAX_REASON`] characters.
+pub fn reason_of(args: &JsonObject) -> Result<String, String> {
+    let reason = args
+        .get("reason")
+        .and_then(|v| v.as_str())
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .ok_or("give `reason`: one sentence the user reads before deciding")?;
+    Ok(reason
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_REASON)
+        .collect())
+}
+
 impl GrantAsk {
     /// The request in the tool's arguments, or why it cannot be asked about.
     pub fn parse(args: &JsonObject) -> Result<GrantAsk, String> {
@@ -37,12 +53,7 @@ impl GrantAsk {
             .and_then(|v| v.as_u64())
             .filter(|p| (1..=65535).contains(p))
             .ok_or("give `port`: a number between 1 and 65535")?;
-        let reason = args
-            .get("reason")
-            .and_then(|v| v.as_str())
-            .map(str::trim)
-            .filter(|r| !r.is_empty())
-            .ok_or("give `reason`: one sentence the user reads before deciding")?;
+        let reason = reason_of(args)?;
         if host.contains(['*', '/']) {
             return Err(format!(
                 "{host:?} is not one host: ask for exactly the host the refusal named (no wildcard, no range)"
@@ -62,15 +73,10 @@ impl GrantAsk {
                 GrantList::AllowIp
             }
         };
-        let shown: String = reason
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .take(MAX_REASON)
-            .collect();
         Ok(GrantAsk {
             grant: target.to_string(),
             list,
-            reason: shown,
+            reason,
         })
     }
 
