@@ -90,8 +90,11 @@ impl Server {
     /// that user owns (the Debian base copied in, so the kept one's owner stays).
     fn start_unprivileged(bin: &Path) -> Server {
         Server::start_with(|data| {
+            // On a fresh machine no base is kept yet: this server then downloads its own
+            // (mmdebstrap's rootless mode), which the drop keeps for the next run.
             let bases = data.join("templates/bases");
-            for e in std::fs::read_dir(&bases).unwrap().flatten() {
+            let kept = std::fs::read_dir(&bases).into_iter().flatten().flatten();
+            for e in kept {
                 let copy = e.path().with_extension("copy");
                 std::fs::copy(e.path(), &copy).unwrap();
                 std::fs::rename(&copy, e.path()).unwrap();
