@@ -43,8 +43,8 @@ pub struct OwnerTerminal {
     terminal: Arc<TerminalApprover>,
     pending: Arc<PendingQueue>,
     floor: Arc<TerminalFloor>,
-    /// (the box's id, this side's id) of each request being asked.
-    waiting: Mutex<Vec<(u64, u64)>>,
+    /// (the box's id, this side's id) of each request being asked (an answered one leaves).
+    waiting: Arc<Mutex<Vec<(u64, u64)>>>,
     answerer: Arc<Mutex<Option<Arc<dyn ApprovalAnswerer>>>>,
 }
 
@@ -62,14 +62,18 @@ impl OwnerTerminal {
             floor: terminal.floor(),
             terminal,
             pending: asker.pending,
-            waiting: Mutex::new(Vec::new()),
+            waiting: Arc::new(Mutex::new(Vec::new())),
             answerer: Arc::new(Mutex::new(None)),
         })))
     }
 
     fn waiting(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u64)>> {
-        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+        lock_waiting(&self.waiting)
     }
+}
+
+fn lock_waiting(w: &Mutex<Vec<(u64, u64)>>) -> std::sync::MutexGuard<'_, Vec<(u64, u64)>> {
+    w.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// An answer given here, as the box takes it (`save` stays `save`: the file is written).
@@ -93,6 +97,7 @@ impl ApprovalSink for OwnerTerminal {
         // The box asks once per destination, so this side's queue never joins two of them.
         self.waiting().push((remote, local.id));
         let slot = Arc::clone(&self.answerer);
+        let waiting = Arc::clone(&self.waiting);
         // A request withdrawn here drops its sender, which ends the thread.
         let waited = std::thread::Builder::new()
             .name("airlock-answer".into())
@@ -100,6 +105,7 @@ impl ApprovalSink for OwnerTerminal {
                 let Ok(a) = answer.blocking_recv() else {
                     return;
                 };
+                lock_waiting(&waiting).retain(|(r, _)| *r != remote);
                 let answerer = slot.lock().unwrap_or_else(PoisonError::into_inner).clone();
                 if let Some(answerer) = answerer {
                     // Not pending: it timed out in the box's proxy meanwhile, refused there.

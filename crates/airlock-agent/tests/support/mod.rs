@@ -347,10 +347,33 @@ pub fn exit_of(e: &Event) -> (Option<i32>, Option<i32>, bool) {
 }
 
 /// A fresh directory under the target's temp dir.
-pub fn scratch(name: &str) -> std::path::PathBuf {
+pub fn scratch(name: &str) -> Scratch {
     let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("agent-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
+}
+
+/// A test's scratch directory under target/, removed with everything in it when dropped (a
+/// run leaves nothing behind, passed or failed).
+pub struct Scratch(std::path::PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
