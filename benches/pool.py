@@ -7,16 +7,24 @@ turns so load on the machine falls on both alike, next to a plain fork+exec.
 - gVisor and microVM: API create (to its 201) and create -> first output (goal <= 20 ms).
 
 Every pooled create is made once the pools are full again, so each one is a hit (checked).
-Usage: python3 benches/pool.py AIRLOCK_BINARY [ROUNDS]   (default 40; gVisor and microVM run
-ROUNDS/4 and ROUNDS/8)
+Usage: python3 benches/pool.py AIRLOCK_BINARY [ROUNDS] [--json OUT]   (default 40; gVisor and
+microVM run ROUNDS/4 and ROUNDS/8; --json writes every sample, for benches/report.py)
 """
 import json, os, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from airlock_api import Server
 
-exe = sys.argv[1]
-rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 40
+argv = sys.argv[1:]
+json_out = None
+if "--json" in argv:
+    i = argv.index("--json")
+    json_out = argv[i + 1]
+    del argv[i:i + 2]
+exe = argv[0]
+rounds = int(argv[1]) if len(argv) > 1 else 40
+# Every sample (ms), for --json.
+series, skipped = [], []
 POOLS = ["native:size=4", "native:size=4,network=proxy", "gvisor:size=2", "microvm:size=1,memory=256M"]
 args = [a for p in POOLS for a in ("--pool", p)]
 pooled_server = Server(exe, *args)
@@ -65,6 +73,7 @@ def plain(n):
         t = time.perf_counter()
         subprocess.run(["/bin/echo", "hi"], check=True, stdout=subprocess.DEVNULL)
         out.append(ms(t))
+    series.append({"name": "plain fork+exec of echo", "kind": "peer", "samples": out})
     return statistics.median(out)
 
 
@@ -82,6 +91,8 @@ def compare(name, body, n):
         wait_full()
         with_pool.append(first_output(pooled_server, body))
         without.append(first_output(plain_server, body))
+    series.append({"name": f"{name}, with a pool", "kind": "airlock", "samples": [x[1] for x in with_pool]})
+    series.append({"name": f"{name}, without", "kind": "peer", "samples": [x[1] for x in without]})
     for i, what in ((0, "create"), (1, "create -> first output")):
         a, b = [x[i] for x in with_pool], [x[i] for x in without]
         print(f"{name} {what}, median of {n}: with a pool {med(a):.2f} ms (p90 {p90(a):.2f}), "
@@ -105,6 +116,7 @@ try:
         import e2b  # noqa: F401 (present when run with the E2B venv's python)
     except ImportError:
         print("E2B SDK: not measured (run with the python of scripts/e2b-clients.sh, as benches/pool.sh does)")
+        skipped.append({"name": "E2B SDK cycle", "why": "not run with the python of scripts/e2b-clients.sh"})
     else:
         for var in ("E2B_DOMAIN", "E2B_DEBUG", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
             os.environ.pop(var, None)
@@ -126,6 +138,8 @@ try:
             wait_full()
             a.append(cycle(pooled_server))
             b.append(cycle(plain_server))
+        series.append({"name": "E2B SDK create+run+kill, with a pool", "kind": "airlock", "samples": a})
+        series.append({"name": "E2B SDK create+run+kill, without", "kind": "peer", "samples": b})
         print(f"E2B SDK create + run('true') + kill, median of {rounds}: with a pool {med(a):.2f} ms "
               f"(p90 {p90(a):.2f}), without {med(b):.2f} ms (p90 {p90(b):.2f}); {med(b) / med(a):.1f}x "
               f"(goal: with a pool <= 10 ms)")
@@ -133,6 +147,9 @@ try:
     misses = {k: p["misses"] for k, p in after.items() if p["misses"]}
     assert not misses, f"every pooled create must be a hit: {after}"
     print("pool hits:", {k: p["hits"] - before[k] for k, p in after.items()})
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump({"series": series, "skipped": skipped}, f)
 finally:
     pooled_server.stop()
     plain_server.stop()

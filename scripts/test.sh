@@ -11,9 +11,9 @@ cd "$(dirname "$0")/.."
 # tests run real gVisor boxes), mmdebstrap (builds the templates the template tests and the
 # suites' template runs use; uidmap for its rootless mode, which the unprivileged test user's
 # build runs in), QEMU and mkfs.erofs for the microVM backend (its guest kernel is
-# fetched below by scripts/microvm-guest.sh), and zstd (the template import tests compress a layer
-# with the real tool).
-need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc mmdebstrap newuidmap qemu-system-x86_64 mkfs.erofs dpkg-deb zstd)
+# fetched below by scripts/microvm-guest.sh), zstd (the template import tests compress a layer
+# with the real tool), and Chromium (the benchmark report's page is checked in headless Chromium).
+need=(git python3 curl node npm setpriv ps useradd bwrap hyperfine go runsc mmdebstrap newuidmap qemu-system-x86_64 mkfs.erofs dpkg-deb zstd chromium)
 missing=0
 for tool in "${need[@]}"; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
 /usr/bin/python3 -m pip --version >/dev/null 2>&1 || missing=1
@@ -30,7 +30,7 @@ if [ "$missing" = 1 ]; then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd uidmap bubblewrap hyperfine runsc mmdebstrap qemu-system-x86 erofs-utils zstd)
+  pkgs=(git python3 python3-pip python3-venv python3-matplotlib python3-pandas python3-requests curl util-linux procps passwd uidmap bubblewrap hyperfine runsc mmdebstrap qemu-system-x86 erofs-utils zstd chromium)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
