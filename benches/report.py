@@ -168,12 +168,27 @@ def mem_available_kib():
     raise SystemExit("no MemAvailable in /proc/meminfo")
 
 
+def slabs():
+    """Bytes held by each slab cache (active objects x object size), or None unreadable."""
+    try:
+        lines = open("/proc/slabinfo").read().splitlines()[2:]
+    except OSError:
+        return None
+    out = {}
+    for line in lines:
+        f = line.split()
+        out[f[0]] = int(f[1]) * int(f[3])
+    return out
+
+
 def density(exe, boxes):
     from airlock_api import Server
-    srv = Server(exe)
+    # Every box running at once (the server queues creates past --max-running).
+    srv = Server(exe, "--max-running", str(boxes + 1))
     ids, points = [], []
     try:
         step = max(1, boxes // 10)
+        slab_before = slabs()
         base = mem_available_kib()
         points.append([0, 0.0])
         while len(ids) < boxes:
@@ -181,6 +196,7 @@ def density(exe, boxes):
                 ids.append(json.loads(srv.call("POST", "/v1/sandboxes", {}))["id"])
             time.sleep(0.2)  # let the boxes settle idle
             points.append([len(ids), (base - mem_available_kib()) / 1024])
+        slab_after = slabs()
     finally:
         for sid in ids:
             try:
@@ -194,7 +210,13 @@ def density(exe, boxes):
     my = sum(p[1] for p in points) / n
     den = sum((p[0] - mx) ** 2 for p in points) or 1
     slope = sum((p[0] - mx) * (p[1] - my) for p in points) / den
-    return {"boxes": boxes, "points": points, "mib_per_box": slope}
+    # The kernel's share: the slab caches that grew most, per box.
+    grown = []
+    if slab_before is not None and slab_after is not None:
+        grown = sorted(([k, (v - slab_before.get(k, 0)) / boxes / 1024] for k, v in slab_after.items()),
+                       key=lambda kv: -kv[1])[:12]
+    return {"boxes": boxes, "points": points, "mib_per_box": slope, "slab_kib_per_box": grown,
+            "slab_readable": slab_before is not None}
 
 
 def collect(a):
@@ -359,6 +381,13 @@ try {
     const s = section("Density: host memory for idle native boxes",
       `The drop in MemAvailable as ${d.boxes} idle boxes are created through the API: ${fmt(d.mib_per_box)} MiB per box (least-squares slope).`);
     points(s, d.points, "density");
+    if (d.slab_kib_per_box && d.slab_kib_per_box.length) {
+      el("h3", {}, s, "The kernel's slab caches that grew most, KiB per box");
+      const t = el("table", {}, s);
+      for (const [name, kib] of d.slab_kib_per_box) { const r = el("tr", {}, t); el("td", {}, r, name); el("td", {}, r, fmt(kib)); }
+    } else {
+      el("p", {class: "skipped"}, s, "not measured: slab caches (/proc/slabinfo is readable by root only)");
+    }
   }
   document.body.dataset.rendered = "ok";
 } catch (e) {
