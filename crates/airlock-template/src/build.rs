@@ -1,5 +1,6 @@
 //! `airlock template build SPEC`: a Debian base from mmdebstrap (as a tarball, applied like an
-//! image layer, so ownership is flattened and set-ID bits and devices go), files copied in,
+//! image layer, so ownership is flattened and set-ID bits and devices go) or a copy of a stored
+//! template's tree (`from`; the stored one is never written), files copied in,
 //! then pip, npm and the spec's commands run inside a box on the tree being built — network
 //! only through the egress proxy, only to the package indexes the host's own configuration
 //! names — and the box's root layer folded into the tree. Cached by the digest of the spec and
@@ -12,7 +13,7 @@ use crate::import::ImportReport;
 use crate::layer::{self, DirModes};
 use crate::merge::merge_upper;
 use crate::meta::TemplateSource;
-use crate::spec::TemplateSpec;
+use crate::spec::{DebianSection, TemplateSpec};
 use crate::store::{StoredTemplate, TemplateStore};
 use crate::tree::{PlaceError, Tree};
 use airlock_runtime::backend::TemplateDefaults;
@@ -63,7 +64,19 @@ pub fn build(
 ) -> Result<BuildOutcome, TemplateError> {
     let (spec, text) = TemplateSpec::load(spec_path)?;
     let name = opts.name.clone().unwrap_or_else(|| spec.name.clone());
-    let mirrors = mirror_lines(&apt_sources(Path::new("/etc/apt")), &spec.debian.suite)?;
+    let mirrors = match &spec.debian {
+        Some(d) => mirror_lines(&apt_sources(Path::new("/etc/apt")), &d.suite)?,
+        None => Vec::new(),
+    };
+    // The template built on, held (a shared lock: not removed) until the copy is made.
+    let parent = match &spec.from {
+        Some(from) => {
+            let t = store.inspect(from)?;
+            let lease = crate::lease::hold(&t.rootfs)?;
+            Some((t, lease))
+        }
+        None => None,
+    };
     let pip = match spec.pip.packages.is_empty() {
         true => None,
         false => Some(pip_index()?),
@@ -82,6 +95,9 @@ pub fn build(
     };
     part("spec", text.as_bytes());
     part("arch", std::env::consts::ARCH.as_bytes());
+    if let Some((t, _)) = &parent {
+        part("from", t.meta.digest.as_bytes());
+    }
     for m in &mirrors {
         part("mirror", m.as_bytes());
     }
@@ -119,7 +135,18 @@ pub fn build(
     std::fs::create_dir_all(&scratch).map_err(io_err("create", &scratch))?;
     let tree = Tree::new(staged.rootfs());
     let mut report = ImportReport::default();
-    debootstrap(store, &spec, &mirrors, &tree, &mut report)?;
+    match (&spec.debian, &parent) {
+        (Some(debian), _) => debootstrap(store, debian, &mirrors, &tree, &mut report)?,
+        (None, Some((t, _))) => copy_tree(&t.rootfs, tree.root())?,
+        (None, None) => {
+            return Err(TemplateError::Malformed(
+                "the spec names no base ([debian] or `from`)".into(),
+            ))
+        }
+    }
+    let inherited = parent
+        .map(|(t, _lease)| t.meta.defaults)
+        .unwrap_or_default();
     for f in &spec.files {
         copy_in(&base_dir.join(&f.source), &f.target, f.mode, &tree)?;
     }
@@ -155,12 +182,18 @@ pub fn build(
             PlaceError::Io(e) => io_err("fold the build's layer into", tree.root())(e),
         })?;
     }
+    // A layered build keeps what it built on, the spec's own defaults on top.
+    let mut env = inherited.env;
+    env.extend(spec.defaults.env.clone());
     let defaults = TemplateDefaults {
-        env: spec.defaults.env.clone(),
-        cwd: spec.defaults.cwd.clone(),
-        user: None,
-        cmd: spec.defaults.cmd.clone(),
-        backend: None,
+        env,
+        cwd: spec.defaults.cwd.clone().or(inherited.cwd),
+        user: inherited.user,
+        cmd: match spec.defaults.cmd.is_empty() {
+            true => inherited.cmd,
+            false => spec.defaults.cmd.clone(),
+        },
+        backend: inherited.backend,
     };
     let template = store.commit(
         staged,
@@ -207,16 +240,16 @@ fn build_script(spec: &TemplateSpec) -> String {
 /// variant, packages and mirrors, so a spec that changes only its later steps downloads nothing.
 fn debootstrap(
     store: &TemplateStore,
-    spec: &TemplateSpec,
+    debian: &DebianSection,
     mirrors: &[String],
     tree: &Tree,
     report: &mut ImportReport,
 ) -> Result<(), TemplateError> {
     let key = {
         let mut h = Sha256::new();
-        for part in [&spec.debian.suite, &spec.debian.variant]
+        for part in [&debian.suite, &debian.variant]
             .into_iter()
-            .chain(&spec.debian.packages)
+            .chain(&debian.packages)
             .chain(mirrors)
         {
             h.update((part.len() as u64).to_le_bytes());
@@ -238,12 +271,12 @@ fn debootstrap(
         let mut cmd = Command::new("mmdebstrap");
         cmd.arg("--quiet")
             .arg(format!("--mode={mode}"))
-            .arg(format!("--variant={}", spec.debian.variant))
+            .arg(format!("--variant={}", debian.variant))
             .arg("--format=tar");
-        if !spec.debian.packages.is_empty() {
-            cmd.arg(format!("--include={}", spec.debian.packages.join(",")));
+        if !debian.packages.is_empty() {
+            cmd.arg(format!("--include={}", debian.packages.join(",")));
         }
-        cmd.arg(&spec.debian.suite).arg(&partial).args(mirrors);
+        cmd.arg(&debian.suite).arg(&partial).args(mirrors);
         let status = cmd.status().map_err(|e| {
             TemplateError::Unsupported(format!(
                 "cannot run mmdebstrap ({e}): install it (`apt-get install mmdebstrap`)"
@@ -253,7 +286,7 @@ fn debootstrap(
             let _ = std::fs::remove_file(&partial);
             return Err(TemplateError::Unsupported(format!(
                 "mmdebstrap failed ({status}) building suite {} with {:?}",
-                spec.debian.suite, spec.debian.packages
+                debian.suite, debian.packages
             )));
         }
         std::fs::rename(&partial, &tarball).map_err(io_err("store", &tarball))?;
@@ -269,6 +302,28 @@ fn debootstrap(
         Tree::clear(&p).map_err(io_err("remove", &p))?;
     }
     report.layers += 1;
+    Ok(())
+}
+
+/// Copies the stored tree `from` into the (empty) tree being built: every entry as it is —
+/// symbolic links as links, never followed; modes, times and extended attributes kept (a
+/// stored tree holds no devices or set-ID files). Copy on write where the filesystem can.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), TemplateError> {
+    let out = Command::new("cp")
+        .args(["-a", "--reflink=auto", "--no-target-directory"])
+        .arg(from)
+        .arg(to)
+        .output()
+        .map_err(|e| {
+            TemplateError::Unsupported(format!("cannot run cp to copy the base template ({e})"))
+        })?;
+    if !out.status.success() {
+        return Err(TemplateError::Io {
+            what: "copy the base template",
+            path: from.to_path_buf(),
+            source: std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+        });
+    }
     Ok(())
 }
 

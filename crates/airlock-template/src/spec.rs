@@ -1,5 +1,5 @@
-//! A template spec (TOML): a Debian suite and packages, then pip and npm packages, files and
-//! build commands. Unknown keys are an error.
+//! A template spec (TOML): a Debian suite and packages — or `from`, a template already stored,
+//! to build on — then pip and npm packages, files and build commands. Unknown keys are an error.
 //!
 //! ```toml
 //! name = "code-interpreter"
@@ -32,7 +32,12 @@ use std::path::Path;
 pub struct TemplateSpec {
     /// The name the template is stored under.
     pub name: String,
-    pub debian: DebianSection,
+    /// A stored template to start from (its tree and defaults), instead of a Debian base.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// The Debian base (exactly one of this and `from`).
+    #[serde(default)]
+    pub debian: Option<DebianSection>,
     #[serde(default)]
     pub pip: PackageSection,
     #[serde(default)]
@@ -111,16 +116,31 @@ impl TemplateSpec {
                 && s.chars()
                     .all(|c| c.is_ascii_alphanumeric() || "+-._:=<>~@/[],!".contains(c))
         };
-        if !word(&spec.debian.suite) || spec.debian.suite.contains('/') {
-            return Err(bad(format!(
-                "suite {:?} is not a suite name",
-                spec.debian.suite
-            )));
+        match (&spec.debian, &spec.from) {
+            (Some(_), Some(_)) => {
+                return Err(bad(
+                    "give either [debian] (a new base) or `from` (a stored template to build on), not both".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(bad(
+                    "give a base: a [debian] section (suite and packages) or `from = \"NAME\"`, a stored template".into(),
+                ))
+            }
+            (Some(d), None) if !word(&d.suite) || d.suite.contains('/') => {
+                return Err(bad(format!("suite {:?} is not a suite name", d.suite)));
+            }
+            (None, Some(f)) if !crate::store::valid_name(f) || f == "host" => {
+                return Err(bad(format!(
+                    "from {f:?} is not a stored template's name (`airlock template ls` lists them; `host` is no tree to build on)"
+                )));
+            }
+            _ => {}
         }
         for p in spec
             .debian
-            .packages
             .iter()
+            .flat_map(|d| &d.packages)
             .chain(&spec.pip.packages)
             .chain(&spec.npm.packages)
         {

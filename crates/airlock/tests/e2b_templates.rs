@@ -2,7 +2,7 @@
 //! `Template.build` (Python 2.63 sync and async, Python 2.45 sync, JavaScript 2.51) with files copied and commands run,
 //! then started by `Sandbox.create(name)`; `exists`, tags; a failing step; uploads over the
 //! cap or unlike their hash; hostile archives (attacks: nothing is written outside the build);
-//! registry images, layering and wrong keys refused in E2B's shape; an unprivileged server's
+//! registry images and wrong keys refused in E2B's shape, steps on a stored template; an unprivileged server's
 //! rootless builds. The scripts are in
 //! `tests/e2b/templates/`.
 //!
@@ -395,7 +395,7 @@ fn attack_archive_paths_and_symlinks_cannot_write_outside_the_build() {
 }
 
 #[test]
-fn registry_images_steps_on_a_stored_template_and_wrong_keys_are_refused_in_e2b_shape() {
+fn registry_images_and_wrong_keys_are_refused_in_e2b_shape_and_steps_build_on_a_stored_template() {
     let (v, _) = victim();
     let ctx = context(&v.0);
     let server = Server::start();

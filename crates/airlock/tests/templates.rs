@@ -589,3 +589,135 @@ env = {{ BUILT = "yes" }}
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "built by a spec\n1000\nrefused\nyes\n42\n");
 }
+
+/// A spec built on a stored template (`from`): the new template has the stored tree with the
+/// spec's files and its build box's writes on top (a removal too) and inherits the stored
+/// template's env and working directory under its own; the stored template is not changed; the
+/// unchanged spec is answered from the cache until the template it builds on changes; a spec
+/// with both bases, none, or an unknown one is refused naming what to do.
+#[test]
+fn a_spec_builds_on_a_stored_template_which_stays_as_it_was() {
+    let f = Fixture::new("tpl-layer");
+    let before = (f.digest(), listing(&f.rootfs()));
+    std::fs::write(f.dir.join("note"), "a layered file\n").unwrap();
+    let spec = |base: &str| {
+        format!(
+            r#"name = "layered"
+{base}
+[[files]]
+source = "note"
+target = "/srv/note"
+[build]
+run = ["echo built-on-top > /srv/built", "rm /etc/motd"]
+[defaults]
+env = {{ LAYER = "2" }}
+"#
+        )
+    };
+    let spec_path = f.dir.join("layered.toml");
+    std::fs::write(&spec_path, spec(r#"from = "mini""#)).unwrap();
+    let spec_s = spec_path.display().to_string();
+    let build = || f.cli(&["template", "build", "--data-dir", &f.data, &spec_s]);
+    let first = build();
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(
+        first.stdout.starts_with("built layered sha256:"),
+        "{}",
+        first.stdout
+    );
+    let r = f.cli(&[
+        "run",
+        "--data-dir",
+        &f.data,
+        "--template",
+        "layered",
+        "--workspace",
+        "none",
+        "--",
+        "sh",
+        "-c",
+        "cat /srv/note /srv/built; test -e /etc/motd && echo motd; echo $TPL $LAYER; pwd",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "a layered file\nbuilt-on-top\nyes 2\n/srv\n");
+    assert_eq!(
+        (f.digest(), listing(&f.rootfs())),
+        before,
+        "the template built on changed"
+    );
+    let again = build();
+    assert!(
+        again.code == 0 && again.stdout.starts_with("cached layered"),
+        "{} {}",
+        again.stdout,
+        again.stderr
+    );
+    // The template built on changes: the layered spec builds again, on the new one.
+    std::fs::write(f.dir.join("tree/etc/motd"), "a new motd\n").unwrap();
+    std::fs::write(f.dir.join("tree/etc/v2"), "second\n").unwrap();
+    let image2 = f.dir.join("image2");
+    oci_from_tree(
+        &f.dir.join("tree"),
+        &image2,
+        &["TPL=yes", "PATH=/usr/bin"],
+        "/srv",
+    );
+    let r = f.cli(&[
+        "template",
+        "import",
+        "--data-dir",
+        &f.data,
+        "--name",
+        "mini",
+        &image2.display().to_string(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rebuilt = build();
+    assert!(
+        rebuilt.code == 0 && rebuilt.stdout.starts_with("built layered"),
+        "{} {}",
+        rebuilt.stdout,
+        rebuilt.stderr
+    );
+    let r = f.cli(&[
+        "run",
+        "--data-dir",
+        &f.data,
+        "--template",
+        "layered",
+        "--workspace",
+        "none",
+        "--",
+        "cat",
+        "/etc/v2",
+    ]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, "second\n"), "{}", r.stderr);
+
+    for (base, says) in [
+        (
+            "from = \"mini\"\n[debian]\nsuite = \"bookworm\"",
+            "give either [debian] (a new base) or `from`",
+        ),
+        ("", "give a base: a [debian] section"),
+        (
+            "from = \"never-stored\"",
+            "no template named \"never-stored\"",
+        ),
+        ("from = \"host\"", "`host` is no tree to build on"),
+    ] {
+        std::fs::write(&spec_path, spec(base)).unwrap();
+        let r = build();
+        assert!(
+            r.code != 0 && r.stderr.contains(says),
+            "{base:?}: {} {}",
+            r.code,
+            r.stderr
+        );
+    }
+    assert!(
+        !f.cli(&["template", "ls", "--data-dir", &f.data])
+            .stdout
+            .contains("never-stored"),
+        "a refused build left a template"
+    );
+}

@@ -6,8 +6,9 @@ HTTP client and hash function. Run by crates/airlock/tests/e2b_templates.rs:
 
 Cases: `oversized`, `mismatch`, `hostile` (archives whose paths leave the build, aimed at
 VICTIM), `symlink` (a real SDK build copying a symlink that points at VICTIM, then a step
-writing through it), `refusals` (a registry image, layering on a stored template, a wrong
-key). Prints `OK` when every check passed.
+writing through it), `refusals` (a registry image, apt packages on a stored template, a wrong
+key; and steps built on a stored template, which stays as it was). Prints `OK` when every
+check passed.
 """
 import argparse
 import io
@@ -148,12 +149,28 @@ def refusals():
     # A stored template as the base: as it is (no steps) it is accepted under a new name...
     Template.build(Template().from_template("layer-base"), "layer-alias")
     assert Template.exists("layer-alias")
-    # ...but steps on it are refused: the builder does not layer on a stored tree.
+    # ...and steps build on a copy of its tree: the new template has both, the base neither.
+    layered = (Template(file_context_path=args.context).from_template("layer-base")
+               .copy("greeting.txt", "/opt/layer/").run_cmd("echo on-top > /opt/layer/built"))
+    Template.build(layered, "layered")
+    sbx = Sandbox.create("layered")
     try:
-        Template.build(Template().from_template("layer-base").run_cmd("true"), "layered")
-        raise AssertionError("steps on a stored template were built")
+        r = sbx.commands.run("cat /opt/layer/greeting.txt /opt/layer/built; python -c 'print(6*7)'")
+        assert r.stdout == "greeting from the build context\non-top\n42\n", repr(r.stdout)
+    finally:
+        sbx.kill()
+    sbx = Sandbox.create("layer-base")
+    try:
+        r = sbx.commands.run("ls /opt/layer 2>&1 || echo absent")
+        assert r.stdout.strip().endswith("absent"), repr(r.stdout)
+    finally:
+        sbx.kill()
+    # apt packages go into a Debian base: on a stored template they are refused, saying so.
+    try:
+        Template.build(Template().from_template("layer-base").apt_install(["curl"]), "layered-apt")
+        raise AssertionError("apt packages on a stored template were built")
     except BuildException as e:
-        assert "does not layer" in str(e), str(e)
+        assert "apt packages (curl) on the stored template" in str(e), str(e)
     wrong = "e2b_" + "0" * 40
     try:
         Template.exists("layer-base", api_key=wrong)

@@ -386,8 +386,8 @@ fn prepare(
         copies.push(entries);
     }
     let stored_base = match &plan.base {
-        steps::Base::Stored(name) => Some(name.clone()),
-        steps::Base::Debian { .. } => {
+        steps::Base::Stored(name) if plan.steps.is_empty() => Some(name.clone()),
+        _ => {
             let (spec, _) = steps::render(&plan, &copies)
                 .map_err(|e| E2bError::InvalidArgument(e.to_string()))?;
             std::fs::write(dir.join("spec.toml"), spec)

@@ -3,9 +3,11 @@
 //!
 //! - Base: `e2bdev/base` (the SDK's `from_base_image()`, and its default) is Debian bookworm;
 //!   `debian:<suite>` (`from_debian_image`) is that suite; both from the host's own Debian
-//!   mirror, with `python3` (and `python`, as E2B's have). A name the template store has is taken as that template, but
-//!   only with no steps (the builder does not layer on a stored tree). Anything else would need
-//!   a registry: refused, naming what is supported.
+//!   mirror, with `python3` (and `python`, as E2B's have). A name the template store has
+//!   (`from_template`, or an image name) is that template: as it is with no steps, else the
+//!   build starts from a copy of its tree (a spec's `from`; apt packages are refused there, as
+//!   they go into a Debian base). Anything else would need a registry: refused, naming what is
+//!   supported.
 //! - `RUN` is a shell command in the build box (each in its own `sh -c`, in order);
 //!   `apt_install`'s command becomes Debian packages of the base and `pip_install`'s (global,
 //!   named packages) the spec's pip packages, both installed before every step.
@@ -123,6 +125,10 @@ fn unsupported(why: String) -> PlanError {
     PlanError::Unsupported(why)
 }
 
+/// What a Debian base gets besides the steps' packages: E2B's templates have a `python`
+/// command too.
+const DEFAULT_PACKAGES: &[&str] = &["python3", "python-is-python3"];
+
 /// The supported bases, for messages.
 const SUPPORTED_BASES: &str = "from_base_image() (Debian bookworm), from_debian_image(<suite>) \
     (a suite the host's apt sources name), or a template already stored on this server";
@@ -148,8 +154,7 @@ pub fn plan(
     };
     let mut plan = Plan {
         base,
-        // E2B's templates have a `python` command too.
-        packages: vec!["python3".into(), "python-is-python3".into()],
+        packages: DEFAULT_PACKAGES.iter().map(|p| p.to_string()).collect(),
         pip: Vec::new(),
         steps: Vec::new(),
         env: BTreeMap::new(),
@@ -170,11 +175,15 @@ pub fn plan(
         plan.steps.push(planned);
     }
     if let Base::Stored(name) = &plan.base {
-        if !plan.steps.is_empty() {
+        if plan.packages.len() > DEFAULT_PACKAGES.len() {
+            let asked = &plan.packages[DEFAULT_PACKAGES.len()..];
             return Err(unsupported(format!(
-                "steps on the stored template {name:?} are not supported: airlock's builder starts every build from a Debian base and does not layer on a stored tree; start from {SUPPORTED_BASES} and add the steps there, or use {name:?} as it is"
+                "apt packages ({}) on the stored template {name:?}: they go into a Debian base, and a build on a stored template starts from its tree (its build box runs as the box user, who cannot run apt); add them where {name:?} was built, or start from {SUPPORTED_BASES}",
+                asked.join(" ")
             )));
         }
+        plan.packages.clear();
+        return Ok(plan);
     }
     if !plan.pip.is_empty() && !plan.packages.iter().any(|p| p == "python3-pip") {
         plan.packages.push("python3-pip".into());
@@ -373,9 +382,6 @@ pub fn render(
     plan: &Plan,
     copies: &[Vec<CopyEntry>],
 ) -> Result<(String, Vec<StagedFile>), PlanError> {
-    let Base::Debian { suite } = &plan.base else {
-        return Err(unsupported("a stored base has nothing to build".into()));
-    };
     let total = plan.steps.len();
     let mut run = Vec::new();
     let mut staged = Vec::new();
@@ -437,10 +443,17 @@ pub fn render(
     let strings = |v: &[String]| toml::Value::Array(v.iter().cloned().map(Into::into).collect());
     let mut doc = toml_table();
     doc.insert("name".into(), SPEC_NAME.into());
-    let mut debian = toml_table();
-    debian.insert("suite".into(), suite.clone().into());
-    debian.insert("packages".into(), strings(&plan.packages));
-    doc.insert("debian".into(), toml::Value::Table(debian));
+    match &plan.base {
+        Base::Debian { suite } => {
+            let mut debian = toml_table();
+            debian.insert("suite".into(), suite.clone().into());
+            debian.insert("packages".into(), strings(&plan.packages));
+            doc.insert("debian".into(), toml::Value::Table(debian));
+        }
+        Base::Stored(name) => {
+            doc.insert("from".into(), name.clone().into());
+        }
+    }
     if !plan.pip.is_empty() {
         let mut pip = toml_table();
         pip.insert("packages".into(), strings(&plan.pip));

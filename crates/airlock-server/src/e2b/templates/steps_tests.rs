@@ -42,12 +42,43 @@ fn e2b_bases_map_to_debian_and_registry_images_are_refused_naming_what_works() {
         err.to_string().contains("registry") && err.to_string().contains("from_debian_image"),
         "{err}"
     );
-    // A stored name is that template, with no steps; with steps it is refused.
+    // A stored name is that template, with no steps; with steps a spec built on it (`from`,
+    // no Debian base, none of a Debian base's packages), where apt packages are refused.
     let stored = |n: &str| (n == "alpine").then(|| n.to_string());
     let p = plan(&start("alpine", vec![]), &stored).unwrap();
     assert_eq!(p.base, Base::Stored("alpine".into()));
-    let err = plan(&start("alpine", vec![step("RUN", &["true"])]), &stored).unwrap_err();
-    assert!(err.to_string().contains("does not layer"), "{err}");
+    let p = plan(
+        &start(
+            "alpine",
+            vec![
+                step("RUN", &["echo on top > /srv/x"]),
+                step("RUN", &["pip install tabulate"]),
+            ],
+        ),
+        &stored,
+    )
+    .unwrap();
+    assert_eq!(
+        (p.base.clone(), p.packages.len()),
+        (Base::Stored("alpine".into()), 0)
+    );
+    let (spec, _) = render(&p, &[]).unwrap();
+    let doc: toml::Table = toml::from_str(&spec).unwrap();
+    assert_eq!(doc["from"].as_str(), Some("alpine"), "{spec}");
+    assert!(!doc.contains_key("debian"), "{spec}");
+    assert_eq!(
+        doc["pip"]["packages"][0].as_str(),
+        Some("tabulate"),
+        "{spec}"
+    );
+    assert!(spec.contains("echo on top"), "{spec}");
+    let apt = format!("{APT_PREFIX}curl");
+    let err = plan(&start("alpine", vec![step("RUN", &[&apt])]), &stored).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("apt packages (curl) on the stored template \"alpine\""),
+        "{err}"
+    );
     let t = BuildStart {
         from_template: Some("nope".into()),
         ..Default::default()
