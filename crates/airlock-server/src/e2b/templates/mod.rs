@@ -467,7 +467,7 @@ async fn alias(
     Path(alias): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let answer = || -> Result<Response, E2bError> {
+    off_thread(move || -> Result<Response, E2bError> {
         require_api_key(&state.e2b, &headers)?;
         let known = super::control::template(Some(&alias), &state.templates).is_ok()
             || super::control::template(Some(&names::store_name_of(&alias)), &state.templates)
@@ -479,8 +479,17 @@ async fn alias(
         }
         let id = alias.split(':').next().unwrap_or(&alias);
         Ok(Json(serde_json::json!({"templateID": id, "public": false})).into_response())
-    };
-    answer().unwrap_or_else(|e| e.rest_response())
+    })
+    .await
+}
+
+/// Runs a handler's store work (file reads and renames) on a blocking thread, not the
+/// server's async workers.
+async fn off_thread(f: impl FnOnce() -> Result<Response, E2bError> + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(answer) => answer.unwrap_or_else(|e| e.rest_response()),
+        Err(_) => E2bError::Internal("the request's worker failed; retry".into()).rest_response(),
+    }
 }
 
 fn store_err(e: airlock_template::TemplateError) -> E2bError {
@@ -501,7 +510,7 @@ struct AssignTags {
 }
 
 async fn assign_tags(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let answer = || -> Result<Response, E2bError> {
+    off_thread(move || -> Result<Response, E2bError> {
         require_api_key(&state.e2b, &headers)?;
         let s = served(&state)?;
         let req: AssignTags = parse(&body, "tags")?;
@@ -526,8 +535,8 @@ async fn assign_tags(State(state): State<AppState>, headers: HeaderMap, body: By
             "tags": req.tags, "buildID": names::build_id_of_digest(&from.meta.digest),
         });
         Ok((StatusCode::CREATED, Json(doc)).into_response())
-    };
-    answer().unwrap_or_else(|e| e.rest_response())
+    })
+    .await
 }
 
 #[derive(Debug, Deserialize)]
@@ -537,7 +546,7 @@ struct RemoveTags {
 }
 
 async fn remove_tags(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    let answer = || -> Result<Response, E2bError> {
+    off_thread(move || -> Result<Response, E2bError> {
         require_api_key(&state.e2b, &headers)?;
         let s = served(&state)?;
         let req: RemoveTags = parse(&body, "tags")?;
@@ -555,8 +564,8 @@ async fn remove_tags(State(state): State<AppState>, headers: HeaderMap, body: By
                 .map_err(store_err)?;
         }
         Ok(StatusCode::NO_CONTENT.into_response())
-    };
-    answer().unwrap_or_else(|e| e.rest_response())
+    })
+    .await
 }
 
 async fn tags(
@@ -564,7 +573,7 @@ async fn tags(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    let answer = || -> Result<Response, E2bError> {
+    off_thread(move || -> Result<Response, E2bError> {
         require_api_key(&state.e2b, &headers)?;
         let s = served(&state)?;
         let (name, _) = names::split(&id).map_err(|e| E2bError::InvalidArgument(e.to_string()))?;
@@ -586,6 +595,6 @@ async fn tags(
             )));
         }
         Ok(Json(serde_json::Value::Array(out)).into_response())
-    };
-    answer().unwrap_or_else(|e| e.rest_response())
+    })
+    .await
 }
