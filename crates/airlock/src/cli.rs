@@ -253,7 +253,9 @@ pub struct ServeArgs {
     #[arg(long)]
     pub new_e2b_key: bool,
     /// The largest upload of a template build's files through E2B's Template SDK (its COPY
-    /// steps' archive), e.g. 256M (default 1G); larger ones are refused with 413.
+    /// steps' archive), e.g. 256M (default 1G); larger ones are refused with 413. The server
+    /// keeps at most four times this of uploaded files, the least recently used dropped first
+    /// (the SDK uploads them again when a build needs them).
     #[arg(long, value_name = "SIZE")]
     pub template_upload_max: Option<String>,
     /// Network of E2B sandboxes whose create request sets none: `internet` (any public

@@ -53,9 +53,12 @@ pub struct TemplateService {
 impl TemplateService {
     /// Builds with `settings`; `None`: the build routes answer that they are not served.
     pub fn new(settings: Option<BuildSettings>) -> TemplateService {
-        let uploads = settings
-            .as_ref()
-            .map(|s| uploads::Uploads::new(s.data_dir.join("e2b-uploads")));
+        let uploads = settings.as_ref().map(|s| {
+            uploads::Uploads::new(
+                s.data_dir.join("e2b-uploads"),
+                s.max_upload.saturating_mul(uploads::KEPT_FACTOR),
+            )
+        });
         TemplateService {
             settings,
             builds: builds::Builds::default(),
@@ -173,6 +176,7 @@ async fn file_link(
             )));
         }
         if s.uploads.checked(&hash).is_file() {
+            s.uploads.touch(&hash);
             return Ok((
                 StatusCode::CREATED,
                 Json(serde_json::json!({"present": true})),
@@ -236,6 +240,17 @@ async fn upload(
     if declared.is_some_and(|n| n > max) {
         return too_large(max);
     }
+    let want = declared.unwrap_or(max);
+    let _reserved = match s.uploads.reserve(want) {
+        Ok(r) => r,
+        Err(full) => {
+            return E2bError::ResourceExhausted(format!(
+                "uploads streaming in now hold {} of the {} bytes this server keeps for template build files (four times `airlock serve --template-upload-max`); retry when they finish",
+                full.streaming, full.budget
+            ))
+            .rest_response()
+        }
+    };
     let dir = s.uploads.dir().to_path_buf();
     let done = s.uploads.unchecked(&hash);
     // Named by its URL's token: two uploads of one hash never share a partial file.
@@ -260,8 +275,14 @@ async fn upload(
             Err(e) => return failed(e.to_string()),
         };
         written += chunk.len() as u64;
-        if written > max {
+        if written > want {
             let _ = std::fs::remove_file(&partial);
+            if written <= max {
+                return E2bError::InvalidArgument(format!(
+                    "the upload is longer than its Content-Length ({want} bytes)"
+                ))
+                .rest_response();
+            }
             return too_large(max);
         }
         if let Err(e) = file.write_all(&chunk) {
@@ -353,7 +374,10 @@ fn prepare(
         let checked = s.uploads.checked(&c.files_hash);
         let unchecked = s.uploads.unchecked(&c.files_hash);
         let path = match (checked.is_file(), unchecked.is_file()) {
-            (true, _) => checked.clone(),
+            (true, _) => {
+                s.uploads.touch(&c.files_hash);
+                checked.clone()
+            }
             (false, true) => unchecked.clone(),
             (false, false) => {
                 return Err(E2bError::InvalidArgument(format!(
