@@ -303,7 +303,9 @@ function distributions(s, series, unit, id) {
   const W = 940, L = 230, row = 34, H = row * series.length + 40;
   const X = v => L + (Math.log(v) - Math.log(lo)) / (Math.log(hi) - Math.log(lo)) * (W - L - 20);
   const svg = el("svg:svg", {width: W, height: H, class: "chart", id, "data-samples": all.length}, s);
-  for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) for (const m of [1, 2, 5]) {
+  // 1-2-5 ticks over a few decades; one per decade over more, so labels do not overlap.
+  const mults = Math.log10(hi / lo) > 3 ? [1] : [1, 2, 5];
+  for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) for (const m of mults) {
     const v = m * 10 ** e; if (v < lo || v > hi) continue;
     el("svg:line", {x1: X(v), x2: X(v), y1: 10, y2: H - 25, stroke: "#eee"}, svg);
     el("svg:text", {x: X(v), y: H - 10, "text-anchor": "middle"}, svg, `${v} ${unit}`);
