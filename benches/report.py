@@ -181,6 +181,21 @@ def slabs():
     return out
 
 
+def pss_by_process():
+    """{pid: (name, PSS in KiB)} of every process this user can read."""
+    out = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            name = open(f"/proc/{p}/comm").read().strip()
+            pss = next(int(l.split()[1]) for l in open(f"/proc/{p}/smaps_rollup") if l.startswith("Pss:"))
+        except (OSError, StopIteration, ValueError):
+            continue
+        out[int(p)] = (name, pss)
+    return out
+
+
 def density(exe, boxes):
     from airlock_api import Server
     # Every box running at once (the server queues creates past --max-running).
@@ -189,6 +204,7 @@ def density(exe, boxes):
     try:
         step = max(1, boxes // 10)
         slab_before = slabs()
+        procs_before = pss_by_process()
         base = mem_available_kib()
         points.append([0, 0.0])
         while len(ids) < boxes:
@@ -197,6 +213,17 @@ def density(exe, boxes):
             time.sleep(0.2)  # let the boxes settle idle
             points.append([len(ids), (base - mem_available_kib()) / 1024])
         slab_after = slabs()
+        procs_after = pss_by_process()
+        # The boxes' own processes (new since the start, by name) and the server's growth.
+        per_process = {}
+        for pid, (name, pss) in procs_after.items():
+            if pid == srv.pid:
+                continue
+            if pid not in procs_before:
+                n, kib = per_process.get(name, (0, 0))
+                per_process[name] = (n + 1, kib + pss)
+        server_grew = procs_after.get(srv.pid, ("", 0))[1] - procs_before.get(srv.pid, ("", 0))[1]
+        per_process["the server (its growth)"] = (1, server_grew)
     finally:
         for sid in ids:
             try:
@@ -216,7 +243,9 @@ def density(exe, boxes):
         grown = sorted(([k, (v - slab_before.get(k, 0)) / boxes / 1024] for k, v in slab_after.items()),
                        key=lambda kv: -kv[1])[:12]
     return {"boxes": boxes, "points": points, "mib_per_box": slope, "slab_kib_per_box": grown,
-            "slab_readable": slab_before is not None}
+            "slab_readable": slab_before is not None,
+            "pss_kib_per_box": sorted(([k, n, kib / boxes] for k, (n, kib) in per_process.items()),
+                                      key=lambda x: -x[2])}
 
 
 def collect(a):
@@ -383,6 +412,13 @@ try {
     const s = section("Density: host memory for idle native boxes",
       `The drop in MemAvailable as ${d.boxes} idle boxes are created through the API: ${fmt(d.mib_per_box)} MiB per box (least-squares slope).`);
     points(s, d.points, "density");
+    if (d.pss_kib_per_box && d.pss_kib_per_box.length) {
+      el("h3", {}, s, "User memory (PSS) per box, by process");
+      const t = el("table", {}, s);
+      const h = el("tr", {}, t);
+      for (const c of ["process", "count", "KiB per box"]) el("th", {}, h, c);
+      for (const [name, n, kib] of d.pss_kib_per_box) { const r = el("tr", {}, t); el("td", {}, r, name); el("td", {}, r, String(n)); el("td", {}, r, fmt(kib)); }
+    }
     if (d.slab_kib_per_box && d.slab_kib_per_box.length) {
       el("h3", {}, s, "The kernel's slab caches that grew most, KiB per box");
       const t = el("table", {}, s);

@@ -88,35 +88,38 @@ pub fn host_main(
     }
     let control = Arc::new(control);
     let mut buf = vec![0u8; MAX_CONTROL];
+    let received = match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf) {
+        Ok((n, _)) if n > 0 => n,
+        _ => return 2,
+    };
     let (policy, template, audit, network_events, restore, approvals) =
-        match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf) {
-            Ok((n, _)) if n > 0 => match serde_json::from_slice::<ToHost>(&buf[..n]) {
-                Ok(ToHost::Start {
-                    mut policy,
-                    template,
-                    audit,
-                    network_events,
-                    secret_values,
-                    restore,
-                    approvals,
-                }) => {
-                    secret_values.restore(&mut policy);
-                    (policy, template, audit, network_events, restore, approvals)
-                }
-                Ok(_) => {
-                    refuse(&control, "the first message must be start".into());
-                    return 2;
-                }
-                Err(e) => {
-                    refuse(&control, format!("bad start message: {e}"));
-                    return 2;
-                }
-            },
-            _ => return 2,
+        match serde_json::from_slice::<ToHost>(&buf[..received]) {
+            Ok(ToHost::Start {
+                mut policy,
+                template,
+                audit,
+                network_events,
+                secret_values,
+                restore,
+                approvals,
+            }) => {
+                secret_values.restore(&mut policy);
+                (policy, template, audit, network_events, restore, approvals)
+            }
+            Ok(_) => {
+                refuse(&control, "the first message must be start".into());
+                return 2;
+            }
+            Err(e) => {
+                refuse(&control, format!("bad start message: {e}"));
+                return 2;
+            }
         };
-    // The start message held the secrets' values. (The slice, not the Vec: zeroizing a Vec
-    // also empties it, and the loop below reads its requests into this buffer.)
-    zeroize::Zeroize::zeroize(buf.as_mut_slice());
+    // The start message held the secrets' values. Only the bytes it filled: the rest of the
+    // buffer was never written, and zeroing all of it made the whole megabyte resident in
+    // every box's host process. (A slice, not the Vec: zeroizing a Vec also empties it, and
+    // the loop below reads its requests into this buffer.)
+    zeroize::Zeroize::zeroize(&mut buf[..received]);
     let on_event: Option<airlock_proxy::audit::EventSink> = network_events.then(|| {
         let control = Arc::clone(&control);
         let sink: airlock_proxy::audit::EventSink = Arc::new(move |e| {
