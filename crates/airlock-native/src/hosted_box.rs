@@ -381,6 +381,10 @@ impl HostedBox {
         let Some(mut child) = self.child.take() else {
             return;
         };
+        // Watched through a pidfd, so its end is seen the moment it comes (a 2 ms polling sleep
+        // here was a millisecond of every sandbox's delete, on average); polled without one.
+        // SAFETY: pidfd_open on our own, not yet reaped child; a new descriptor or -1.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, child.id() as libc::pid_t, 0) };
         let _ = send(&self.control, &ToHost::Kill {});
         let deadline = Instant::now() + KILL_GRACE;
         loop {
@@ -391,8 +395,24 @@ impl HostedBox {
                     let _ = child.wait();
                     break;
                 }
+                Ok(None) if pidfd >= 0 => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    let mut pfd = libc::pollfd {
+                        fd: pidfd as libc::c_int,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    let ms =
+                        libc::c_int::try_from(left.as_millis() + 1).unwrap_or(libc::c_int::MAX);
+                    // SAFETY: one valid pollfd on the stack; the pidfd is open until closed below.
+                    unsafe { libc::poll(&mut pfd, 1, ms) };
+                }
                 Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             }
+        }
+        if pidfd >= 0 {
+            // SAFETY: the descriptor pidfd_open gave, closed once.
+            unsafe { libc::close(pidfd as libc::c_int) };
         }
         // The host is gone, so its end of the control socket is closed: the reader sees the end.
         if let Some(r) = self.reader.take() {
