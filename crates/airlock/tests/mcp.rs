@@ -10,6 +10,9 @@ use common::*;
 use mcp_support::*;
 use serde_json::{json, Value};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 fn mcp(cwd: &Path, flags: &[&str], steps: Value) -> Vec<Value> {
     let mut args = vec!["mcp"];
@@ -238,23 +241,59 @@ fn stdio_box_is_replaced_after_the_idle_timeout() {
 #[test]
 fn stdio_pauses_an_idle_box_in_place_and_the_next_call_resumes_it_with_its_state() {
     let ws = TempDir::new("mcp-pause");
+    // What the host's v1 freezer hierarchy shows meanwhile (for the message if no pause is seen:
+    // twice in full runs the ticker never stopped and airlock said nothing on stderr).
+    let watching = Arc::new(AtomicBool::new(true));
+    let watcher = {
+        let watching = Arc::clone(&watching);
+        std::thread::spawn(move || {
+            let mut seen = std::collections::BTreeSet::new();
+            while watching.load(Ordering::Relaxed) {
+                for e in std::fs::read_dir("/sys/fs/cgroup/freezer")
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if !name.starts_with("airlock-") {
+                        continue;
+                    }
+                    let state =
+                        std::fs::read_to_string(e.path().join("freezer.state")).unwrap_or_default();
+                    let procs =
+                        std::fs::read_to_string(e.path().join("cgroup.procs")).unwrap_or_default();
+                    seen.insert(format!(
+                        "{name} {} ({} processes)",
+                        state.trim(),
+                        procs.lines().count()
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            seen
+        })
+    };
     // --idle-timeout 45s: the box is paused after 3 s without a call (a fifteenth), ended at 45.
+    // The wait leaves the check (every 750 ms) seconds of room on a loaded machine.
     let (r, stderr) = run_client_with_stderr(
         ws.path(),
         &json!([
             {"call": "run_code", "args": {"code": "x = 41"}},
             {"call": "run_command", "args": {"command":
                 "(while :; do date +%s%N >> ticks; sleep 0.2; done) >/dev/null 2>&1 &"}},
-            {"wait": 7},
+            {"call": "run_command", "args": {"command": "cat /proc/self/cgroup"}},
+            {"wait": 9},
             {"call": "run_code", "args": {"code": "x + 1"}},
         ]),
         &stdio(&airlock_bin(), &["mcp", "--idle-timeout", "45s"]),
     );
+    watching.store(false, Ordering::Relaxed);
+    let freezers = watcher.join().unwrap();
     assert_eq!(
-        text(&r[3]),
+        text(&r[4]),
         "42\n",
         "the interpreter kept its state: {:?}",
-        r[3]
+        r[4]
     );
     // The ticker in the box stopped while it was paused: one gap of seconds between ticks.
     let ticks: Vec<u128> = std::fs::read_to_string(ws.join("ticks"))
@@ -265,8 +304,11 @@ fn stdio_pauses_an_idle_box_in_place_and_the_next_call_resumes_it_with_its_state
     let gap = ticks.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     assert!(
         gap >= 2_000_000_000,
-        "no pause: the longest gap between ticks was {} ms; airlock mcp's stderr: {stderr}",
-        gap / 1_000_000
+        "no pause: the longest gap between ticks was {} ms over {} ticks; airlock mcp's stderr: {stderr}; \
+         the box's cgroups: {}; the host's airlock freezers seen meanwhile: {freezers:?}",
+        gap / 1_000_000,
+        ticks.len(),
+        text(&r[2]).replace('\n', " ")
     );
 }
 
