@@ -625,19 +625,24 @@ env = {{ LAYER = "2" }}
         "{}",
         first.stdout
     );
-    let r = f.cli(&[
-        "run",
-        "--data-dir",
-        &f.data,
-        "--template",
-        "layered",
-        "--workspace",
-        "none",
-        "--",
-        "sh",
-        "-c",
+    let on_layered = |script: &str| {
+        f.cli(&[
+            "run",
+            "--data-dir",
+            &f.data,
+            "--template",
+            "layered",
+            "--workspace",
+            "none",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+    };
+    let r = on_layered(
         "cat /srv/note /srv/built; test -e /etc/motd && echo motd; echo $TPL $LAYER; pwd",
-    ]);
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "a layered file\nbuilt-on-top\nyes 2\n/srv\n");
     assert_eq!(
@@ -679,18 +684,7 @@ env = {{ LAYER = "2" }}
         rebuilt.stdout,
         rebuilt.stderr
     );
-    let r = f.cli(&[
-        "run",
-        "--data-dir",
-        &f.data,
-        "--template",
-        "layered",
-        "--workspace",
-        "none",
-        "--",
-        "cat",
-        "/etc/v2",
-    ]);
+    let r = on_layered("cat /etc/v2");
     assert_eq!((r.code, r.stdout.as_str()), (0, "second\n"), "{}", r.stderr);
 
     for (base, says) in [
