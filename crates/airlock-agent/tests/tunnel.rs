@@ -71,12 +71,10 @@ fn host_eof_closes_the_box_end() {
 
 #[test]
 fn a_port_without_listener_is_refused_by_name() {
-    // Bound then dropped: nothing listens there any more.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Held, never listened on: connects are refused, and no other test's listener can take
+    // the port meanwhile (a port bound then dropped once went to a parallel test's listener,
+    // and the tunnel opened).
+    let (_held, port) = unlistened_port();
     let mut a = start();
     let err = a
         .client
@@ -96,4 +94,40 @@ fn a_port_without_listener_is_refused_by_name() {
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::Invalid);
     assert_eq!(a.finish(), 0);
+}
+
+/// A loopback TCP port bound by a socket that never listens: connecting to it is refused, and
+/// it stays taken (no `bind` to port 0 elsewhere gets it) while the descriptor is held.
+fn unlistened_port() -> (std::os::fd::OwnedFd, u16) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: socket() returns a new descriptor or -1; checked before it is owned.
+    let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    assert!(raw >= 0, "socket: {}", std::io::Error::last_os_error());
+    // SAFETY: `raw` is a fresh descriptor nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: an all-zero sockaddr_in is valid; the fields are set below.
+    let mut addr: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    addr.sin_family = libc::AF_INET as libc::sa_family_t;
+    addr.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+    // SAFETY: `addr` is a sockaddr_in of `len` bytes, alive for the call.
+    let bound = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_in).cast::<libc::sockaddr>(),
+            len,
+        )
+    };
+    assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+    let mut got = len;
+    // SAFETY: `addr` has room for a sockaddr_in; `got` holds its size.
+    let named = unsafe {
+        libc::getsockname(
+            fd.as_raw_fd(),
+            (&mut addr as *mut libc::sockaddr_in).cast::<libc::sockaddr>(),
+            &mut got,
+        )
+    };
+    assert_eq!(named, 0, "getsockname: {}", std::io::Error::last_os_error());
+    (fd, u16::from_be(addr.sin_port))
 }
