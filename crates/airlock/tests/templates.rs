@@ -31,12 +31,18 @@ impl Fixture {
         std::fs::create_dir_all(dir.join("ws")).unwrap();
         let data = dir.join("data").display().to_string();
         let f = Fixture { dir, data };
-        let image = f.dir.join("image").display().to_string();
-        let r = f.cli(&[
+        f.import_as_mini(&f.dir.join("image"));
+        f
+    }
+
+    /// `airlock template import IMAGE --name mini` into the fixture's store.
+    fn import_as_mini(&self, image: &Path) {
+        let image = image.display().to_string();
+        let r = self.cli(&[
             "template",
             "import",
             "--data-dir",
-            &f.data,
+            &self.data,
             "--name",
             "mini",
             &image,
@@ -47,7 +53,6 @@ impl Fixture {
             "{}",
             r.stdout
         );
-        f
     }
 
     fn cli(&self, args: &[&str]) -> common::Run {
@@ -667,16 +672,7 @@ env = {{ LAYER = "2" }}
         &["TPL=yes", "PATH=/usr/bin"],
         "/srv",
     );
-    let r = f.cli(&[
-        "template",
-        "import",
-        "--data-dir",
-        &f.data,
-        "--name",
-        "mini",
-        &image2.display().to_string(),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    f.import_as_mini(&image2);
     let rebuilt = build();
     assert!(
         rebuilt.code == 0 && rebuilt.stdout.starts_with("built layered"),
