@@ -332,12 +332,12 @@ async fn sandbox_ports_are_relayed_by_host_with_e2b_traffic_rules() {
     let head = server.join().unwrap();
     assert!(head.starts_with("GET /hello?x=1 HTTP/1.1"), "{head}");
 
-    // Nothing listens: E2B's edge's 502, naming the port.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Nothing listens: E2B's edge's 502, naming the port. The port stays bound (never
+    // listening) for the whole check, so a parallel test's `bind(0)` cannot be handed it.
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    let closed = held.local_addr().unwrap().as_socket().unwrap().port();
     let (status, body) = app
         .send(to_port(format!("{closed}-{public}.{FAKE_DOMAIN}"), None))
         .await;
@@ -348,6 +348,7 @@ async fn sandbox_ports_are_relayed_by_host_with_e2b_traffic_rules() {
         "{v}"
     );
     assert_eq!(v["port"], closed);
+    drop(held);
 
     // Private: the token is required, and never reaches the box.
     let (status, bytes) = app

@@ -17,24 +17,41 @@ struct Server {
 
 impl Server {
     fn start(dir: &std::path::Path) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("python3")
-            .args([
-                "-m",
-                "http.server",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-            ])
+        use std::os::unix::process::CommandExt;
+        // The listening socket is made here and handed to python as descriptor 3: a port
+        // picked, released and bound again by python could go to a parallel test meanwhile.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let fd = listener.as_raw_fd();
+        let mut cmd = Command::new("python3");
+        cmd.args([
+            "-c",
+            "import socket, http.server as h\n\
+             s = h.ThreadingHTTPServer(('127.0.0.1', 0), h.SimpleHTTPRequestHandler, bind_and_activate=False)\n\
+             s.socket.close(); s.socket = socket.socket(fileno=3); s.serve_forever()",
+        ]);
+        // SAFETY: the closure runs in the forked child before exec and only calls dup2 or fcntl,
+        // which are async-signal-safe; `fd` is open in the parent until after spawn.
+        unsafe {
+            cmd.pre_exec(move || {
+                // dup2 onto itself keeps close-on-exec: clear it instead.
+                let r = match fd {
+                    3 => libc::fcntl(3, libc::F_SETFD, 0),
+                    _ => libc::dup2(fd, 3),
+                };
+                match r {
+                    -1 => Err(std::io::Error::last_os_error()),
+                    _ => Ok(()),
+                }
+            });
+        }
+        let child = cmd
             .current_dir(dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("start python3 http.server");
+        drop(listener);
         let deadline = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < deadline, "the test server did not start");
