@@ -7,7 +7,7 @@ use common::{airlock_bin, TempDir};
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A python http.server on 127.0.0.1 serving `dir`, ended by PID on drop.
 struct Server {
@@ -52,12 +52,20 @@ impl Server {
             .spawn()
             .expect("start python3 http.server");
         drop(listener);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the test server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Server { child, port }
+        let mut server = Server { child, port };
+        // The socket listens from the start, so a connect proves nothing: python must answer.
+        let mut conn = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        conn.write_all(b"HEAD / HTTP/1.0\r\n\r\n").unwrap();
+        let mut head = [0u8; 5];
+        let answered = conn.read_exact(&mut head).is_ok() && &head == b"HTTP/";
+        let status = server.child.try_wait().unwrap();
+        assert!(
+            answered,
+            "the test's python http.server did not answer (exit status: {status:?})"
+        );
+        server
     }
 }
 
