@@ -284,6 +284,10 @@ fn stdio_pauses_an_idle_box_in_place_and_the_next_call_resumes_it_with_its_state
             {"call": "run_command", "args": {"command": "cat /proc/self/cgroup"}},
             {"wait": 9},
             {"call": "run_code", "args": {"code": "x + 1"}},
+            // The ticker must tick again after the resume, or the pause leaves no gap between
+            // ticks to see: the box is ended as soon as the client leaves (CI once saw 19 ticks,
+            // the freezer FROZEN, and no tick after the thaw).
+            {"call": "run_command", "args": {"command": "sleep 1.5; wc -l < ticks"}},
         ]),
         &stdio(&airlock_bin(), &["mcp", "--idle-timeout", "45s"]),
     );
@@ -295,6 +299,7 @@ fn stdio_pauses_an_idle_box_in_place_and_the_next_call_resumes_it_with_its_state
         "the interpreter kept its state: {:?}",
         r[4]
     );
+    assert!(!is_error(&r[5]), "the call after the resume: {:?}", r[5]);
     // The ticker in the box stopped while it was paused: one gap of seconds between ticks.
     let ticks: Vec<u128> = std::fs::read_to_string(ws.join("ticks"))
         .unwrap()
