@@ -1,7 +1,7 @@
 """Pause and resume figures (issue 19), through the REST API of one `airlock serve` per backend:
 - resume to first output: `POST …/resume` then `exec echo`, next to a fresh create + `exec echo`
   (the peer: what a box without pause would cost) in the same run;
-- pause of a box holding 256 MiB (a Python process that touched a 256 MiB buffer), and the
+- pause of a box holding 256 MiB (a Python process holding a 256 MiB buffer of data), and the
   snapshot's size; the same with 64 MiB to show how the snapshot grows with the box's memory.
 Usage: python3 benches/lifecycle.py AIRLOCK_EXE TEMPLATES_DIR [ROUNDS]
 TEMPLATES_DIR holds a built code-interpreter template (target/airlock-templates/templates)."""
@@ -35,8 +35,10 @@ def ms(xs):
 
 
 def hold(s, sid, mib):
-    # A process holding `mib` MiB of touched memory, in the background.
-    code = f"b = bytearray({mib} << 20)\\nimport time\\ntime.sleep(100000)"
+    # A process holding `mib` MiB of memory filled with data (not zeros: a migration stream
+    # leaves zero pages out, so a zeroed buffer would not show how a snapshot grows), in the
+    # background.
+    code = f"b = bytearray(b\"x\") * ({mib} << 20)\\nimport time\\ntime.sleep(100000)"
     s.call("POST", f"/v1/sandboxes/{sid}/exec",
            {"cmd": ["sh", "-c", f"printf '{code}' > /tmp/hold.py; python3 /tmp/hold.py >/dev/null 2>&1 & sleep 6"]})
 

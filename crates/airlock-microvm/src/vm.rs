@@ -79,7 +79,7 @@ const CONSOLE_TAIL: usize = 8 * 1024;
 
 impl VmSpec {
     /// What must match between a snapshot and the VM restoring it (devices, memory, CPUs,
-    /// kernel and initramfs), as a string to hash.
+    /// kernel, its arguments and initramfs), as a string to hash.
     pub fn layout(&self) -> String {
         let shares: Vec<String> = self
             .shares
@@ -87,7 +87,7 @@ impl VmSpec {
             .map(|s| format!("{}:{}", s.tag, s.read_only))
             .collect();
         format!(
-            "{} {} {} {} {} {} disk={}",
+            "{} {} {} {} {} {} disk={} args={KERNEL_ARGS}",
             self.accel.as_str(),
             self.memory_mib,
             self.vcpus,
@@ -207,12 +207,18 @@ impl VmSpec {
 /// The guest kernel's command line. Under TCG the guest's TSC is the host's, but a loaded host
 /// makes the kernel's PIT calibration fail (and the boot hang): the TSC rate is measured here
 /// and given, and the delay-loop calibration skipped.
+///
+/// `init_on_free=1`: the guest kernel zeroes every page it frees (the boot's decompressed
+/// images, the cache the init drops, a box process's freed memory), and QEMU's migration
+/// stream leaves zero pages out, so a snapshot holds more of what the guest uses and less of
+/// what it once touched (a 4 GiB box's pause snapshot: 170 MiB before, 150 MiB with it).
 fn kernel_cmdline() -> String {
-    format!(
-        "console=ttyS0 quiet panic=-1 reboot=t tsc_early_khz={} tsc=reliable lpj=4000000 no_timer_check rdinit=/init",
-        tsc_khz()
-    )
+    format!("{KERNEL_ARGS} tsc_early_khz={}", tsc_khz())
 }
+
+/// The guest kernel's arguments that a snapshot carries (part of the layout); the TSC rate,
+/// measured per process, is added to them.
+const KERNEL_ARGS: &str = "console=ttyS0 quiet panic=-1 reboot=t tsc=reliable lpj=4000000 no_timer_check init_on_free=1 rdinit=/init";
 
 /// The host's TSC rate in kHz, measured once per process over 20 ms.
 fn tsc_khz() -> u64 {
