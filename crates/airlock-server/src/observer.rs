@@ -133,7 +133,9 @@ impl StoreObserver {
                 }
                 store.add_event(&info.id, "state", &detail)?;
             }
-            Some(rec) => {
+            // One commit for the change's writes (a resume makes two changes; each was three
+            // commits).
+            Some(rec) => store.in_transaction(|store| {
                 if rec.deadline_ms != info.deadline_ms {
                     store.set_deadline(&info.id, info.deadline_ms)?;
                 }
@@ -143,7 +145,8 @@ impl StoreObserver {
                 } else if rec.deadline_ms != info.deadline_ms {
                     store.add_event(&info.id, "deadline", &detail)?;
                 }
-            }
+                Ok(())
+            })?,
         }
         Ok(())
     }

@@ -60,6 +60,20 @@ impl Store {
         Ok(Store { conn })
     }
 
+    /// Runs `f` in one transaction: every write it makes is committed together (one WAL commit
+    /// instead of one per statement), or none when it fails. `f` must not call what opens a
+    /// transaction of its own ([`Store::insert_sandbox`], the recovery), which SQLite refuses
+    /// inside this one.
+    pub fn in_transaction<T>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let tx = self.conn.unchecked_transaction()?;
+        let value = f(self)?;
+        tx.commit()?;
+        Ok(value)
+    }
+
     /// Changes how long writes wait for another writer (tests use a short one).
     #[cfg(test)]
     pub(super) fn set_busy_timeout(&self, timeout: Duration) -> Result<(), StoreError> {

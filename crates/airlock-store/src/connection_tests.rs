@@ -239,3 +239,35 @@ fn in_memory_stores_are_independent() {
         .unwrap();
     assert!(b.get_sandbox("sb").unwrap().is_none());
 }
+
+#[test]
+fn a_transaction_commits_every_write_or_none() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .insert_sandbox(&sandbox("sb-1", 5, SandboxState::Running))
+        .unwrap();
+    store
+        .in_transaction(|s| {
+            s.set_deadline("sb-1", 99)?;
+            s.set_state("sb-1", SandboxState::Paused, Some("quiet"))?;
+            s.add_event("sb-1", "state", &json!({"state": "paused"}))
+        })
+        .unwrap();
+    let rec = store.get_sandbox("sb-1").unwrap().unwrap();
+    assert_eq!(
+        (rec.deadline_ms, rec.state, rec.reason.as_deref()),
+        (99, SandboxState::Paused, Some("quiet"))
+    );
+    assert_eq!(store.events("sb-1", None, 10).unwrap().len(), 1);
+    // A failure halfway (an unknown sandbox's event) takes back what came before it.
+    let failed = store.in_transaction(|s| {
+        s.set_deadline("sb-1", 7)?;
+        s.add_event("sb-unknown", "state", &json!({}))
+    });
+    assert!(
+        matches!(failed, Err(StoreError::NotFound { .. })),
+        "{failed:?}"
+    );
+    assert_eq!(store.get_sandbox("sb-1").unwrap().unwrap().deadline_ms, 99);
+    assert_eq!(store.events("sb-1", None, 10).unwrap().len(), 1);
+}
