@@ -55,6 +55,7 @@ pub fn code_of(e: &io::Error) -> ErrorCode {
             io::ErrorKind::PermissionDenied => ErrorCode::PermissionDenied,
             io::ErrorKind::AlreadyExists => ErrorCode::Exists,
             io::ErrorKind::InvalidInput => ErrorCode::Invalid,
+            io::ErrorKind::Unsupported => ErrorCode::Unsupported,
             _ => ErrorCode::Io,
         },
     }

@@ -38,6 +38,18 @@ pub use watch::MAX_WATCH_DIRS;
 pub trait AgentHooks {
     /// Confines the calling (child) process.
     fn pre_exec(&self) -> std::io::Result<()>;
+
+    /// Whether [`AgentHooks::enter_root`] can work: checked before forking, so a box without a
+    /// root refuses the exec with a clear error instead of a failed child.
+    fn has_root(&self) -> bool {
+        false
+    }
+
+    /// Makes the calling (child) process the box's root, before [`AgentHooks::pre_exec`]:
+    /// syscalls only, no allocation (it runs between fork and exec).
+    fn enter_root(&self) -> std::io::Result<()> {
+        Err(std::io::Error::from_raw_os_error(libc::EPERM))
+    }
 }
 
 /// The interpreter drivers that run inside a box for the code interpreter (one process per

@@ -4,7 +4,7 @@
 
 use crate::sys::{self, cvt};
 use crate::AgentHooks;
-use airlock_protocol::ExecRequest;
+use airlock_protocol::{ExecRequest, ExecUser};
 use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -68,6 +68,7 @@ struct ChildPlan {
     cwd: Option<CString>,
     tty_path: Option<CString>,
     dev_null: CString,
+    as_root: bool,
 }
 
 /// The fds the child's stdio comes from.
@@ -80,6 +81,13 @@ struct ChildFds {
 
 /// Starts `req` in a new session, its stdio on pipes or a new pty.
 pub(crate) fn spawn(req: &ExecRequest, hooks: &dyn AgentHooks) -> io::Result<Spawned> {
+    let as_root = req.user == ExecUser::Root;
+    if as_root && !hooks.has_root() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this box has no root user: run it as the box user (its receipt's `root` line says what this box gives)",
+        ));
+    }
     let program = resolve(
         req.argv.first().map(String::as_str).unwrap_or_default(),
         req.env.get("PATH").map(String::as_str),
@@ -116,6 +124,7 @@ pub(crate) fn spawn(req: &ExecRequest, hooks: &dyn AgentHooks) -> io::Result<Spa
         cwd,
         tty_path,
         dev_null: cstring("/dev/null")?,
+        as_root,
     };
 
     let (stdout_r, stdout_w, stderr_pair, stdin_pair) = if let Some(master) = &pty {
@@ -260,6 +269,12 @@ fn child_main(
             if unsafe { libc::dup2(from, target) } < 0 {
                 fail(last_errno());
             }
+        }
+    }
+    // Root first: the working directory is then entered (and checked) as root.
+    if plan.as_root {
+        if let Err(e) = hooks.enter_root() {
+            fail(e.raw_os_error().unwrap_or(libc::EPERM));
         }
     }
     if let Some(cwd) = &plan.cwd {

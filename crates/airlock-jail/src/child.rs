@@ -9,7 +9,7 @@
 //! The supervisor is single-threaded when it clones (checked by `spawn`), so allocating here is
 //! safe. Errors are reported as text records on the status channel, never by panicking.
 
-use crate::spawn::{BoxMain, BoxSpec, StdioFds};
+use crate::spawn::{BoxMain, BoxSpec, ServeContext, StdioFds};
 use crate::sys::write_all;
 use std::io;
 
@@ -170,8 +170,13 @@ pub(crate) fn box_init(
         report_error(status_fd, stage, &e, errno_of(&e));
         exit(SETUP_FAILED);
     }
-    if let BoxMain::Serve { keep_fd, main } = &spec.main {
-        serve(spec, *keep_fd, main.as_ref(), status_fd);
+    if let BoxMain::Serve {
+        keep_fd,
+        root,
+        main,
+    } = &spec.main
+    {
+        serve(spec, *keep_fd, *root, main.as_ref(), status_fd);
     }
     // Block forwarded signals and SIGCHLD before the command exists, so none is lost; the
     // command unblocks them before exec.
@@ -291,9 +296,21 @@ fn supervise(command: libc::pid_t, status_fd: libc::c_int) -> ! {
 fn serve(
     spec: &BoxSpec,
     keep_fd: libc::c_int,
-    main: &dyn Fn() -> i32,
+    root: bool,
+    main: &dyn Fn(ServeContext) -> i32,
     status_fd: libc::c_int,
 ) -> ! {
+    use std::os::fd::AsRawFd;
+    let root = match root {
+        false => None,
+        true => match crate::box_root::make(spec.ids.inside_uid, spec.ids.inside_gid) {
+            Ok(fd) => Some(fd),
+            Err(e) => {
+                report_error(status_fd, "root namespace", &e, errno_of(&e));
+                exit(SETUP_FAILED);
+            }
+        },
+    };
     // Nothing of the supervisor's stays open in the box but stderr, the status channel (closed
     // below) and the descriptor the caller keeps.
     // SAFETY: opening /dev/null inside the box with a static C string.
@@ -305,7 +322,8 @@ fn serve(
             libc::dup2(null, 1);
         }
     }
-    let mut keep = [keep_fd, status_fd];
+    let mut keep = vec![keep_fd, status_fd];
+    keep.extend(root.as_ref().map(|fd| fd.as_raw_fd()));
     keep.sort_unstable();
     let mut from = 3;
     for fd in keep {
@@ -333,7 +351,7 @@ fn serve(
         exit(SETUP_FAILED);
     }
     crate::sys::close(status_fd);
-    exit(main())
+    exit(main(ServeContext { root }))
 }
 
 /// The restrictions every process of the box runs under, applied to the calling process:

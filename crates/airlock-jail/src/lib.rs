@@ -5,6 +5,7 @@
 //! v1), `caps` and `rlimits`. `spawn` starts a box from a [`spawn::BoxSpec`]; `child` is the only
 //! code that runs between clone and exec. None of them decides policy.
 
+pub mod box_root;
 pub mod caps;
 pub mod cgroup;
 mod child;

@@ -195,7 +195,6 @@ fn denied_list_names_every_required_refusal() {
         "fspick",
         "mount_setattr",
         "unshare",
-        "setns",
         "userfaultfd",
         "io_uring_setup",
         "io_uring_enter",

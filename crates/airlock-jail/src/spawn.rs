@@ -38,8 +38,17 @@ pub enum BoxMain {
     /// Every process it starts inherits the restrictions.
     Serve {
         keep_fd: libc::c_int,
-        main: Box<dyn Fn() -> i32>,
+        /// Make the box's root (see [`crate::box_root`]) before init restricts itself, and give
+        /// `main` its descriptor. Needs the box's mount namespace (its own /proc).
+        root: bool,
+        main: Box<dyn Fn(ServeContext) -> i32>,
     },
+}
+
+/// What a [`BoxMain::Serve`] main gets from the box's init.
+pub struct ServeContext {
+    /// The box's root namespace (with `root`), for [`crate::box_root::enter`].
+    pub root: Option<std::os::fd::OwnedFd>,
 }
 
 /// Everything a box needs, prepared before it is started (the box's side only executes it).

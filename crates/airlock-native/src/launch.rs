@@ -80,6 +80,11 @@ impl Launch<'_> {
             return Err(RunError::ChangesNeedOneShot);
         }
         plan.spec.main = main;
+        if let BoxMain::Serve { root, .. } = &mut plan.spec.main {
+            // The box's root needs the box's own /proc (its mount namespace).
+            *root &= plan.spec.namespaces.mount;
+            crate::box_root::add_receipt_line(&mut plan.receipt, *root, &plan.spec.ids);
+        }
         let interceptor = crate::box_secrets::interceptor(policy)?;
         if let Some(i) = &interceptor {
             crate::box_secrets::extend_trust(plan.spec.rootfs.as_mut(), i)?;

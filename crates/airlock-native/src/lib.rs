@@ -13,6 +13,7 @@
 
 mod ask_terminal;
 pub use ask_terminal::OwnerTerminal;
+mod box_root;
 mod box_secrets;
 mod changes;
 mod control;

@@ -13,7 +13,6 @@ use airlock_runtime::AgentChannel;
 use airlock_runtime::Receipt;
 use airlock_runtime::{AgentClient, AgentError, SandboxError};
 // The agent's children are restricted already: init restricted itself before serving.
-use airlock_agent::standalone::AlreadyConfined;
 use airlock_jail::spawn::{BoxMain, StdioFds};
 use airlock_jail::StatusRecord;
 use airlock_policy::{NetworkMode, ResolvedPolicy};
@@ -93,11 +92,13 @@ impl Sandbox {
         let box_fd = boxed.as_raw_fd();
         let main = BoxMain::Serve {
             keep_fd: box_fd,
-            main: Box::new(move || {
+            root: true,
+            main: Box::new(move |ctx| {
                 // SAFETY: in the box's init, box_fd is this process's own copy of the box end,
                 // and nothing else owns it there.
                 let conn = unsafe { OwnedFd::from_raw_fd(box_fd) };
-                match airlock_agent::serve(conn, &AlreadyConfined) {
+                let hooks = crate::box_root::NativeAgentHooks { root: ctx.root };
+                match airlock_agent::serve(conn, &hooks) {
                     Ok(()) => 0,
                     Err(e) => {
                         eprintln!("airlock agent: {e}");

@@ -24,8 +24,8 @@ pub use frame::{
 };
 pub use hello::{Hello, HelloError, Role, PROTOCOL_VERSION};
 pub use message::{
-    check_xattrs, ExecRequest, FsEventKind, MessageError, Op, Request, TtySize, MAX_LIST_DEPTH,
-    MAX_LIST_ENTRIES, MAX_XATTRS, MAX_XATTR_NAME, MAX_XATTR_VALUE, XATTR_NAMESPACE,
+    check_xattrs, ExecRequest, ExecUser, FsEventKind, MessageError, Op, Request, TtySize,
+    MAX_LIST_DEPTH, MAX_LIST_ENTRIES, MAX_XATTRS, MAX_XATTR_NAME, MAX_XATTR_VALUE, XATTR_NAMESPACE,
 };
 pub use reply::{
     Empty, Entry, EntryKind, ErrorBody, ErrorCode, Event, ExecReply, ListDirReply, ProcessInfo,

@@ -75,6 +75,29 @@ pub struct ExecRequest {
     /// A label shown by `list_processes`.
     #[serde(default)]
     pub tag: Option<String>,
+    /// Who runs it: the box user, or the box's root (what that is depends on the box: its
+    /// receipt's `root` line says). Absent means the box user.
+    #[serde(default, skip_serializing_if = "ExecUser::is_box_user")]
+    pub user: ExecUser,
+}
+
+/// The identity an [`ExecRequest`] runs as.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecUser {
+    /// The box's user (uid 1000, `user`).
+    #[default]
+    User,
+    /// The box's root: uid 0 where the box gives one (an agent that cannot refuses the exec
+    /// with code `unsupported`).
+    Root,
+}
+
+impl ExecUser {
+    /// True for the default, the box user.
+    pub fn is_box_user(&self) -> bool {
+        *self == ExecUser::User
+    }
 }
 
 /// Kinds of file-system change reported by a watch.

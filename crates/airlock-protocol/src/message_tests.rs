@@ -12,6 +12,7 @@ fn all_ops() -> Vec<Op> {
             stdin: true,
             timeout_ms: Some(1000),
             tag: Some("t".into()),
+            user: ExecUser::Root,
         }),
         Op::Signal { pid: 5, signal: 15 },
         Op::Resize {
@@ -86,6 +87,24 @@ fn flat_wire_shape_and_defaults() {
         panic!("not exec")
     };
     assert!(e.env.is_empty() && e.cwd.is_none() && e.tty.is_none() && !e.stdin && e.tag.is_none());
+    assert_eq!(e.user, ExecUser::User);
+    // The box user is the default and is not written (an older agent takes the request); root
+    // is written, and nothing else is a user.
+    let plain = Request {
+        id: 1,
+        op: Op::Exec(e.clone()),
+    };
+    let body = String::from_utf8(plain.encode().unwrap()).unwrap();
+    assert!(!body.contains("user"), "{body}");
+    let root = Request::decode(br#"{"id":7,"op":"exec","argv":["id"],"user":"root"}"#).unwrap();
+    assert!(matches!(
+        root.op,
+        Op::Exec(ExecRequest {
+            user: ExecUser::Root,
+            ..
+        })
+    ));
+    assert!(Request::decode(br#"{"id":7,"op":"exec","argv":["id"],"user":"admin"}"#).is_err());
     let r = Request::decode(br#"{"op":"list_dir","path":"/","id":1}"#).unwrap();
     assert_eq!(
         r.op,

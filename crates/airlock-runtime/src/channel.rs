@@ -46,6 +46,8 @@ pub struct Command {
     pub cwd: Option<String>,
     pub stdin: Option<Vec<u8>>,
     pub timeout: Option<Duration>,
+    /// The box user (the default) or the box's root.
+    pub user: airlock_protocol::ExecUser,
 }
 
 /// One channel to a box's agent (several share one connection) with the box's defaults
@@ -117,6 +119,7 @@ impl AgentChannel {
                 .timeout
                 .map(|t| t.as_millis().min(u64::MAX as u128) as u64),
             tag: None,
+            user: cmd.user,
         };
         let client = &mut self.client;
         let reply = client.call(Op::Exec(req))?;
@@ -189,6 +192,7 @@ impl AgentChannel {
             cwd: None,
             stdin: stdin.map(<[u8]>::to_vec),
             timeout,
+            user: Default::default(),
         };
         let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
         let exit = self.exec_stream(

@@ -27,6 +27,8 @@ pub struct ProcessSpec {
     pub stdin: bool,
     pub timeout_ms: Option<u64>,
     pub tag: Option<String>,
+    /// The box user (the default) or the box's root.
+    pub user: airlock_protocol::ExecUser,
 }
 
 /// One thing a started or attached process did.
@@ -70,6 +72,7 @@ impl AgentChannel {
             stdin: spec.stdin,
             timeout_ms: spec.timeout_ms,
             tag: spec.tag.clone(),
+            user: spec.user,
         };
         let reply = self.client_mut().call(Op::Exec(req))?;
         reply.body().map_err(protocol)

@@ -137,6 +137,7 @@ impl AgentChannel {
             stdin: true,
             timeout_ms: None,
             tag: Some(format!("code-{}", file)),
+            user: Default::default(),
         };
         let reply = self.client_mut().call(Op::Exec(req))?;
         let started: ExecReply = reply.body().map_err(|e| AgentError::Protocol(e.message))?;

@@ -26,6 +26,9 @@ pub struct Layer {
     pub detail: String,
 }
 
+/// The receipt line of a long-lived box that says what `user="root"` runs as there.
+pub const ROOT_LAYER: &str = "root";
+
 /// What a box enforces.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Receipt {
@@ -47,6 +50,14 @@ impl Receipt {
             mechanism: mechanism.into(),
             detail: detail.into(),
         });
+    }
+
+    /// Whether the box has a root of its own (its [`ROOT_LAYER`] line is enforced): a root
+    /// request then runs as uid 0 there, and as the box user otherwise.
+    pub fn has_root(&self) -> bool {
+        self.layers
+            .iter()
+            .any(|l| l.layer == ROOT_LAYER && l.status == LayerStatus::Enforced)
     }
 
     /// Layers the policy asked for that are not fully enforced.

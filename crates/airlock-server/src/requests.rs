@@ -139,6 +139,8 @@ pub struct ExecRequest {
     pub stdin: Option<String>,
     /// Seconds; the command is killed past it.
     pub timeout: Option<f64>,
+    /// `user` (the default) or `root` (the box's own root, where it has one).
+    pub user: Option<airlock_protocol::ExecUser>,
 }
 
 /// `POST /v1/sandboxes/{id}/code`.

@@ -22,6 +22,9 @@ use std::io::BufReader;
 use std::path::Path;
 use std::process::Command;
 
+/// The revision of what [`build`] adds to a tree besides the spec (2: apt's sandbox user).
+const BUILDER_REVISION: &str = "2";
+
 /// Runs a build's commands in a box. The CLI provides one on the native backend.
 pub trait BuildBox {
     /// Runs `sh -c script` in a box whose root is `rootfs` (read-only) under a writable layer
@@ -94,6 +97,9 @@ pub fn build(
         h.update(bytes);
     };
     part("spec", text.as_bytes());
+    // What the builder itself adds to every tree (bump when that changes: cached builds made
+    // without it are then made again).
+    part("builder", BUILDER_REVISION.as_bytes());
     part("arch", std::env::consts::ARCH.as_bytes());
     if let Some((t, _)) = &parent {
         part("from", t.meta.digest.as_bytes());
@@ -301,8 +307,29 @@ fn debootstrap(
         let p = tree.root().join(leak);
         Tree::clear(&p).map_err(io_err("remove", &p))?;
     }
+    apt_as_box_root(tree)?;
     report.layers += 1;
     Ok(())
+}
+
+/// Where [`APT_ROOT_CONF`] goes in a Debian template.
+const APT_ROOT_CONF_PATH: &str = "etc/apt/apt.conf.d/99airlock-box-root";
+
+/// `root` in an airlock box (`user="root"`) holds no capability, so apt cannot switch to its
+/// `_apt` sandbox user (setgroups fails and `apt-get install` stops): it runs its downloads as
+/// the box's root instead, which is no one on the host.
+const APT_ROOT_CONF: &str =
+    "// Written by airlock: root in an airlock box has no capabilities, so apt cannot switch\n\
+// to the _apt user. The box itself is the sandbox.\n\
+APT::Sandbox::User \"root\";\n";
+
+fn apt_as_box_root(tree: &Tree) -> Result<(), TemplateError> {
+    let rel = Path::new(APT_ROOT_CONF_PATH);
+    let dest = tree.locate(rel, true).map_err(|e| {
+        TemplateError::Malformed(format!("{APT_ROOT_CONF_PATH}: {}", std::io::Error::from(e)))
+    })?;
+    Tree::clear(&dest).map_err(io_err("replace", &dest))?;
+    std::fs::write(&dest, APT_ROOT_CONF).map_err(io_err("write", &dest))
 }
 
 /// Copies the stored tree `from` into the (empty) tree being built: every entry as it is —

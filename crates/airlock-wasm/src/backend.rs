@@ -160,6 +160,7 @@ impl Backend for WasmBackend {
             stdin: opts.stdin == StdinMode::Auto,
             timeout_ms: None,
             tag: None,
+            user: Default::default(),
         };
         let change_layer = policy.changes == ChangesMode::Apply
             && matches!(

@@ -138,6 +138,9 @@ impl ExecMap {
             stdin: req.stdin,
             timeout_ms: timeout.map(|t| (t + KILL_GRACE).as_millis() as u64),
             tag: req.tag.clone(),
+            // A WASI guest has no users: a root request runs like any other (the receipt's
+            // `root` line says so).
+            user: airlock_protocol::ExecUser::User,
         })
     }
 }

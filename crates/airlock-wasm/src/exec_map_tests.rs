@@ -25,6 +25,7 @@ fn exec(argv: &[&str]) -> ExecRequest {
         stdin: true,
         timeout_ms: Some(2000),
         tag: Some("t".into()),
+        user: Default::default(),
     }
 }
 

@@ -154,6 +154,20 @@ describe('commands', () => {
     })
   })
 
+  // The JS suite runs against native boxes, whose receipt has a `root` line: root is uid 0 of a
+  // user namespace nested in the box's that maps only the box user, with no capability.
+  test('user root: uid 0 of the box, no capability, home /root, files as root', T, async () => {
+    await withSandbox({}, async (sbx) => {
+      const who = await sbx.commands.run("id -u; whoami; pwd; grep -E '^CapEff' /proc/self/status", { user: 'root' })
+      assert.equal(who.stdout, '0\nroot\n/root\nCapEff:\t0000000000000000\n')
+      assert.equal((await sbx.commands.run('id -u')).stdout, '1000\n')
+      await sbx.files.write('js-root.txt', 'from js', { user: 'root' })
+      assert.equal((await sbx.commands.run('cat /root/js-root.txt; stat -c %u /root/js-root.txt', { user: 'root' })).stdout, 'from js0\n')
+      const probes = await sbx.commands.run('test -w /usr && echo usr-writable || echo usr-read-only; hostname changed 2>/dev/null && echo changed || echo refused', { user: 'root' })
+      assert.equal(probes.stdout, 'usr-read-only\nrefused\n')
+    })
+  })
+
   test('background commands: wait, kill, list, connect, sendStdin', T, async () => {
     await withSandbox({}, async (sbx) => {
       const bg = await sbx.commands.run('sleep 0.3; echo done', { background: true })

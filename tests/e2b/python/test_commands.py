@@ -38,8 +38,55 @@ async def test_env_vars_cwd_and_user(sdk):
         # The box user's uid is 1000 in every kind of box (a microVM's too: QEMU's user
         # namespace maps it to the server's own uid).
         assert (await sdk(sbx.commands.run, "id -u")).stdout == "1000\n"
-        # E2B's `root` is accepted but grants nothing: the box has no root.
-        assert (await sdk(sbx.commands.run, "id -u", user="root")).stdout == "1000\n"
+
+
+# The box kinds whose receipt has a `root` line: `user="root"` is uid 0 there (the native box:
+# uid 0 of a user namespace nested in the box's, mapping only the box user). Elsewhere root is
+# accepted and runs as the box user, which the case below checks instead.
+ROOT_BACKENDS = {"native"}
+
+
+async def test_root_is_uid_0_of_the_box_and_holds_no_capability(sdk):
+    backend = os.environ.get("AIRLOCK_E2B_BACKEND", "native")
+    async with sdk.sandbox() as sbx:
+        if backend not in ROOT_BACKENDS:
+            assert (await sdk(sbx.commands.run, "id -u", user="root")).stdout == "1000\n"
+            return
+        who = await sdk(
+            sbx.commands.run,
+            "id -u; id -g; whoami; echo $HOME $USER; pwd; grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status",
+            user="root",
+        )
+        assert who.stdout == (
+            "0\n0\nroot\n/root root\n/root\n"
+            "CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\n"
+        ), who.stdout
+        # The user is still the user.
+        assert (await sdk(sbx.commands.run, "id -u; pwd")).stdout == "1000\n/home/user\n"
+        # Root writes under /root; root's files are the box user's by another name.
+        await sdk(sbx.commands.run, "echo kept > /root/note && chmod 600 /root/note", user="root")
+        assert (await sdk(sbx.commands.run, "stat -c %u /root/note", user="root")).stdout == "0\n"
+        assert (await sdk(sbx.commands.run, "stat -c %u /root/note")).stdout == "1000\n"
+        # The files API resolves a relative path against the user's home: root's is /root.
+        await sdk(sbx.files.write, "from-sdk.txt", "written as root", user="root")
+        assert (await sdk(sbx.files.read, "/root/from-sdk.txt", user="root")) == "written as root"
+        assert (await sdk(sbx.files.read, "note", user="root")) == "kept\n"
+        # Nothing beyond the box user's power: the host's /usr stays read-only (checked, not
+        # written), and what needs a capability is refused (each inside the box's own
+        # namespaces, so harmless had it worked).
+        probes = await sdk(
+            sbx.commands.run,
+            "test -w /usr && echo usr-writable || echo usr-read-only; "
+            "hostname changed 2>/dev/null && echo hostname-changed || echo hostname-refused; "
+            "mount -t tmpfs none /tmp 2>/dev/null && echo mounted || echo mount-refused; "
+            "unshare -U true 2>/dev/null && echo unshared || echo unshare-refused; "
+            "chown 65534 /root/note 2>/dev/null && echo chowned || echo chown-refused",
+            user="root",
+        )
+        assert probes.stdout == (
+            "usr-read-only\nhostname-refused\nmount-refused\nunshare-refused\nchown-refused\n"
+        ), probes.stdout
+        assert (await sdk(sbx.commands.run, "hostname")).stdout != "changed\n"
 
 
 async def test_stdout_and_stderr_callbacks(sdk):

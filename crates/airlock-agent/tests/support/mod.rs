@@ -186,6 +186,7 @@ pub fn exec_req(argv: &[&str]) -> ExecRequest {
         stdin: false,
         timeout_ms: None,
         tag: None,
+        user: Default::default(),
     }
 }
 

@@ -428,7 +428,11 @@ fn run_op(
         FsOp::Scratch { sub, target } => {
             let s = scratch.join(sub);
             mkdir_all(&s, 0o755).map_err(ctx("mkdir", &s))?;
-            let mode = if sub == "home" { 0o755 } else { 0o1777 };
+            let mode = match sub.as_str() {
+                "home" => 0o755,
+                "root" => 0o700,
+                _ => 0o1777,
+            };
             std::fs::set_permissions(&s, std::os::unix::fs::PermissionsExt::from_mode(mode))
                 .map_err(ctx("chmod", &s))?;
             let t = under(root, target);

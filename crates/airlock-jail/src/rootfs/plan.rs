@@ -351,6 +351,13 @@ impl RootfsPlan {
             sub: "home".into(),
             target: airlock_policy::INSIDE_HOME.into(),
         });
+        if base == RootBase::Tmpfs {
+            // The box's root's home (a template has its own), writable like the user's.
+            ops.push(FsOp::Scratch {
+                sub: "root".into(),
+                target: "/root".into(),
+            });
+        }
         // Placeholders of protected files are untracked files to git: without this global ignore
         // file (in the box's own home, before any user mount), `git add -A` inside the box would
         // commit them into the workspace's repository.

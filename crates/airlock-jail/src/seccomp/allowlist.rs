@@ -118,6 +118,11 @@ pub(crate) const ALLOWED: &[SyscallRule] = &[
         "thread names, no_new_privs, dumpable; PR_SET_MM refused"
     ),
     sys!(
+        SYS_setns,
+        Check(SetnsUserOnly),
+        "join the box's root namespace (a user namespace); other kinds refused"
+    ),
+    sys!(
         SYS_personality,
         Check(PersonalityQuery),
         "query only; changing persona can disable ASLR"

@@ -169,7 +169,7 @@ fn emit_tree(asm: &mut Assembler, ranges: &[Range], profile: &SeccompProfile) {
 // Every check below reads only the LOW 32-bit word of the argument it inspects. That is a
 // deliberate choice, not an omission: for each of these syscalls the kernel itself truncates the
 // argument to 32 bits (`clone` keeps `lower_32_bits(clone_flags)`; `socket`, `socketpair`,
-// `prctl` take `int`; `ioctl`'s request and `personality`'s persona are `unsigned int`). Whatever
+// `prctl` and `setns`'s nstype take `int`; `ioctl`'s request and `personality`'s persona are `unsigned int`). Whatever
 // the caller puts in the high word is discarded before the kernel acts, so deciding on the low
 // word decides on exactly what the kernel will see. Comparing the full 64-bit value instead would
 // be *weaker*: `ioctl(fd, (1 << 32) | TIOCSTI)` would not equal TIOCSTI yet would still inject.
@@ -217,6 +217,18 @@ fn emit_check(asm: &mut Assembler, check: ArgCheck, profile: &SeccompProfile) {
             asm.ret(ALLOW);
             asm.bind(refuse);
             asm.ret(EPERM);
+        }
+        ArgCheck::SetnsUserOnly => {
+            let allow = asm.label();
+            asm.load_arg_low(1);
+            asm.jeq(
+                libc::CLONE_NEWUSER as u32,
+                Target::Label(allow),
+                Target::Next,
+            );
+            asm.ret(EPERM);
+            asm.bind(allow);
+            asm.ret(ALLOW);
         }
         ArgCheck::PersonalityQuery => {
             let allow = asm.label();

@@ -92,7 +92,6 @@ pub(crate) const DENIED: &[SyscallRule] = &[
         Deny,
         "new namespaces expose kernel surface meant for root"
     ),
-    sys!(SYS_setns, Deny, "joins other namespaces"),
     sys!(
         SYS_open_by_handle_at,
         Deny,

@@ -113,6 +113,45 @@ fn unshare_user_namespace_is_refused() {
     });
 }
 
+/// `setns(fd, nstype)` on this process's own namespace descriptor `ns` (opened before fork).
+fn setns_own(ns: &std::fs::File, nstype: libc::c_long) -> i32 {
+    use std::os::fd::AsRawFd;
+    raw_syscall(
+        libc::SYS_setns,
+        [ns.as_raw_fd() as libc::c_long, nstype, 0, 0, 0],
+    )
+}
+
+#[test]
+fn setns_into_any_kind_of_namespace_but_a_user_namespace_is_refused() {
+    // Root (the test) may join its own network and mount namespaces: only the filter refuses.
+    let net = std::fs::File::open("/proc/self/ns/net").unwrap();
+    let mnt = std::fs::File::open("/proc/self/ns/mnt").unwrap();
+    assert_refused(libc::EPERM, || {
+        setns_own(&net, libc::CLONE_NEWNET as libc::c_long)
+    });
+    assert_refused(libc::EPERM, || {
+        setns_own(&mnt, libc::CLONE_NEWNS as libc::c_long)
+    });
+    // nstype 0 means "whatever kind the descriptor is": refused too.
+    assert_refused(libc::EPERM, || setns_own(&net, 0));
+    // A user-namespace flag on a network namespace's descriptor passes the filter and the
+    // kernel refuses the mismatch itself.
+    assert_refused(libc::EINVAL, || {
+        setns_own(&net, libc::CLONE_NEWUSER as libc::c_long)
+    });
+}
+
+#[test]
+fn setns_into_a_user_namespace_passes_the_filter() {
+    // Joining one's own user namespace is EINVAL from the kernel ("no capabilities by
+    // re-entering"): the call reached it, where the filter would have said EPERM.
+    let user = std::fs::File::open("/proc/self/ns/user").unwrap();
+    assert_refused(libc::EINVAL, || {
+        setns_own(&user, libc::CLONE_NEWUSER as libc::c_long)
+    });
+}
+
 /// Raw `clone(flags | SIGCHLD)`; a child that gets through exits immediately.
 fn clone_with(flags: u64) -> i32 {
     // SAFETY: fork-like clone (no CLONE_VM, null stack): the new process gets a copy of our

@@ -33,6 +33,12 @@ pub(crate) enum ArgCheck {
     IoctlRequest,
     /// `prctl(option, ...)`: refuse `PR_SET_MM`.
     PrctlOption,
+    /// `setns(fd, nstype)`: only `CLONE_NEWUSER` (the box's root, see `box_root`). Joining a
+    /// user namespace needs every capability in it, which a box process has only in one its
+    /// own user owns below its own: one made inside the box, where `unshare` and `clone`'s
+    /// namespace flags are refused, so only the one its init made. `nstype` 0 ("any kind") and
+    /// every other kind (mount, network, pid… of another process) are refused.
+    SetnsUserOnly,
     /// `personality(persona)`: only query or set plain `PER_LINUX`.
     PersonalityQuery,
     /// A file mode in argument `n` (`chmod`, `open`'s create mode, `mknod`…): refuse the

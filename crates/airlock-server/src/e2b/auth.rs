@@ -7,10 +7,10 @@
 //! - envd `/files`: the token header, or a signed URL (`signature`, `signature_expiration`)
 //!   made from the token. Signed URLs carry no sandbox id, so the signature is checked against
 //!   every running sandbox's token, which the server keeps in memory ([`super::E2bState`]).
-//! - The box user: `Authorization: Basic base64("<user>:")` (or `?username=` on `/files`).
-//!   A box has one unprivileged user, `user` (uid 1000, home `/home/user`); the name `root` is
-//!   accepted and maps to that same user — nothing in a box runs as root. Other names are
-//!   refused.
+//! - The box user: `Authorization: Basic base64("<user>:")` (or `?username=` on `/files`):
+//!   `user` (uid 1000, home `/home/user`) or `root`. Root is the box's own root where its
+//!   receipt has a `root` line (the native box: uid 0 of a nested user namespace that maps only
+//!   the box user, no capabilities); elsewhere it runs as `user`. Other names are refused.
 
 use super::error::E2bError;
 use super::E2bState;
@@ -21,9 +21,46 @@ use sha2::{Digest, Sha256};
 
 /// The store's name for the E2B key's hash.
 pub const KEY_NAME: &str = "e2b";
-/// The name of the box's one user, and its home (relative paths resolve against it).
+/// The name of the box's user, and its home (relative paths resolve against it).
 pub const BOX_USER: &str = "user";
 pub const BOX_HOME: &str = airlock_policy::INSIDE_HOME;
+/// The box's root's home.
+pub const ROOT_HOME: &str = "/root";
+
+/// Who a request asks to run as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum E2bUser {
+    /// `user` (also when no user is named).
+    User,
+    /// `root`.
+    Root,
+}
+
+impl E2bUser {
+    /// What the box runs a command of this user as: root only where the box has one.
+    pub fn exec_user(self, box_has_root: bool) -> airlock_protocol::ExecUser {
+        match (self, box_has_root) {
+            (E2bUser::Root, true) => airlock_protocol::ExecUser::Root,
+            _ => airlock_protocol::ExecUser::User,
+        }
+    }
+
+    /// The user's name, home, and the environment envd gives its commands.
+    pub fn name(self) -> &'static str {
+        match self {
+            E2bUser::User => BOX_USER,
+            E2bUser::Root => "root",
+        }
+    }
+
+    /// The user's home directory.
+    pub fn home(self) -> &'static str {
+        match self {
+            E2bUser::User => BOX_HOME,
+            E2bUser::Root => ROOT_HOME,
+        }
+    }
+}
 
 /// A new E2B-format API key: `e2b_` and 40 hex digits.
 pub fn new_key() -> std::io::Result<String> {
@@ -100,11 +137,11 @@ pub fn check_token(e2b: &E2bState, id: &str, given: &str) -> Result<(), E2bError
     }
 }
 
-/// The box user a request asks for: `user` or `root` (which maps to `user`), from the Basic
-/// authorization header; `user` when absent.
-pub fn user_from_headers(headers: &HeaderMap) -> Result<&'static str, E2bError> {
+/// The box user a request asks for: `user` or `root`, from the Basic authorization header;
+/// `user` when absent.
+pub fn user_from_headers(headers: &HeaderMap) -> Result<E2bUser, E2bError> {
     let Some(value) = headers.get(axum::http::header::AUTHORIZATION) else {
-        return Ok(BOX_USER);
+        return Ok(E2bUser::User);
     };
     let text = value
         .to_str()
@@ -126,17 +163,23 @@ pub fn user_from_headers(headers: &HeaderMap) -> Result<&'static str, E2bError> 
 }
 
 /// The box user named `name` (`user` when absent or empty).
-pub fn user_named(name: Option<&str>) -> Result<&'static str, E2bError> {
+pub fn user_named(name: Option<&str>) -> Result<E2bUser, E2bError> {
     match name.unwrap_or("") {
-        "" | "user" | "root" => Ok(BOX_USER),
+        "" | "user" => Ok(E2bUser::User),
+        "root" => Ok(E2bUser::Root),
         other => Err(E2bError::Unauthenticated(format!(
-            "user {other:?} does not exist in the sandbox; it has one user, `user` (`root` is accepted and maps to it)"
+            "user {other:?} does not exist in the sandbox; its users are `user` and `root`"
         ))),
     }
 }
 
-/// Resolves a path as envd does: relative paths (and `~`) are taken from the user's home.
+/// [`resolve_path_as`] for `user`.
 pub fn resolve_path(path: &str) -> Result<String, E2bError> {
+    resolve_path_as(E2bUser::User, path)
+}
+
+/// Resolves a path as envd does: relative paths (and `~`) are taken from `user`'s home.
+pub fn resolve_path_as(user: E2bUser, path: &str) -> Result<String, E2bError> {
     if path.contains('\0') {
         return Err(E2bError::InvalidArgument(
             "the path contains a NUL byte".into(),
@@ -150,9 +193,9 @@ pub fn resolve_path(path: &str) -> Result<String, E2bError> {
         .or(if path == "~" { Some("") } else { None })
         .unwrap_or(path);
     if rest.is_empty() {
-        return Ok(BOX_HOME.to_string());
+        return Ok(user.home().to_string());
     }
-    Ok(format!("{BOX_HOME}/{rest}"))
+    Ok(format!("{}/{rest}", user.home()))
 }
 
 /// A file URL signature as the SDKs make it:

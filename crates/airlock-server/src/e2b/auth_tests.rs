@@ -66,13 +66,13 @@ fn tokens_act_on_their_own_sandbox_only() {
 }
 
 #[test]
-fn users_map_to_the_one_box_user() {
+fn users_are_user_and_root() {
     let mut h = HeaderMap::new();
-    assert_eq!(user_from_headers(&h).unwrap(), "user");
+    assert_eq!(user_from_headers(&h).unwrap(), E2bUser::User);
     h.insert("authorization", HeaderValue::from_static("Basic cm9vdDo=")); // root:
-    assert_eq!(user_from_headers(&h).unwrap(), "user");
+    assert_eq!(user_from_headers(&h).unwrap(), E2bUser::Root);
     h.insert("authorization", HeaderValue::from_static("Basic dXNlcjo=")); // user:
-    assert_eq!(user_from_headers(&h).unwrap(), "user");
+    assert_eq!(user_from_headers(&h).unwrap(), E2bUser::User);
     h.insert("authorization", HeaderValue::from_static("Basic YWRtaW46")); // admin:
     assert!(matches!(
         user_from_headers(&h),
@@ -81,6 +81,15 @@ fn users_map_to_the_one_box_user() {
     h.insert("authorization", HeaderValue::from_static("Basic !!!"));
     assert!(user_from_headers(&h).is_err());
     assert!(user_named(Some("nobody")).is_err());
+    // Root runs as root only in a box that has one.
+    use airlock_protocol::ExecUser;
+    assert_eq!(E2bUser::Root.exec_user(true), ExecUser::Root);
+    assert_eq!(E2bUser::Root.exec_user(false), ExecUser::User);
+    assert_eq!(E2bUser::User.exec_user(true), ExecUser::User);
+    assert_eq!(
+        (E2bUser::Root.name(), E2bUser::Root.home()),
+        ("root", "/root")
+    );
 }
 
 #[test]

@@ -7,7 +7,8 @@
 //! gone) or 507 (no space left).
 
 use super::auth::{
-    check_signature, require_token, resolve_path, user_from_headers, user_named, SignedRequest,
+    check_signature, require_token, resolve_path_as, user_from_headers, user_named, E2bUser,
+    SignedRequest,
 };
 use super::boxio::with_box_blocking;
 use super::error::E2bError;
@@ -46,19 +47,19 @@ fn now_s() -> i64 {
         .unwrap_or(0)
 }
 
-/// Who may do `operation` ("read" or "write"): the sandbox the request is for.
+/// Who may do `operation` ("read" or "write"): the sandbox the request is for, and the user
+/// it names (relative paths resolve against that user's home).
 fn authorise(
     state: &AppState,
     headers: &HeaderMap,
     q: &FilesQuery,
     operation: &str,
-) -> Result<String, E2bError> {
+) -> Result<(String, E2bUser), E2bError> {
     let named = super::sandbox_id(headers);
-    if let Some(user) = q.username.as_deref() {
-        user_named(Some(user))?;
-    } else {
-        user_from_headers(headers)?;
-    }
+    let user = match q.username.as_deref() {
+        Some(user) => user_named(Some(user))?,
+        None => user_from_headers(headers)?,
+    };
     if let Some(signature) = q.signature.as_deref() {
         let path = q
             .path
@@ -71,7 +72,7 @@ fn authorise(
             signature,
             expiration: q.signature_expiration,
         };
-        return check_signature(&state.e2b, &req, named, now_s());
+        return check_signature(&state.e2b, &req, named, now_s()).map(|id| (id, user));
     }
     let id = named.ok_or_else(|| {
         E2bError::Unauthenticated(format!(
@@ -80,7 +81,7 @@ fn authorise(
         ))
     })?;
     require_token(&state.e2b, headers, id)?;
-    Ok(id.to_string())
+    Ok((id.to_string(), user))
 }
 
 fn query(raw: Option<&str>) -> Result<FilesQuery, E2bError> {
@@ -115,8 +116,9 @@ async fn download_inner(
     raw: Option<&str>,
 ) -> Result<Response, E2bError> {
     let q = query(raw)?;
-    let id = authorise(&state, &headers, &q, "read")?;
-    let path = resolve_path(
+    let (id, user) = authorise(&state, &headers, &q, "read")?;
+    let path = resolve_path_as(
+        user,
         q.path
             .as_deref()
             .filter(|p| !p.is_empty())
@@ -271,7 +273,7 @@ async fn upload_inner(
     req: Request,
 ) -> Result<Response, E2bError> {
     let q = query(req.uri().query())?;
-    let id = authorise(&state, &headers, &q, "write")?;
+    let (id, user) = authorise(&state, &headers, &q, "write")?;
     let metadata = upload_metadata(&headers)?;
     let media = headers
         .get(header::CONTENT_TYPE)
@@ -305,7 +307,7 @@ async fn upload_inner(
                     ))
                 }
             };
-            let path = resolve_path(&target)?;
+            let path = resolve_path_as(user, &target)?;
             let mut writer = FileWriter::open(&state, &id, path.clone(), false, metadata.clone());
             loop {
                 let chunk = field.chunk().await;
@@ -330,7 +332,7 @@ async fn upload_inner(
             .as_deref()
             .filter(|p| !p.is_empty())
             .ok_or_else(|| E2bError::InvalidArgument("give ?path= the file to write".into()))?;
-        let path = resolve_path(target)?;
+        let path = resolve_path_as(user, target)?;
         let gzip = headers
             .get(header::CONTENT_ENCODING)
             .and_then(|v| v.to_str().ok())

@@ -237,25 +237,47 @@ async fn start_inner(
     let timeout_ms = connect::timeout(headers)
         .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
         .filter(|ms| *ms > 0);
+    let user = super::auth::user_from_headers(headers)?;
+    let every = keepalive(headers);
+    let (e2b, key) = (Arc::clone(&state.e2b), id.clone());
+    let (mut session, boxed, has_root) = with_box(state, &id, move |h| {
+        let has_root = h.sandbox().receipt().is_some_and(|r| r.has_root());
+        Ok((h.sandbox().new_channel(), e2b.box_state(&key), has_root))
+    })
+    .await?;
+    let exec_user = user.exec_user(has_root);
+    let mut env = req.process.envs.clone();
+    let mut cwd = req
+        .process
+        .cwd
+        .clone()
+        .filter(|c| !c.is_empty())
+        .map(|c| super::auth::resolve_path_as(user, &c))
+        .transpose()?;
+    if exec_user == airlock_protocol::ExecUser::Root {
+        // As envd: root's commands start in root's home, with root's name and home in their
+        // environment (what the request sets wins).
+        for (k, v) in [
+            ("HOME", user.home()),
+            ("USER", user.name()),
+            ("LOGNAME", user.name()),
+        ] {
+            env.entry(k.to_string()).or_insert_with(|| v.to_string());
+        }
+        cwd.get_or_insert_with(|| user.home().to_string());
+    }
     let spec = ProcessSpec {
         argv: std::iter::once(req.process.cmd.clone())
             .chain(req.process.args.iter().cloned())
             .collect(),
-        env: req.process.envs.clone(),
-        cwd: req
-            .process
-            .cwd
-            .clone()
-            .filter(|c| !c.is_empty())
-            .map(|c| super::auth::resolve_path(&c))
-            .transpose()?,
+        env,
+        cwd,
         tty,
         stdin: req.stdin.unwrap_or(true),
         timeout_ms,
         tag: req.tag.clone(),
+        user: exec_user,
     };
-    let every = keepalive(headers);
-    let (mut session, boxed) = open(state, &id).await?;
     // A running command is work: an idle pause must not freeze it while its client waits.
     let working = state.working(&id);
     let (started, session) =

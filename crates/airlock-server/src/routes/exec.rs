@@ -74,6 +74,7 @@ fn command(req: ExecRequest) -> Result<Command, ApiError> {
         cwd: req.cwd,
         stdin: req.stdin.map(String::into_bytes),
         timeout,
+        user: req.user.unwrap_or_default(),
     })
 }
 

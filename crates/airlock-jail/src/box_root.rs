@@ -1,0 +1,101 @@
+//! The box's `root`: uid 0 of a user namespace nested in the box's own, whose only mapped user
+//! and group are the box user's. A process that joins it is called root and owns what the box
+//! user owns (files the box user made show as root's) — and nothing more:
+//!
+//! - the box user already holds every capability in a namespace it owns, so joining gives no
+//!   power a box process did not have; and capabilities in a child namespace never reach
+//!   anything the box's own namespace (or the host's) owns: mounts, the network, the host name,
+//!   other users' files;
+//! - [`enter`] drops the full capability set the kernel hands a process joining a namespace, so
+//!   root runs without capabilities, under the box's Landlock domain and seccomp filter, which
+//!   the join keeps; no_new_privs keeps exec from granting any back.
+//!
+//! Made once per box by its init ([`make`], before init restricts itself: the namespace is
+//! created by a short-lived child, as `unshare` is refused inside the box), then joined by each
+//! root process between fork and exec (the seccomp filter allows `setns` for user namespaces
+//! only).
+
+use crate::sys::{cvt, write_all};
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// Makes the nested namespace: uid 0 → `uid`, gid 0 → `gid` (both as the box's namespace sees
+/// them), `setgroups` refused. Must run in the box's init while it can still `unshare` (before
+/// seccomp), with the box's own /proc mounted. The child it forks is gone when this returns.
+pub(crate) fn make(uid: u32, gid: u32) -> io::Result<OwnedFd> {
+    let mut ready = [0 as libc::c_int; 2];
+    // SAFETY: ready is a valid array of two ints for pipe2 to fill.
+    cvt(unsafe { libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: pipe2 just returned these two descriptors; nothing else owns them.
+    let (ready_r, ready_w) = unsafe {
+        (
+            OwnedFd::from_raw_fd(ready[0]),
+            OwnedFd::from_raw_fd(ready[1]),
+        )
+    };
+    // SAFETY: the box's init is single-threaded; the child only makes syscalls and exits.
+    let pid = cvt(unsafe { libc::fork() })?;
+    if pid == 0 {
+        // Init is not dumpable, so its copy's /proc files would belong to the host's root and
+        // its maps could not be written. Nothing else runs in the box yet, and init's secrets
+        // are already wiped from this memory.
+        // SAFETY: prctl with integer arguments.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) };
+        // SAFETY: unshare with a flag; the result is reported as one byte (0 or the errno).
+        let code = if unsafe { libc::unshare(libc::CLONE_NEWUSER) } == -1 {
+            io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO) as u8
+        } else {
+            0
+        };
+        let _ = write_all(ready_w.as_raw_fd(), &[code]);
+        // Wait to be killed: the namespace must live until the parent holds a descriptor.
+        loop {
+            // SAFETY: pause has no arguments.
+            unsafe { libc::pause() };
+        }
+    }
+    drop(ready_w);
+    let made = (|| {
+        let mut byte = [1u8; 1];
+        // SAFETY: byte is a valid 1-byte buffer.
+        let n = unsafe { libc::read(ready_r.as_raw_fd(), byte.as_mut_ptr().cast(), 1) };
+        match (n, byte[0]) {
+            (1, 0) => {}
+            (1, errno) => return Err(io::Error::from_raw_os_error(i32::from(errno))),
+            _ => {
+                return Err(io::Error::other(
+                    "the namespace's maker ended before it reported",
+                ))
+            }
+        }
+        let write = |file: &str, text: &str| -> io::Result<()> {
+            std::fs::write(format!("/proc/{pid}/{file}"), text).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("write {file} of the box's root namespace: {e}"),
+                )
+            })
+        };
+        write("uid_map", &format!("0 {uid} 1\n"))?;
+        write("setgroups", "deny\n")?;
+        write("gid_map", &format!("0 {gid} 1\n"))?;
+        let ns = std::fs::File::open(format!("/proc/{pid}/ns/user"))?;
+        Ok(OwnedFd::from(ns))
+    })();
+    // SAFETY: pid is our own child; kill and waitpid with integer arguments.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    made
+}
+
+/// Makes the calling process the box's root: joins `ns` (from [`make`]) and drops every
+/// capability the join gave. For the child between fork and exec: syscalls only, no allocation.
+pub fn enter(ns: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: setns on a descriptor the caller holds, with a namespace-type flag.
+    cvt(unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWUSER) })?;
+    crate::caps::drop_all()
+}

@@ -1,0 +1,53 @@
+//! The native box's `root` for its agent: uid 0 of the user namespace its init nests in the
+//! box's own (see `airlock_jail::box_root`), and the receipt line that says so.
+
+use airlock_agent::AgentHooks;
+use airlock_jail::spawn::IdMap;
+use airlock_runtime::{LayerStatus, Receipt};
+use std::os::fd::{AsFd, OwnedFd};
+
+/// The agent's hooks in a native box: the box's init already confines everything it runs, and
+/// with `root`, a root exec joins that namespace.
+pub(crate) struct NativeAgentHooks {
+    pub(crate) root: Option<OwnedFd>,
+}
+
+impl AgentHooks for NativeAgentHooks {
+    fn pre_exec(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn has_root(&self) -> bool {
+        self.root.is_some()
+    }
+
+    fn enter_root(&self) -> std::io::Result<()> {
+        match &self.root {
+            Some(ns) => airlock_jail::box_root::enter(ns.as_fd()),
+            None => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
+        }
+    }
+}
+
+/// Adds the `root` line: what `user="root"` is in this box.
+pub(crate) fn add_receipt_line(receipt: &mut Receipt, root: bool, ids: &IdMap) {
+    if root {
+        receipt.add(
+            airlock_runtime::ROOT_LAYER,
+            LayerStatus::Enforced,
+            "uid 0 of a user namespace nested in the box's, mapping only the box user",
+            format!(
+                "root is uid {} inside (host uid {}) by another name: no capabilities, owns exactly what the box user owns; \
+                 files of other users, mounts, the network and the host stay out of its reach",
+                ids.inside_uid, ids.host_uid
+            ),
+        );
+    } else {
+        receipt.add(
+            airlock_runtime::ROOT_LAYER,
+            LayerStatus::Off,
+            "none",
+            "this box has no mount namespace, so no root of its own: a root request runs as the box user",
+        );
+    }
+}
