@@ -161,6 +161,12 @@ pub fn receipt(policy: &ResolvedPolicy, f: &Facts<'_>) -> Result<Receipt, Unenfo
         "allowlist".into(),
         names.join(" "),
     )?;
+    add(
+        airlock_runtime::ROOT_LAYER,
+        LayerStatus::Off,
+        "none yet".into(),
+        "a root request (E2B's user=\"root\") runs as the box user: a root without capabilities is not built for gVisor boxes yet".into(),
+    )?;
     airlock_native::add_secrets_receipt(&mut r, policy);
     Ok(r)
 }

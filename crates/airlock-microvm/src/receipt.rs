@@ -102,6 +102,15 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
             plan.guest.uid
         ),
     );
+    r.add(
+        airlock_runtime::ROOT_LAYER,
+        LayerStatus::Off,
+        "none yet",
+        format!(
+            "a root request (E2B's user=\"root\") runs as the box user, uid {}: a guest root without capabilities is not built for microVM boxes yet",
+            plan.guest.uid
+        ),
+    );
     airlock_native::add_secrets_receipt_for(&mut r, &plan.secrets);
     r.add("start", LayerStatus::Off, start.to_string(), String::new());
     r

@@ -234,7 +234,7 @@ impl BoxPlan {
                     None => "no workspace".into(),
                 };
                 let root = match &policy.template {
-                    None => "fresh tmpfs root; /usr and system dirs read-only".to_string(),
+                    None => "fresh tmpfs root; /usr and system dirs read-only; /root on the tmpfs".to_string(),
                     Some(t) => format!(
                         "root from template {} ({}) read-only under the box's own writable layer (overlayfs on its tmpfs, counted in the {} total, gone with the box)",
                         t.name,
@@ -371,6 +371,10 @@ impl BoxPlan {
             let mut paths = vec![(PathBuf::from("/"), root_access)];
             for p in ["/tmp", INSIDE_HOME, "/dev", "/proc"] {
                 paths.push((p.into(), FsAccess::ReadWrite));
+            }
+            if policy.template.is_none() {
+                // The box root's home, on the scratch tmpfs (a template's is in its layer).
+                paths.push(("/root".into(), FsAccess::ReadWrite));
             }
             if let FilesystemPolicy::Isolated {
                 workspace, grants, ..

@@ -388,6 +388,85 @@ except Exception as e:
     );
 }
 
+/// A package with no dependencies, built on the host with `dpkg-deb`: `/usr/bin/airlock-hello`.
+fn hello_deb(dir: &Path) -> PathBuf {
+    let root = dir.join("pkg");
+    std::fs::create_dir_all(root.join("DEBIAN")).unwrap();
+    std::fs::create_dir_all(root.join("usr/bin")).unwrap();
+    std::fs::write(
+        root.join("DEBIAN/control"),
+        "Package: airlock-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: airlock tests <tests@invalid>\nDescription: a test package\n",
+    )
+    .unwrap();
+    let bin = root.join("usr/bin/airlock-hello");
+    std::fs::write(
+        &bin,
+        "#!/bin/sh\necho hello from a package root installed\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let deb = dir.join("airlock-hello.deb");
+    let out = Command::new("dpkg-deb")
+        .args(["--root-owner-group", "--build"])
+        .arg(&root)
+        .arg(&deb)
+        .output()
+        .expect("run dpkg-deb (scripts/test.sh installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    deb
+}
+
+/// `user="root"` on a template box: root installs a package with apt (no network: a local
+/// .deb) and the box user runs it. Root is uid 0 of a user namespace nested in the box's, so
+/// the template's system directories, which a box holds as its user's, are root's to change.
+/// The box user is refused by dpkg itself (it asks for uid 0): not a boundary, only what apt
+/// users expect.
+#[test]
+fn root_installs_a_package_with_apt_on_the_built_template() {
+    let clients = Clients::find();
+    let data = common::data_dir_with_code_interpreter();
+    let work = TempDir::new("e2b-apt");
+    let deb = hello_deb(work.path());
+    let mut serve = ServeProcess::start(data.path(), &[]);
+    let key = e2b_key(&serve);
+    let script = format!(
+        r#"
+from e2b import Sandbox
+sbx = Sandbox.create(template="code-interpreter")
+try:
+    sbx.files.write("/tmp/airlock-hello.deb", open({deb:?}, "rb").read())
+    # dpkg itself refuses anyone but root.
+    denied = sbx.commands.run("apt-get install -y /tmp/airlock-hello.deb 2>&1; echo exit=$?", user="user")
+    assert "superuser" in denied.stdout and "exit=100" in denied.stdout, denied.stdout
+    print("user refused")
+    r = sbx.commands.run("apt-get install -y /tmp/airlock-hello.deb 2>&1", user="root", timeout=120)
+    assert "Setting up airlock-hello" in r.stdout, r.stdout
+    print(sbx.commands.run("airlock-hello").stdout, end="")
+    print(sbx.commands.run("dpkg-query -W -f='${{Status}}\n' airlock-hello").stdout, end="")
+    print(sbx.commands.run("stat -c '%U %a' /usr/bin/airlock-hello", user="root").stdout, end="")
+finally:
+    sbx.kill()
+"#,
+        deb = deb.display().to_string()
+    );
+    let out = sdk_script(&clients.py_current, &key, &serve.base, &script);
+    serve.stop();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        tail(&String::from_utf8_lossy(&out.stderr), 60)
+    );
+    assert_eq!(
+        stdout,
+        "user refused\nhello from a package root installed\ninstall ok installed\nroot 755\n"
+    );
+}
+
 /// The same SDK against a server whose boxes are microVMs (`--backend microvm`): create,
 /// `commands.run`, files, `run_code`, each answered by an agent in its own guest kernel. A
 /// microVM's box user is 1000, as in a native box, whoever runs the server (QEMU's user

@@ -263,6 +263,31 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         .map(|l| l.layer.clone())
         .collect();
     let kind = common::test_backend_kind();
+    // Every kind of long-lived box says what `user="root"` is there: the native box has a root
+    // of its own (uid 0 of a nested user namespace, no capabilities); the others run a root
+    // request as the box user, and say so.
+    let root = s
+        .receipt()
+        .unwrap()
+        .layers
+        .iter()
+        .find(|l| l.layer == airlock_runtime::ROOT_LAYER)
+        .cloned();
+    match kind {
+        BackendKind::Native => assert!(
+            root.as_ref()
+                .is_some_and(|l| l.status == airlock_runtime::LayerStatus::Enforced
+                    && l.mechanism.contains("nested")),
+            "{root:?}"
+        ),
+        BackendKind::Microvm | BackendKind::Gvisor => assert!(
+            root.as_ref()
+                .is_some_and(|l| l.status == airlock_runtime::LayerStatus::Off
+                    && l.detail.contains("runs as the box user")),
+            "{root:?}"
+        ),
+        BackendKind::Wasm => assert!(root.is_some(), "no root line: {layers:?}"),
+    }
     match kind {
         // A VM's boundary is its own kernel under QEMU, jailed (the `vmm` layer); no Landlock
         // in the guest; the native box's seccomp filter is part of its `privileges` layer.
