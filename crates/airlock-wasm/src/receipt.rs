@@ -92,6 +92,12 @@ pub fn receipt(
         },
     );
     r.add(
+        airlock_runtime::ROOT_LAYER,
+        LayerStatus::Off,
+        "none",
+        "a WASI guest has no users: a root request (E2B's user=\"root\") runs like any other command",
+    );
+    r.add(
         "confinement",
         LayerStatus::Enforced,
         "wasmtime runs inside a native box (the layers below)",
