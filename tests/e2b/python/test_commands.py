@@ -71,6 +71,9 @@ async def test_root_is_uid_0_of_the_box_and_holds_no_capability(sdk):
         await sdk(sbx.files.write, "from-sdk.txt", "written as root", user="root")
         assert (await sdk(sbx.files.read, "/root/from-sdk.txt", user="root")) == "written as root"
         assert (await sdk(sbx.files.read, "note", user="root")) == "kept\n"
+        await sdk(sbx.files.make_dir, "made-by-root", user="root")
+        assert await sdk(sbx.files.exists, "/root/made-by-root")
+        assert "note" in [e.name for e in await sdk(sbx.files.list, ".", user="root")]
         # Nothing beyond the box user's power: the host's /usr stays read-only (checked, not
         # written), and what needs a capability is refused (each inside the box's own
         # namespaces, so harmless had it worked).

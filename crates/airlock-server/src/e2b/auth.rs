@@ -173,11 +173,6 @@ pub fn user_named(name: Option<&str>) -> Result<E2bUser, E2bError> {
     }
 }
 
-/// [`resolve_path_as`] for `user`.
-pub fn resolve_path(path: &str) -> Result<String, E2bError> {
-    resolve_path_as(E2bUser::User, path)
-}
-
 /// Resolves a path as envd does: relative paths (and `~`) are taken from `user`'s home.
 pub fn resolve_path_as(user: E2bUser, path: &str) -> Result<String, E2bError> {
     if path.contains('\0') {

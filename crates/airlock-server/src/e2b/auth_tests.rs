@@ -94,11 +94,16 @@ fn users_are_user_and_root() {
 
 #[test]
 fn relative_paths_resolve_against_home() {
+    let resolve_path = |p| resolve_path_as(E2bUser::User, p);
     assert_eq!(resolve_path("/etc/x").unwrap(), "/etc/x");
     assert_eq!(resolve_path("a/b").unwrap(), format!("{BOX_HOME}/a/b"));
     assert_eq!(resolve_path("~/a").unwrap(), format!("{BOX_HOME}/a"));
     assert_eq!(resolve_path("~").unwrap(), BOX_HOME);
     assert!(resolve_path("a\0b").is_err());
+    // Root's relative paths resolve against root's home.
+    assert_eq!(resolve_path_as(E2bUser::Root, "a/b").unwrap(), "/root/a/b");
+    assert_eq!(resolve_path_as(E2bUser::Root, "~").unwrap(), "/root");
+    assert_eq!(resolve_path_as(E2bUser::Root, "/etc/x").unwrap(), "/etc/x");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! `ListDir`, `Remove`. Entries are proto3-JSON `EntryInfo`s. Relative paths resolve against
 //! the user's home. The watch methods live in [`super::watch`].
 
-use super::auth::resolve_path;
+use super::auth::{resolve_path_as, E2bUser};
 use super::boxio::with_session;
 use super::connect::{parse_unary, read_body, unary_error, unary_ok, MAX_MESSAGE};
 use super::error::E2bError;
@@ -58,13 +58,16 @@ pub async fn call(
         ));
     };
     let result = async {
+        // Relative paths resolve against the home of the user the call names (the guard
+        // refused an unknown one).
+        let user = super::auth::user_from_headers(&headers)?;
         let body = read_body(body, MAX_MESSAGE).await?;
         match method.as_str() {
-            "Stat" => stat(&state, &id, parse_unary(&headers, &body)?).await,
-            "MakeDir" => make_dir(&state, &id, parse_unary(&headers, &body)?).await,
-            "Move" => rename(&state, &id, parse_unary(&headers, &body)?).await,
-            "ListDir" => list_dir(&state, &id, parse_unary(&headers, &body)?).await,
-            "Remove" => remove(&state, &id, parse_unary(&headers, &body)?).await,
+            "Stat" => stat(&state, &id, user, parse_unary(&headers, &body)?).await,
+            "MakeDir" => make_dir(&state, &id, user, parse_unary(&headers, &body)?).await,
+            "Move" => rename(&state, &id, user, parse_unary(&headers, &body)?).await,
+            "ListDir" => list_dir(&state, &id, user, parse_unary(&headers, &body)?).await,
+            "Remove" => remove(&state, &id, user, parse_unary(&headers, &body)?).await,
             other => Err(E2bError::Unimplemented(format!(
                 "filesystem.Filesystem/{other} is not a method airlock serves"
             ))),
@@ -77,17 +80,22 @@ pub async fn call(
     }
 }
 
-fn required(path: &str, what: &str) -> Result<String, E2bError> {
+fn required(user: E2bUser, path: &str, what: &str) -> Result<String, E2bError> {
     if path.is_empty() {
         return Err(E2bError::InvalidArgument(format!(
             "{what} is empty; give a path"
         )));
     }
-    resolve_path(path)
+    resolve_path_as(user, path)
 }
 
-async fn stat(state: &AppState, id: &str, req: PathRequest) -> Result<Value, E2bError> {
-    let path = required(&req.path, "path")?;
+async fn stat(
+    state: &AppState,
+    id: &str,
+    user: E2bUser,
+    req: PathRequest,
+) -> Result<Value, E2bError> {
+    let path = required(user, &req.path, "path")?;
     let entry = with_session(state, id, move |s| {
         let entry = s.stat(&path)?;
         Ok(described(s, entry))
@@ -154,8 +162,13 @@ fn joined(link: &str, target: &str) -> String {
     format!("/{}", parts.join("/"))
 }
 
-async fn make_dir(state: &AppState, id: &str, req: PathRequest) -> Result<Value, E2bError> {
-    let path = required(&req.path, "path")?;
+async fn make_dir(
+    state: &AppState,
+    id: &str,
+    user: E2bUser,
+    req: PathRequest,
+) -> Result<Value, E2bError> {
+    let path = required(user, &req.path, "path")?;
     let entry = with_session(state, id, move |s| {
         match s.stat(&path) {
             Ok(_) => return Err(E2bError::AlreadyExists(format!("{path} already exists"))),
@@ -171,9 +184,14 @@ async fn make_dir(state: &AppState, id: &str, req: PathRequest) -> Result<Value,
     Ok(json!({ "entry": entry_info(&entry) }))
 }
 
-async fn rename(state: &AppState, id: &str, req: MoveRequest) -> Result<Value, E2bError> {
-    let from = required(&req.source, "source")?;
-    let to = required(&req.destination, "destination")?;
+async fn rename(
+    state: &AppState,
+    id: &str,
+    user: E2bUser,
+    req: MoveRequest,
+) -> Result<Value, E2bError> {
+    let from = required(user, &req.source, "source")?;
+    let to = required(user, &req.destination, "destination")?;
     let entry = with_session(state, id, move |s| {
         s.rename(&from, &to)?;
         Ok(s.stat(&to)?)
@@ -182,8 +200,13 @@ async fn rename(state: &AppState, id: &str, req: MoveRequest) -> Result<Value, E
     Ok(json!({ "entry": entry_info(&entry) }))
 }
 
-async fn list_dir(state: &AppState, id: &str, req: ListDirRequest) -> Result<Value, E2bError> {
-    let path = required(&req.path, "path")?;
+async fn list_dir(
+    state: &AppState,
+    id: &str,
+    user: E2bUser,
+    req: ListDirRequest,
+) -> Result<Value, E2bError> {
+    let path = required(user, &req.path, "path")?;
     let depth = req.depth.max(1);
     if depth > MAX_LIST_DEPTH {
         return Err(E2bError::InvalidArgument(format!(
@@ -207,8 +230,13 @@ async fn list_dir(state: &AppState, id: &str, req: ListDirRequest) -> Result<Val
     Ok(json!({ "entries": entries.iter().map(entry_info).collect::<Vec<_>>() }))
 }
 
-async fn remove(state: &AppState, id: &str, req: PathRequest) -> Result<Value, E2bError> {
-    let path = required(&req.path, "path")?;
+async fn remove(
+    state: &AppState,
+    id: &str,
+    user: E2bUser,
+    req: PathRequest,
+) -> Result<Value, E2bError> {
+    let path = required(user, &req.path, "path")?;
     // As envd (Go's `os.RemoveAll`): removing what is not there succeeds.
     with_session(state, id, move |s| {
         match s.stat(&path).map_err(E2bError::from) {

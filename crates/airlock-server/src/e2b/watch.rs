@@ -156,6 +156,7 @@ fn fs_event(
 async fn open_watch(
     state: &AppState,
     id: &str,
+    user: super::auth::E2bUser,
     req: &WatchRequest,
 ) -> Result<(AgentChannel, Arc<E2bBox>, u32, String), E2bError> {
     if req.path.is_empty() {
@@ -163,7 +164,7 @@ async fn open_watch(
             "path is empty: give the directory to watch".into(),
         ));
     }
-    let path = super::auth::resolve_path(&req.path)?;
+    let path = super::auth::resolve_path_as(user, &req.path)?;
     let (e2b, key) = (Arc::clone(&state.e2b), id.to_string());
     let (mut session, boxed) = with_box(state, id, move |h| {
         Ok((h.sandbox().new_channel(), e2b.box_state(&key)))
@@ -190,7 +191,8 @@ async fn watch_dir(State(state): State<AppState>, headers: HeaderMap, body: Body
         let id = super::named_sandbox(&headers)?;
         let req: WatchRequest = parse_stream_request(&headers, body).await?;
         let include = req.include_entry;
-        let (mut session, _boxed, watch, root) = open_watch(&state, &id, &req).await?;
+        let (mut session, _boxed, watch, root) =
+            open_watch(&state, &id, super::auth::user_from_headers(&headers)?, &req).await?;
         let (tx, rx) = mpsc::channel::<Result<Value, E2bError>>(64);
         tokio::task::spawn_blocking(move || {
             if tx.blocking_send(Ok(json!({"start": {}}))).is_err() {
@@ -243,7 +245,8 @@ async fn create_watcher(
         let id = super::named_sandbox(&headers)?;
         let req: WatchRequest = parse_unary(&headers, &body)?;
         let include = req.include_entry;
-        let (mut session, boxed, watch, root) = open_watch(&state, &id, &req).await?;
+        let (mut session, boxed, watch, root) =
+            open_watch(&state, &id, super::auth::user_from_headers(&headers)?, &req).await?;
         let polled = Arc::new(Polled {
             events: Mutex::new(VecDeque::new()),
             stop: AtomicBool::new(false),
