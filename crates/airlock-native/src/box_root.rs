@@ -30,8 +30,16 @@ impl AgentHooks for NativeAgentHooks {
 }
 
 /// Adds the `root` line: what `user="root"` is in this box.
-pub(crate) fn add_receipt_line(receipt: &mut Receipt, root: bool, ids: &IdMap) {
-    if root {
+/// `why_not` says why the box has none.
+pub(crate) fn add_receipt_line(receipt: &mut Receipt, why_not: Option<&str>, ids: &IdMap) {
+    if let Some(why) = why_not {
+        receipt.add(
+            airlock_runtime::ROOT_LAYER,
+            LayerStatus::Off,
+            "none",
+            format!("{why}: a root request runs as the box user"),
+        );
+    } else {
         receipt.add(
             airlock_runtime::ROOT_LAYER,
             LayerStatus::Enforced,
@@ -41,13 +49,6 @@ pub(crate) fn add_receipt_line(receipt: &mut Receipt, root: bool, ids: &IdMap) {
                  files of other users, mounts, the network and the host stay out of its reach",
                 ids.inside_uid, ids.host_uid
             ),
-        );
-    } else {
-        receipt.add(
-            airlock_runtime::ROOT_LAYER,
-            LayerStatus::Off,
-            "none",
-            "this box has no mount namespace, so no root of its own: a root request runs as the box user",
         );
     }
 }

@@ -81,9 +81,18 @@ impl Launch<'_> {
         }
         plan.spec.main = main;
         if let BoxMain::Serve { root, .. } = &mut plan.spec.main {
-            // The box's root needs the box's own /proc (its mount namespace).
-            *root &= plan.spec.namespaces.mount;
-            crate::box_root::add_receipt_line(&mut plan.receipt, *root, &plan.spec.ids);
+            // The box's root needs the box's own /proc (its mount namespace), and a second
+            // process for a moment while it is made: a box capped at one process (its init,
+            // the agent) has none to spare, and could run no root command anyway.
+            let why_not = match (plan.spec.namespaces.mount, policy.limits.pids) {
+                (false, _) => Some("this box has no mount namespace, so no root of its own"),
+                (_, Some(n)) if n < 2 => {
+                    Some("--pids 1 leaves the box no process for a root command")
+                }
+                _ => None,
+            };
+            *root &= why_not.is_none();
+            crate::box_root::add_receipt_line(&mut plan.receipt, why_not, &plan.spec.ids);
         }
         let interceptor = crate::box_secrets::interceptor(policy)?;
         if let Some(i) = &interceptor {

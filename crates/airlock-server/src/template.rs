@@ -76,6 +76,12 @@ pub fn resolve_policy(
     cwd: &str,
     default_backend: BackendKind,
 ) -> Result<ResolvedPolicy, ApiError> {
+    if let Some(name) = req.env.keys().find(|k| req.secrets.contains_key(*k)) {
+        // Two parts of the request claim one variable (a secret's holds its placeholder).
+        return Err(ApiError::Conflict(format!(
+            "env.{name} and secrets.{name} name the same variable: a secret's variable holds its placeholder inside the box; drop one of them"
+        )));
+    }
     let asked = req.policy.take().unwrap_or_default();
     if asked.filesystem.is_some() {
         return Err(ApiError::Invalid(

@@ -98,3 +98,15 @@ fn an_approver_program_is_refused_over_the_api_and_on_request_only_where_the_ser
     let mut req: CreateRequest = parse(body, false).unwrap();
     assert!(resolve_policy(&mut req, "/tmp", BackendKind::Microvm).is_ok());
 }
+
+#[test]
+fn an_env_entry_and_a_secret_of_one_name_are_a_conflict() {
+    let mut req: CreateRequest = parse(
+        br#"{"env":{"A":"v"},"secrets":{"A":{"value":"s","hosts":["api.example"]}},"policy":{"network":{"mode":"proxy"}}}"#,
+        false,
+    )
+    .unwrap();
+    let err = resolve_policy(&mut req, "/tmp", BackendKind::Native).unwrap_err();
+    assert_eq!(err.code(), "conflict", "{err}");
+    assert!(err.to_string().contains("env.A and secrets.A"), "{err}");
+}

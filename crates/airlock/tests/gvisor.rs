@@ -176,14 +176,15 @@ fn the_agent_serves_a_gvisor_box_as_uid_1000_under_the_sentry() {
         std::fs::read_to_string(ws.join(".git/config")).unwrap(),
         "[core]\n"
     );
-    // Nothing of the host beyond the system dirs: no /root, no host /proc.
+    // Nothing of the host beyond the system dirs: the host's /root is not there (the box's
+    // /root is its own, empty), no host /proc.
     // (`test -e`, not `ls`: Debian's 2022 runsc refuses statx with AT_NO_AUTOMOUNT, which
     // coreutils' ls and stat use; a current gVisor accepts it.)
     let (_, out, _) = sh(
         &mut s,
-        "test -e /root || echo no-root; cat /proc/1/cmdline | tr '\\0' ' '",
+        "for f in /root/* /root/.[!.]* /root/..?*; do test -e \"$f\" && echo \"host: $f\"; done; echo root-empty; cat /proc/1/cmdline | tr '\\0' ' '",
     );
-    assert!(out.starts_with("no-root"), "{out}");
+    assert!(out.starts_with("root-empty"), "{out}");
     assert!(out.contains("/.airlock/agent"), "PID 1 is the agent: {out}");
     let usage = s.usage().unwrap();
     assert!(usage.memory_bytes.is_some_and(|m| m > 0), "{usage:?}");
