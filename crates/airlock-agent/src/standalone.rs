@@ -3,7 +3,7 @@
 //! does not fork itself (a container's init, a VM guest's init) gets its agent.
 
 use crate::{serve, AgentError, AgentHooks};
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
 
 /// Hooks for an agent whose box already confines everything it runs (the native init restricts
 /// itself before serving; another backend's box is confined from outside): nothing to add
@@ -16,6 +16,51 @@ impl AgentHooks for AlreadyConfined {
     }
 }
 
+/// Hooks `H` plus the box's root: with `ns` (a user namespace made by
+/// `airlock_jail::box_root::make`), a root exec joins it and runs as its uid 0, without
+/// capabilities; without, a root exec is refused as unsupported.
+pub struct WithRoot<H> {
+    pub hooks: H,
+    pub ns: Option<OwnedFd>,
+}
+
+impl<H: AgentHooks> AgentHooks for WithRoot<H> {
+    fn pre_exec(&self) -> std::io::Result<()> {
+        self.hooks.pre_exec()
+    }
+
+    fn has_root(&self) -> bool {
+        self.ns.is_some()
+    }
+
+    fn enter_root(&self) -> std::io::Result<()> {
+        match &self.ns {
+            Some(ns) => airlock_jail::box_root::enter(ns.as_fd()),
+            None => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
+        }
+    }
+}
+
+/// Takes inherited descriptor `fd` as the box's root namespace (`--root-ns-fd`): it must be a
+/// user namespace, and it is closed on exec so no command the agent starts inherits it.
+pub fn root_namespace_fd(fd: i32) -> Result<OwnedFd, StandaloneError> {
+    // SAFETY: fcntl only inspects the descriptor number.
+    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } == -1 {
+        return Err(StandaloneError::NotOpen(fd));
+    }
+    // NS_GET_NSTYPE (_IO(0xb7, 0x3)): the kind of namespace a descriptor names.
+    const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
+    // SAFETY: an ioctl without an argument on a descriptor we just checked is open.
+    let kind = unsafe { libc::ioctl(fd, NS_GET_NSTYPE as _) };
+    if kind != libc::CLONE_NEWUSER {
+        return Err(StandaloneError::NotAUserNamespace(fd));
+    }
+    // SAFETY: sets close-on-exec on a descriptor we just checked is open.
+    unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    // SAFETY: the caller handed descriptor `fd` to the agent; nothing else owns it from here.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// Why a descriptor cannot be served.
 #[derive(Debug, thiserror::Error)]
 pub enum StandaloneError {
@@ -23,6 +68,8 @@ pub enum StandaloneError {
     NotOpen(i32),
     #[error("descriptor {0} is not a stream socket: the agent speaks over a connected unix or vsock stream")]
     NotAStream(i32),
+    #[error("descriptor {0} is not a user namespace: --root-ns-fd takes the box's root namespace")]
+    NotAUserNamespace(i32),
     #[error(transparent)]
     Agent(#[from] AgentError),
 }
@@ -62,18 +109,39 @@ pub fn serve_fd_with(fd: i32, hooks: &dyn AgentHooks) -> Result<(), StandaloneEr
     Ok(())
 }
 
-/// `airlock-agent --fd N` / `airlock agent --fd N`: the exit code (0 when the host closed the
-/// connection, 2 for bad arguments, 1 when serving failed).
+/// `airlock-agent --fd N [--root-ns-fd M]` / `airlock agent --fd N`: the exit code (0 when the
+/// host closed the connection, 2 for bad arguments, 1 when serving failed). With
+/// `--root-ns-fd`, descriptor M is the box's root namespace ([`WithRoot`]).
 pub fn main_with_args(args: &[String]) -> i32 {
-    let fd = match args {
-        [flag, n] if flag == "--fd" => n.parse::<i32>().ok(),
+    let parsed = match args {
+        [flag, n] if flag == "--fd" => n.parse::<i32>().ok().map(|fd| (fd, None)),
+        [flag, n, root_flag, m] if flag == "--fd" && root_flag == "--root-ns-fd" => {
+            match (n.parse::<i32>(), m.parse::<i32>()) {
+                (Ok(fd), Ok(root)) => Some((fd, Some(root))),
+                _ => None,
+            }
+        }
         _ => None,
     };
-    let Some(fd) = fd else {
-        eprintln!("usage: airlock-agent --fd N  (N: a connected stream socket to the host)");
+    let Some((fd, root)) = parsed else {
+        eprintln!(
+            "usage: airlock-agent --fd N [--root-ns-fd M]  (N: a connected stream socket to the host; \
+             M: the box's root user namespace)"
+        );
         return 2;
     };
-    match serve_fd(fd) {
+    let ns = match root.map(root_namespace_fd).transpose() {
+        Ok(ns) => ns,
+        Err(e) => {
+            eprintln!("airlock agent: {e}");
+            return 1;
+        }
+    };
+    let hooks = WithRoot {
+        hooks: AlreadyConfined,
+        ns,
+    };
+    match serve_fd_with(fd, &hooks) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("airlock agent: {e}");

@@ -19,10 +19,22 @@ use crate::sys::{cvt, write_all};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-/// Makes the nested namespace: uid 0 → `uid`, gid 0 → `gid` (both as the box's namespace sees
-/// them), `setgroups` refused. Must run in the box's init while it can still `unshare` (before
-/// seccomp), with the box's own /proc mounted. The child it forks is gone when this returns.
-pub(crate) fn make(uid: u32, gid: u32) -> io::Result<OwnedFd> {
+/// Who makes the namespace: its owner must be the box user, as only the owner's processes may
+/// join it without holding capabilities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Maker {
+    /// The caller already is the box user (the native init, an agent started as the box user).
+    AsCaller,
+    /// The caller is a privileged init (a VM guest's): its short-lived child becomes the box
+    /// user (groups, gid, uid) before it makes the namespace.
+    BecomeBoxUser,
+}
+
+/// Makes the nested namespace: uid 0 → `uid`, gid 0 → `gid` (both as the caller's namespace
+/// sees them), `setgroups` refused. Must run before the caller restricts itself (seccomp
+/// refuses `unshare`) and outside any chroot (the kernel refuses a new user namespace there),
+/// with the caller's own /proc mounted. The child it forks is gone when this returns.
+pub fn make(uid: u32, gid: u32, maker: Maker) -> io::Result<OwnedFd> {
     let mut ready = [0 as libc::c_int; 2];
     // SAFETY: ready is a valid array of two ints for pipe2 to fill.
     cvt(unsafe { libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) })?;
@@ -36,8 +48,25 @@ pub(crate) fn make(uid: u32, gid: u32) -> io::Result<OwnedFd> {
     // SAFETY: the box's init is single-threaded; the child only makes syscalls and exits.
     let pid = cvt(unsafe { libc::fork() })?;
     if pid == 0 {
-        // Init is not dumpable, so its copy's /proc files would belong to the host's root and
-        // its maps could not be written. Nothing else runs in the box yet, and init's secrets
+        if maker == Maker::BecomeBoxUser {
+            let groups = [gid];
+            // SAFETY: setgroups/setresgid/setresuid with a valid one-gid array and integers.
+            let became = unsafe {
+                libc::setgroups(1, groups.as_ptr()) == 0
+                    && libc::setresgid(gid, gid, gid) == 0
+                    && libc::setresuid(uid, uid, uid) == 0
+            };
+            if !became {
+                let code = io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO) as u8;
+                let _ = write_all(ready_w.as_raw_fd(), &[code]);
+                // SAFETY: ends the forked child without running the parent's destructors.
+                unsafe { libc::_exit(1) };
+            }
+        }
+        // Init is not dumpable (nor is a process that changed its uid), so this copy's /proc
+        // files would belong to the host's root and its maps could not be written. Nothing else runs in the box yet, and init's secrets
         // are already wiped from this memory.
         // SAFETY: prctl with integer arguments.
         unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) };

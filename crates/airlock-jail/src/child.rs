@@ -303,7 +303,11 @@ fn serve(
     use std::os::fd::AsRawFd;
     let root = match root {
         false => None,
-        true => match crate::box_root::make(spec.ids.inside_uid, spec.ids.inside_gid) {
+        true => match crate::box_root::make(
+            spec.ids.inside_uid,
+            spec.ids.inside_gid,
+            crate::box_root::Maker::AsCaller,
+        ) {
             Ok(fd) => Some(fd),
             Err(e) => {
                 report_error(status_fd, "root namespace", &e, errno_of(&e));

@@ -47,6 +47,10 @@ pub struct GuestConfig {
     /// The box user's name and home (synthesized `/etc/passwd`).
     pub user: String,
     pub home: String,
+    /// Give the box a root: uid 0 of a user namespace nested in the box user's, mapping only
+    /// the box user (`airlock_jail::box_root`), which a `user: root` command joins.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub box_root: bool,
     /// The working directory the agent starts in.
     pub cwd: String,
     /// Serve the egress proxy's door on this loopback port.
@@ -111,12 +115,14 @@ mod tests {
             gid: 0,
             user: "user".into(),
             home: "/home/user".into(),
+            box_root: false,
             cwd: "/w".into(),
             proxy_port: None,
             trust_ca: None,
         };
         let text = serde_json::to_string(&c).unwrap();
         assert!(!text.contains("trust_ca"), "absent when none: {text}");
+        assert!(!text.contains("box_root"), "absent when false: {text}");
         assert_eq!(serde_json::from_str::<GuestConfig>(&text).unwrap(), c);
         let bad = text.replacen('{', r#"{"extra":1,"#, 1);
         assert!(serde_json::from_str::<GuestConfig>(&bad).is_err());

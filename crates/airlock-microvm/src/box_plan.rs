@@ -205,6 +205,7 @@ pub fn plan(
         gid,
         user: INSIDE_USER.to_string(),
         home: INSIDE_HOME.to_string(),
+        box_root: true,
         cwd: cwd.clone(),
         proxy_port: proxied.then_some(airlock_native::PROXY_PORT),
         trust_ca: None,

@@ -102,15 +102,28 @@ pub fn receipt(plan: &BoxPlan, template: &Template, accel: &AccelChoice, start: 
             plan.guest.uid
         ),
     );
-    r.add(
-        airlock_runtime::ROOT_LAYER,
-        LayerStatus::Off,
-        "none yet",
-        format!(
-            "a root request (E2B's user=\"root\") runs as the box user, uid {}: a guest root without capabilities is not built for microVM boxes yet",
-            plan.guest.uid
-        ),
-    );
+    if plan.guest.box_root {
+        r.add(
+            airlock_runtime::ROOT_LAYER,
+            LayerStatus::Enforced,
+            "uid 0 of a user namespace nested in the box user's inside the guest, mapping only the box user",
+            format!(
+                "root is uid {} of the guest by another name: no capabilities, owns exactly what the box user owns (the template's files and /root); \
+                 the guest kernel's own root, its sysctls, its init and the other users' files stay out of its reach",
+                plan.guest.uid
+            ),
+        );
+    } else {
+        r.add(
+            airlock_runtime::ROOT_LAYER,
+            LayerStatus::Off,
+            "none",
+            format!(
+                "a root request (E2B's user=\"root\") runs as the box user, uid {}",
+                plan.guest.uid
+            ),
+        );
+    }
     airlock_native::add_secrets_receipt_for(&mut r, &plan.secrets);
     r.add("start", LayerStatus::Off, start.to_string(), String::new());
     r

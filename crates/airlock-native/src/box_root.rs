@@ -1,33 +1,9 @@
-//! The native box's `root` for its agent: uid 0 of the user namespace its init nests in the
-//! box's own (see `airlock_jail::box_root`), and the receipt line that says so.
+//! The native box's `root`: uid 0 of the user namespace its init nests in the box's own (see
+//! `airlock_jail::box_root`; the agent joins it through `airlock_agent::standalone::WithRoot`),
+//! and the receipt line that says so.
 
-use airlock_agent::AgentHooks;
 use airlock_jail::spawn::IdMap;
 use airlock_runtime::{LayerStatus, Receipt};
-use std::os::fd::{AsFd, OwnedFd};
-
-/// The agent's hooks in a native box: the box's init already confines everything it runs, and
-/// with `root`, a root exec joins that namespace.
-pub(crate) struct NativeAgentHooks {
-    pub(crate) root: Option<OwnedFd>,
-}
-
-impl AgentHooks for NativeAgentHooks {
-    fn pre_exec(&self) -> std::io::Result<()> {
-        Ok(())
-    }
-
-    fn has_root(&self) -> bool {
-        self.root.is_some()
-    }
-
-    fn enter_root(&self) -> std::io::Result<()> {
-        match &self.root {
-            Some(ns) => airlock_jail::box_root::enter(ns.as_fd()),
-            None => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
-        }
-    }
-}
 
 /// Adds the `root` line: what `user="root"` is in this box.
 /// `why_not` says why the box has none.

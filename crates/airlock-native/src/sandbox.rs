@@ -97,7 +97,10 @@ impl Sandbox {
                 // SAFETY: in the box's init, box_fd is this process's own copy of the box end,
                 // and nothing else owns it there.
                 let conn = unsafe { OwnedFd::from_raw_fd(box_fd) };
-                let hooks = crate::box_root::NativeAgentHooks { root: ctx.root };
+                let hooks = airlock_agent::standalone::WithRoot {
+                    hooks: airlock_agent::standalone::AlreadyConfined,
+                    ns: ctx.root,
+                };
                 match airlock_agent::serve(conn, &hooks) {
                     Ok(()) => 0,
                     Err(e) => {

@@ -22,7 +22,9 @@ mod result;
 pub mod tunnel;
 
 pub use agent_client::{AgentClient, AgentError};
-pub use airlock_protocol::{Entry, EntryKind, ExecReply, FsEventKind, ProcessInfo, TtySize};
+pub use airlock_protocol::{
+    Entry, EntryKind, ExecReply, ExecUser, FsEventKind, ProcessInfo, TtySize,
+};
 pub use channel::{AgentChannel, Command, ExecOutput, ExitInfo, Stream};
 pub use channel_process::{FsChange, ProcessOutput, ProcessSpec};
 pub use error::SandboxError;

@@ -263,9 +263,9 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         .map(|l| l.layer.clone())
         .collect();
     let kind = common::test_backend_kind();
-    // Every kind of long-lived box says what `user="root"` is there: the native box has a root
-    // of its own (uid 0 of a nested user namespace, no capabilities); the others run a root
-    // request as the box user, and say so.
+    // Every kind of long-lived box says what `user="root"` is there: native and microVM boxes
+    // have a root of their own (uid 0 of a nested user namespace, no capabilities); the others
+    // run a root request as the box user, and say so.
     let root = s
         .receipt()
         .unwrap()
@@ -274,13 +274,13 @@ fn receipt_and_restrictions_hold_in_a_remote_box() {
         .find(|l| l.layer == airlock_runtime::ROOT_LAYER)
         .cloned();
     match kind {
-        BackendKind::Native => assert!(
+        BackendKind::Native | BackendKind::Microvm => assert!(
             root.as_ref()
                 .is_some_and(|l| l.status == airlock_runtime::LayerStatus::Enforced
                     && l.mechanism.contains("nested")),
             "{root:?}"
         ),
-        BackendKind::Microvm | BackendKind::Gvisor => assert!(
+        BackendKind::Gvisor => assert!(
             root.as_ref()
                 .is_some_and(|l| l.status == airlock_runtime::LayerStatus::Off
                     && l.detail.contains("runs as the box user")),
@@ -938,5 +938,147 @@ mod interpreter {
         );
         let (events, _) = run(&mut s, &mut ctx, "b.n as number", None);
         assert_eq!(result_text(&events).as_deref(), Some("41"));
+    }
+}
+
+/// Runs `script` under `sh` as the box's root; its stdout and exit code.
+fn sh_as_root(
+    s: &mut LiveSandbox,
+    script: &str,
+) -> Result<(String, Option<i32>), airlock_runtime::SandboxError> {
+    let cmd = airlock_runtime::Command {
+        argv: ["sh", "-c", script].map(String::from).to_vec(),
+        timeout: Some(Duration::from_secs(60)),
+        user: airlock_runtime::ExecUser::Root,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    let exit = s.channel().exec_stream(
+        &cmd,
+        |_| {},
+        |which, data| {
+            if which == airlock_runtime::Stream::Stdout {
+                out.extend_from_slice(data);
+            }
+            true
+        },
+    )?;
+    Ok((String::from_utf8_lossy(&out).into_owned(), exit.exit_code))
+}
+
+/// Runs `script` under `sh` as the box user; its stdout.
+fn sh_as_user(s: &mut LiveSandbox, script: &str) -> String {
+    let out = s
+        .channel()
+        .exec(&["sh", "-c", script], &[], None, None, 1 << 16)
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `user="root"` in every kind of box that has one (its receipt's `root` line is enforced):
+/// uid 0 of a user namespace nested in the box user's, mapping only the box user. Attack: root,
+/// and then the box user joining root's namespace from outside it (where the kernel hands it
+/// every capability), go for a file of another host user in the workspace. Both are refused
+/// and the file is untouched; root's own files land on the host as the caller's. A box kind
+/// without a root refuses a root command as unsupported (the E2B gateway then runs it as the
+/// box user, and says so in the receipt).
+#[test]
+fn root_is_the_box_user_by_another_name_in_every_kind_of_box() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let kind = common::test_backend_kind();
+    if kind == BackendKind::Wasm {
+        // No users, no shell: the receipt test above checks its `root` line says so.
+        let ws = TempDir::new("root-wasm");
+        let s = remote(ws.path(), |_| {});
+        assert!(!s.receipt().unwrap().has_root());
+        s.kill();
+        return;
+    }
+    let ws = TempDir::new("root");
+    // SAFETY: geteuid cannot fail.
+    let caller = unsafe { libc::geteuid() };
+    let foreign = ws.path().join("foreign");
+    std::fs::write(&foreign, "not the box's\n").unwrap();
+    std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let foreign_owned = caller == 0;
+    if foreign_owned {
+        std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+    } else {
+        eprintln!("not root, so no file of another user to attack; only the identity is checked");
+    }
+    let mut s = remote(ws.path(), |_| {});
+    if !s.receipt().unwrap().has_root() {
+        assert_eq!(kind, BackendKind::Gvisor, "only gVisor boxes lack a root");
+        let err = sh_as_root(&mut s, "id -u").unwrap_err().to_string();
+        assert!(err.contains("root"), "{err}");
+        assert_eq!(sh_as_user(&mut s, "id -u"), "1000\n");
+        s.kill();
+        return;
+    }
+    let (out, code) = sh_as_root(
+        &mut s,
+        "id -u; id -g; grep -E '^Cap(Prm|Eff|Bnd)|^NoNewPrivs|^Seccomp:' /proc/self/status; \
+         echo mine > by-root.txt; echo kept > /root/note && cat /root/note",
+    )
+    .unwrap();
+    assert_eq!(
+        (out.as_str(), code),
+        (
+            "0\n0\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\nkept\n",
+            Some(0)
+        )
+    );
+    assert_eq!(
+        std::fs::metadata(ws.path().join("by-root.txt"))
+            .unwrap()
+            .uid(),
+        caller,
+        "root's file is not the caller's on the host"
+    );
+    // The box user is still the box user, and root's files are its own by another name.
+    assert_eq!(
+        sh_as_user(&mut s, "id -u; stat -c %u by-root.txt"),
+        "1000\n1000\n"
+    );
+    if foreign_owned {
+        let attack = "cat foreign 2>/dev/null && echo read; echo x >> foreign 2>/dev/null && echo wrote; \
+             chmod 666 foreign 2>/dev/null && echo chmodded; chown 0 foreign 2>/dev/null && echo chowned; \
+             truncate -s 0 foreign 2>/dev/null && echo truncated; echo done";
+        let (out, _) = sh_as_root(&mut s, attack).unwrap();
+        assert_eq!(out, "done\n", "root got at another user's file");
+        let (pid, _) = sh_as_root(&mut s, "setsid sleep 30 > /dev/null 2>&1 & echo $!").unwrap();
+        let pid = pid.trim().to_string();
+        assert!(pid.parse::<u32>().is_ok(), "{pid}");
+        let out = sh_as_user(
+            &mut s,
+            &format!(
+                "nsenter --preserve-credentials -U -t {pid} sh -c 'grep ^CapEff /proc/self/status; {attack}' 2>&1"
+            ),
+        );
+        assert!(
+            out.starts_with("CapEff:") && !out.starts_with("CapEff:\t0000000000000000"),
+            "joining root's namespace from outside gave no capability, so this attack proves nothing: {out}"
+        );
+        assert!(
+            out.ends_with("done\n")
+                && !out.contains("read\n")
+                && !out.contains("wrote")
+                && !out.contains("chmodded")
+                && !out.contains("chowned")
+                && !out.contains("truncated"),
+            "the box user got at another user's file through root's namespace: {out}"
+        );
+    }
+    s.kill();
+    if foreign_owned {
+        let meta = std::fs::metadata(&foreign).unwrap();
+        assert_eq!(
+            (
+                meta.uid(),
+                meta.mode() & 0o7777,
+                std::fs::read_to_string(&foreign).unwrap().as_str()
+            ),
+            (65534, 0o600, "not the box's\n")
+        );
     }
 }

@@ -2,7 +2,8 @@
 //! box's root, limits set, every capability gone for good (bounding set emptied, securebits
 //! locked so uid 0 regains nothing at exec, no new privileges: `airlock_jail::caps`, as in the
 //! native box), the native box's seccomp filter installed, then the agent is executed from its
-//! read-only bind in the box's root. The init is single-threaded when it forks, and this
+//! read-only bind in the box's root (given the box's root namespace at descriptor 4 when the
+//! box has one). The init is single-threaded when it forks, and this
 //! child only makes syscalls before `execve`.
 
 use super::rootfs::NEW_ROOT;
@@ -19,9 +20,10 @@ pub const BOX_CGROUP: &str = "/cgroup/box";
 pub fn exec_agent(
     cfg: &GuestConfig,
     conn: RawFd,
+    root_ns: Option<RawFd>,
     filter: &SeccompProgram,
 ) -> super::sys::InitError {
-    match confine_and_exec(cfg, conn, filter) {
+    match confine_and_exec(cfg, conn, root_ns, filter) {
         Ok(()) => super::sys::InitError {
             what: "the agent returned from exec".into(),
             source: std::io::Error::other("impossible"),
@@ -30,7 +32,12 @@ pub fn exec_agent(
     }
 }
 
-fn confine_and_exec(cfg: &GuestConfig, conn: RawFd, filter: &SeccompProgram) -> Result<()> {
+fn confine_and_exec(
+    cfg: &GuestConfig,
+    conn: RawFd,
+    root_ns: Option<RawFd>,
+    filter: &SeccompProgram,
+) -> Result<()> {
     if cfg.pids.is_some() {
         std::fs::write(format!("{BOX_CGROUP}/cgroup.procs"), b"0")
             .map_err(super::sys::io_err("cannot join the box's pids cgroup"))?;
@@ -39,6 +46,12 @@ fn confine_and_exec(cfg: &GuestConfig, conn: RawFd, filter: &SeccompProgram) -> 
     cvt(unsafe { libc::dup2(conn, 3) }, || {
         "cannot place the agent's connection".into()
     })?;
+    if let Some(ns) = root_ns {
+        // SAFETY: dup2 of a descriptor this process holds (at 10 or above, so not 3).
+        cvt(unsafe { libc::dup2(ns, 4) }, || {
+            "cannot place the box's root namespace".into()
+        })?;
+    }
     let root = cstr(NEW_ROOT)?;
     // SAFETY: a valid path.
     cvt(unsafe { libc::chroot(root.as_ptr()) }, || {
@@ -63,16 +76,30 @@ fn confine_and_exec(cfg: &GuestConfig, conn: RawFd, filter: &SeccompProgram) -> 
     let argv0 = cstr("airlock-agent")?;
     let fd_flag = cstr("--fd")?;
     let three = cstr("3")?;
-    let argv = [
+    let root_flag = cstr("--root-ns-fd")?;
+    let four = cstr("4")?;
+    let argv_root = [
+        argv0.as_ptr(),
+        fd_flag.as_ptr(),
+        three.as_ptr(),
+        root_flag.as_ptr(),
+        four.as_ptr(),
+        std::ptr::null(),
+    ];
+    let argv_user = [
         argv0.as_ptr(),
         fd_flag.as_ptr(),
         three.as_ptr(),
         std::ptr::null(),
     ];
+    let argv = match root_ns {
+        Some(_) => argv_root.as_ptr(),
+        None => argv_user.as_ptr(),
+    };
     let envp: [*const libc::c_char; 1] = [std::ptr::null()];
     let path = cstr(super::rootfs::AGENT_INSIDE)?;
     // SAFETY: argv and envp are NULL-terminated arrays of valid strings that outlive the call.
-    let ret = unsafe { libc::execve(path.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+    let ret = unsafe { libc::execve(path.as_ptr(), argv, envp.as_ptr()) };
     cvt(ret, || "cannot execute the agent".into()).map(|_| ())
 }
 

@@ -57,6 +57,7 @@ pub fn build(cfg: &GuestConfig) -> Result<()> {
         ("tmp", 0o1777),
         ("home", 0o755),
         ("shm", 0o1777),
+        ("root", 0o700),
     ] {
         let p = format!("{SCRATCH}/{dir}");
         mkdir_all(&p)?;
@@ -84,6 +85,13 @@ pub fn build(cfg: &GuestConfig) -> Result<()> {
         bind(&format!("{SCRATCH}/{dir}"), &r(at), false)?;
     }
     chown(&r(&cfg.home), cfg.uid, cfg.gid)?;
+    if cfg.box_root && matches!(cfg.root, GuestRoot::Host { .. }) {
+        // The box's root gets a home of its own, as in a native box on the host template (an
+        // image has its own /root, which is the box user's as all its files are).
+        mkdir_all(&r("/root"))?;
+        bind(&format!("{SCRATCH}/root"), &r("/root"), false)?;
+        chown(&r("/root"), cfg.uid, cfg.gid)?;
+    }
     attach_shares(cfg, &[])?;
     if let Some(ca) = &cfg.trust_ca {
         trust(cfg, ca)?;

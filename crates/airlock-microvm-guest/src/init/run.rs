@@ -168,17 +168,23 @@ fn build(cfg: &GuestConfig, port: &File, filter: &SeccompProgram) -> Result<libc
         ),
         None => None,
     };
+    let root_ns = match cfg.box_root {
+        true => Some(box_root(cfg)?),
+        false => None,
+    };
     let (ours, theirs) = UnixStream::pair().map_err(io_err("cannot make the agent's socket"))?;
     // SAFETY: the init has no other threads yet; the child only makes syscalls and execs.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
-        let e = confine::exec_agent(cfg, theirs.as_raw_fd(), filter);
+        let root_fd = root_ns.as_ref().map(|ns| ns.as_raw_fd());
+        let e = confine::exec_agent(cfg, theirs.as_raw_fd(), root_fd, filter);
         eprintln!("airlock-vm-init: {e}");
         // SAFETY: ending the forked child without running the parent's destructors.
         unsafe { libc::_exit(127) };
     }
     super::sys::cvt(pid, || "cannot start the agent".into())?;
     drop(theirs);
+    drop(root_ns);
     let mut out = port
         .try_clone()
         .map_err(io_err("cannot share the agent port"))?;
@@ -191,6 +197,25 @@ fn build(cfg: &GuestConfig, port: &File, filter: &SeccompProgram) -> Result<libc
         door::start(listener, net).map_err(io_err("cannot start the proxy's door"))?;
     }
     Ok(pid)
+}
+
+/// The box's root namespace, made before the agent is chrooted (the kernel makes no user
+/// namespace in a chroot) by a child that first becomes the box user, so that the box user owns
+/// it and its processes can join it without a capability. Its descriptor is at 10 or above, so
+/// placing the agent's descriptors at 3 and 4 cannot overwrite it.
+fn box_root(cfg: &GuestConfig) -> Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let made = airlock_jail::box_root::make(
+        cfg.uid,
+        cfg.gid,
+        airlock_jail::box_root::Maker::BecomeBoxUser,
+    )
+    .map_err(io_err("cannot make the box's root namespace"))?;
+    // SAFETY: duplicates a descriptor this process holds, close-on-exec, at 10 or above.
+    let high = unsafe { libc::fcntl(made.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 10) };
+    super::sys::cvt(high, || "cannot keep the box's root namespace".into())?;
+    // SAFETY: fcntl just returned this descriptor; nothing else owns it.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(high) })
 }
 
 /// Reaps every process re-parented to PID 1 until the agent itself has ended.
