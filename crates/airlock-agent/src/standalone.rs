@@ -149,3 +149,43 @@ pub fn main_with_args(args: &[String]) -> i32 {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::os::fd::{AsRawFd, IntoRawFd};
+
+    #[test]
+    fn a_root_namespace_descriptor_must_be_a_user_namespace() {
+        let (r, _w) = std::io::pipe().unwrap();
+        let fd = r.as_raw_fd();
+        assert!(matches!(
+            root_namespace_fd(fd),
+            Err(StandaloneError::NotAUserNamespace(n)) if n == fd
+        ));
+        assert!(matches!(
+            root_namespace_fd(-1),
+            Err(StandaloneError::NotOpen(-1))
+        ));
+        // The caller's own user namespace is one: taken, and closed on exec from then on.
+        let ns = std::fs::File::open("/proc/self/ns/user")
+            .unwrap()
+            .into_raw_fd();
+        // SAFETY: clears close-on-exec on a descriptor this test just opened.
+        unsafe { libc::fcntl(ns, libc::F_SETFD, 0) };
+        let owned = root_namespace_fd(ns).unwrap();
+        // SAFETY: fcntl only inspects the descriptor.
+        let flags = unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_GETFD) };
+        assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_with_the_usage() {
+        assert_eq!(main_with_args(&["--fd".into()]), 2);
+        assert_eq!(
+            main_with_args(&["--fd".into(), "3".into(), "--root-ns-fd".into(), "x".into()]),
+            2
+        );
+    }
+}
