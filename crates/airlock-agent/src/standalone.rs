@@ -41,6 +41,28 @@ impl<H: AgentHooks> AgentHooks for WithRoot<H> {
     }
 }
 
+/// Hooks `H` plus a root for a kernel that cannot join a user namespace (gVisor's): each root
+/// exec makes a user namespace of its own, uid 0 there being the agent's own user
+/// ([`airlock_jail::box_root::OwnRoot`]).
+pub struct WithOwnRoot<H> {
+    pub hooks: H,
+    pub root: airlock_jail::box_root::OwnRoot,
+}
+
+impl<H: AgentHooks> AgentHooks for WithOwnRoot<H> {
+    fn pre_exec(&self) -> std::io::Result<()> {
+        self.hooks.pre_exec()
+    }
+
+    fn has_root(&self) -> bool {
+        true
+    }
+
+    fn enter_root(&self) -> std::io::Result<()> {
+        self.root.enter()
+    }
+}
+
 /// Takes inherited descriptor `fd` as the box's root namespace (`--root-ns-fd`): it must be a
 /// user namespace, and it is closed on exec so no command the agent starts inherits it.
 pub fn root_namespace_fd(fd: i32) -> Result<OwnedFd, StandaloneError> {

@@ -98,6 +98,8 @@ impl AgentFiles {
         args.push(fd.to_string());
         args.push("--seccomp".into());
         args.push(sockets.into());
+        // The Sentry cannot join a user namespace, so each root command makes its own.
+        args.push("--root-per-command".into());
         args
     }
 }
@@ -127,7 +129,8 @@ mod tests {
                 "--fd",
                 "0",
                 "--seccomp",
-                "unix"
+                "unix",
+                "--root-per-command"
             ]
         );
         let mounts = files.mounts();

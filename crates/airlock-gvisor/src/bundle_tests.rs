@@ -63,8 +63,15 @@ fn a_host_box_runs_the_agent_as_uid_1000_without_capabilities_over_the_natives_t
     assert_eq!(s.process.capabilities, spec::Capabilities::default());
     // The agent confines every command with the native box's seccomp allowlist.
     assert_eq!(
-        &s.process.args[s.process.args.len() - 5..],
-        ["agent", "--fd", "0", "--seccomp", "inet"]
+        &s.process.args[s.process.args.len() - 6..],
+        [
+            "agent",
+            "--fd",
+            "0",
+            "--seccomp",
+            "inet",
+            "--root-per-command"
+        ]
     );
     assert!(s.root.readonly, "the skeleton root is read-only");
     // The host's system directories, read-only, as the native box chooses them.

@@ -163,9 +163,13 @@ pub fn receipt(policy: &ResolvedPolicy, f: &Facts<'_>) -> Result<Receipt, Unenfo
     )?;
     add(
         airlock_runtime::ROOT_LAYER,
-        LayerStatus::Off,
-        "none yet".into(),
-        "a root request (E2B's user=\"root\") runs as the box user: a root without capabilities is not built for gVisor boxes yet".into(),
+        LayerStatus::Enforced,
+        "uid 0 of a user namespace nested in the box user's inside the Sentry, one per root command, mapping only the box user".into(),
+        format!(
+            "root is uid {} of the box by another name: no capabilities, owns exactly what the box user owns; \
+             files of other users, mounts, the network and the host stay out of its reach",
+            airlock_policy::INSIDE_UID
+        ),
     )?;
     airlock_native::add_secrets_receipt(&mut r, policy);
     Ok(r)

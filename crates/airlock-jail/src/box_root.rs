@@ -14,6 +14,13 @@
 //! created by a short-lived child, as `unshare` is refused inside the box), then joined by each
 //! root process between fork and exec (the seccomp filter allows `setns` for user namespaces
 //! only).
+//!
+//! A kernel that cannot join a user namespace (gVisor's Sentry answers `setns` into one with
+//! `EINVAL`) gets [`OwnRoot`] instead: each root process makes a namespace of its own with the
+//! same single mapping, between fork and exec and before its seccomp filter is installed. Root
+//! is then the same user by the same name, with the same files; only its processes of
+//! different commands are not in one namespace (they still see and signal each other as the
+//! box user's).
 
 use crate::sys::{cvt, write_all};
 use std::io;
@@ -119,6 +126,57 @@ pub fn make(uid: u32, gid: u32, maker: Maker) -> io::Result<OwnedFd> {
         libc::waitpid(pid, std::ptr::null_mut(), 0);
     }
     made
+}
+
+/// A root namespace of the calling process's own ([`OwnRoot::enter`]), for kernels that cannot
+/// join one. Holds its map lines, made before the fork, so entering allocates nothing.
+#[derive(Debug, Clone)]
+pub struct OwnRoot {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl OwnRoot {
+    /// Root as uid 0 → `uid`, gid 0 → `gid`: the caller's own ids (the box user's), which is
+    /// all an unprivileged process may map.
+    pub fn new(uid: u32, gid: u32) -> OwnRoot {
+        OwnRoot {
+            uid_map: format!("0 {uid} 1\n").into_bytes(),
+            gid_map: format!("0 {gid} 1\n").into_bytes(),
+        }
+    }
+
+    /// Makes the calling process the box's root: a new user namespace, its maps written by the
+    /// process itself (`setgroups` denied first where the kernel has the file), every
+    /// capability the new namespace gave dropped (as the Sentry can: no ambient set or
+    /// securebits there, see [`crate::caps::drop_all_in_sentry`]). For the child between fork
+    /// and exec, before seccomp (which refuses `unshare`): syscalls only, no allocation.
+    pub fn enter(&self) -> io::Result<()> {
+        // SAFETY: unshare with a namespace-type flag.
+        cvt(unsafe { libc::unshare(libc::CLONE_NEWUSER) })?;
+        write_proc(c"/proc/self/uid_map", &self.uid_map, false)?;
+        write_proc(c"/proc/self/setgroups", b"deny\n", true)?;
+        write_proc(c"/proc/self/gid_map", &self.gid_map, false)?;
+        crate::caps::drop_all_in_sentry()
+    }
+}
+
+/// Writes `text` to the /proc file at `path`; a file the kernel does not have is fine when
+/// `optional` (gVisor has no `setgroups`). Syscalls only.
+fn write_proc(path: &std::ffi::CStr, text: &[u8], optional: bool) -> io::Result<()> {
+    // SAFETY: path is a NUL-terminated string; open with integer flags.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd == -1 {
+        let err = io::Error::last_os_error();
+        return match (optional, err.raw_os_error()) {
+            (true, Some(libc::ENOENT)) => Ok(()),
+            _ => Err(err),
+        };
+    }
+    let wrote = write_all(fd, text);
+    // SAFETY: fd is the descriptor we just opened.
+    unsafe { libc::close(fd) };
+    wrote
 }
 
 /// Makes the calling process the box's root: joins `ns` (from [`make`]) and drops every

@@ -22,6 +22,20 @@ const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 /// Drops every capability from the bounding, ambient, effective, permitted and inheritable sets,
 /// and locks the securebits so a uid-0 process inside regains nothing on execve.
 pub fn drop_all() -> io::Result<()> {
+    drop_sets(true)
+}
+
+/// [`drop_all`] for gVisor's Sentry, which has neither ambient capabilities nor securebits (it
+/// answers both prctls with `EINVAL`): drops the bounding, effective, permitted and inheritable
+/// sets. A uid-0 process still regains nothing on execve: what exec grants root is masked by
+/// the bounding set, now empty (checked by the shared root test: `CapPrm`/`CapEff`/`CapBnd` of
+/// a root command are all zero).
+pub fn drop_all_in_sentry() -> io::Result<()> {
+    drop_sets(false)
+}
+
+/// `linux`: also the ambient set and the securebits.
+fn drop_sets(linux: bool) -> io::Result<()> {
     // The bounding set: drop every capability the kernel knows (stop at the first EINVAL).
     for cap in 0..64 {
         // SAFETY: prctl with integer arguments only.
@@ -34,21 +48,23 @@ pub fn drop_all() -> io::Result<()> {
             return Err(err);
         }
     }
-    // SAFETY: prctl with integer arguments only.
-    cvt(unsafe {
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        )
-    })?;
-    // SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED
-    // | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED
-    let securebits: libc::c_ulong = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80;
-    // SAFETY: prctl with integer arguments only.
-    cvt(unsafe { libc::prctl(libc::PR_SET_SECUREBITS, securebits, 0, 0, 0) })?;
+    if linux {
+        // SAFETY: prctl with integer arguments only.
+        cvt(unsafe {
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            )
+        })?;
+        // SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED
+        // | SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED
+        let securebits: libc::c_ulong = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80;
+        // SAFETY: prctl with integer arguments only.
+        cvt(unsafe { libc::prctl(libc::PR_SET_SECUREBITS, securebits, 0, 0, 0) })?;
+    }
     let header = CapHeader {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,

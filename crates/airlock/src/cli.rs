@@ -146,6 +146,12 @@ pub struct AgentArgs {
     /// sockets only; `inet`: also TCP/UDP), as the native box does.
     #[arg(long, value_name = "unix|inet")]
     pub seccomp: Option<String>,
+    /// Give the box a root (E2B's `user="root"`): each root command makes a user namespace of
+    /// its own, nested in the agent's, where uid 0 is the agent's user and holds no capability
+    /// (for a box whose kernel cannot join one shared namespace: gVisor's). Without it, a root
+    /// command is refused as unsupported.
+    #[arg(long)]
+    pub root_per_command: bool,
 }
 
 /// Which tools an MCP client may see and call.

@@ -506,20 +506,44 @@ impl airlock_agent::AgentHooks for SeccompHooks {
 }
 
 fn cmd_agent(args: &crate::cli::AgentArgs) -> Result<i32> {
+    use airlock_agent::standalone::{serve_fd_with, AlreadyConfined, WithOwnRoot};
     use airlock_jail::seccomp::{SeccompProfile, SeccompProgram, SocketPolicy};
-    let Some(sockets) = &args.seccomp else {
+    if args.seccomp.is_none() && !args.root_per_command {
         return Ok(airlock_agent::standalone::main_with_args(&[
             "--fd".into(),
             args.fd.to_string(),
         ]));
+    }
+    let seccomp = match args.seccomp.as_deref() {
+        None => None,
+        Some("unix") => Some(SocketPolicy::UnixOnly),
+        Some("inet") => Some(SocketPolicy::UnixAndInet),
+        Some(other) => anyhow::bail!("--seccomp {other:?}: use unix or inet"),
+    }
+    .map(|sockets| SeccompProgram::build(&SeccompProfile { sockets }))
+    .transpose()?;
+    let own_root = || {
+        // SAFETY: getuid and getgid cannot fail.
+        airlock_jail::box_root::OwnRoot::new(unsafe { libc::getuid() }, unsafe { libc::getgid() })
     };
-    let sockets = match sockets.as_str() {
-        "unix" => SocketPolicy::UnixOnly,
-        "inet" => SocketPolicy::UnixAndInet,
-        other => anyhow::bail!("--seccomp {other:?}: use unix or inet"),
+    let served = match (seccomp, args.root_per_command) {
+        (Some(program), true) => serve_fd_with(
+            args.fd,
+            &WithOwnRoot {
+                hooks: SeccompHooks(program),
+                root: own_root(),
+            },
+        ),
+        (Some(program), false) => serve_fd_with(args.fd, &SeccompHooks(program)),
+        (None, _) => serve_fd_with(
+            args.fd,
+            &WithOwnRoot {
+                hooks: AlreadyConfined,
+                root: own_root(),
+            },
+        ),
     };
-    let program = SeccompProgram::build(&SeccompProfile { sockets })?;
-    match airlock_agent::standalone::serve_fd_with(args.fd, &SeccompHooks(program)) {
+    match served {
         Ok(()) => Ok(0),
         Err(e) => {
             eprintln!("airlock agent: {e}");

@@ -9,8 +9,9 @@
 //!   every running sandbox's token, which the server keeps in memory ([`super::E2bState`]).
 //! - The box user: `Authorization: Basic base64("<user>:")` (or `?username=` on `/files`):
 //!   `user` (uid 1000, home `/home/user`) or `root`. Root is the box's own root where its
-//!   receipt has a `root` line (the native box: uid 0 of a nested user namespace that maps only
-//!   the box user, no capabilities); elsewhere it runs as `user`. Other names are refused.
+//!   receipt has an enforced `root` line (native, gVisor and microVM boxes: uid 0 of a nested
+//!   user namespace that maps only the box user, no capabilities); elsewhere it runs as `user`.
+//!   Other names are refused.
 
 use super::error::E2bError;
 use super::E2bState;
