@@ -195,7 +195,9 @@ fn attach_views(plan: &BundlePlan) -> Result<Option<String>, StartError> {
                 bind(&m.host, &m.view, !m.writable)
                     .map_err(|e| refused("cannot bind a grant", e))?;
             }
-            Ok(Some(format!("idmapped mounts are unavailable here: {e}")))
+            Ok(Some(format!(
+                "grants are not idmapped, so the box's user may not write them (idmapped mounts are unavailable here: {e})"
+            )))
         }
     }
 }
@@ -310,7 +312,7 @@ impl<'a> BoxStart<'a> {
         )
         .map_err(|e| StartError::Refused(e.to_string()))?;
         let seed = from.map(crate::checkpoint::files_of);
-        layout
+        let image_gap = layout
             .enter(
                 policy.limits.disk,
                 plan.image_root.as_deref(),
@@ -318,13 +320,17 @@ impl<'a> BoxStart<'a> {
             )
             .map_err(|e| StartError::Refused(e.to_string()))?;
         prepare(&plan.prep).map_err(|e| refused("cannot prepare the box's root", e))?;
-        let idmap_gap = attach_views(&plan)?;
+        let idmap_gap = match (image_gap, attach_views(&plan)?) {
+            (None, grants) => grants,
+            (Some(image), None) => Some(image),
+            (Some(image), Some(grants)) => Some(format!("{grants}; {image}")),
+        };
         protection
             .apply(&plan.protect, &layout.empty_file, &layout.empty_dir)
             .map_err(|e| StartError::Refused(e.to_string()))?;
         if idmap_gap.is_some() && policy.fail_if_unavailable {
             return Err(StartError::Refused(format!(
-                "the policy requires every layer (fail_if_unavailable) but the grants cannot be idmapped: {}",
+                "the policy requires every layer (fail_if_unavailable) but not every mount can be idmapped: {}",
                 idmap_gap.unwrap_or_default()
             )));
         }

@@ -96,12 +96,18 @@ impl Layout {
     /// the scratch capped at `disk` bytes and, for an image, its root read-only under a
     /// writable layer on the scratch; the scratch starts as a copy of `seed` when given (a
     /// checkpoint's files). Call once, single-threaded.
+    ///
+    /// The image's tree (owned by whoever stored it, root) is the lower layer through an
+    /// idmapped view that shows its owner's files as the box user's, as a native box sees its
+    /// template: the box's root (the box user by another name) can then change the template's
+    /// system files in its own layer (`apt-get install`). Where this host cannot idmap, the
+    /// tree is the lower layer as it is, and the returned reason says so.
     pub fn enter(
         &self,
         disk: u64,
         image_root: Option<&Path>,
         seed: Option<&Path>,
-    ) -> Result<(), LayoutError> {
+    ) -> Result<Option<String>, LayoutError> {
         // SAFETY: unshare with a flag; this process is single-threaded here.
         if unsafe { libc::unshare(libc::CLONE_NEWNS) } == -1 {
             return Err(LayoutError::Namespace(io::Error::last_os_error()));
@@ -171,13 +177,37 @@ impl Layout {
                 }
             })?;
         }
-        if let Some(lower) = image_root {
+        let mut gap = None;
+        if let Some(image) = image_root {
+            let view = self.views.join(".image");
+            prepare(&view, std::fs::create_dir_all(&view))?;
+            let lower = match image_view(image, &view) {
+                Ok(()) => view,
+                Err(e) => {
+                    gap = Some(format!(
+                        "the image's files stay its owner's, not the box user's (idmapped mounts are unavailable here: {e})"
+                    ));
+                    image.to_path_buf()
+                }
+            };
             let (upper, work) = (
                 self.scratch.join(".root/upper"),
                 self.scratch.join(".root/work"),
             );
             for d in [&upper, &work] {
                 prepare(d, std::fs::create_dir_all(d))?;
+            }
+            if gap.is_none() {
+                // The layer's own root is the box's `/` (overlayfs takes the root's owner from
+                // the upper layer): the box user's, as the image's files now show.
+                prepare(
+                    &upper,
+                    std::os::unix::fs::chown(
+                        &upper,
+                        Some(airlock_policy::INSIDE_UID),
+                        Some(airlock_policy::INSIDE_GID),
+                    ),
+                )?;
             }
             let data = format!(
                 "lowerdir={},upperdir={},workdir={}",
@@ -198,6 +228,17 @@ impl Layout {
                 err,
             })?;
         }
-        Ok(())
+        Ok(gap)
     }
+}
+
+/// Attaches `image` at `view`, read-only, its owner's files (and what they store) shown as the
+/// box user's.
+fn image_view(image: &Path, view: &Path) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(image)?.uid();
+    let ns = airlock_jail::idmap::IdmapNamespace::mapping(&[(owner, airlock_policy::INSIDE_UID)])?;
+    let tree = airlock_jail::idmap::idmapped_tree(image, &ns, true)?;
+    airlock_jail::idmap::attach(tree.as_raw_fd(), view)
 }

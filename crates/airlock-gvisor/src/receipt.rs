@@ -37,7 +37,7 @@ pub struct Facts<'a> {
     pub template: &'a Template,
     /// Whether a host cgroup can be made (memory, pids and CPU limits).
     pub cgroup: bool,
-    /// Why the grants are not idmapped, if they are not.
+    /// Why the grants or the image's tree are not idmapped, if they are not.
     pub idmap_gap: Option<String>,
 }
 
@@ -90,13 +90,13 @@ pub fn receipt(policy: &ResolvedPolicy, f: &Facts<'_>) -> Result<Receipt, Unenfo
             "process",
             LayerStatus::Enforced,
             "gVisor credentials".into(),
-            format!("uid {} inside, no capabilities, no_new_privs; grants idmapped so the box's files belong to whoever ran airlock", airlock_policy::INSIDE_UID),
+            format!("uid {} inside, no capabilities, no_new_privs; grants idmapped so the box's files belong to whoever ran airlock (an image's, to the box user, as in a native box)", airlock_policy::INSIDE_UID),
         )?,
         Some(why) => add(
             "process",
             LayerStatus::Fallback,
             "gVisor credentials".into(),
-            format!("uid {} inside, no capabilities, no_new_privs; grants are not idmapped ({why}): the box's user may not write them", airlock_policy::INSIDE_UID),
+            format!("uid {} inside, no capabilities, no_new_privs; {why}", airlock_policy::INSIDE_UID),
         )?,
     }
     match policy.network {

@@ -427,11 +427,28 @@ fn hello_deb(dir: &Path) -> PathBuf {
 /// users expect.
 #[test]
 fn root_installs_a_package_with_apt_on_the_built_template() {
+    root_installs_a_package_with_apt("native");
+}
+
+/// The same in a gVisor box (root: a user namespace of each root command's own, inside the
+/// Sentry) on the template's image.
+#[test]
+fn root_installs_a_package_with_apt_on_the_built_template_in_gvisor() {
+    root_installs_a_package_with_apt("gvisor");
+}
+
+/// The same in a microVM box (root: the nested user namespace inside the guest kernel).
+#[test]
+fn root_installs_a_package_with_apt_on_the_built_template_in_a_microvm() {
+    root_installs_a_package_with_apt("microvm");
+}
+
+fn root_installs_a_package_with_apt(backend: &str) {
     let clients = Clients::find();
     let data = common::data_dir_with_code_interpreter();
     let work = TempDir::new("e2b-apt");
     let deb = hello_deb(work.path());
-    let mut serve = ServeProcess::start(data.path(), &[]);
+    let mut serve = ServeProcess::start(data.path(), &["--backend", backend]);
     let key = e2b_key(&serve);
     let script = format!(
         r#"
@@ -443,8 +460,8 @@ try:
     denied = sbx.commands.run("apt-get install -y /tmp/airlock-hello.deb 2>&1; echo exit=$?", user="user")
     assert "superuser" in denied.stdout and "exit=100" in denied.stdout, denied.stdout
     print("user refused")
-    r = sbx.commands.run("apt-get install -y /tmp/airlock-hello.deb 2>&1", user="root", timeout=120)
-    assert "Setting up airlock-hello" in r.stdout, r.stdout
+    r = sbx.commands.run("apt-get install -y /tmp/airlock-hello.deb 2>&1; echo exit=$?", user="root", timeout=120)
+    assert "Setting up airlock-hello" in r.stdout and "exit=0" in r.stdout, r.stdout
     print(sbx.commands.run("airlock-hello").stdout, end="")
     print(sbx.commands.run("dpkg-query -W -f='${{Status}}\n' airlock-hello").stdout, end="")
     print(sbx.commands.run("stat -c '%U %a' /usr/bin/airlock-hello", user="root").stdout, end="")
@@ -458,12 +475,13 @@ finally:
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
-        "{stdout}\n{}",
+        "{backend}: {stdout}\n{}",
         tail(&String::from_utf8_lossy(&out.stderr), 60)
     );
     assert_eq!(
         stdout,
-        "user refused\nhello from a package root installed\ninstall ok installed\nroot 755\n"
+        "user refused\nhello from a package root installed\ninstall ok installed\nroot 755\n",
+        "{backend}"
     );
 }
 

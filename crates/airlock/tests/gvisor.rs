@@ -305,10 +305,9 @@ fn tiny_image(dir: &Path) -> Template {
     )
     .unwrap();
     std::fs::create_dir_all(root.join("data")).unwrap();
+    // Stored as its owner's (the test's), as a stored template is root's: the box shows them as
+    // the box user's, through an idmapped lower layer.
     std::fs::write(root.join("data/marker"), "tiny\n").unwrap();
-    for p in [root.join("data"), root.join("data/marker")] {
-        std::os::unix::fs::chown(&p, Some(1000), Some(1000)).unwrap();
-    }
     Template::Image(ImageTemplate {
         name: "tiny".into(),
         digest: "sha256:test".into(),
@@ -329,13 +328,13 @@ fn an_image_template_is_the_root_read_only_under_a_capped_writable_layer() {
     );
     let (code, out, err) = sh(
         &mut s,
-        "read a < /data/marker; echo changed > /data/marker; read b < /data/marker; echo $a $b; \
-         test -e /usr/bin/python3 && echo host-python; exit 0",
+        "test -O / && test -G / && test -O /data/marker && echo the-box-users; read a < /data/marker; echo changed > /data/marker; \
+         read b < /data/marker; echo $a $b; test -e /usr/bin/python3 && echo host-python; exit 0",
     );
     assert_eq!(code, 0, "{err}");
     assert_eq!(
-        out, "tiny changed\n",
-        "the image is the root, writable through its layer only"
+        out, "the-box-users\ntiny changed\n",
+        "the image is the root, the box user's, writable through its layer only"
     );
     assert_eq!(
         std::fs::read_to_string(img.join("rootfs/data/marker")).unwrap(),

@@ -121,16 +121,24 @@ fn a_box_runs_on_the_template_root_with_its_env_and_cwd_and_the_receipt_names_it
     // Every kind runs on the template with its env and working directory, and its receipt names
     // the template (it once named the host's root for every kind but native, and gVisor refused
     // the template's own working directory).
+    // The box user holds the template's files as its own in every kind (so the box's root can
+    // install packages), in the box's own layer: the stored tree stays as it was.
+    let before = listing(&f.rootfs());
     for backend in ["gvisor", "microvm"] {
         let r = f.run(
             &["--workspace", "none", "--backend", backend],
-            "echo $TPL; pwd; cat /etc/motd",
+            "echo $TPL; pwd; cat /etc/motd; stat -c %u /etc/motd; echo mine > /etc/motd && cat /etc/motd",
         );
         assert_eq!(
             (r.code, r.stdout.as_str()),
-            (0, "yes\n/srv\nfrom the template\n"),
+            (0, "yes\n/srv\nfrom the template\n1000\nmine\n"),
             "{backend}: {}",
             r.stderr
+        );
+        assert_eq!(
+            listing(&f.rootfs()),
+            before,
+            "{backend} changed the stored template"
         );
         let receipt = f.cli(&[
             "receipt",
