@@ -178,6 +178,23 @@ pub(crate) fn box_init(
     {
         serve(spec, *keep_fd, *root, main.as_ref(), status_fd);
     }
+    // The box's root for the command, made before anything is restricted (see serve).
+    let root = match spec.main {
+        BoxMain::Command { root_at: Some(at) } => {
+            match crate::box_root::make(
+                spec.ids.inside_uid,
+                spec.ids.inside_gid,
+                crate::box_root::Maker::AsCaller,
+            ) {
+                Ok(fd) => Some((fd, at)),
+                Err(e) => {
+                    report_error(status_fd, "root namespace", &e, errno_of(&e));
+                    exit(SETUP_FAILED);
+                }
+            }
+        }
+        _ => None,
+    };
     // Block forwarded signals and SIGCHLD before the command exists, so none is lost; the
     // command unblocks them before exec.
     let set = signal_set(true);
@@ -191,8 +208,15 @@ pub(crate) fn box_init(
         exit(SETUP_FAILED);
     }
     if pid == 0 {
-        command(spec, stdio, status_fd);
+        use std::os::fd::AsRawFd;
+        command(
+            spec,
+            stdio,
+            status_fd,
+            root.as_ref().map(|(fd, at)| (fd.as_raw_fd(), *at)),
+        );
     }
+    drop(root);
     // Init keeps nothing but the status channel: the command's output pipes must reach EOF when
     // the command's processes are gone.
     for fd in [stdio.stdin, stdio.stdout, stdio.stderr, 0, 1, 2] {
@@ -379,8 +403,25 @@ fn restrict(spec: &BoxSpec) -> Result<(), (&'static str, String, i32)> {
     Ok(())
 }
 
-/// The command's process. Never returns.
-fn command(spec: &BoxSpec, stdio: StdioFds, status_fd: libc::c_int) -> ! {
+/// The command's process, with the box's root namespace `(descriptor, where the command gets
+/// it)` when asked for. Never returns.
+fn command(
+    spec: &BoxSpec,
+    stdio: StdioFds,
+    status_fd: libc::c_int,
+    root: Option<(libc::c_int, libc::c_int)>,
+) -> ! {
+    // The root namespace's place must be free: the status channel moves out of its way.
+    let status_fd = match root {
+        Some((_, at)) if status_fd == at => {
+            // SAFETY: fcntl duplicates a descriptor we hold to a free number above `at`.
+            match unsafe { libc::fcntl(status_fd, libc::F_DUPFD_CLOEXEC, at + 1) } {
+                -1 => exit(SETUP_FAILED),
+                moved => moved,
+            }
+        }
+        _ => status_fd,
+    };
     let fail = |stage: &str, e: &dyn std::fmt::Display, errno: i32, code: i32| -> ! {
         report_error(status_fd, stage, e, errno);
         exit(code)
@@ -422,6 +463,25 @@ fn command(spec: &BoxSpec, stdio: StdioFds, status_fd: libc::c_int) -> ! {
             libc::CLOSE_RANGE_CLOEXEC,
         )
     };
+    if let Some((fd, at)) = root {
+        if at < 3 {
+            let e = io::Error::from_raw_os_error(libc::EBADF);
+            fail("root namespace", &e, libc::EBADF, SETUP_FAILED);
+        }
+        // SAFETY: dup2 between descriptors we hold; the copy at `at` is not close-on-exec
+        // (when fd already is `at`, its flag is cleared instead).
+        let placed = unsafe {
+            if fd == at {
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, at)
+            }
+        };
+        if placed == -1 {
+            let e = io::Error::last_os_error();
+            fail("root namespace", &e, errno_of(&e), SETUP_FAILED);
+        }
+    }
     // SAFETY: spec.cwd is a valid C string.
     if unsafe { libc::chdir(spec.cwd.as_ptr()) } == -1 {
         let e = io::Error::last_os_error();

@@ -30,8 +30,12 @@ pub struct IdMap {
 
 /// What the box's init does once the box is set up.
 pub enum BoxMain {
-    /// Run `argv` as the box's one command, supervise it and report its exit.
-    Command,
+    /// Run `argv` as the box's one command, supervise it and report its exit. With `root_at`,
+    /// init first makes the box's root (see [`crate::box_root`]) and the command starts with
+    /// that user namespace open at descriptor `root_at` (≥ 3), not close-on-exec: a template
+    /// build's root steps join it (`nsenter --user=/proc/self/fd/N`), which gives them uid 0
+    /// there and capabilities over nothing the box owns.
+    Command { root_at: Option<libc::c_int> },
     /// Restrict init itself exactly like a command (rlimits, no capabilities, Landlock,
     /// no_new_privs, seccomp), keep only stderr and `keep_fd` open (stdin and stdout become
     /// /dev/null), then call `main` (e.g. the agent's serve loop) and exit with what it returns.

@@ -610,7 +610,7 @@ impl BoxPlan {
                 .collect()
         };
         let spec = BoxSpec {
-            main: BoxMain::Command,
+            main: BoxMain::Command { root_at: None },
             argv: argv
                 .iter()
                 .map(|a| cstr(a.as_bytes()))

@@ -85,7 +85,10 @@ fn run_planned(
         extra_covers,
         pausable: false,
     };
-    let started = launch.start(BoxMain::Command, io.child_fds(), || io.close_child_side())?;
+    let main = BoxMain::Command {
+        root_at: opts.root_at,
+    };
+    let started = launch.start(main, io.child_fds(), || io.close_child_side())?;
     let Started {
         spawned,
         mut cgroup,

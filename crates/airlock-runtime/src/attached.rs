@@ -43,6 +43,9 @@ pub struct RunOptions {
     /// requests go to it and its answers go back to the box. The native box asks itself
     /// ([`RunOptions::ask_on_terminal`]).
     pub asker: Option<Arc<dyn AttachedAsker>>,
+    /// Native boxes only (a template build's box): make the box's root and start the command
+    /// with its user namespace open at this descriptor (≥ 3), for steps that join it as root.
+    pub root_at: Option<libc::c_int>,
 }
 
 impl std::fmt::Debug for RunOptions {
@@ -53,6 +56,7 @@ impl std::fmt::Debug for RunOptions {
             .field("control_fd", &self.control_fd)
             .field("ask_on_terminal", &self.ask_on_terminal)
             .field("asker", &self.asker.as_ref().map(|_| "…"))
+            .field("root_at", &self.root_at)
             .finish()
     }
 }

@@ -216,6 +216,28 @@ pub fn build(
     })
 }
 
+/// The descriptor at which a build's commands hold the build box's root namespace (a user
+/// namespace nested in the box's, mapping only the box user to uid 0).
+pub const ROOT_NS_FD: i32 = 3;
+
+/// The shell function every build's commands have: `airlock_as_root CMD [ARG…]` runs CMD as
+/// the build box's root — uid 0 of [`ROOT_NS_FD`]'s namespace, which is the box user by
+/// another name, with `HOME=/root` — without a capability (bounding set emptied, securebits
+/// locked so exec grants none back), under the box's seccomp filter and Landlock domain. For
+/// what checks for uid 0 (dpkg, `apt-get install`, useradd). It uses the tree's own `nsenter`
+/// and `setpriv` (util-linux, in every Debian base).
+pub const AS_ROOT_FUNCTION: &str = "airlock_as_root";
+
+fn as_root_prelude() -> String {
+    format!(
+        "{AS_ROOT_FUNCTION}() {{ if ! command -v nsenter >/dev/null || ! command -v setpriv >/dev/null; then \
+echo '[airlock] a root step needs nsenter and setpriv (util-linux) in the template being built' >&2; return 127; fi; \
+nsenter --user=/proc/self/fd/{ROOT_NS_FD} --preserve-credentials -- setpriv --bounding-set=-all --inh-caps=-all \
+--ambient-caps=-all --securebits=+noroot,+noroot_locked,+no_setuid_fixup,+no_setuid_fixup_locked,+keep_caps_locked \
+-- env HOME=/root USER=root LOGNAME=root \"$@\"; }}"
+    )
+}
+
 /// The commands run in the build box, in order: pip, npm, then the spec's own.
 fn build_script(spec: &TemplateSpec) -> String {
     let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
@@ -238,7 +260,7 @@ fn build_script(spec: &TemplateSpec) -> String {
     if lines.is_empty() {
         return String::new();
     }
-    format!("set -e\n{}\n", lines.join("\n"))
+    format!("set -e\n{}\n{}\n", as_root_prelude(), lines.join("\n"))
 }
 
 /// The Debian base: mmdebstrap writes a tarball (rootless: `--mode=unshare`), applied to the

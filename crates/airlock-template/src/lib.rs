@@ -29,7 +29,7 @@ mod tree;
 mod zstd_layer;
 
 pub use apply::apply_template;
-pub use build::{build, BuildBox, BuildOptions, BuildOutcome};
+pub use build::{build, BuildBox, BuildOptions, BuildOutcome, AS_ROOT_FUNCTION, ROOT_NS_FD};
 pub use digest::tree_digest;
 pub use error::TemplateError;
 pub use import::{import, ImportOptions, ImportReport};

@@ -262,6 +262,7 @@ fn cmd_run(args: RunArgs) -> Result<i32> {
         control_fd: args.control_fd,
         ask_on_terminal: terminal_approval(&policy, &args.policy),
         asker: None,
+        root_at: None,
     };
     if policy.backend != BackendKind::Native {
         // The native box asks on the terminal itself; the others' proxies ask through the seam.
@@ -431,6 +432,7 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
             control_fd: None,
             ask_on_terminal: None,
             asker: None,
+            root_at: None,
         },
     );
     let (receipt, can_run, error) = match res {

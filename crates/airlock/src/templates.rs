@@ -123,6 +123,8 @@ impl airlock_template::BuildBox for NativeBuildBox {
             control_fd: None,
             ask_on_terminal: None,
             asker: None,
+            // The build box's root, for the commands' `airlock_as_root`.
+            root_at: Some(airlock_template::ROOT_NS_FD),
         };
         let result = airlock_native::run(&policy, &argv, &opts).map_err(|e| e.to_string())?;
         match result.exit_code {

@@ -471,7 +471,7 @@ packages = []
 source = "motd"
 target = "/etc/motd"
 [build]
-run = ["id -u > /etc/builder-uid", "rm /usr/bin/tail"]
+run = ["id -u > /etc/builder-uid", "rm /usr/bin/tail", "airlock_as_root sh -c 'id -u > /etc/root-uid; grep ^CapEff /proc/self/status >> /etc/root-uid'"]
 "#,
     )
     .unwrap();
@@ -498,14 +498,21 @@ run = ["id -u > /etc/builder-uid", "rm /usr/bin/tail"]
         "--",
         "sh",
         "-c",
-        "cat /etc/motd /etc/builder-uid /etc/debian_version; test -e /usr/bin/tail || echo no-tail",
+        "cat /etc/motd /etc/builder-uid /etc/debian_version; test -e /usr/bin/tail || echo no-tail; cat /etc/root-uid",
     ]);
     assert_eq!(code, 0, "{err}");
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(lines.len(), 6, "{out}");
+    // A build command as the build box's root (`airlock_as_root`): uid 0, no capability.
     assert_eq!(
-        (lines[0], lines[1], lines[3]),
-        ("built rootless", "1000", "no-tail"),
+        (lines[0], lines[1], lines[3], lines[4], lines[5]),
+        (
+            "built rootless",
+            "1000",
+            "no-tail",
+            "0",
+            "CapEff:\t0000000000000000"
+        ),
         "{out}"
     );
     assert!(lines[2].starts_with("12."), "bookworm: {out}");

@@ -16,6 +16,9 @@ const template = Template({ fileContextPath: context })
   .setEnvs({ GREETING: 'hello from ENV' })
   .setWorkdir('/opt/app')
   .runCmd('echo "the build step ran as $(id -u)" && echo "$GREETING in $(pwd)" > /etc/built-by')
+  // A root step (the build box's root: uid 0 by another name of the box user, no capability).
+  .runCmd("echo $(id -u) $HOME > /opt/app/js-ids && grep -E '^CapEff' /proc/self/status >> /opt/app/js-ids", { user: 'root' })
+  .runCmd('id -u >> /opt/app/js-ids')
   .setStartCmd('sleep infinity', 'true')
 const info = await Template.build(template, name, { onBuildLogs: (l) => logs.push(l.message) })
 assert.equal(info.name, name)
@@ -25,8 +28,8 @@ let sbx = await Sandbox.create(name)
 try {
   assert.equal(await sbx.files.read('/opt/app/greeting.txt'), 'greeting from the build context\n')
   assert.equal(await sbx.files.read('/opt/data/nested/deep.txt'), 'deep\n')
-  const r = await sbx.commands.run("cat /etc/built-by; stat -c %a /opt/data/nested/deep.txt; python -c 'print(6*7)'")
-  assert.equal(r.stdout, 'hello from ENV in /opt/app\n640\n42\n')
+  const r = await sbx.commands.run("cat /etc/built-by; stat -c %a /opt/data/nested/deep.txt; python -c 'print(6*7)'; cat /opt/app/js-ids")
+  assert.equal(r.stdout, 'hello from ENV in /opt/app\n640\n42\n0 /root\nCapEff:\t0000000000000000\n1000\n')
 } finally {
   await sbx.kill()
 }

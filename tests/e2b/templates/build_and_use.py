@@ -42,6 +42,25 @@ async def main():
         .set_envs({"GREETING": "hello from ENV"})
         .set_workdir("/opt/app")
         .run_cmd('echo "the build step ran as $(id -u)" && echo "$GREETING in $(pwd)" > /etc/built-by')
+        # Root steps, as E2B's docs write them: the build box's root (uid 0 by another name of
+        # the box user, no capability) installs a package with dpkg, which refuses the user;
+        # USER switches the default.
+        .run_cmd(
+            r"mkdir -p /tmp/pkg/DEBIAN /tmp/pkg/usr/bin"
+            r" && printf 'Package: airlock-built\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@example.invalid>\nDescription: t\n' > /tmp/pkg/DEBIAN/control"
+            r" && printf '#!/bin/sh\necho installed by root\n' > /tmp/pkg/usr/bin/airlock-built && chmod 755 /tmp/pkg/usr/bin/airlock-built"
+            r" && dpkg-deb --root-owner-group --build /tmp/pkg /tmp/airlock-built.deb > /dev/null"
+            r" && (dpkg -i /tmp/airlock-built.deb > /dev/null 2>&1 || echo user-refused > /opt/app/ids)"
+        )
+        .run_cmd(
+            "dpkg -i /tmp/airlock-built.deb > /dev/null && echo $(id -u) $HOME >> /opt/app/ids"
+            " && grep -E '^CapEff' /proc/self/status >> /opt/app/ids",
+            user="root",
+        )
+        .set_user("root")
+        .run_cmd("whoami >> /opt/app/ids")
+        .set_user("user")
+        .run_cmd("whoami >> /opt/app/ids")
         .set_start_cmd("sleep infinity", "true")
     )
     info = await sdk(T.build, template, name, on_build_logs=lambda l: logs.append(l.message))
@@ -70,6 +89,10 @@ async def main():
             "cat /etc/built-by; stat -c %a /opt/data/nested/deep.txt; python -c 'print(6*7)'; echo $GREETING",
         )
         assert r.stdout == "hello from ENV in /opt/app\n640\n42\nhello from ENV\n", repr(r.stdout)
+        r = await sdk(sbx.commands.run, "cat /opt/app/ids; airlock-built")
+        assert r.stdout == (
+            "user-refused\n0 /root\nCapEff:\t0000000000000000\nroot\nuser\ninstalled by root\n"
+        ), repr(r.stdout)
     finally:
         await sdk(sbx.kill)
 

@@ -15,7 +15,10 @@
 //!   so steps see each other's effects in order; `ENV` exports for later steps and becomes the
 //!   template's environment; `WORKDIR` changes directory for later steps and becomes its
 //!   working directory (a `COPY` into the home, `/home/user`, is refused: every box gets a
-//!   fresh, empty home, so a template cannot carry files there); `USER` accepts the box's one user (`user`, or `root`, which maps to it).
+//!   fresh, empty home, so a template cannot carry files there); `USER` takes `user` or `root`.
+//! - A `RUN` as root (its own user `root`, or after `USER root`) runs as the build box's root:
+//!   uid 0 of a user namespace nested in the box's, mapping only the box user, without a
+//!   capability (`airlock_template::AS_ROOT_FUNCTION`), so dpkg and `apt-get install` accept it.
 //! - `startCmd` becomes the template's default command and, with `readyCmd`, is recorded;
 //!   a box does not run it.
 
@@ -80,6 +83,9 @@ pub enum Base {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Planned {
     Run(String),
+    /// A `RUN` as root (its own user, or the current `USER`): the build box's root, uid 0 by
+    /// another name of the box user, through `airlock_template::AS_ROOT_FUNCTION`.
+    RunAsRoot(String),
     Copy(CopyStep),
     Env(Vec<(String, String)>),
     Workdir(String),
@@ -109,6 +115,8 @@ pub struct Plan {
     pub start_cmd: Option<String>,
     pub ready_cmd: Option<String>,
     pub force: bool,
+    /// The current `USER` is root: a `RUN` naming no user runs as root.
+    pub user_root: bool,
 }
 
 impl Plan {
@@ -162,6 +170,7 @@ pub fn plan(
         start_cmd: start.start_cmd.clone(),
         ready_cmd: start.ready_cmd.clone(),
         force: start.force || start.steps.iter().any(|s| s.force),
+        user_root: false,
     };
     for (i, step) in start.steps.iter().enumerate() {
         let planned = plan_step(step, &mut plan).map_err(|why| {
@@ -231,6 +240,10 @@ fn plan_step(step: &Step, plan: &mut Plan) -> Result<Planned, String> {
     match step.kind.as_str() {
         "RUN" => {
             box_user(arg(1))?;
+            let as_root = match arg(1) {
+                "" => plan.user_root,
+                user => user == "root",
+            };
             let cmd = arg(0);
             if cmd.is_empty() {
                 return Err("the command is empty".into());
@@ -258,7 +271,10 @@ fn plan_step(step: &Step, plan: &mut Plan) -> Result<Planned, String> {
                     )));
                 }
             }
-            Ok(Planned::Run(cmd.to_string()))
+            Ok(match as_root {
+                true => Planned::RunAsRoot(cmd.to_string()),
+                false => Planned::Run(cmd.to_string()),
+            })
         }
         "COPY" => {
             let (src, dest) = (arg(0), arg(1));
@@ -328,10 +344,11 @@ fn plan_step(step: &Step, plan: &mut Plan) -> Result<Planned, String> {
         }
         "USER" => {
             box_user(arg(0))?;
-            Ok(Planned::Nothing(format!(
-                "USER {}: the box's one user",
-                arg(0)
-            )))
+            plan.user_root = arg(0) == "root";
+            Ok(Planned::Nothing(match plan.user_root {
+                true => "USER root: later commands run as the build box's root (the box user by another name)".into(),
+                false => format!("USER {}: the box's user", arg(0)),
+            }))
         }
         other => Err(format!(
             "the step type {other:?} is not known; airlock builds RUN, COPY, ENV, WORKDIR and USER"
@@ -339,12 +356,12 @@ fn plan_step(step: &Step, plan: &mut Plan) -> Result<Planned, String> {
     }
 }
 
-/// A box has one user, `user`; `root` is accepted and maps to it (as envd's routes do).
+/// A build box has one user, `user`, and its root (the same user by another name).
 fn box_user(name: &str) -> Result<(), String> {
     match name {
         "" | "user" | "root" => Ok(()),
         other => Err(format!(
-            "user {other:?} does not exist: a box has one user, `user` (`root` is accepted and maps to it)"
+            "user {other:?} does not exist: a box has one user, `user`, and `root` (the same user by another name)"
         )),
     }
 }
@@ -390,6 +407,14 @@ pub fn render(
         let n = i + 1;
         let (label, body) = match step {
             Planned::Run(cmd) => (format!("RUN {cmd}"), format!("sh -c {}", quote(cmd))),
+            Planned::RunAsRoot(cmd) => (
+                format!("RUN {cmd} (as root)"),
+                format!(
+                    "{} sh -c {}",
+                    airlock_template::AS_ROOT_FUNCTION,
+                    quote(cmd)
+                ),
+            ),
             Planned::Env(pairs) => {
                 let names: Vec<&str> = pairs.iter().map(|(k, _)| k.as_str()).collect();
                 let lines: Vec<String> = pairs

@@ -87,7 +87,7 @@ fn e2b_bases_map_to_debian_and_registry_images_are_refused_naming_what_works() {
 }
 
 #[test]
-fn apt_and_pip_installs_go_into_the_spec_and_other_users_are_refused() {
+fn apt_and_pip_installs_go_into_the_spec_root_steps_run_as_root_and_other_users_are_refused() {
     let steps = vec![
         step("RUN", &["apt-get update && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y --no-install-recommends curl git", "root"]),
         step("RUN", &["pip install tabulate", "root"]),
@@ -100,6 +100,35 @@ fn apt_and_pip_installs_go_into_the_spec_and_other_users_are_refused() {
     );
     assert_eq!(p.pip, vec!["tabulate"]);
     assert_eq!(p.steps[2], Planned::Run("echo hi".into()));
+    // A root RUN, or any RUN after `USER root` that names no user, runs as the build box's
+    // root; `USER user` switches back.
+    let steps = vec![
+        step("RUN", &["dpkg -i x.deb", "root"]),
+        step("USER", &["root"]),
+        step("RUN", &["whoami", ""]),
+        step("RUN", &["id -u", "user"]),
+        step("USER", &["user"]),
+        step("RUN", &["whoami", ""]),
+    ];
+    let p = plan(&start("e2bdev/base", steps), &none).unwrap();
+    assert_eq!(
+        p.steps
+            .iter()
+            .filter(|s| !matches!(s, Planned::Nothing(_)))
+            .cloned()
+            .collect::<Vec<_>>(),
+        vec![
+            Planned::RunAsRoot("dpkg -i x.deb".into()),
+            Planned::RunAsRoot("whoami".into()),
+            Planned::Run("id -u".into()),
+            Planned::Run("whoami".into()),
+        ]
+    );
+    let (script, _) = render(&p, &[]).unwrap();
+    assert!(
+        script.contains("airlock_as_root sh -c 'dpkg -i x.deb'"),
+        "{script}"
+    );
     let err = plan(
         &start("e2bdev/base", vec![step("RUN", &["id", "postgres"])]),
         &none,
