@@ -335,7 +335,7 @@ fn debootstrap(
 }
 
 /// Where [`APT_ROOT_CONF`] goes in a Debian template.
-const APT_ROOT_CONF_PATH: &str = "etc/apt/apt.conf.d/99airlock-box-root";
+pub(crate) const APT_ROOT_CONF_PATH: &str = "etc/apt/apt.conf.d/99airlock-box-root";
 
 /// `root` in an airlock box (`user="root"`) holds no capability, so apt cannot switch to its
 /// `_apt` sandbox user (setgroups fails and `apt-get install` stops): it runs its downloads as
@@ -345,7 +345,7 @@ const APT_ROOT_CONF: &str =
 // to the _apt user. The box itself is the sandbox.\n\
 APT::Sandbox::User \"root\";\n";
 
-fn apt_as_box_root(tree: &Tree) -> Result<(), TemplateError> {
+pub(crate) fn apt_as_box_root(tree: &Tree) -> Result<(), TemplateError> {
     let rel = Path::new(APT_ROOT_CONF_PATH);
     let dest = tree.locate(rel, true).map_err(|e| {
         TemplateError::Malformed(format!("{APT_ROOT_CONF_PATH}: {}", std::io::Error::from(e)))

@@ -47,6 +47,10 @@ pub struct ImportReport {
     pub dropped: Vec<String>,
     /// Set-user-ID and set-group-ID bits cleared.
     pub setid_cleared: u64,
+    /// The image has apt (`/etc/apt/apt.conf.d`, a real directory): airlock added its
+    /// configuration for the box's root (apt's downloads run as root, not `_apt`), as it does
+    /// in the Debian templates it builds.
+    pub apt_root_conf: bool,
 }
 
 /// Imports the image at `path` into `store`.
@@ -91,6 +95,14 @@ pub fn import(
         report.layers += 1;
     }
     layer::finish_dirs(&tree, &dir_modes).map_err(io_err("set modes in", tree.root()))?;
+    // `user="root"` in a box has no capabilities, so apt could not switch to `_apt`: only an
+    // image whose apt configuration directory is a chain of real directories gets the file
+    // (one behind a symlink is left alone, never written through).
+    let conf = std::path::Path::new(crate::build::APT_ROOT_CONF_PATH);
+    if tree.locate(conf, false).is_ok() {
+        crate::build::apt_as_box_root(&tree)?;
+        report.apt_root_conf = true;
+    }
     let defaults = defaults(&image);
     let source = TemplateSource::OciImage {
         path: path.display().to_string(),

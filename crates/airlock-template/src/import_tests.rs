@@ -783,3 +783,37 @@ fn a_layer_compressed_by_the_zstd_tool_in_two_frames_imports() {
         "s"
     );
 }
+
+#[test]
+fn an_image_with_apt_gets_the_box_roots_apt_configuration_and_one_behind_a_symlink_does_not() {
+    let f = Fixture::new("apt-conf");
+    let with_apt = tar_bytes(&[
+        dir("etc/", 0o755),
+        dir("etc/apt/", 0o755),
+        dir("etc/apt/apt.conf.d/", 0o755),
+        file("etc/apt/apt.conf.d/70debconf", "x"),
+    ]);
+    let img = f.image(&[(with_apt, true)]);
+    let (stored, report) = f.import(&img).unwrap();
+    assert!(report.apt_root_conf);
+    let conf = std::fs::read_to_string(stored.rootfs.join("etc/apt/apt.conf.d/99airlock-box-root"))
+        .unwrap();
+    assert!(conf.contains("APT::Sandbox::User \"root\";"), "{conf}");
+    // No apt, no file; an apt directory that is a symlink (here pointing out of the image) is
+    // never written through.
+    let no_apt = tar_bytes(&[dir("etc/", 0o755), file("etc/motd", "m")]);
+    let img = f.image(&[(no_apt, true)]);
+    let (stored, report) = f.import(&img).unwrap();
+    assert!(!report.apt_root_conf);
+    assert!(!stored.rootfs.join("etc/apt").exists());
+    let outside = f.base.join("outside-apt");
+    std::fs::create_dir_all(&outside).unwrap();
+    let linked = tar_bytes(&[
+        dir("etc/", 0o755),
+        symlink("etc/apt", &outside.display().to_string()),
+    ]);
+    let img = f.image(&[(linked, true)]);
+    let (_, report) = f.import(&img).unwrap();
+    assert!(!report.apt_root_conf);
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+}

@@ -31,6 +31,11 @@ pub fn cmd_template(cmd: TemplateCommand) -> Result<i32> {
                 for d in &report.dropped {
                     eprintln!("airlock: left out {d}");
                 }
+                if report.apt_root_conf {
+                    eprintln!(
+                        "airlock: added /etc/apt/apt.conf.d/99airlock-box-root (apt's downloads run as the box's root, which cannot switch to _apt)"
+                    );
+                }
                 if report.setid_cleared > 0 {
                     eprintln!(
                         "airlock: cleared the set-ID bits of {} entries",
