@@ -135,11 +135,15 @@ AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test server --test 
 # the bypass case, a socket that fails inside the module.
 AIRLOCK_TEST_BACKEND=wasm cargo test -p airlock --locked --test attached --test sandboxes \
   --test network --test approvals 2>&1 | tee -a "$log"
-# The native escape and network suites again, with every box on a template root built from
-# tests/templates/suite.toml (built once, cached in target/xdg/airlock by the spec's digest).
+# The native escape, network and secrets suites again, with every box on a template root built
+# from tests/templates/suite.toml (built once, cached in target/xdg/airlock by the spec's digest).
 target/debug/airlock template build --data-dir target/xdg/airlock tests/templates/suite.toml
 AIRLOCK_TEST_TEMPLATE=suite XDG_DATA_HOME=$PWD/target/xdg \
-  cargo test -p airlock --locked --test attacks --test network 2>&1 | tee -a "$log"
+  cargo test -p airlock --locked --test attacks --test network --test secrets 2>&1 | tee -a "$log"
+# The secrets suite on that template under gVisor: the box's trust bundle is the image's own
+# (read inside its tree) plus the box's CA.
+AIRLOCK_TEST_BACKEND=gvisor AIRLOCK_TEST_TEMPLATE=suite XDG_DATA_HOME=$PWD/target/xdg \
+  cargo test -p airlock --locked --test secrets 2>&1 | tee -a "$log"
 # The shared suites (library contract, attached runs, escapes, the proxy, secrets) again against
 # the microVM backend, under TCG here (its VMs restore from template snapshots, so this is minutes).
 # A known gap is stated in its test, not skipped (docs/threat-model.md): --disk caps a microVM

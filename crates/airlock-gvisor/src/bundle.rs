@@ -25,8 +25,8 @@ pub enum BundleError {
     ChangeLayer,
     #[error("{0} is neither a file nor a directory (a FIFO, socket or device): a gVisor box can be granted only those (runsc's gofer would open it, and a FIFO blocks the start), so grant its directory or use --backend native")]
     SpecialFile(PathBuf),
-    #[error("secrets on a gvisor box need the host template (the box's trust bundle is the host's plus the box's CA); drop --template, or use --backend native")]
-    SecretsOnImage,
+    #[error("cannot read the image's trust bundle {path} (the box's is it plus the box's CA, for its secrets): {err}")]
+    TrustBundle { path: PathBuf, err: std::io::Error },
 }
 
 /// One host-side step before runsc starts (inside the box's private tmpfs only).
@@ -151,7 +151,7 @@ impl BundlePlan {
             scratch: Vec::new(),
         };
         for op in &rootfs.ops {
-            b.op(op, &user_mounts, image.is_some())?;
+            b.op(op, &user_mounts, image.as_deref())?;
         }
         // runsc always gives the box a /sys, the Sentry's own (synthetic: CPUs, loopback); a
         // native box has none, and neither does this one: an empty read-only tmpfs covers it.
@@ -376,7 +376,12 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    fn op(&mut self, op: &FsOp, users: &[UserMount], image: bool) -> Result<(), BundleError> {
+    fn op(
+        &mut self,
+        op: &FsOp,
+        users: &[UserMount],
+        image: Option<&Path>,
+    ) -> Result<(), BundleError> {
         match op {
             // gVisor makes its own /dev (null, zero, full, random, urandom, tty, pts, ptmx, fd
             // and std* links): nothing of the host's /dev is bound.
@@ -392,12 +397,12 @@ impl Builder<'_> {
             } => {
                 if let Some(u) = users.iter().find(|u| &u.inside == target) {
                     self.add_mount(Mount::bind(&u.view, target, u.writable), u.host.is_dir());
-                } else if !image && (!optional || source.exists()) {
+                } else if image.is_none() && (!optional || source.exists()) {
                     self.add_mount(Mount::bind(source, target, *writable), source.is_dir());
                 }
             }
             // The image brings its own system files; a host box gets the host's.
-            FsOp::Copy { source, target } if !image => {
+            FsOp::Copy { source, target } if image.is_none() => {
                 if let Home::Ours(path) = self.home(target) {
                     self.prep.push(Prep::Copy {
                         source: source.clone(),
@@ -405,7 +410,7 @@ impl Builder<'_> {
                     });
                 }
             }
-            FsOp::Symlink { link, target } if !image => {
+            FsOp::Symlink { link, target } if image.is_none() => {
                 if let Home::Ours(path) = self.home(link) {
                     self.prep.push(Prep::Symlink {
                         path,
@@ -465,9 +470,19 @@ impl Builder<'_> {
             FsOp::Overlay { .. } => return Err(BundleError::ChangeLayer),
             // The host's file (a host box sees the host's /etc/ssl) with the addition, in the
             // bundle's own root, bound read-only over the target.
-            FsOp::ExtendFile { .. } if image => return Err(BundleError::SecretsOnImage),
             FsOp::ExtendFile { target, append } => {
-                let mut contents = std::fs::read_to_string(target).unwrap_or_default();
+                let original = match image {
+                    // The image's own file, resolved inside its tree as the box would see it
+                    // (a symlink there never leads to the host's files).
+                    Some(root) => airlock_jail::in_root::read_file(root, target, 64 << 20)
+                        .map_err(|err| BundleError::TrustBundle {
+                            path: target.clone(),
+                            err,
+                        })?
+                        .unwrap_or_default(),
+                    None => std::fs::read(target).unwrap_or_default(),
+                };
+                let mut contents = String::from_utf8_lossy(&original).into_owned();
                 if !contents.is_empty() && !contents.ends_with('\n') {
                     contents.push('\n');
                 }

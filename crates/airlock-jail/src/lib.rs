@@ -11,6 +11,7 @@ pub mod cgroup;
 mod child;
 pub mod identity;
 pub mod idmap;
+pub mod in_root;
 mod init_memory;
 pub mod landlock;
 pub mod mount_attr;

@@ -8,10 +8,8 @@ use super::build::{ctx, fd_path, mount, open_path};
 use super::plan::{EMPTY_DIR, EMPTY_FILE};
 use super::{Cover, RootfsError};
 use crate::mount_attr::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
-use crate::sys::{cstring, cvt_long};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Where pins and covers are resolved, and what covers a hidden path.
@@ -50,39 +48,10 @@ impl Finder<'_> {
     }
 }
 
-/// `openat2(root, path, O_PATH | O_NOFOLLOW, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS)`.
+/// `path` under `root` as an `O_PATH` descriptor, resolved inside it (never out of it), the last
+/// component not followed.
 fn open_beneath(root: &OwnedFd, path: &Path) -> io::Result<OwnedFd> {
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-    const RESOLVE_IN_ROOT: u64 = 0x10;
-    let rel = path.strip_prefix("/").unwrap_or(path);
-    let p = cstring(if rel.as_os_str().is_empty() {
-        b"."
-    } else {
-        rel.as_os_str().as_bytes()
-    })?;
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-    };
-    // SAFETY: a valid directory descriptor, C string and open_how of the size passed.
-    let fd = cvt_long(unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            root.as_raw_fd(),
-            p.as_ptr(),
-            &how,
-            std::mem::size_of::<OpenHow>(),
-        )
-    })?;
-    // SAFETY: a fresh descriptor from openat2, ours alone.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+    crate::in_root::open(root, path, libc::O_PATH | libc::O_NOFOLLOW)
 }
 
 /// Makes the mount now at `path` (and every mount below it) read-only, nosuid and nodev,
