@@ -490,7 +490,10 @@ fn command_env(
         env.extend(airlock_proxy::intercept::box_trust_env());
     }
     if runsc.needs_statx_shim() {
-        crate::compat::preload(&mut env);
+        crate::compat::preload(&mut env, crate::compat::STATX_COMPAT_INSIDE);
+    }
+    if runsc.needs_xattr_shim() {
+        crate::compat::preload(&mut env, crate::compat::XATTR_COMPAT_INSIDE);
     }
     env
 }

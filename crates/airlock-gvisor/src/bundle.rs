@@ -159,14 +159,12 @@ impl BundlePlan {
         for (m, is_dir) in agent.mounts() {
             b.add_mount(m, is_dir);
         }
-        b.add_mount(
-            Mount::bind(
-                &layout.statx_compat,
-                crate::compat::STATX_COMPAT_INSIDE,
-                false,
-            ),
-            false,
-        );
+        for (shim, inside) in [
+            (&layout.statx_compat, crate::compat::STATX_COMPAT_INSIDE),
+            (&layout.xattr_compat, crate::compat::XATTR_COMPAT_INSIDE),
+        ] {
+            b.add_mount(Mount::bind(shim, inside, false), false);
+        }
         // The Sentry's own layer: pinned directories bound writable, protected paths bound
         // read-only, denied ones hidden. A symlink is left to the host-side cover (an empty
         // file over the link itself), which runsc could not bind without following it.

@@ -30,6 +30,8 @@ pub struct Layout {
     pub empty_dir: PathBuf,
     /// The statx compatibility shim commands preload.
     pub statx_compat: PathBuf,
+    /// The xattr compatibility shim commands preload.
+    pub xattr_compat: PathBuf,
     /// runsc's own messages (why a start failed).
     pub log: PathBuf,
 }
@@ -87,6 +89,7 @@ impl Layout {
             empty_file: base.join("empty"),
             empty_dir: base.join("empty.d"),
             statx_compat: base.join("statx-compat.so"),
+            xattr_compat: base.join("xattr-compat.so"),
             log: base.join("runsc.log"),
             base,
         }
@@ -156,6 +159,10 @@ impl Layout {
         prepare(
             &self.statx_compat,
             std::fs::write(&self.statx_compat, crate::compat::STATX_COMPAT),
+        )?;
+        prepare(
+            &self.xattr_compat,
+            std::fs::write(&self.xattr_compat, crate::compat::XATTR_COMPAT),
         )?;
         prepare(
             &self.empty_dir,

@@ -17,7 +17,7 @@ mod backend;
 mod box_start;
 mod bundle;
 mod checkpoint;
-mod compat;
+pub mod compat;
 mod host;
 mod layout;
 mod netns;

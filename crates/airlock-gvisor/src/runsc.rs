@@ -184,6 +184,11 @@ pub const RESTORE_SINCE: u32 = 20240729;
 /// The oldest release seen to accept `AT_NO_AUTOMOUNT` in statx and fstatat (the same
 /// trixie release; bookworm's answers EINVAL, so `ls -l` fails without the shim).
 pub const STATX_SINCE: u32 = 20240729;
+/// Up to which release commands get the xattr shim (gVisor #11049, `lgetxattr` on a symlink
+/// answers EBADF): the tests' 20240729 has the bug; it was reported on 2024-10-16 and fixed
+/// upstream, in a release not pinned here, so every release of 2024 and before gets the shim
+/// (harmless where the bug is gone: it only rewrites an EBADF).
+pub const XATTR_BUG_UNTIL: u32 = 20241231;
 
 impl Runsc {
     /// The release date in the version line (`runsc version 0.0~20221219.0` as Debian
@@ -211,6 +216,13 @@ impl Runsc {
     /// and any runsc whose release is unknown (the shim only clears a flag the Sentry ignores).
     pub fn needs_statx_shim(&self) -> bool {
         self.release().is_none_or(|r| r < STATX_SINCE)
+    }
+
+    /// Whether commands need the xattr shim (`compat/`, gVisor #11049): every release up to
+    /// [`XATTR_BUG_UNTIL`] and any whose release is unknown (on a runsc without the bug the
+    /// shim never acts: it only rewrites an EBADF).
+    pub fn needs_xattr_shim(&self) -> bool {
+        self.release().is_none_or(|r| r <= XATTR_BUG_UNTIL)
     }
 }
 
@@ -281,6 +293,8 @@ mod tests {
         let new = runsc("runsc version 0.0~20240729.0");
         assert_eq!(new.restore_gap(), None);
         assert!(!new.needs_statx_shim());
+        assert!(old.needs_xattr_shim() && new.needs_xattr_shim());
+        assert!(!runsc("runsc version release-20250113.0").needs_xattr_shim());
         let unknown = runsc("runsc version VERSION_MISSING");
         assert!(unknown.restore_gap().is_some_and(|w| w.contains("unknown")));
         assert!(unknown.needs_statx_shim());

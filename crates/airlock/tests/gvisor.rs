@@ -455,7 +455,8 @@ fn an_unprivileged_user_is_told_why_gvisor_needs_root_and_what_to_use() {
 fn ls_and_stat_work_in_a_gvisor_box_under_either_runsc() {
     // Debian's 2022 runsc answers EINVAL to the AT_NO_AUTOMOUNT flag coreutils pass to statx
     // (and to fstatat, glibc's fallback); under it each command preloads airlock's shim that
-    // drops the flag. A current runsc accepts the flag, and its commands get no shim.
+    // drops the flag. A current runsc accepts the flag, and its commands get no statx shim
+    // (both get the xattr one, checked at the end).
     let ws = TempDir::new("gv-stat");
     std::fs::write(ws.join("file.txt"), "hello").unwrap();
     let current = current_runsc();
@@ -499,6 +500,30 @@ fn ls_and_stat_work_in_a_gvisor_box_under_either_runsc() {
                 runsc.version
             );
         }
+        // gVisor #11049: lgetxattr on a symlink answers EBADF in the current release, so
+        // `ls -l` of a link (the root's /bin is one) printed "Bad file descriptor"; the xattr
+        // shim turns it into ENODATA. Without it, the bug shows there (Debian's 2022 release
+        // does not have it: the shim is loaded there too, and never acts).
+        let (_, preload, _) = sh(&mut s, "echo \"$LD_PRELOAD\"");
+        assert!(
+            preload.contains("xattr-compat"),
+            "{}: {preload}",
+            runsc.version
+        );
+        let (code, out, err) = sh(&mut s, "ls -l /bin /usr/bin/awk");
+        assert_eq!((code, err.as_str()), (0, ""), "{}: {out}", runsc.version);
+        assert!(out.contains("/bin -> usr/bin"), "{}: {out}", runsc.version);
+        // Without the xattr shim only (the old runsc keeps its statx one).
+        let statx_only = match runsc.needs_statx_shim() {
+            true => airlock_gvisor::compat::STATX_COMPAT_INSIDE,
+            false => "",
+        };
+        let (_, _, err) = sh(&mut s, &format!("LD_PRELOAD={statx_only} ls -l /bin"));
+        assert!(
+            runsc.release().is_some_and(|r| r < 20240729) || err.contains("Bad file descriptor"),
+            "{}: the bug the shim works around is gone; update XATTR_BUG_UNTIL: {err}",
+            runsc.version
+        );
         s.kill();
     }
 }
