@@ -224,7 +224,7 @@ pub const ROOT_NS_FD: i32 = 3;
 /// the build box's root — uid 0 of [`ROOT_NS_FD`]'s namespace, which is the box user by
 /// another name, with `HOME=/root` — without a capability (bounding set emptied, securebits
 /// locked so exec grants none back), under the box's seccomp filter and Landlock domain. For
-/// what checks for uid 0 (dpkg, `apt-get install`, useradd). It uses the tree's own `nsenter`
+/// what checks for uid 0 (dpkg, `apt-get install`). It uses the tree's own `nsenter`
 /// and `setpriv` (util-linux, in every Debian base).
 pub const AS_ROOT_FUNCTION: &str = "airlock_as_root";
 
