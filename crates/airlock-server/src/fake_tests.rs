@@ -391,3 +391,32 @@ async fn sandbox_ports_are_relayed_by_host_with_e2b_traffic_rules() {
         .await;
     assert_eq!(status, StatusCode::BAD_GATEWAY);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_maps_hold_only_live_sandboxes() {
+    // Each create once left its token in the server's map for good: a server making sandboxes
+    // for months grew by every one it ever made. Ended sandboxes' tokens go at the next create.
+    let app = app();
+    for _ in 0..5 {
+        let (status, v) = app.json("POST", "/v1/sandboxes", Some("{}")).await;
+        assert_eq!(status, StatusCode::CREATED, "{v}");
+        let id = v["id"].as_str().unwrap().to_string();
+        let (status, _) = app
+            .json("DELETE", &format!("/v1/sandboxes/{id}"), None)
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (status, v) = app.json("POST", "/v1/sandboxes", Some("{}")).await;
+    assert_eq!(status, StatusCode::CREATED, "{v}");
+    let live = v["id"].as_str().unwrap().to_string();
+    let tokens: Vec<String> = app.state.tokens.lock().unwrap().values().cloned().collect();
+    assert_eq!(tokens, vec![live.clone()]);
+    let e2b: Vec<String> = app
+        .state
+        .e2b
+        .tokens_snapshot()
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    assert_eq!(e2b, vec![live]);
+}

@@ -35,18 +35,20 @@ pub(crate) fn create_session(
                 policy,
             },
         );
-    state
-        .tokens
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .insert(token_hash.clone(), id.to_string());
-    // Tokens of ended sandboxes are forgotten here, so the map stays as small as the live set.
-    state.e2b.retain_live(|other| {
+    // Tokens of ended sandboxes are forgotten here, so both maps stay as small as the live set
+    // (this one is only what tells a token of another sandbox, 403, from a wrong one, 401).
+    let live = |other: &str| {
         state
             .manager
             .get(other)
             .is_some_and(|i| !i.state.is_terminal())
-    });
+    };
+    {
+        let mut tokens = state.tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        tokens.retain(|_, other| live(other));
+        tokens.insert(token_hash.clone(), id.to_string());
+    }
+    state.e2b.retain_live(live);
     state.e2b.remember_token(id, token);
     if let Err(e) = state.manager.create(id.to_string(), spec) {
         state
