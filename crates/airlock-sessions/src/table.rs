@@ -48,6 +48,35 @@ struct Record<H> {
     last_active_ms: i64,
     /// Commands and requests running in the box now; an idle pause waits until there are none.
     busy: u32,
+    /// A retired record's labels (its spec's metadata moved here): a `BTreeMap`'s first node
+    /// has room for eleven pairs, about half a kilobyte even for one label, and ten thousand
+    /// ended records are kept. Empty (no allocation) until the record retires.
+    ended_labels: Box<[(Box<str>, Box<str>)]>,
+}
+
+impl<H> Record<H> {
+    /// The session's labels, wherever they are kept.
+    fn metadata(&self) -> BTreeMap<String, String> {
+        match self.retired {
+            true => self
+                .ended_labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            false => self.spec.metadata.clone(),
+        }
+    }
+
+    /// Whether the session has label `key` = `value`.
+    fn has_label(&self, key: &str, value: &str) -> bool {
+        match self.retired {
+            true => self
+                .ended_labels
+                .iter()
+                .any(|(k, v)| &**k == key && &**v == value),
+            false => self.spec.metadata.get(key).map(String::as_str) == Some(value),
+        }
+    }
 }
 
 /// What a new session (or a resume) got.
@@ -157,11 +186,7 @@ impl<H> Table<H> {
         self.records
             .iter()
             .filter(|(_, r)| states.is_empty() || states.contains(&r.state))
-            .filter(|(_, r)| {
-                metadata
-                    .iter()
-                    .all(|(k, v)| r.spec.metadata.get(k) == Some(v))
-            })
+            .filter(|(_, r)| metadata.iter().all(|(k, v)| r.has_label(k, v)))
             .map(|(k, r)| public(r, positions.get(k).copied()))
             .collect()
     }
@@ -206,6 +231,7 @@ impl<H> Table<H> {
             retired: false,
             last_active_ms: now,
             busy: 0,
+            ended_labels: Box::default(),
         };
         let admission = if start_now {
             take_slot(&mut record, now);
@@ -419,6 +445,7 @@ impl<H> Table<H> {
                 retired: false,
                 last_active_ms: now,
                 busy: 0,
+                ended_labels: Box::default(),
             },
         );
         self.by_id.insert(id, key);
@@ -444,7 +471,11 @@ impl<H> Table<H> {
         self.by_id
             .get(id)
             .and_then(|k| self.records.get(k))
-            .map(|r| (*r.spec).clone())
+            .map(|r| {
+                let mut spec = (*r.spec).clone();
+                spec.metadata = r.metadata();
+                spec
+            })
     }
 
     /// Records how a start went. Returns the handle when the session ended meanwhile: the caller
@@ -757,11 +788,19 @@ impl<H> Table<H> {
         if r.retired || !r.state.is_terminal() || !matches!(r.slot, BoxSlot::Empty) {
             return;
         }
-        r.retired = true;
         // What only a box needs (the factory's payload: the whole policy) goes now; the
-        // record keeps what the views show. Ten thousand of these are kept.
+        // record keeps what the views show, compactly. Ten thousand of these are kept.
         r.spec.payload = serde_json::Value::Null;
         r.spec.restore = None;
+        r.ended_labels = std::mem::take(&mut r.spec.metadata)
+            .into_iter()
+            .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+            .collect();
+        r.id.shrink_to_fit();
+        if let Some(reason) = r.reason.as_mut() {
+            reason.shrink_to_fit();
+        }
+        r.retired = true;
         self.ended.push_back(key);
         while self.ended.len() > self.config.keep_ended {
             let Some(old) = self.ended.pop_front() else {
@@ -792,7 +831,7 @@ fn public<H>(r: &Record<H>, queue_position: Option<usize>) -> SessionInfo {
     SessionInfo {
         id: r.id.clone(),
         template: r.spec.template.clone(),
-        metadata: r.spec.metadata.clone(),
+        metadata: r.metadata(),
         state: r.state,
         reason: r.reason.clone(),
         created_ms: r.created_ms,

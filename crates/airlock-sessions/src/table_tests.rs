@@ -84,3 +84,38 @@ fn durations_in_reasons_read_as_seconds() {
     assert_eq!(seconds(1_500), "1.5 s");
     assert_eq!(seconds(100), "0.1 s");
 }
+
+#[test]
+fn an_ended_record_keeps_its_labels_compactly_and_is_still_found_by_them() {
+    let mut t = table(1);
+    let mut s = spec();
+    s.metadata = [("team", "ml"), ("user", "ada")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let labels = s.metadata.clone();
+    let Ok(Admission::Start(Job::Start((a, _, _)))) = t.admit("a".into(), s, 0) else {
+        panic!()
+    };
+    assert_eq!(t.started(a, Ok("box-a"), 1), None);
+    assert_eq!(
+        t.end(a, SessionState::Killed, "killed by request", 2)
+            .unwrap(),
+        Some("box-a")
+    );
+    t.release(a);
+    // Retired: the labels moved out of the spec's map into the record's compact list.
+    let r = t.records.get(&a).unwrap();
+    assert!(r.retired && r.spec.metadata.is_empty() && r.ended_labels.len() == 2);
+    assert_eq!(t.get("a").unwrap().metadata, labels);
+    assert_eq!(t.spec("a").unwrap().metadata, labels);
+    let filter = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
+    let found: Vec<String> = t
+        .list(&[], &filter("team", "ml"))
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(found, ["a"]);
+    assert!(t.list(&[], &filter("team", "web")).is_empty());
+    assert!(t.list(&[], &filter("nobody", "ml")).is_empty());
+}
