@@ -70,7 +70,7 @@ pub fn wasm_run(args: &[String]) -> i32 {
     airlock_wasm::runner::main(args)
 }
 
-/// `airlock wasm-compile MODULE DIGEST CACHE`: compiles CPython for WASI into the wasm
+/// `airlock wasm-compile MODULE DIGEST CACHE STYLE`: compiles CPython for WASI into the wasm
 /// backend's cache in a process of its own (started by the backend, not by hand).
 pub fn wasm_compile(args: &[String]) -> i32 {
     airlock_wasm::python_files::compile_main(args)

@@ -7,7 +7,7 @@ fn main() {
         std::process::exit(2);
     };
     let run = || -> Result<std::path::PathBuf, airlock_wasm::engine::EngineError> {
-        let engine = airlock_wasm::engine::engine()?;
+        let engine = airlock_wasm::engine::engine(airlock_wasm::engine::MemoryStyle::Reserved)?;
         let bytes =
             std::fs::read(module).map_err(|source| airlock_wasm::engine::EngineError::Read {
                 path: module.into(),

@@ -1,6 +1,7 @@
 //! `WasmBackend`: the WASM box behind the runtime's seam.
 
 use crate::box_policy::{self, INSIDE_CACHE, INSIDE_RUNNER};
+use crate::engine::MemoryStyle;
 use crate::exec_map::{ExecMap, KILL_GRACE};
 use crate::instance::{command_env, WasmInstance};
 use crate::python::WasmDir;
@@ -11,7 +12,8 @@ use airlock_policy::{BackendKind, ChangesMode, FilesystemPolicy, ResolvedPolicy}
 use airlock_protocol::ExecRequest;
 use airlock_runtime::attached::{run_over_agent, RunOptions, StdinMode};
 use airlock_runtime::backend::{Backend, BackendError, BoxInstance, StartOptions, Template};
-use airlock_runtime::{Receipt, RunResult};
+use airlock_runtime::{LayerStatus, Receipt, RunResult};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -21,8 +23,31 @@ pub struct WasmBackend {
     confinement: Arc<dyn Backend>,
     airlock_exe: PathBuf,
     dir: WasmDir,
-    /// CPython, compiled and unpacked on the host, once found (or made).
-    python: Mutex<Option<PythonFiles>>,
+    /// CPython, compiled (per memory style) and unpacked on the host, once found (or made).
+    python: Mutex<HashMap<MemoryStyle, PythonFiles>>,
+}
+
+/// What planning a box found: the native box's policy and receipt, and the memory layout its
+/// runner can use.
+struct Planned {
+    inner: ResolvedPolicy,
+    receipt: Receipt,
+    style: MemoryStyle,
+}
+
+/// The layout a runner in a box with `confinement`'s receipt can use: wasmtime's reserved one,
+/// unless the box caps memory any other way than a cgroup (an address-space rlimit, which would
+/// refuse a 4 GiB reservation).
+fn memory_style(confinement: &Receipt) -> MemoryStyle {
+    let capped_otherwise = confinement
+        .layers
+        .iter()
+        .any(|l| l.layer == "memory" && l.status != LayerStatus::Enforced);
+    if capped_otherwise {
+        MemoryStyle::Bounded
+    } else {
+        MemoryStyle::Reserved
+    }
 }
 
 impl WasmBackend {
@@ -33,29 +58,55 @@ impl WasmBackend {
             confinement,
             airlock_exe,
             dir,
-            python: Mutex::new(None),
+            python: Mutex::new(HashMap::new()),
         }
     }
 
     /// CPython for WASI, ready: checked against its pinned digest, compiled and its standard
     /// library unpacked into the cache the first time (a minute or so, once per wasmtime
     /// version).
-    pub fn compiled_python(&self) -> Result<PythonFiles, BackendError> {
+    pub fn compiled_python(&self, style: MemoryStyle) -> Result<PythonFiles, BackendError> {
         let mut known = self.python.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = known.as_ref() {
+        if let Some(p) = known.get(&style) {
             return Ok(p.clone());
         }
-        let files = python_files::prepare(&self.dir, &self.airlock_exe).map_err(|e| match e {
-            e @ (PythonError::Missing { .. } | PythonError::Digest { .. }) => {
-                BackendError::Unavailable {
-                    kind: BackendKind::Wasm,
-                    why: e.to_string(),
+        let files =
+            python_files::prepare(&self.dir, &self.airlock_exe, style).map_err(|e| match e {
+                e @ (PythonError::Missing { .. } | PythonError::Digest { .. }) => {
+                    BackendError::Unavailable {
+                        kind: BackendKind::Wasm,
+                        why: e.to_string(),
+                    }
                 }
-            }
-            e => BackendError::Start(e.to_string()),
-        })?;
-        *known = Some(files.clone());
+                e => BackendError::Start(e.to_string()),
+            })?;
+        known.insert(style, files.clone());
         Ok(files)
+    }
+
+    /// Plans the native box a WASM box runs in, and the WASM box's own receipt around it.
+    fn planned(
+        &self,
+        policy: &ResolvedPolicy,
+        template: &Template,
+    ) -> Result<Planned, BackendError> {
+        let inner =
+            box_policy::confinement_policy(policy, template, &self.airlock_exe, &self.dir.cache())?;
+        let confinement = self.confinement.plan(&inner, &Template::Host)?;
+        let style = memory_style(&confinement);
+        let dirs = box_policy::preopens(policy, template);
+        let receipt = receipt::receipt(
+            policy,
+            &dirs,
+            self.dir.python().is_file(),
+            style,
+            confinement,
+        );
+        Ok(Planned {
+            inner,
+            receipt,
+            style,
+        })
     }
 
     fn exec_map(
@@ -63,6 +114,7 @@ impl WasmBackend {
         policy: &ResolvedPolicy,
         template: &Template,
         python: &PythonFiles,
+        style: MemoryStyle,
     ) -> ExecMap {
         let inside = |p: &Path| Path::new(INSIDE_CACHE).join(p.file_name().unwrap_or_default());
         ExecMap {
@@ -72,6 +124,7 @@ impl WasmBackend {
             dirs: box_policy::preopens(policy, template),
             memory: policy.limits.memory.map(guest_memory),
             timeout: policy.limits.timeout,
+            memory_style: style,
         }
     }
 }
@@ -106,16 +159,7 @@ impl Backend for WasmBackend {
     }
 
     fn plan(&self, policy: &ResolvedPolicy, template: &Template) -> Result<Receipt, BackendError> {
-        let inner =
-            box_policy::confinement_policy(policy, template, &self.airlock_exe, &self.dir.cache())?;
-        let confinement = self.confinement.plan(&inner, &Template::Host)?;
-        let dirs = box_policy::preopens(policy, template);
-        Ok(receipt::receipt(
-            policy,
-            &dirs,
-            self.dir.python().is_file(),
-            confinement,
-        ))
+        Ok(self.planned(policy, template)?.receipt)
     }
 
     fn start(
@@ -125,11 +169,13 @@ impl Backend for WasmBackend {
         opts: &StartOptions,
     ) -> Result<Box<dyn BoxInstance>, BackendError> {
         box_policy::check(policy)?;
-        let python = self.compiled_python()?;
-        let inner =
-            box_policy::confinement_policy(policy, template, &self.airlock_exe, &self.dir.cache())?;
-        let receipt = self.plan(policy, template)?;
-        let map = self.exec_map(policy, template, &python);
+        let Planned {
+            inner,
+            receipt,
+            style,
+        } = self.planned(policy, template)?;
+        let python = self.compiled_python(style)?;
+        let map = self.exec_map(policy, template, &python, style);
         let scope = Scope::new(&map.dirs);
         let boxed = self.confinement.start(&inner, &Template::Host, opts)?;
         Ok(Box::new(WasmInstance::start(
@@ -150,8 +196,13 @@ impl Backend for WasmBackend {
         opts: &RunOptions,
     ) -> Result<RunResult, BackendError> {
         box_policy::check(policy)?;
-        let python = self.compiled_python()?;
-        let map = self.exec_map(policy, template, &python);
+        let Planned {
+            mut inner,
+            receipt,
+            style,
+        } = self.planned(policy, template)?;
+        let python = self.compiled_python(style)?;
+        let map = self.exec_map(policy, template, &python, style);
         let request = ExecRequest {
             argv: argv.to_vec(),
             env: command_env(policy, template),
@@ -174,12 +225,9 @@ impl Backend for WasmBackend {
             Ok(m) if opts.control_fd.is_none() && !change_layer => m,
             _ => return run_over_agent(self, policy, template, argv, opts),
         };
-        let mut inner =
-            box_policy::confinement_policy(policy, template, &self.airlock_exe, &self.dir.cache())?;
         // The runner stops the module at the time limit itself and says so; the box's own
         // limit is the backstop a little later.
         inner.limits.timeout = policy.limits.timeout.map(|t| t + KILL_GRACE);
-        let receipt = self.plan(policy, template)?;
         let mut result =
             self.confinement
                 .run_attached(&inner, &Template::Host, &mapped.argv, opts)?;

@@ -34,16 +34,48 @@ pub enum EngineError {
     Load { path: PathBuf, why: String },
 }
 
+/// How a guest's linear memory is laid out, which decides how its loads and stores are
+/// checked. The compiled code differs, so each style has its own compiled file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemoryStyle {
+    /// wasmtime's default: 4 GiB of address space reserved per linear memory, with guard
+    /// pages after it, so an access out of bounds faults and compiled code checks nothing.
+    /// Only virtual memory: it needs a box whose memory is capped by a cgroup, not by
+    /// `RLIMIT_AS`, which would refuse the reservation.
+    Reserved,
+    /// A 16 MiB reservation that moves as the memory grows, with an explicit bounds check on
+    /// every load and store (about a third slower for CPython's start, see BENCHMARKS.md).
+    /// Fits under any address-space rlimit.
+    Bounded,
+}
+
+impl MemoryStyle {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryStyle::Reserved => "reserved",
+            MemoryStyle::Bounded => "bounded",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<MemoryStyle> {
+        match s {
+            "reserved" => Some(MemoryStyle::Reserved),
+            "bounded" => Some(MemoryStyle::Bounded),
+            _ => None,
+        }
+    }
+}
+
 /// The engine: epoch interruption on (the wall-clock limit), no threads (wasmtime is built
-/// without the threads proposal), and small memory
-/// reservations so a box's address-space rlimit (the memory fallback without a cgroup) does
-/// not refuse wasmtime's usual 8 GiB of virtual memory per linear memory.
-pub fn engine() -> Result<Engine, EngineError> {
+/// without the threads proposal), and linear memory laid out as `style` says.
+pub fn engine(style: MemoryStyle) -> Result<Engine, EngineError> {
     let mut c = Config::new();
-    c.epoch_interruption(true)
-        .memory_reservation(16 << 20)
-        .memory_guard_size(64 << 10)
-        .memory_reservation_for_growth(16 << 20);
+    c.epoch_interruption(true);
+    if style == MemoryStyle::Bounded {
+        c.memory_reservation(16 << 20)
+            .memory_guard_size(64 << 10)
+            .memory_reservation_for_growth(16 << 20);
+    }
     Engine::new(&c).map_err(|e| EngineError::Config(e.to_string()))
 }
 

@@ -3,6 +3,7 @@
 //! that module), turned here into the in-box runner's command line. Anything else — a shell, a
 //! native program — is refused with a sentence saying why and what works instead.
 
+use crate::engine::MemoryStyle;
 use crate::run_spec::{DirAccess, Preopen, RunSpec};
 use airlock_protocol::ExecRequest;
 use std::path::PathBuf;
@@ -41,6 +42,8 @@ pub struct ExecMap {
     pub memory: Option<u64>,
     /// Wall-clock cap of each run (the policy's timeout; a request's own is used if shorter).
     pub timeout: Option<Duration>,
+    /// The linear-memory layout the box allows (`python` is compiled for it).
+    pub memory_style: MemoryStyle,
 }
 
 fn base_name(program: &str) -> &str {
@@ -125,6 +128,7 @@ impl ExecMap {
             dirs,
             memory: self.memory,
             timeout,
+            memory_style: self.memory_style,
         };
         let mut argv = vec![self.runner.clone(), "wasm-run".into()];
         argv.extend(spec.to_args());

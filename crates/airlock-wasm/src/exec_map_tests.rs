@@ -13,6 +13,7 @@ fn map() -> ExecMap {
         }],
         memory: Some(1 << 28),
         timeout: Some(Duration::from_secs(10)),
+        memory_style: MemoryStyle::Reserved,
     }
 }
 
@@ -44,6 +45,7 @@ fn python_becomes_a_run_of_the_compiled_cpython_with_the_box_limits() {
     assert_eq!(spec.argv, ["python3", "-c", "print(1)"]);
     assert_eq!(spec.env, [("K".to_string(), "V".to_string())]);
     assert_eq!(spec.memory, Some(1 << 28));
+    assert_eq!(spec.memory_style, MemoryStyle::Reserved);
     // The shorter of the policy's and the request's timeout; the agent waits a little longer.
     assert_eq!(spec.timeout, Some(Duration::from_secs(2)));
     assert_eq!(out.timeout_ms, Some(3000));

@@ -7,7 +7,7 @@
 //! Python, on every start. Unpacked once into a directory the guest gets read-only (with
 //! `PYTHONHOME` naming it), the same files import straight from `.pyc` (see BENCHMARKS.md).
 
-use crate::engine::{self, EngineError};
+use crate::engine::{self, EngineError, MemoryStyle};
 use crate::python::{WasmDir, PYTHON_SHA256};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -94,7 +94,12 @@ fn check_digest(dir: &WasmDir, stamp: &Path) -> Result<(), PythonError> {
 /// Unpacks the module's embedded standard library into `home` by running the pinned CPython
 /// itself (`airlock wasm-run`, its only directory the new one), so no zip code of our own
 /// reads it. Written to a temporary name and renamed: a concurrent start sees all or nothing.
-fn unpack_stdlib(airlock_exe: &Path, compiled: &Path, home: &Path) -> Result<(), PythonError> {
+fn unpack_stdlib(
+    airlock_exe: &Path,
+    compiled: &Path,
+    style: MemoryStyle,
+    home: &Path,
+) -> Result<(), PythonError> {
     let fail = |why: String| PythonError::Unpack {
         path: home.to_path_buf(),
         why,
@@ -110,6 +115,7 @@ fn unpack_stdlib(airlock_exe: &Path, compiled: &Path, home: &Path) -> Result<(),
     let out = Command::new(airlock_exe)
         .arg("wasm-run")
         .args(["--module", &compiled.to_string_lossy()])
+        .args(["--memory-style", style.as_str()])
         .args(["--dir", &format!("rw:{tmp_str}")])
         .args([
             "--timeout-ms",
@@ -150,6 +156,7 @@ fn compile_in_child(
     module: &Path,
     cache: &Path,
     compiled: &Path,
+    style: MemoryStyle,
 ) -> Result<(), PythonError> {
     let fail = |why: String| {
         PythonError::Engine(EngineError::Compile {
@@ -162,6 +169,7 @@ fn compile_in_child(
         .arg(module)
         .arg(PYTHON_SHA256)
         .arg(cache)
+        .arg(style.as_str())
         .env_clear()
         .output()
         .map_err(|e| fail(format!("cannot run {}: {e}", airlock_exe.display())))?;
@@ -181,18 +189,28 @@ fn compile_in_child(
     Ok(())
 }
 
-/// `airlock wasm-compile MODULE DIGEST CACHE`: compiles MODULE (whose SHA-256 is DIGEST) into
-/// CACHE with the boxes' engine, and exits. Run by [`prepare`], never by hand.
+/// `airlock wasm-compile MODULE DIGEST CACHE STYLE`: compiles MODULE (whose SHA-256 is DIGEST)
+/// into CACHE with the boxes' engine for memory style STYLE (nothing to do if it is there),
+/// prints the compiled file's path, and exits. Run by [`prepare`] (and by the test and bench
+/// scripts, to have both styles ready).
 pub fn compile_main(args: &[String]) -> i32 {
-    let [module, digest, cache] = args else {
-        eprintln!("airlock: usage: airlock wasm-compile MODULE DIGEST CACHE");
+    let usage = "airlock: usage: airlock wasm-compile MODULE DIGEST CACHE reserved|bounded";
+    let [module, digest, cache, style] = args else {
+        eprintln!("{usage}");
         return 2;
     };
-    let result = engine::engine().and_then(|engine| {
+    let Some(style) = MemoryStyle::parse(style) else {
+        eprintln!("{usage}");
+        return 2;
+    };
+    let result = engine::engine(style).and_then(|engine| {
         engine::ensure_compiled(&engine, Path::new(module), digest, Path::new(cache))
     });
     match result {
-        Ok(_) => 0,
+        Ok(path) => {
+            println!("{}", path.display());
+            0
+        }
         Err(e) => {
             eprintln!("airlock: {e}");
             1
@@ -200,20 +218,25 @@ pub fn compile_main(args: &[String]) -> i32 {
     }
 }
 
-/// CPython for WASI in `dir`, checked against its pinned digest, compiled and its standard
-/// library unpacked into the cache the first time (a minute or so, once per wasmtime version).
-pub fn prepare(dir: &WasmDir, airlock_exe: &Path) -> Result<PythonFiles, PythonError> {
+/// CPython for WASI in `dir`, checked against its pinned digest, compiled for memory style
+/// `style` and its standard library unpacked into the cache the first time (a minute or so,
+/// once per wasmtime version and style).
+pub fn prepare(
+    dir: &WasmDir,
+    airlock_exe: &Path,
+    style: MemoryStyle,
+) -> Result<PythonFiles, PythonError> {
     let cache = dir.cache();
     let stamp = cache.join(format!("{PYTHON_SHA256}.checked"));
     check_digest(dir, &stamp)?;
-    let engine = engine::engine()?;
+    let engine = engine::engine(style)?;
     let compiled = engine::compiled_path(&engine, &cache, PYTHON_SHA256);
     if !compiled.is_file() {
-        compile_in_child(airlock_exe, &dir.python(), &cache, &compiled)?;
+        compile_in_child(airlock_exe, &dir.python(), &cache, &compiled, style)?;
     }
     let home = cache.join(format!("{PYTHON_SHA256}-home"));
     if !home.join(STDLIB_SUBDIR).is_dir() {
-        unpack_stdlib(airlock_exe, &compiled, &home)?;
+        unpack_stdlib(airlock_exe, &compiled, style, &home)?;
     }
     Ok(PythonFiles { compiled, home })
 }

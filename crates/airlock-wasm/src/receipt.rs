@@ -1,5 +1,6 @@
 //! What a WASM box is, said in its receipt before the layers of the native box it runs in.
 
+use crate::engine::MemoryStyle;
 use crate::python::PYTHON_NAME;
 use crate::run_spec::{DirAccess, Preopen};
 use airlock_policy::ResolvedPolicy;
@@ -10,6 +11,7 @@ pub fn receipt(
     policy: &ResolvedPolicy,
     dirs: &[Preopen],
     python: bool,
+    style: MemoryStyle,
     confinement: Receipt,
 ) -> Receipt {
     let mut r = Receipt::default();
@@ -71,12 +73,19 @@ pub fn receipt(
             LayerStatus::Off
         },
         "wasmtime resource limiter on linear memory",
-        match policy.limits.memory {
-            Some(m) => format!(
-                "{m} bytes per run; a larger allocation fails cleanly (MemoryError in Python)"
-            ),
-            None => "no limit asked".into(),
-        },
+        format!(
+            "{}; {}",
+            match policy.limits.memory {
+                Some(m) => format!(
+                    "{m} bytes per run; a larger allocation fails cleanly (MemoryError in Python)"
+                ),
+                None => "no limit asked".into(),
+            },
+            match style {
+                MemoryStyle::Reserved => "each linear memory is a 4 GiB reservation with guard pages (an access out of bounds faults)",
+                MemoryStyle::Bounded => "each linear memory is a small reservation and every access is bounds-checked (the box caps memory by RLIMIT_AS, which a 4 GiB reservation would exceed)",
+            }
+        ),
     );
     r.add(
         "wasm-time",

@@ -2,6 +2,7 @@
 //! their rights, and its limits. Passed from the backend to the in-box runner as arguments
 //! (`airlock wasm-run …`), so this module is the one place that writes and parses them.
 
+use crate::engine::MemoryStyle;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -41,6 +42,8 @@ pub struct RunSpec {
     pub memory: Option<u64>,
     /// Wall-clock limit of the whole run.
     pub timeout: Option<Duration>,
+    /// How linear memory is laid out; a `.cwasm` must have been compiled for the same style.
+    pub memory_style: MemoryStyle,
 }
 
 /// Why the runner's arguments were refused.
@@ -54,6 +57,8 @@ impl RunSpec {
         let mut a = vec![
             "--module".to_string(),
             self.module.to_string_lossy().into_owned(),
+            "--memory-style".to_string(),
+            self.memory_style.as_str().to_string(),
         ];
         for d in &self.dirs {
             a.push("--dir".into());
@@ -87,6 +92,7 @@ impl RunSpec {
             dirs: Vec::new(),
             memory: None,
             timeout: None,
+            memory_style: MemoryStyle::Bounded,
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
@@ -121,6 +127,13 @@ impl RunSpec {
                     spec.env.push((k.to_string(), v.to_string()));
                 }
                 "--memory" => spec.memory = Some(number(value)?),
+                "--memory-style" => {
+                    spec.memory_style = MemoryStyle::parse(value).ok_or_else(|| {
+                        err(format!(
+                            "--memory-style {value:?} is not \"reserved\" or \"bounded\""
+                        ))
+                    })?
+                }
                 "--timeout-ms" => spec.timeout = Some(Duration::from_millis(number(value)?)),
                 other => return Err(err(format!("unknown flag {other:?}"))),
             }

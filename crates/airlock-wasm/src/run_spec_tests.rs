@@ -18,8 +18,14 @@ fn the_arguments_round_trip() {
         ],
         memory: Some(5),
         timeout: Some(Duration::from_millis(1500)),
+        memory_style: MemoryStyle::Reserved,
     };
     assert_eq!(RunSpec::parse(&spec.to_args()).unwrap(), spec);
+    let bounded = RunSpec {
+        memory_style: MemoryStyle::Bounded,
+        ..spec
+    };
+    assert_eq!(RunSpec::parse(&bounded.to_args()).unwrap(), bounded);
 }
 
 #[test]
@@ -37,6 +43,10 @@ fn bad_arguments_are_refused_with_what_was_wrong() {
             "not a number",
         ),
         (&["--module", "m", "--env", "NOEQ", "--", "a"], "NAME=VALUE"),
+        (
+            &["--module", "m", "--memory-style", "huge", "--", "a"],
+            "not \"reserved\" or \"bounded\"",
+        ),
         (&["--module"], "needs a value"),
         (&["--frob", "1", "--", "a"], "unknown flag"),
     ] {

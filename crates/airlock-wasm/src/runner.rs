@@ -43,6 +43,26 @@ pub enum RunError {
     Instantiate(String),
     #[error("the module has no `_start`: it is not a WASI command module (a reactor or library cannot be run)")]
     NoStart,
+    #[error("--memory-style reserved needs 4 GiB of address space per linear memory, but this process's RLIMIT_AS is {limit} bytes; run it with --memory-style bounded (and a module compiled for it)")]
+    AddressSpace { limit: u64 },
+}
+
+/// Refuses the reserved layout under an address-space rlimit, which would refuse the
+/// reservation itself with a less telling error.
+fn check_address_space(style: engine::MemoryStyle) -> Result<(), RunError> {
+    if style != engine::MemoryStyle::Reserved {
+        return Ok(());
+    }
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own; no other memory is touched.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut rl) };
+    if rc == 0 && rl.rlim_cur != libc::RLIM_INFINITY {
+        return Err(RunError::AddressSpace { limit: rl.rlim_cur });
+    }
+    Ok(())
 }
 
 /// Why the epoch callback stopped the guest.
@@ -177,7 +197,8 @@ pub fn run(spec: &RunSpec) -> Result<i32, RunError> {
             on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
         );
     }
-    let engine = engine::engine()?;
+    check_address_space(spec.memory_style)?;
+    let engine = engine::engine(spec.memory_style)?;
     phases.done("engine");
     let module = load(&engine, spec)?;
     phases.done("load");

@@ -157,6 +157,73 @@ fn python_and_a_wasm_module_by_path_run_and_the_receipt_says_what_the_box_is() {
     // And the native box it runs in.
     assert_eq!(layer("seccomp")["status"], "enforced");
     assert_eq!(layer("network")["status"], "enforced");
+    // The guest's memory layout follows how the box caps memory: guard pages under a cgroup,
+    // bounds checks under RLIMIT_AS (which a 4 GiB reservation would exceed).
+    let wasm_memory = layer("wasm-memory")["detail"].as_str().unwrap().to_string();
+    let by_cgroup = layer("memory")["status"] == "enforced";
+    let want = if by_cgroup {
+        "4 GiB reservation with guard pages"
+    } else {
+        "bounds-checked"
+    };
+    assert!(
+        wasm_memory.contains(want),
+        "{wasm_memory} (memory: {})",
+        layer("memory")
+    );
+}
+
+#[test]
+fn the_runner_refuses_the_reserved_memory_layout_under_an_address_space_limit() {
+    use std::os::unix::process::CommandExt;
+    // A module that needs no compiled cache: the runner compiles a .wasm itself.
+    let ws = TempDir::new("wasm-as");
+    let hello = module(ws.path(), "hello.wasm", HELLO);
+    let limited = |style: &str| {
+        let mut cmd = std::process::Command::new(airlock_bin());
+        cmd.args([
+            "wasm-run",
+            "--module",
+            &hello,
+            "--memory-style",
+            style,
+            "--",
+            "hello",
+        ]);
+        // SAFETY: only setrlimit, which is async-signal-safe, runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let rl = libc::rlimit {
+                    rlim_cur: 2 << 30,
+                    rlim_max: 2 << 30,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &rl) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        cmd.output().unwrap()
+    };
+    let out = limited("reserved");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("RLIMIT_AS is 2147483648 bytes")
+            && stderr.contains("--memory-style bounded"),
+        "{stderr}"
+    );
+    // The bounds-checked layout runs under the same limit.
+    let out = limited("bounded");
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).as_ref()
+        ),
+        (Some(7), "hello from wasi\n"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
