@@ -108,7 +108,7 @@ impl StoreObserver {
         let store = lock(&self.store);
         let state = store_state(info.state);
         let detail = serde_json::json!({ "state": state.as_str(), "reason": info.reason, "deadline_ms": info.deadline_ms });
-        match store.get_sandbox(&info.id)? {
+        match store.sandbox_progress(&info.id)? {
             None => {
                 let pending = self
                     .pending
@@ -118,31 +118,35 @@ impl StoreObserver {
                 let Some(pending) = pending else {
                     return Ok(());
                 };
-                store.insert_sandbox(&NewSandbox {
-                    id: info.id.clone(),
-                    template: info.template.clone(),
-                    policy: pending.policy,
-                    metadata: info.metadata.clone(),
-                    token_hash: pending.token_hash,
-                    created_ms: info.created_ms,
-                    deadline_ms: info.deadline_ms,
-                    state,
+                // The record and its first event in one commit.
+                store.in_transaction(|store| {
+                    store.insert_sandbox(&NewSandbox {
+                        id: info.id.clone(),
+                        template: info.template.clone(),
+                        policy: pending.policy,
+                        metadata: info.metadata.clone(),
+                        token_hash: pending.token_hash,
+                        created_ms: info.created_ms,
+                        deadline_ms: info.deadline_ms,
+                        state,
+                    })?;
+                    if let Some(reason) = &info.reason {
+                        store.set_state(&info.id, state, Some(reason))?;
+                    }
+                    store.add_event(&info.id, "state", &detail)?;
+                    Ok(())
                 })?;
-                if let Some(reason) = &info.reason {
-                    store.set_state(&info.id, state, Some(reason))?;
-                }
-                store.add_event(&info.id, "state", &detail)?;
             }
             // One commit for the change's writes (a resume makes two changes; each was three
             // commits).
-            Some(rec) => store.in_transaction(|store| {
-                if rec.deadline_ms != info.deadline_ms {
+            Some((recorded_state, recorded_deadline)) => store.in_transaction(|store| {
+                if recorded_deadline != info.deadline_ms {
                     store.set_deadline(&info.id, info.deadline_ms)?;
                 }
-                if rec.state != state && !rec.state.is_terminal() {
+                if recorded_state != state && !recorded_state.is_terminal() {
                     store.set_state(&info.id, state, info.reason.as_deref())?;
                     store.add_event(&info.id, "state", &detail)?;
-                } else if rec.deadline_ms != info.deadline_ms {
+                } else if recorded_deadline != info.deadline_ms {
                     store.add_event(&info.id, "deadline", &detail)?;
                 }
                 Ok(())

@@ -61,9 +61,9 @@ impl Store {
     }
 
     /// Runs `f` in one transaction: every write it makes is committed together (one WAL commit
-    /// instead of one per statement), or none when it fails. `f` must not call what opens a
-    /// transaction of its own ([`Store::insert_sandbox`], the recovery), which SQLite refuses
-    /// inside this one.
+    /// instead of one per statement), or none when it fails. [`Store::insert_sandbox`] joins
+    /// it; `f` must not run the recovery, which opens a transaction of its own (SQLite refuses
+    /// one inside another).
     pub fn in_transaction<T>(
         &self,
         f: impl FnOnce(&Store) -> Result<T, StoreError>,

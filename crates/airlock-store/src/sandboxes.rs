@@ -61,9 +61,13 @@ pub(super) fn read_row(r: &Row<'_>) -> rusqlite::Result<RawRow> {
 }
 
 impl Store {
-    /// Records a new sandbox and returns it as stored. Refuses a duplicate id
+    /// Records a new sandbox and returns it as stored, in one commit of its own or, inside
+    /// [`Store::in_transaction`], as part of the caller's. Refuses a duplicate id
     /// ([`StoreError::DuplicateId`]) and inputs over the bounds in [`super::bounds`].
     pub fn insert_sandbox(&self, rec: &NewSandbox) -> Result<SandboxRecord, StoreError> {
+        if self.conn.is_autocommit() {
+            return self.in_transaction(|store| store.insert_sandbox(rec));
+        }
         check_name("the sandbox id", &rec.id, MAX_NAME_BYTES)?;
         check_name("the template name", &rec.template, MAX_NAME_BYTES)?;
         check_name("the token hash", &rec.token_hash, MAX_HASH_BYTES)?;
@@ -71,11 +75,13 @@ impl Store {
         let policy = encode_json("the policy", &rec.policy, MAX_POLICY_BYTES)?;
         let ended_ms = rec.state.is_terminal().then_some(rec.created_ms);
 
-        let tx = self.conn.unchecked_transaction()?;
-        let inserted = tx.execute(
-            "INSERT INTO sandboxes (id, template, policy, token_hash, state, created_ms, \
-             deadline_ms, ended_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![
+        let inserted = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO sandboxes (id, template, policy, token_hash, state, created_ms, \
+                 deadline_ms, ended_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![
                 rec.id,
                 rec.template,
                 policy,
@@ -84,8 +90,7 @@ impl Store {
                 rec.created_ms,
                 rec.deadline_ms,
                 ended_ms
-            ],
-        );
+            ]);
         match inserted {
             Err(e) if is_unique_violation(&e) => {
                 return Err(StoreError::DuplicateId { id: rec.id.clone() })
@@ -93,14 +98,13 @@ impl Store {
             other => other?,
         };
         {
-            let mut stmt = tx.prepare_cached(
+            let mut stmt = self.conn.prepare_cached(
                 "INSERT INTO sandbox_metadata (sandbox_id, key, value) VALUES (?1, ?2, ?3)",
             )?;
             for (k, v) in &rec.metadata {
                 stmt.execute(params![rec.id, k, v])?;
             }
         }
-        tx.commit()?;
         Ok(SandboxRecord {
             id: rec.id.clone(),
             template: rec.template.clone(),
@@ -127,6 +131,24 @@ impl Store {
             .query_row([id], read_row)
             .optional()?;
         raw.map(|raw| self.decode(raw)).transpose()
+    }
+
+    /// A sandbox's state and deadline, if recorded: what a change of its session is compared
+    /// with, without reading (and decoding) its policy and metadata.
+    pub fn sandbox_progress(&self, id: &str) -> Result<Option<(SandboxState, i64)>, StoreError> {
+        let row = self
+            .conn
+            .prepare_cached("SELECT state, deadline_ms FROM sandboxes WHERE id = ?1")?
+            .query_row([id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+            .optional()?;
+        row.map(|(state, deadline)| {
+            SandboxState::from_name(&state)
+                .map(|s| (s, deadline))
+                .ok_or_else(|| StoreError::Corrupt {
+                    what: format!("sandbox {id} has the unknown state {state:?}"),
+                })
+        })
+        .transpose()
     }
 
     /// The sandboxes in one of `filter.states` (any, if empty) that carry every pair in
@@ -178,14 +200,14 @@ impl Store {
             check_name("the reason", reason, super::MAX_METADATA_VALUE_BYTES)?;
         }
         let ended_ms = state.is_terminal().then(now_ms);
-        let changed = self.conn.execute(
-            &format!(
+        let changed = self
+            .conn
+            .prepare_cached(&format!(
                 "UPDATE sandboxes SET state = ?2, reason = ?3, ended_ms = ?4 \
                  WHERE id = ?1 AND state NOT IN {}",
                 terminal_list()
-            ),
-            params![id, state.as_str(), reason, ended_ms],
-        )?;
+            ))?
+            .execute(params![id, state.as_str(), reason, ended_ms])?;
         if changed == 1 {
             return Ok(());
         }
@@ -200,10 +222,10 @@ impl Store {
 
     /// Changes when a sandbox expires (milliseconds since the Unix epoch).
     pub fn set_deadline(&self, id: &str, deadline_ms: i64) -> Result<(), StoreError> {
-        let changed = self.conn.execute(
-            "UPDATE sandboxes SET deadline_ms = ?2 WHERE id = ?1",
-            params![id, deadline_ms],
-        )?;
+        let changed = self
+            .conn
+            .prepare_cached("UPDATE sandboxes SET deadline_ms = ?2 WHERE id = ?1")?
+            .execute(params![id, deadline_ms])?;
         found(id, changed)
     }
 

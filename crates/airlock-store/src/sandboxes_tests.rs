@@ -331,3 +331,51 @@ fn empty_ids_are_refused() {
     let err = store.insert_sandbox(&sandbox("", 1, Queued)).unwrap_err();
     assert!(matches!(err, StoreError::Empty { .. }), "{err:?}");
 }
+
+#[test]
+fn an_insert_inside_a_transaction_commits_or_rolls_back_with_it() {
+    let store = Store::open_in_memory().unwrap();
+    // Committed together with the event written after it.
+    store
+        .in_transaction(|s| {
+            s.insert_sandbox(&sandbox("sb-1", 1_000, Starting))?;
+            s.add_event("sb-1", "state", &serde_json::json!({"state": "starting"}))
+        })
+        .unwrap();
+    assert_eq!(store.events("sb-1", None, 10).unwrap().len(), 1);
+    // A later failure in the same transaction takes the insert back, metadata and all.
+    let mut second = sandbox("sb-2", 2_000, Starting);
+    second.metadata = meta(&[("user", "ada")]);
+    let err = store
+        .in_transaction(|s| {
+            s.insert_sandbox(&second)?;
+            s.insert_sandbox(&sandbox("sb-1", 3_000, Starting))
+        })
+        .unwrap_err();
+    assert!(matches!(err, StoreError::DuplicateId { .. }), "{err:?}");
+    assert_eq!(store.get_sandbox("sb-2").unwrap(), None);
+    let filter = SandboxFilter {
+        metadata: meta(&[("user", "ada")]),
+        ..SandboxFilter::default()
+    };
+    assert!(store.list_sandboxes(&filter).unwrap().is_empty());
+}
+
+#[test]
+fn progress_is_the_state_and_deadline_alone() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .insert_sandbox(&sandbox("sb-1", 1_000, Starting))
+        .unwrap();
+    assert_eq!(
+        store.sandbox_progress("sb-1").unwrap(),
+        Some((Starting, 61_000))
+    );
+    store.set_state("sb-1", Running, None).unwrap();
+    store.set_deadline("sb-1", 99_000).unwrap();
+    assert_eq!(
+        store.sandbox_progress("sb-1").unwrap(),
+        Some((Running, 99_000))
+    );
+    assert_eq!(store.sandbox_progress("nope").unwrap(), None);
+}

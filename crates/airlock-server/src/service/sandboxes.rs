@@ -90,10 +90,11 @@ pub(crate) fn audit(
         summary: summary.clone(),
         time_ms: now_ms(),
     };
-    if let Err(e) = store
-        .add_audit(&entry)
-        .and_then(|_| store.add_event(id, kind, &summary))
-    {
+    // Both in one commit.
+    if let Err(e) = store.in_transaction(|store| {
+        store.add_audit(&entry)?;
+        store.add_event(id, kind, &summary)
+    }) {
         eprintln!("airlock serve: cannot record {kind} on sandbox {id}: {e}");
     }
 }
