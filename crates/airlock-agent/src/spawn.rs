@@ -1,8 +1,13 @@
-//! Starting a process: everything the child needs is prepared (allocated) before `fork`; the
-//! child then only makes syscalls and calls the runtime's `pre_exec` hook before `execve`.
-//! The agent is single-threaded, so the child inherits no lock held by another thread.
+//! Starting a process: everything the child needs is prepared (allocated) before the child is
+//! made; the child then only makes syscalls and calls the runtime's `pre_exec` hook before
+//! `execve`. The agent is single-threaded, so the child inherits no lock held by another thread.
+//!
+//! The child is made as `posix_spawn` makes it: `clone(CLONE_VM | CLONE_VFORK)` on a stack of
+//! its own, sharing the agent's memory until its `execve` (the agent waits meanwhile), so no
+//! page table is copied and no page of the agent's is made copy-on-write. Under gVisor, whose
+//! Sentry copies a whole address space on `fork`, that is most of a command's start.
 
-use crate::sys::{self, cvt};
+use crate::sys;
 use crate::AgentHooks;
 use airlock_protocol::{ExecRequest, ExecUser};
 use std::ffi::{CString, OsStr};
@@ -14,6 +19,9 @@ use std::path::Path;
 
 /// PATH used when the request's environment has none.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// The child's stack until its `execve` (it runs a few syscalls and the hooks').
+const CHILD_STACK: usize = 256 << 10;
 
 /// The agent's ends of a started process's stdio (all non-blocking, close-on-exec).
 pub(crate) struct Spawned {
@@ -77,6 +85,61 @@ struct ChildFds {
     stdout: RawFd,
     stderr: RawFd,
     exec_error: RawFd,
+}
+
+/// Everything the child reads, handed to [`child_entry`] through `clone`.
+struct ChildArgs<'a> {
+    plan: &'a ChildPlan,
+    fds: &'a ChildFds,
+    argv: &'a [*const libc::c_char],
+    envp: &'a [*const libc::c_char],
+    hooks: &'a dyn AgentHooks,
+}
+
+extern "C" fn child_entry(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `ChildArgs` that `start_child` keeps alive: with CLONE_VFORK the
+    // agent is suspended until this child has called execve or _exit, and child_main does
+    // neither return nor outlive that.
+    let a = unsafe { &*(arg as *const ChildArgs<'_>) };
+    child_main(a.plan, a.fds, a.argv, a.envp, a.hooks)
+}
+
+/// Makes the child (see the module's note) and returns its pid once it has exec'd or failed.
+fn start_child(args: &ChildArgs<'_>) -> io::Result<i32> {
+    let mut stack = vec![0u8; CHILD_STACK];
+    // The stack grows down from its end, 16-byte aligned as the ABI wants.
+    let top = (stack.as_mut_ptr() as usize + CHILD_STACK) & !15;
+    // SAFETY: the sets are plain data filled by sigfillset; pthread_sigmask only changes this
+    // thread's mask. Every signal stays blocked while the child shares our memory, so no
+    // handler of the agent's can run in it before it resets them.
+    let old = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        old
+    };
+    // SAFETY: `top` is the aligned end of `stack`, which outlives the child's use of it (the
+    // parent resumes only after the child's execve or _exit); `args` lives as long. Without
+    // CLONE_FILES, CLONE_FS or CLONE_SIGHAND the child's descriptors, directory and signal
+    // dispositions are its own copies.
+    let pid = unsafe {
+        libc::clone(
+            child_entry,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            args as *const ChildArgs<'_> as *mut libc::c_void,
+        )
+    };
+    let made = if pid == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(pid)
+    };
+    // SAFETY: restores the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    drop(stack);
+    made
 }
 
 /// Starts `req` in a new session, its stdio on pipes or a new pty.
@@ -160,12 +223,13 @@ pub(crate) fn spawn(req: &ExecRequest, hooks: &dyn AgentHooks) -> io::Result<Spa
     let mut envp_ptrs: Vec<*const libc::c_char> = plan.envp.iter().map(|e| e.as_ptr()).collect();
     envp_ptrs.push(std::ptr::null());
 
-    // SAFETY: the agent is single-threaded; the child only runs `child_main`, which never
-    // returns.
-    let pid = cvt(unsafe { libc::fork() })?;
-    if pid == 0 {
-        child_main(&plan, &fds, &argv_ptrs, &envp_ptrs, hooks);
-    }
+    let pid = start_child(&ChildArgs {
+        plan: &plan,
+        fds: &fds,
+        argv: &argv_ptrs,
+        envp: &envp_ptrs,
+        hooks,
+    })?;
     drop(err_w);
     drop(stdout_w);
     let stderr = stderr_pair.map(|(r, _w)| r);
@@ -200,7 +264,8 @@ pub(crate) fn spawn(req: &ExecRequest, hooks: &dyn AgentHooks) -> io::Result<Spa
     })
 }
 
-// ---- child side: runs between fork and execve; syscalls only, no allocation. ----
+// ---- child side: runs between clone and execve, in the agent's memory; syscalls only, no
+// allocation, nothing written but its own stack. ----
 
 fn child_fail(fd: RawFd, errno: i32) -> ! {
     let bytes = errno.to_ne_bytes();
@@ -225,17 +290,19 @@ fn child_main(
     hooks: &dyn AgentHooks,
 ) -> ! {
     let fail = |errno: i32| child_fail(fds.exec_error, errno);
-    // SAFETY: the signal set is plain data initialised by sigemptyset; the agent blocks SIGCHLD
-    // and Rust ignores SIGPIPE, neither of which the command should inherit.
+    // SAFETY: the signal set is plain data initialised by sigemptyset. Every signal arrives
+    // blocked (see start_child): the dispositions go back to the defaults first (the child's
+    // own table: no CLONE_SIGHAND), then the mask is emptied — the agent blocks SIGCHLD and Rust
+    // ignores SIGPIPE, neither of which the command should inherit.
     unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
         for sig in 1..32 {
             if sig != libc::SIGKILL && sig != libc::SIGSTOP {
                 libc::signal(sig, libc::SIG_DFL);
             }
         }
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
     }
     // SAFETY: setsid has no memory effects; the child is not a group leader.
     if unsafe { libc::setsid() } < 0 {
