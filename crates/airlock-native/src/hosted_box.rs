@@ -3,17 +3,16 @@
 //! over the stream the host hands back; the host process holds the box and cleans up after it.
 
 use crate::sandbox_host::{FromHost, ToHost, MAX_CONTROL};
+use crate::spawned_host::SpawnedHost;
 use airlock_policy::{BackendKind, Egress, NetworkMode, ResolvedPolicy};
 use airlock_runtime::backend::{
     ApprovalAnswerer, ApprovalSink, BackendError, BoxEnd, BoxInstance, Capabilities, Checkpoint,
     CheckpointOptions, CommandDefaults, NetworkSink, StartOptions, Template, Usage,
 };
 use airlock_runtime::Receipt;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -55,7 +54,7 @@ impl HostProcess {
 pub(crate) struct HostedBox {
     host: HostProcess,
     capabilities: Capabilities,
-    child: Option<Child>,
+    child: Option<SpawnedHost>,
     control: Arc<OwnedFd>,
     requests: Arc<Requests>,
     ended: Arc<Mutex<Option<BoxEnd>>>,
@@ -245,26 +244,9 @@ impl HostedBox {
         // SAFETY: two fresh descriptors, owned by nobody else.
         let (ours, theirs) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let child_fd = theirs.as_raw_fd();
-        let mut cmd = Command::new(airlock_exe);
-        cmd.arg(host.subcommand)
-            .args(&host.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
-        // SAFETY: runs in the forked child before exec; dup2 is async-signal-safe and leaves the
-        // control socket at descriptor 3 without close-on-exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::dup2(child_fd, 3) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if child_fd == 3 {
-                    libc::fcntl(3, libc::F_SETFD, 0);
-                }
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().map_err(|e| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![std::ffi::OsStr::new(host.subcommand)];
+        args.extend(host.args.iter().map(|a| a.as_os_str()));
+        let mut child = SpawnedHost::spawn(airlock_exe, &args, theirs.as_fd()).map_err(|e| {
             BackendError::Start(format!(
                 "cannot run {} {}: {e}",
                 airlock_exe.display(),
@@ -272,9 +254,9 @@ impl HostedBox {
             ))
         })?;
         drop(theirs);
-        let fail = |child: &mut Child, e: BackendError| {
-            let _ = child.kill();
-            let _ = child.wait();
+        let fail = |child: &mut SpawnedHost, e: BackendError| {
+            child.kill();
+            child.wait();
             e
         };
         let control = Arc::new(ours);
@@ -389,13 +371,13 @@ impl HostedBox {
         let deadline = Instant::now() + KILL_GRACE;
         loop {
             match child.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
+                Ok(true) | Err(_) => break,
+                Ok(false) if Instant::now() >= deadline => {
+                    child.kill();
+                    child.wait();
                     break;
                 }
-                Ok(None) if pidfd >= 0 => {
+                Ok(false) if pidfd >= 0 => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     let mut pfd = libc::pollfd {
                         fd: pidfd as libc::c_int,
@@ -407,7 +389,7 @@ impl HostedBox {
                     // SAFETY: one valid pollfd on the stack; the pidfd is open until closed below.
                     unsafe { libc::poll(&mut pfd, 1, ms) };
                 }
-                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Ok(false) => std::thread::sleep(Duration::from_millis(2)),
             }
         }
         if pidfd >= 0 {

@@ -31,6 +31,7 @@ mod proxy_channel;
 mod sandbox;
 mod sandbox_host;
 mod sentinel;
+mod spawned_host;
 mod starter_pool;
 mod stdio;
 mod supervisor;
