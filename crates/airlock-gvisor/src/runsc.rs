@@ -94,14 +94,36 @@ impl Runsc {
             Some(p) => return Err(RunscError::NotExecutable(p.to_path_buf())),
             None => on_path().ok_or(RunscError::NotFound)?,
         };
-        let out = Command::new(&path)
-            .arg("--version")
-            .stdin(Stdio::null())
-            .output()
+        // Both questions at once: each is a start of the Go binary (~20 ms here), and a
+        // one-shot `airlock run` asks them on every start.
+        let ask = |arg: &str| {
+            Command::new(&path)
+                .arg(arg)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+        };
+        let version_child = ask("--version").map_err(|e| RunscError::Version {
+            path: path.clone(),
+            why: e.to_string(),
+        })?;
+        let flags_child = ask("flags");
+        let out = version_child
+            .wait_with_output()
             .map_err(|e| RunscError::Version {
                 path: path.clone(),
                 why: e.to_string(),
-            })?;
+            });
+        let flags = flags_child
+            .and_then(|c| c.wait_with_output())
+            .map(|o| {
+                let mut t = String::from_utf8_lossy(&o.stdout).into_owned();
+                t.push_str(&String::from_utf8_lossy(&o.stderr));
+                t
+            })
+            .unwrap_or_default();
+        let out = out?;
         let text = String::from_utf8_lossy(&out.stdout);
         let version = text.lines().next().unwrap_or("").trim().to_string();
         if !out.status.success() || version.is_empty() {
@@ -110,16 +132,6 @@ impl Runsc {
                 why: format!("exit status {}", out.status),
             });
         }
-        let flags = Command::new(&path)
-            .arg("flags")
-            .stdin(Stdio::null())
-            .output()
-            .map(|o| {
-                let mut t = String::from_utf8_lossy(&o.stdout).into_owned();
-                t.push_str(&String::from_utf8_lossy(&o.stderr));
-                t
-            })
-            .unwrap_or_default();
         let platform_help = flags
             .lines()
             .skip_while(|l| !l.trim_start().starts_with("-platform "))
