@@ -135,6 +135,7 @@ fn up(shared: &Shared, owner: &UnixStream) {
     let mut buf = vec![0u8; CHUNK];
     loop {
         let n = match (&*owner).read(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Ok(0) | Err(_) => {
                 if let Some((b, _)) = shared.box_side(None) {
                     let _ = b.shutdown(Shutdown::Write);
@@ -151,6 +152,7 @@ fn up(shared: &Shared, owner: &UnixStream) {
             };
             match (&*b).write(&buf[sent..n]) {
                 Ok(k) if k > 0 => sent += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 // That sandbox is gone (checkpointed): the rest goes to the next one.
                 _ => after = Some(generation),
             }
@@ -168,6 +170,7 @@ fn down(shared: &Shared, owner: &UnixStream) {
             return;
         };
         match (&*b).read(&mut buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Ok(0) | Err(_) => after = Some(generation),
             Ok(n) => {
                 if (&*owner).write_all(&buf[..n]).is_err() {

@@ -241,6 +241,9 @@ impl Client {
             let n = match self.sock.read(&mut self.buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => 0,
+                // A read with a timeout is not restarted after a stop and continue or a freeze
+                // (signal(7)); the frame is still on its way.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => panic!("reading from the agent: {e}"),
             };
             if n == 0 {
