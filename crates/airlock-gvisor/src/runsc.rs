@@ -51,6 +51,8 @@ pub enum RunscError {
     NotExecutable(PathBuf),
     #[error("{path} --version failed: {why}")]
     Version { path: PathBuf, why: String },
+    #[error("{path} flags failed: {why}; airlock reads which flags a runsc has to turn off its host-filesystem shortcuts (-directfs), so it does not start a box without knowing: check that this is a working runsc")]
+    Flags { path: PathBuf, why: String },
     #[error("unknown gVisor platform {0:?}: use ptrace, systrap or kvm")]
     UnknownPlatform(String),
     #[error("this runsc has no {0} platform: use ptrace, or a newer gVisor")]
@@ -115,14 +117,7 @@ impl Runsc {
                 path: path.clone(),
                 why: e.to_string(),
             });
-        let flags = flags_child
-            .and_then(|c| c.wait_with_output())
-            .map(|o| {
-                let mut t = String::from_utf8_lossy(&o.stdout).into_owned();
-                t.push_str(&String::from_utf8_lossy(&o.stderr));
-                t
-            })
-            .unwrap_or_default();
+        let flags = flags_child.and_then(|c| c.wait_with_output());
         let out = out?;
         let text = String::from_utf8_lossy(&out.stdout);
         let version = text.lines().next().unwrap_or("").trim().to_string();
@@ -130,6 +125,37 @@ impl Runsc {
             return Err(RunscError::Version {
                 path,
                 why: format!("exit status {}", out.status),
+            });
+        }
+        // Which flags this runsc has decides what airlock must turn off (`-directfs`): an
+        // answer that cannot be read fails the start rather than guess "no such flag".
+        let flags = match flags {
+            Ok(o) if o.status.success() => {
+                let mut t = String::from_utf8_lossy(&o.stdout).into_owned();
+                t.push_str(&String::from_utf8_lossy(&o.stderr));
+                t
+            }
+            Ok(o) => {
+                return Err(RunscError::Flags {
+                    path,
+                    why: format!("exit status {}", o.status),
+                })
+            }
+            Err(e) => {
+                return Err(RunscError::Flags {
+                    path,
+                    why: e.to_string(),
+                })
+            }
+        };
+        if !flags
+            .lines()
+            .any(|l| l.trim_start().starts_with("-platform "))
+        {
+            return Err(RunscError::Flags {
+                path,
+                why: "its answer lists no -platform flag, so which flags it has cannot be told"
+                    .into(),
             });
         }
         let platform_help = flags
@@ -321,5 +347,48 @@ mod tests {
             .any(|a| a.to_string_lossy().contains("directfs")));
         r.directfs = true;
         assert!(args(&r).contains(&OsString::from("--directfs=false")));
+    }
+
+    /// A stand-in runsc: a shell script that answers `--version` and runs `flags_body` for
+    /// `flags`.
+    fn fake_runsc(dir: &Path, flags_body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = dir.join("runsc");
+        std::fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\ncase \"$1\" in\n--version) echo 'runsc version 0.0~20240729.0';;\n\
+                 flags) {flags_body};;\nesac\n"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_runsc_whose_flags_cannot_be_read_is_refused_not_taken_for_one_without_directfs() {
+        let dir = std::env::temp_dir().join(format!("airlock-fake-runsc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let listing = "printf '  -directfs\\n    \\tdirectfs\\n  -platform string\\n    \\tptrace, systrap\\n' >&2";
+        let good = fake_runsc(&dir, listing);
+        let r = Runsc::find(Some(&good), None).unwrap();
+        assert!(r.directfs, "the listing names -directfs");
+        assert_eq!(r.platform, Platform::Systrap);
+        for broken in [
+            "exit 2",
+            "echo 'flag provided but not defined: flags' >&2",
+            "kill -9 $$",
+        ] {
+            let bad = fake_runsc(&dir, broken);
+            match Runsc::find(Some(&bad), None) {
+                Err(RunscError::Flags { path, why }) => {
+                    assert_eq!(path, bad);
+                    assert!(!why.is_empty());
+                }
+                other => panic!("{broken:?}: expected a flags error, got {other:?}"),
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
