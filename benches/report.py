@@ -181,19 +181,54 @@ def slabs():
     return out
 
 
+# The /proc/meminfo fields a box's kernel share shows in (each in KiB): its processes' anonymous
+# and shared memory, the slab, kernel stacks, page tables and per-CPU allocations (a memory
+# cgroup's statistics live there).
+MEMINFO_FIELDS = ("AnonPages", "Shmem", "Slab", "SUnreclaim", "KernelStack", "PageTables", "Percpu",
+                  "VmallocUsed")
+
+
+def meminfo():
+    out = {}
+    for line in open("/proc/meminfo"):
+        name, _, rest = line.partition(":")
+        if name in MEMINFO_FIELDS:
+            out[name] = int(rest.split()[0])
+    return out
+
+
 def pss_by_process():
-    """{pid: (name, PSS in KiB)} of every process this user can read."""
+    """{pid: (name, ppid, PSS in KiB, private KiB)} of every process this user can read."""
     out = {}
     for p in os.listdir("/proc"):
         if not p.isdigit():
             continue
         try:
             name = open(f"/proc/{p}/comm").read().strip()
-            pss = next(int(l.split()[1]) for l in open(f"/proc/{p}/smaps_rollup") if l.startswith("Pss:"))
-        except (OSError, StopIteration, ValueError):
+            # The parent pid follows the parenthesised name, which may itself hold spaces.
+            ppid = int(open(f"/proc/{p}/stat").read().rpartition(")")[2].split()[1])
+            rollup = {}
+            for line in open(f"/proc/{p}/smaps_rollup"):
+                f = line.split()
+                if len(f) >= 2 and f[0].endswith(":") and f[1].isdigit():
+                    rollup[f[0][:-1]] = int(f[1])
+            pss = rollup["Pss"]
+            private = rollup.get("Private_Clean", 0) + rollup.get("Private_Dirty", 0)
+        except (OSError, KeyError, ValueError, IndexError):
             continue
-        out[int(p)] = (name, pss)
+        out[int(p)] = (name, ppid, pss, private)
     return out
+
+
+def role(pid, procs, server):
+    """A box process's name and place: the server's child is a box's host, its children the
+    box's init and the host's cleanup sentinel (both copies of the host)."""
+    name, ppid = procs[pid][0], procs[pid][1]
+    if ppid == server:
+        return f"{name} (a box's host)"
+    if ppid in procs and procs[ppid][1] == server:
+        return f"{name} (a child of the box's host)"
+    return f"{name} (deeper in the box)"
 
 
 def density(exe, boxes):
@@ -205,6 +240,7 @@ def density(exe, boxes):
         step = max(1, boxes // 10)
         slab_before = slabs()
         procs_before = pss_by_process()
+        info_before = meminfo()
         base = mem_available_kib()
         points.append([0, 0.0])
         while len(ids) < boxes:
@@ -213,17 +249,20 @@ def density(exe, boxes):
             time.sleep(0.2)  # let the boxes settle idle
             points.append([len(ids), (base - mem_available_kib()) / 1024])
         slab_after = slabs()
+        info_after = meminfo()
         procs_after = pss_by_process()
-        # The boxes' own processes (new since the start, by name) and the server's growth.
+        # The boxes' own processes (new since the start, by name and place) and the server's
+        # growth.
         per_process = {}
-        for pid, (name, pss) in procs_after.items():
-            if pid == srv.pid:
+        for pid, (_, _, pss, private) in procs_after.items():
+            if pid == srv.pid or pid in procs_before:
                 continue
-            if pid not in procs_before:
-                n, kib = per_process.get(name, (0, 0))
-                per_process[name] = (n + 1, kib + pss)
-        server_grew = procs_after.get(srv.pid, ("", 0))[1] - procs_before.get(srv.pid, ("", 0))[1]
-        per_process["the server (its growth)"] = (1, server_grew)
+            key = role(pid, procs_after, srv.pid)
+            n, kib, own = per_process.get(key, (0, 0, 0))
+            per_process[key] = (n + 1, kib + pss, own + private)
+        grew = [a - b for a, b in zip(procs_after.get(srv.pid, ("", 0, 0, 0))[2:],
+                                      procs_before.get(srv.pid, ("", 0, 0, 0))[2:])]
+        per_process["the server (its growth)"] = (1, grew[0], grew[1])
     finally:
         for sid in ids:
             try:
@@ -244,8 +283,11 @@ def density(exe, boxes):
                        key=lambda kv: -kv[1])[:12]
     return {"boxes": boxes, "points": points, "mib_per_box": slope, "slab_kib_per_box": grown,
             "slab_readable": slab_before is not None,
-            "pss_kib_per_box": sorted(([k, n, kib / boxes] for k, (n, kib) in per_process.items()),
-                                      key=lambda x: -x[2])}
+            "pss_kib_per_box": sorted(([k, n, kib / boxes, own / boxes]
+                                       for k, (n, kib, own) in per_process.items()),
+                                      key=lambda x: -x[2]),
+            "meminfo_kib_per_box": [[k, (info_after.get(k, 0) - info_before.get(k, 0)) / boxes]
+                                    for k in MEMINFO_FIELDS if k in info_before]}
 
 
 def collect(a):
@@ -416,8 +458,13 @@ try {
       el("h3", {}, s, "User memory (PSS) per box, by process");
       const t = el("table", {}, s);
       const h = el("tr", {}, t);
-      for (const c of ["process", "count", "KiB per box"]) el("th", {}, h, c);
-      for (const [name, n, kib] of d.pss_kib_per_box) { const r = el("tr", {}, t); el("td", {}, r, name); el("td", {}, r, String(n)); el("td", {}, r, fmt(kib)); }
+      for (const c of ["process", "count", "PSS, KiB per box", "private, KiB per box"]) el("th", {}, h, c);
+      for (const [name, n, kib, own] of d.pss_kib_per_box) { const r = el("tr", {}, t); el("td", {}, r, name); el("td", {}, r, String(n)); el("td", {}, r, fmt(kib)); el("td", {}, r, own === undefined ? "" : fmt(own)); }
+    }
+    if (d.meminfo_kib_per_box && d.meminfo_kib_per_box.length) {
+      el("h3", {}, s, "Growth of /proc/meminfo's fields, KiB per box");
+      const t = el("table", {}, s);
+      for (const [name, kib] of d.meminfo_kib_per_box) { const r = el("tr", {}, t); el("td", {}, r, name); el("td", {}, r, fmt(kib)); }
     }
     if (d.slab_kib_per_box && d.slab_kib_per_box.length) {
       el("h3", {}, s, "The kernel's slab caches that grew most, KiB per box");

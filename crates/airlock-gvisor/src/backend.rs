@@ -158,6 +158,7 @@ impl GvisorBackend {
             .map_err(|e| BackendError::Start(format!("cannot describe runsc: {e}")))?;
         let host = HostProcess {
             subcommand: "gvisor-host",
+            program: None,
             args: vec!["--resolved".into(), resolved.into()],
             kind: BackendKind::Gvisor,
             restore: from.map(Path::to_path_buf),

@@ -32,6 +32,9 @@ const KILL_GRACE: Duration = Duration::from_secs(10);
 pub struct HostProcess {
     /// `airlock <subcommand> <args…>` (`sandbox-host` for native boxes).
     pub subcommand: &'static str,
+    /// A program of its own to run instead, as `<program> <args…>` (the native box's
+    /// [`crate::box_host::PROGRAM`], where it is from airlock's build).
+    pub program: Option<PathBuf>,
     pub args: Vec<std::ffi::OsString>,
     pub kind: BackendKind,
     /// Start the box from the checkpoint in this directory (backends that can).
@@ -39,10 +42,11 @@ pub struct HostProcess {
 }
 
 impl HostProcess {
-    /// The native box's host process.
+    /// The native box's host process: `airlock sandbox-host`.
     pub fn native() -> HostProcess {
         HostProcess {
             subcommand: "sandbox-host",
+            program: None,
             args: Vec::new(),
             kind: BackendKind::Native,
             restore: None,
@@ -244,13 +248,17 @@ impl HostedBox {
         // SAFETY: two fresh descriptors, owned by nobody else.
         let (ours, theirs) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        let mut args: Vec<&std::ffi::OsStr> = vec![std::ffi::OsStr::new(host.subcommand)];
+        let (exe, mut args): (&Path, Vec<&std::ffi::OsStr>) = match &host.program {
+            Some(program) => (program, Vec::new()),
+            None => (airlock_exe, vec![std::ffi::OsStr::new(host.subcommand)]),
+        };
         args.extend(host.args.iter().map(|a| a.as_os_str()));
-        let mut child = SpawnedHost::spawn(airlock_exe, &args, theirs.as_fd()).map_err(|e| {
+        let mut child = SpawnedHost::spawn(exe, &args, theirs.as_fd()).map_err(|e| {
+            let shown: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
             BackendError::Start(format!(
                 "cannot run {} {}: {e}",
-                airlock_exe.display(),
-                host.subcommand
+                exe.display(),
+                shown.join(" ")
             ))
         })?;
         drop(theirs);

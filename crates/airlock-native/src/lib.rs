@@ -13,6 +13,7 @@
 
 mod ask_terminal;
 pub use ask_terminal::OwnerTerminal;
+pub mod box_host;
 mod box_root;
 mod box_secrets;
 mod changes;

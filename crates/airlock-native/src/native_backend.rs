@@ -1,22 +1,48 @@
 //! The native box behind the backend seam: namespaces, seccomp, Landlock and cgroups around
-//! processes on the host kernel, each box held by its own `airlock sandbox-host` process.
+//! processes on the host kernel, each box held by its own host process (`airlock-sandbox-host`
+//! or `airlock sandbox-host`: see [`crate::box_host`]).
 
+use crate::hosted_box::HostProcess;
 use crate::plan::BoxPlan;
 use airlock_policy::{BackendKind, ResolvedPolicy};
 use airlock_runtime::attached::RunOptions;
 use airlock_runtime::backend::{Backend, BackendError, BoxInstance, StartOptions, Template};
 use airlock_runtime::{Receipt, RunResult};
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
-/// The native backend. `exe` is the airlock binary (it runs `exe sandbox-host` for each box).
-/// Its boxes live on when it is dropped; each ends when its [`BoxInstance`] does.
+/// The native backend. `exe` is the airlock binary (each box's host is the
+/// `airlock-sandbox-host` beside it, or `exe sandbox-host`). Its boxes live on when it is
+/// dropped; each ends when its [`BoxInstance`] does.
 pub struct NativeBackend {
     exe: PathBuf,
+    /// Which host process holds a box, chosen at the first start.
+    host: OnceLock<HostProcess>,
 }
 
 impl NativeBackend {
     pub fn new(exe: PathBuf) -> NativeBackend {
-        NativeBackend { exe }
+        NativeBackend {
+            exe,
+            host: OnceLock::new(),
+        }
+    }
+
+    /// The host process of this backend's boxes: the program beside airlock when it is from
+    /// this build, else airlock's own subcommand (said once on stderr when a program is there
+    /// but cannot be used).
+    pub fn host_process(&self) -> &HostProcess {
+        self.host.get_or_init(|| {
+            let mut host = HostProcess::native();
+            match crate::box_host::beside(&self.exe) {
+                Ok(program) => host.program = program,
+                Err(e) => eprintln!(
+                    "airlock: {e}; native boxes are held by `{} sandbox-host` instead",
+                    self.exe.display()
+                ),
+            }
+            host
+        })
     }
 }
 
@@ -84,7 +110,7 @@ impl Backend for NativeBackend {
         }
         crate::starter_pool::start_hosted(
             &self.exe,
-            crate::hosted_box::HostProcess::native(),
+            self.host_process().clone(),
             policy,
             template,
             opts,

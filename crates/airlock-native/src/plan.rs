@@ -481,7 +481,7 @@ impl BoxPlan {
             if support.memory {
                 cg.memory_bytes = Some(mem);
                 receipt.add(
-                    "memory",
+                    airlock_runtime::MEMORY_LAYER,
                     LayerStatus::Enforced,
                     format!("{version} memory limit"),
                     human(mem),
@@ -490,7 +490,7 @@ impl BoxPlan {
                 rl.address_space = Some(mem);
                 gap(
                     &mut receipt,
-                    "memory",
+                    airlock_runtime::MEMORY_LAYER,
                     LayerStatus::Fallback,
                     "RLIMIT_AS".into(),
                     format!(

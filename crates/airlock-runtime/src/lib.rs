@@ -32,5 +32,5 @@ pub use host::RealHost;
 pub use interpreter::{CodeContext, CodeEnd, CodeEvent, Language};
 pub use live_sandbox::LiveSandbox;
 pub use mux::{AgentMux, MuxPort, MuxSender};
-pub use receipt::{HostReport, Layer, LayerStatus, Receipt, ROOT_LAYER};
+pub use receipt::{HostReport, Layer, LayerStatus, Receipt, MEMORY_LAYER, ROOT_LAYER};
 pub use result::{ChangeIssue, ChangesReport, Event, LimitHit, RunResult};

@@ -29,6 +29,11 @@ pub struct Layer {
 /// The receipt line of a long-lived box that says what `user="root"` runs as there.
 pub const ROOT_LAYER: &str = "root";
 
+/// The receipt line that says how a box's memory is capped (a cgroup where one is delegated,
+/// else an address-space rlimit per process): a WASM runner inside chooses its memory layout
+/// by it.
+pub const MEMORY_LAYER: &str = "memory";
+
 /// What a box enforces.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Receipt {

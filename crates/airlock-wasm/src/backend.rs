@@ -42,7 +42,7 @@ fn memory_style(confinement: &Receipt) -> MemoryStyle {
     let capped_otherwise = confinement
         .layers
         .iter()
-        .any(|l| l.layer == "memory" && l.status != LayerStatus::Enforced);
+        .any(|l| l.layer == airlock_runtime::MEMORY_LAYER && l.status != LayerStatus::Enforced);
     if capped_otherwise {
         MemoryStyle::Bounded
     } else {
@@ -233,5 +233,31 @@ impl Backend for WasmBackend {
                 .run_attached(&inner, &Template::Host, &mapped.argv, opts)?;
         result.receipt = receipt;
         Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reserved_layout_is_kept_unless_memory_is_capped_by_an_address_space_limit() {
+        let mut receipt = Receipt::default();
+        assert_eq!(memory_style(&receipt), MemoryStyle::Reserved);
+        receipt.add(
+            airlock_runtime::MEMORY_LAYER,
+            LayerStatus::Enforced,
+            "cgroup v1 memory limit",
+            "256 MiB",
+        );
+        assert_eq!(memory_style(&receipt), MemoryStyle::Reserved);
+        let mut rlimited = Receipt::default();
+        rlimited.add(
+            airlock_runtime::MEMORY_LAYER,
+            LayerStatus::Fallback,
+            "RLIMIT_AS",
+            "256 MiB of address space per process",
+        );
+        assert_eq!(memory_style(&rlimited), MemoryStyle::Bounded);
     }
 }

@@ -168,6 +168,36 @@ fn a_real_collection_renders_in_chromium_with_every_sample_in_its_charts() {
         sections["density"]
     );
 
+    // The kernel's share by /proc/meminfo field, and user memory by process and place: each
+    // box's host, and its init and cleanup sentinel under it.
+    let fields: Vec<&str> = sections["density"]["meminfo_kib_per_box"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f[0].as_str().unwrap())
+        .collect();
+    for want in ["AnonPages", "Slab", "KernelStack", "PageTables", "Percpu"] {
+        assert!(fields.contains(&want), "no {want} in {fields:?}");
+    }
+    let places: Vec<(&str, u64)> = sections["density"]["pss_kib_per_box"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_str().unwrap(), p[1].as_u64().unwrap()))
+        .collect();
+    assert!(
+        places
+            .iter()
+            .any(|(name, n)| name.ends_with("(a box's host)") && *n == 4),
+        "{places:?}"
+    );
+    assert!(
+        places
+            .iter()
+            .any(|(name, n)| name.ends_with("(a child of the box's host)") && *n >= 4),
+        "{places:?}"
+    );
+
     // The page, in the browser.
     let dom = rendered(&out.join("report.html"));
     assert!(
@@ -192,6 +222,10 @@ fn a_real_collection_renders_in_chromium_with_every_sample_in_its_charts() {
             "chart {id}: {said} said, {drawn} drawn"
         );
     }
+    assert!(
+        dom.contains("Growth of /proc/meminfo") && dom.contains("<td>PageTables</td>"),
+        "no meminfo table:\n{dom}"
+    );
     // The medians table names every series.
     for n in names {
         assert!(dom.contains(&format!("<td>{n}</td>")), "no row for {n}");

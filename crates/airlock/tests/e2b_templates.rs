@@ -31,15 +31,30 @@ fn tmp() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
 }
 
-/// A directory under target/ (not /tmp: a box's /tmp is its own, and the attack's victim
-/// must be a path a build box could name), removed on drop.
+/// Where [`Dir`]s go: under target/, or under /var/tmp when target/ itself is below /tmp (a
+/// checkout there): a box's /tmp is its own, and a victim under it would be hidden in the box,
+/// not shown to be untouched.
+fn dir_base() -> PathBuf {
+    let target = tmp();
+    if !target.starts_with("/tmp") {
+        return target;
+    }
+    // SAFETY: getuid has no arguments and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let p = PathBuf::from(format!("/var/tmp/airlock-e2b-templates-{uid}"));
+    std::fs::create_dir_all(&p).unwrap();
+    p
+}
+
+/// A directory not under /tmp (see [`dir_base`]: the attack's victim must be a path a build box
+/// could name and its boxes could read), removed on drop.
 struct Dir(PathBuf);
 
 impl Dir {
     fn new(tag: &str) -> Dir {
         static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let p = tmp().join(format!("e2b-tpl-{tag}-{}-{n}", std::process::id()));
+        let p = dir_base().join(format!("e2b-tpl-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         Dir(p)

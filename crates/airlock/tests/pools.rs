@@ -350,6 +350,16 @@ fn a_sigkilled_server_leaves_no_pooled_box_behind_and_restarts_with_fresh_pools(
     assert!(new_hosts
         .iter()
         .all(|h| cmdline(*h).contains("sandbox-host")));
+    // Each native box is held by the small host program beside airlock (it is built with
+    // it), not by a copy of the whole airlock binary.
+    for h in &new_hosts {
+        let exe = std::fs::read_link(format!("/proc/{h}/exe")).unwrap();
+        assert_eq!(
+            exe.file_name().and_then(|n| n.to_str()),
+            Some(airlock_native::box_host::PROGRAM),
+            "host {h} runs {exe:?}"
+        );
+    }
 }
 
 /// Pool specs the server cannot serve are refused at start, naming the bad part.
