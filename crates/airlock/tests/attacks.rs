@@ -1268,6 +1268,92 @@ fn attack_rm_rf_read_only_paths() {
     host.assert_untouched(&marker);
 }
 
+/// The host's `/etc` files a box sees: small ones copied into its root, larger ones bound
+/// read-only from the host (so one page cache serves every box). Neither may be taken for
+/// writing, renamed or removed. The attempt opens for append without writing a byte, so even a
+/// box that failed would leave the host's file as it was.
+#[test]
+fn attack_take_a_write_handle_on_the_etc_files_a_box_sees() {
+    let host = HostState::capture();
+    let t = TempDir::new("etc-write");
+    let pick = |names: &[&'static str], large: bool| -> &'static str {
+        names
+            .iter()
+            .copied()
+            .find(|n| {
+                std::fs::symlink_metadata(n)
+                    .is_ok_and(|m| m.is_file() && (m.len() > 8 << 10) == large)
+            })
+            .unwrap_or_else(|| panic!("none of {names:?} is a host file of that size here"))
+    };
+    // Larger than the copy limit (bound) and smaller (copied).
+    let bound = pick(
+        &["/etc/mime.types", "/etc/ld.so.cache", "/etc/services"],
+        true,
+    );
+    let copied = pick(
+        &["/etc/timezone", "/etc/debian_version", "/etc/host.conf"],
+        false,
+    );
+    let before: Vec<Vec<u8>> = [bound, copied]
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect();
+    let marker = unique("etc-write");
+    let script = format!(
+        r#"import errno, os
+for i, p in enumerate(["{bound}", "{copied}"]):
+    print(f"read{{i}}=", len(open(p, "rb").read()))
+    try:
+        os.close(os.open(p, os.O_WRONLY | os.O_APPEND))
+        print(f"open{{i}}=ok")
+    except OSError as e:
+        print(f"open{{i}}=", errno.errorcode[e.errno])
+    for what, act in (("mv", lambda: os.rename(p, p + ".moved")), ("rm", lambda: os.unlink(p))):
+        try:
+            act()
+            print(f"{{what}}{{i}}=ok")
+        except OSError as e:
+            print(f"{{what}}{{i}}=", errno.errorcode[e.errno])
+print("{marker}")
+"#
+    );
+    let r = boxed(&t.0, &[], &format!("python3 -c '{script}'"));
+    // On a template root, /etc is the template's, in the box's own writable layer: there only
+    // the host side is checked.
+    let on_template = common::test_template().is_some();
+    for (i, content) in before.iter().enumerate() {
+        if !on_template {
+            assert_eq!(
+                line(&r.stdout, &format!("read{i}=")),
+                format!("read{i}= {}", content.len()),
+                "positive control: the box reads the host's file whole: {}{}",
+                r.stdout,
+                r.stderr
+            );
+        }
+        for act in must_fail(&["open", "mv", "rm"], &["open", "mv", "rm"]) {
+            let key = format!("{act}{i}=");
+            let got = line(&r.stdout, &key);
+            assert!(
+                got.starts_with(&key) && !got.ends_with("ok"),
+                "{key} succeeded in the box: {}{}",
+                r.stdout,
+                r.stderr
+            );
+        }
+    }
+    for (p, content) in [bound, copied].iter().zip(&before) {
+        assert_eq!(
+            &std::fs::read(p).unwrap(),
+            content,
+            "{p} changed on the host"
+        );
+    }
+    assert!(!Path::new(&format!("{bound}.moved")).exists());
+    host.assert_untouched(&marker);
+}
+
 // ----- network -----
 
 #[test]

@@ -319,6 +319,10 @@ fn overlay(t: &Path, target: &Path, scratch: &Path) -> Result<(), RootfsError> {
     res
 }
 
+/// The largest file a [`FsOp::Copy`] copies into the box's root (`/etc`'s `mime.types`,
+/// `matplotlibrc`, `ld.so.cache` and `services` are larger: ~180 KiB a box on Debian).
+const COPY_AT_MOST: u64 = 8 << 10;
+
 fn run_op(
     op: &FsOp,
     src: Option<libc::c_int>,
@@ -356,6 +360,24 @@ fn run_op(
             set_attr(&t, attrs, true).map_err(ctx("restrict mount", target))?;
         }
         FsOp::Copy { source, target } => {
+            // A larger file is bound read-only instead (the box sees the same content, read-only
+            // either way): its pages are then the host's page cache, shared by every box, not a
+            // copy in each box's memory. A copy is cheaper than a mount for the small ones.
+            if std::fs::symlink_metadata(source)
+                .is_ok_and(|m| m.is_file() && m.len() > COPY_AT_MOST)
+            {
+                let fd = open_path(source, true).map_err(ctx("open", source))?;
+                let bound = FsOp::Bind {
+                    source: source.clone(),
+                    target: target.clone(),
+                    writable: false,
+                    kind: NodeKind::File,
+                    optional: false,
+                };
+                let res = run_op(&bound, Some(fd), root, scratch);
+                crate::sys::close(fd);
+                return res;
+            }
             let data = match std::fs::read(source) {
                 Ok(d) => d,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
