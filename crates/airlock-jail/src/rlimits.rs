@@ -48,3 +48,23 @@ fn set(resource: libc::__rlimit_resource_t, value: Option<u64>) -> io::Result<()
     cvt(unsafe { libc::setrlimit(resource, &lim) })?;
     Ok(())
 }
+
+/// Raises this process's soft limit on open descriptors to its hard limit (at most 2^20). The
+/// egress proxy holds two descriptors per tunnel, and the common default soft limit of 1024
+/// would cap a box near 500 tunnels however high `--max-connections` is. Boxes get their own
+/// limit (`open_files` in the policy), so they do not inherit this one. Every airlock program
+/// calls it first (`airlock`, `airlock-sandbox-host`).
+pub fn raise_open_file_limit() {
+    // SAFETY: rlimit is plain data for getrlimit to fill.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return;
+    }
+    let want = lim.rlim_max.min(1 << 20);
+    if lim.rlim_cur < want {
+        lim.rlim_cur = want;
+        // SAFETY: a valid rlimit; raising the soft limit up to the hard one needs no privilege.
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    }
+}

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    airlock_jail::rlimits::raise_open_file_limit();
     // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
     let code = airlock_native::sandbox_host_main(control);
