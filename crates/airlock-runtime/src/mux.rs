@@ -40,7 +40,10 @@ pub struct AgentMux {
 }
 
 struct Shared {
-    writer: Mutex<UnixStream>,
+    /// The connection: read by the reader thread alone, written under `write_turn`. One
+    /// descriptor for both (a server holds one per box it runs).
+    conn: UnixStream,
+    write_turn: Mutex<()>,
     routes: Mutex<Routes>,
     next_id: AtomicU64,
     next_port: AtomicU64,
@@ -68,9 +71,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl AgentMux {
     /// Takes over `sock`: a reader thread routes everything the agent sends from now on.
     pub fn new(sock: UnixStream) -> Result<AgentMux, AgentError> {
-        let reader_sock = sock.try_clone()?;
         let shared = Arc::new(Shared {
-            writer: Mutex::new(sock),
+            conn: sock,
+            write_turn: Mutex::new(()),
             routes: Mutex::new(Routes::default()),
             next_id: AtomicU64::new(1),
             next_port: AtomicU64::new(1),
@@ -82,7 +85,7 @@ impl AgentMux {
         // user to take a frame; that port's end releases it).
         std::thread::Builder::new()
             .name("airlock-agent-mux".into())
-            .spawn(move || read_loop(&for_reader, reader_sock))?;
+            .spawn(move || read_loop(&for_reader))?;
         Ok(AgentMux { shared })
     }
 
@@ -112,13 +115,14 @@ impl AgentMux {
 
 impl Drop for AgentMux {
     fn drop(&mut self) {
-        let _ = lock(&self.shared.writer).shutdown(Shutdown::Both);
+        let _ = self.shared.conn.shutdown(Shutdown::Both);
     }
 }
 
 impl Shared {
     fn send(&self, frame: &Frame) -> Result<(), AgentError> {
-        lock(&self.writer)
+        let _turn = lock(&self.write_turn);
+        (&self.conn)
             .write_all(&frame.encode())
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::BrokenPipe
@@ -257,7 +261,8 @@ impl Drop for MuxPort {
     }
 }
 
-fn read_loop(shared: &Shared, mut sock: UnixStream) {
+fn read_loop(shared: &Shared) {
+    let mut sock = &shared.conn;
     let mut dec = FrameDecoder::new();
     let mut buf = vec![0u8; 1 << 16];
     'outer: loop {

@@ -435,6 +435,48 @@ fn a_paused_box_whose_host_is_sigkilled_leaves_no_process_and_no_cgroup() {
     assert!(left.is_empty(), "cgroups left behind: {left:?}");
 }
 
+/// What the server's descriptor reserve assumes (airlock-server's limits.rs keeps three per
+/// box that may run): a running native box holds at most two of the server's descriptors, and
+/// they are given back when it ends.
+#[test]
+fn a_running_box_holds_at_most_two_of_the_servers_descriptors() {
+    const BOXES: usize = 12;
+    let data = TempDir::new("serve-fds");
+    let mut s = Server::start(&data, &["--max-running", "16"], None);
+    let open = |pid: i32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .count()
+    };
+    // One box first, so what the server opens once (its store, its starter threads) is open.
+    let first = id_of(&s.create("{}"));
+    assert_eq!(s.sh(&first, "echo up"), "up\n");
+    let before = open(s.pid());
+    let ids: Vec<String> = (0..BOXES).map(|_| id_of(&s.create("{}"))).collect();
+    for id in &ids {
+        assert_eq!(
+            s.sh(id, "echo up"),
+            "up\n",
+            "positive control: box {id} runs"
+        );
+    }
+    let held = open(s.pid()) - before;
+    assert!(
+        held <= 2 * BOXES,
+        "{BOXES} boxes hold {held} of the server's descriptors"
+    );
+    for id in &ids {
+        let (status, _) = s.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
+        assert!(status < 300, "{status}");
+    }
+    wait_until(
+        "the ended boxes' descriptors are closed",
+        Duration::from_secs(10),
+        || open(s.pid()) <= before,
+    );
+    s.stop();
+}
+
 #[test]
 fn creates_past_max_running_queue_and_start_in_order() {
     let data = TempDir::new("srv-queue");
