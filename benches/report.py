@@ -221,9 +221,11 @@ def pss_by_process():
 
 
 def role(pid, procs, server):
-    """A box process's name and place: the server's child is a box's host, its children the
-    box's init and the host's cleanup sentinel (both copies of the host)."""
+    """A box process's name and place: the server's child is a box's host (or the one cleanup
+    sentinel they share), its child the box's init (a copy of the host)."""
     name, ppid = procs[pid][0], procs[pid][1]
+    if name == "airlock-cleanup":
+        return "the server's shared cleanup sentinel"
     if ppid == server:
         return f"{name} (a box's host)"
     if ppid in procs and procs[ppid][1] == server:

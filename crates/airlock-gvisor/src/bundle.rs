@@ -385,7 +385,8 @@ impl Builder<'_> {
             // and std* links): nothing of the host's /dev is bound.
             FsOp::Bind { target, .. } | FsOp::Symlink { link: target, .. }
                 if target.starts_with("/dev") => {}
-            FsOp::Tmpfs { target, .. } | FsOp::Devpts { target } if target.starts_with("/dev") => {}
+            FsOp::Tmpfs { target, .. } | FsOp::Devpts { target } | FsOp::Dir { target, .. }
+                if target.starts_with("/dev") => {}
             FsOp::Bind {
                 source,
                 target,

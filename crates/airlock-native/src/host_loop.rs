@@ -51,6 +51,9 @@ pub struct StartRequest {
     /// Who the box's proxy asks about held connections when the policy names no approver
     /// program: the owner, over the control socket (`None`: the owner does not answer).
     pub asker: Option<airlock_proxy::approval::Asker>,
+    /// A connection to the owner's shared cleanup sentinel, sent with the start message (native
+    /// boxes under a server; `None`: the box forks a sentinel of its own).
+    pub sentinel: Option<OwnedFd>,
 }
 
 /// What a backend's start hook returns: the box and what the owner is told about it.
@@ -88,8 +91,10 @@ pub fn host_main(
     }
     let control = Arc::new(control);
     let mut buf = vec![0u8; MAX_CONTROL];
-    let received = match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf) {
-        Ok((n, _)) if n > 0 => n,
+    let (received, sentinel) = match airlock_jail::net::recv_with_fd(control.as_raw_fd(), &mut buf)
+    {
+        // SAFETY: a descriptor received over SCM_RIGHTS is new in this process, and ours.
+        Ok((n, fd)) if n > 0 => (n, fd.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })),
         _ => return 2,
     };
     let (policy, template, audit, network_events, restore, approvals) =
@@ -141,6 +146,7 @@ pub fn host_main(
         on_event,
         restore,
         asker,
+        sentinel,
     };
     let started = match start(request) {
         Ok(s) => s,

@@ -141,8 +141,12 @@ fn host_err(msg: impl Into<String>) -> BackendError {
 }
 
 fn send(control: &OwnedFd, msg: &ToHost) -> Result<(), BackendError> {
+    send_with(control, msg, None)
+}
+
+fn send_with(control: &OwnedFd, msg: &ToHost, fd: Option<libc::c_int>) -> Result<(), BackendError> {
     let bytes = serde_json::to_vec(msg).map_err(|e| host_err(e.to_string()))?;
-    airlock_jail::net::send_with_fd(control.as_raw_fd(), &bytes, None)
+    airlock_jail::net::send_with_fd(control.as_raw_fd(), &bytes, fd)
         .map_err(|e| host_err(format!("cannot reach the sandbox host: {e}")))
 }
 
@@ -277,9 +281,15 @@ impl HostedBox {
             restore: host.restore.clone(),
             approvals: opts.approvals.is_some(),
         };
-        if let Err(e) = send(&control, &start) {
+        // A native box's host joins the program's shared cleanup sentinel over a connection
+        // that comes with its start message.
+        let sentinel = (host.kind == BackendKind::Native)
+            .then(|| crate::sentinel_service::connection(exe, &args))
+            .flatten();
+        if let Err(e) = send_with(&control, &start, sentinel.as_ref().map(AsRawFd::as_raw_fd)) {
             return Err(fail(&mut child, e));
         }
+        drop(sentinel);
         let proxied = policy.network == NetworkMode::Proxy;
         let (receipt, defaults, agent, capabilities) = match recv(&control, Some(START_TIMEOUT)) {
             Ok(Some((

@@ -37,6 +37,10 @@ pub struct SandboxOptions {
     /// Who is asked about held connections when the policy names no approver program (the
     /// owner, over the host process's control socket).
     pub asker: Option<airlock_proxy::approval::Asker>,
+    /// A connection to the program's shared cleanup sentinel (a box under a server): the box
+    /// joins it instead of forking a sentinel of its own, unless it has placeholders to hand
+    /// over (their descriptors would be held there, one server-wide descriptor budget).
+    pub sentinel: Option<std::sync::Arc<OwnedFd>>,
 }
 
 /// A running sandbox. Dropping it ends the box and cleans up everything it made.
@@ -54,12 +58,17 @@ pub struct Sandbox {
 impl Sandbox {
     /// Starts a box under `policy` with the agent as its init, and connects to it.
     pub fn create(policy: &ResolvedPolicy, opts: &SandboxOptions) -> Result<Sandbox, SandboxError> {
-        let sentinel = Sentinel::start().map_err(RunError::Sentinel)?;
-        let (made, extra_covers) = match placeholders::create(policy) {
-            Ok(v) => v,
+        let (made, extra_covers) = placeholders::create(policy).map_err(RunError::Placeholders)?;
+        let shared = opts
+            .sentinel
+            .as_ref()
+            .filter(|_| made.is_empty())
+            .and_then(|fd| fd.try_clone().ok());
+        let sentinel = match Sentinel::for_box(shared) {
+            Ok(s) => s,
             Err(e) => {
-                sentinel.finish();
-                return Err(RunError::Placeholders(e).into());
+                placeholders::remove(&made);
+                return Err(RunError::Sentinel(e).into());
             }
         };
         sentinel.register_placeholders(&made);

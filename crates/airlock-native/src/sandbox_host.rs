@@ -169,6 +169,7 @@ fn start_native(req: StartRequest) -> Result<StartedBox, String> {
         audit: req.audit,
         on_event: req.on_event,
         asker: req.asker,
+        sentinel: req.sentinel.map(std::sync::Arc::new),
     };
     let mut sandbox = Sandbox::create(&req.policy, &opts).map_err(|e| e.to_string())?;
     let Some(receipt) = sandbox.receipt().cloned() else {

@@ -8,6 +8,10 @@
 //! (SCM_RIGHTS; see [`MadeEntry::record`]), and `done` (normal end: nothing to do). A placeholder
 //! is removed through those descriptors, as the supervisor does, never by its path: the box's
 //! workspace may have been rearranged by another box meanwhile.
+//!
+//! A box's host under a server does not fork a sentinel of its own: it joins the server's one
+//! shared sentinel ([`crate::sentinel_service`]) over a connection that speaks the same
+//! messages, plus `hello` (answered `ok`) and `clean` (clean up now, answered `cleaned`).
 
 use crate::placeholders::{MadeEntry, Placeholder};
 use std::io;
@@ -21,10 +25,14 @@ const CLEANUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// The first line of a message that registers several placeholders.
 const BATCH_HEADER: &str = "placeholders";
 
+/// How long a box's host waits for the shared sentinel to answer its `hello`.
+const JOIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The supervisor's end of the sentinel's socket.
 pub struct Sentinel {
     channel: Option<OwnedFd>,
-    pid: libc::pid_t,
+    /// The sentinel this process forked, or `None`: a connection to a shared one.
+    pid: Option<libc::pid_t>,
 }
 
 impl Sentinel {
@@ -62,8 +70,45 @@ impl Sentinel {
         let channel = unsafe { OwnedFd::from_raw_fd(fds[1]) };
         Ok(Sentinel {
             channel: Some(channel),
-            pid,
+            pid: Some(pid),
         })
+    }
+
+    /// Joins a shared sentinel over `conn` (a SEQPACKET connection its service holds the other
+    /// end of): says `hello` and waits for `ok`. Fails if the service does not answer in time
+    /// (the caller then forks a sentinel of its own).
+    pub fn join(conn: OwnedFd) -> io::Result<Sentinel> {
+        airlock_jail::net::send_with_fds(conn.as_raw_fd(), HELLO.as_bytes(), &[])?;
+        let reply = recv_within(&conn, JOIN_TIMEOUT)?;
+        if reply != OK.as_bytes() {
+            return Err(io::Error::other(format!(
+                "the shared sentinel answered {:?} to hello",
+                String::from_utf8_lossy(&reply)
+            )));
+        }
+        Ok(Sentinel {
+            channel: Some(conn),
+            pid: None,
+        })
+    }
+
+    /// A sentinel for one box: the shared one over `shared` when given and it answers, else one
+    /// forked here.
+    pub fn for_box(shared: Option<OwnedFd>) -> io::Result<Sentinel> {
+        if let Some(conn) = shared {
+            match Sentinel::join(conn) {
+                Ok(s) => return Ok(s),
+                Err(e) => eprintln!(
+                    "airlock: the shared cleanup sentinel did not answer ({e}); this box has one of its own"
+                ),
+            }
+        }
+        Sentinel::start()
+    }
+
+    /// Whether this is a connection to a shared sentinel (not one of our own).
+    pub fn is_shared(&self) -> bool {
+        self.pid.is_none()
     }
 
     /// Registers a cgroup directory to remove if airlock dies.
@@ -115,17 +160,77 @@ impl Sentinel {
     }
 
     fn reap(&self) {
+        let Some(pid) = self.pid else { return };
         let mut status = 0;
         // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        unsafe { libc::waitpid(pid, &mut status, 0) };
     }
 }
 
 impl Drop for Sentinel {
     fn drop(&mut self) {
-        if self.channel.take().is_some() {
-            // Dropping without finish: the sentinel sees EOF and cleans up.
-            self.reap();
+        let Some(channel) = self.channel.take() else {
+            return;
+        };
+        if self.pid.is_none() {
+            // A shared sentinel outlives this connection: ask it to clean up now, and wait, as
+            // for a sentinel of our own (an EOF would have it clean up later, unwaited).
+            if airlock_jail::net::send_with_fds(channel.as_raw_fd(), CLEAN.as_bytes(), &[]).is_ok()
+            {
+                let _ = recv_within(&channel, CLEANUP_TIMEOUT + JOIN_TIMEOUT);
+            }
+            return;
+        }
+        // Dropping without finish: the sentinel sees EOF and cleans up.
+        drop(channel);
+        self.reap();
+    }
+}
+
+/// `hello`: a box's host joins a shared sentinel; answered with `ok`.
+pub(crate) const HELLO: &str = "hello";
+pub(crate) const OK: &str = "ok";
+/// `clean`: clean up what this connection registered now; answered with `cleaned`.
+pub(crate) const CLEAN: &str = "clean";
+pub(crate) const CLEANED: &str = "cleaned";
+
+/// One message from `conn` within `timeout`.
+fn recv_within(conn: &OwnedFd, timeout: std::time::Duration) -> io::Result<Vec<u8>> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut pfd = libc::pollfd {
+            fd: conn.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd.
+        match unsafe { libc::poll(&mut pfd, 1, ms) } {
+            1 => {}
+            0 => return Err(io::Error::new(io::ErrorKind::TimedOut, "no answer in time")),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+        }
+        let mut buf = [0u8; 64];
+        match airlock_jail::net::recv_with_fds(conn.as_raw_fd(), &mut buf, 1) {
+            Ok((n, fds)) => {
+                for fd in fds {
+                    // SAFETY: a descriptor received over SCM_RIGHTS is new in this process.
+                    drop(unsafe { OwnedFd::from_raw_fd(fd) });
+                }
+                if n == 0 {
+                    return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+                }
+                return Ok(buf[..n].to_vec());
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         }
     }
 }
@@ -185,20 +290,20 @@ fn sentinel_main(fd: libc::c_int) -> ! {
 
 /// What the sentinel will clean up, as registered so far.
 #[derive(Default)]
-struct Work {
+pub(crate) struct Work {
     cgroups: Vec<PathBuf>,
     placeholders: Vec<MadeEntry>,
 }
 
 #[derive(PartialEq, Eq)]
-enum Done {
+pub(crate) enum Done {
     Yes,
     No,
 }
 
 impl Work {
     /// Takes one message (and the descriptors it carried).
-    fn take(&mut self, message: &[u8], fds: Vec<OwnedFd>) -> Done {
+    pub(crate) fn take(&mut self, message: &[u8], fds: Vec<OwnedFd>) -> Done {
         let Ok(text) = std::str::from_utf8(message) else {
             return Done::No;
         };
@@ -230,7 +335,7 @@ impl Work {
     }
 
     /// Kills what is left in the cgroups and removes them, then the placeholders, deepest first.
-    fn clean_up(&self) {
+    pub(crate) fn clean_up(&self) {
         // The box's init died with airlock (PDEATHSIG), taking its pid namespace along; kill any
         // straggler still in the cgroups, then remove the directories. A paused box is frozen,
         // and its processes act on SIGKILL only once thawed: every directory is thawed before

@@ -30,7 +30,11 @@ pub enum Command {
     /// Internal: the supervisor process of one long-lived sandbox, driven over descriptor 3 by
     /// the program that started it (the server). Not for direct use.
     #[command(hide = true)]
-    SandboxHost,
+    SandboxHost {
+        /// Be the one cleanup sentinel the program's box hosts join instead.
+        #[arg(long)]
+        sentinel_service: bool,
+    },
     /// Internal: the host process of one gVisor box (runsc and everything around it), driven
     /// over descriptor 3 like sandbox-host. Not for direct use.
     #[command(hide = true)]

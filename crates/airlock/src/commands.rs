@@ -45,7 +45,7 @@ pub fn main() -> i32 {
         Command::Run(args) => cmd_run(args),
         Command::Receipt(args) => cmd_receipt(args),
         Command::Check(args) => cmd_check(args),
-        Command::SandboxHost => cmd_sandbox_host(),
+        Command::SandboxHost { sentinel_service } => cmd_sandbox_host(sentinel_service),
         Command::GvisorHost(args) => cmd_gvisor_host(&args.resolved),
         Command::Agent(args) => cmd_agent(&args),
         Command::Serve(args) => cmd_serve(args),
@@ -485,7 +485,7 @@ fn cmd_check(args: CheckArgs) -> Result<i32> {
     Ok(if can_run { 0 } else { FAILED })
 }
 
-fn cmd_sandbox_host() -> Result<i32> {
+fn cmd_sandbox_host(sentinel_service: bool) -> Result<i32> {
     use std::os::fd::FromRawFd;
     // SAFETY: fcntl only inspects the descriptor number.
     if unsafe { libc::fcntl(3, libc::F_GETFD) } == -1 {
@@ -495,6 +495,9 @@ fn cmd_sandbox_host() -> Result<i32> {
     }
     // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
+    if sentinel_service {
+        return Ok(airlock_native::sentinel_service_main(control));
+    }
     Ok(airlock_native::sandbox_host_main(control))
 }
 

@@ -1273,6 +1273,59 @@ fn attack_rm_rf_read_only_paths() {
 /// writing, renamed or removed. The attempt opens for append without writing a byte, so even a
 /// box that failed would leave the host's file as it was.
 #[test]
+fn attack_write_into_the_root_beside_the_writable_views() {
+    // On the `host` root, /dev is a directory of the root's tmpfs (not a tmpfs of its own) and
+    // the scratch behind /tmp, home and /dev/shm lives in that tmpfs too, under
+    // /.airlock/scratch: neither may be a way to write where the box may not.
+    let host = HostState::capture();
+    let t = TempDir::new("root-beside");
+    let marker = unique("root-beside");
+    let script = format!(
+        "echo ok > /tmp/{marker}.tmp; echo tmp=$?
+         echo x > /dev/{marker}; echo devfile=$?
+         mkdir /dev/{marker}.d; echo devdir=$?
+         echo x > /.airlock/scratch/tmp/{marker}; echo viatmp=$?
+         echo x > /.airlock/scratch/{marker}; echo scratch=$?
+         ls /.airlock/scratch/tmp 2>/dev/null | grep -c {marker}.tmp; echo listed=$?
+         echo x > /{marker}; echo root=$?"
+    );
+    let r = boxed(&t.0, &[], &script);
+    assert_eq!(
+        line(&r.stdout, "tmp="),
+        "tmp=0",
+        "positive control: /tmp is writable: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    // On a template root, the root is the box's own layer (writable by its root, not by the box
+    // user): every write still fails for the box user.
+    for key in ["devfile=", "devdir=", "viatmp=", "scratch=", "root="] {
+        let got = line(&r.stdout, key);
+        assert!(
+            !got.is_empty() && got != format!("{key}0"),
+            "{key} the box wrote beside its views: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+    assert_eq!(
+        line(&r.stdout, "listed="),
+        "listed=1",
+        "the scratch is not seen through the root's path to it: {}",
+        r.stdout
+    );
+    for p in [
+        Path::new("/dev").join(&marker),
+        Path::new("/dev").join(format!("{marker}.d")),
+        Path::new("/tmp").join(format!("{marker}.tmp")),
+        Path::new("/").join(&marker),
+    ] {
+        assert!(!p.exists(), "{} was written on the host", p.display());
+    }
+    host.assert_untouched(&marker);
+}
+
+#[test]
 fn attack_take_a_write_handle_on_the_etc_files_a_box_sees() {
     let host = HostState::capture();
     let t = TempDir::new("etc-write");

@@ -435,6 +435,127 @@ fn a_paused_box_whose_host_is_sigkilled_leaves_no_process_and_no_cgroup() {
     assert!(left.is_empty(), "cgroups left behind: {left:?}");
 }
 
+/// The server's one cleanup sentinel, started on its first native box.
+fn shared_sentinels(server: i32) -> Vec<i32> {
+    children(server)
+        .into_iter()
+        .filter(|p| cmdline(*p).contains("--sentinel-service"))
+        .collect()
+}
+
+#[test]
+fn a_servers_boxes_share_one_cleanup_sentinel_that_cleans_up_after_a_sigkilled_server() {
+    // Each box's host used to fork a sentinel of its own (a process, its page tables and its
+    // kernel stack per idle box); the server's boxes now join one. It must still do what each
+    // did: clean up after a host that dies, also when the server dies with it, and it must be
+    // replaced if it dies itself.
+    let data = TempDir::new("srv-shared-sentinel");
+    let mut s = Server::start(&data, &[], None);
+    let first = id_of(&s.create("{}"));
+    let first_host = s.sandbox_hosts();
+    let second = id_of(&s.create("{}"));
+    let hosts = s.sandbox_hosts();
+    assert_eq!((first_host.len(), hosts.len()), (1, 2), "{hosts:?}");
+    let second_host = *hosts.iter().find(|h| **h != first_host[0]).unwrap();
+    for h in &hosts {
+        let below = children(*h);
+        assert_eq!(
+            below.len(),
+            1,
+            "a host's only child is its box's init: {below:?}"
+        );
+    }
+    let sentinels = shared_sentinels(s.pid());
+    assert_eq!(
+        sentinels.len(),
+        1,
+        "one sentinel for the server: {sentinels:?}"
+    );
+    let sentinel = sentinels[0];
+    assert_eq!(
+        std::fs::read_to_string(format!("/proc/{sentinel}/comm"))
+            .unwrap()
+            .trim(),
+        "airlock-cleanup"
+    );
+
+    // A host SIGKILLed: the shared sentinel kills its box and removes its cgroups.
+    for id in [&first, &second] {
+        s.sh(id, "sleep 1000 > /dev/null 2>&1 &");
+    }
+    let victim = first_host[0];
+    let inside = descendants(&[victim]);
+    assert!(inside.len() >= 2, "{inside:?}");
+    let cg = format!("airlock-{victim}-");
+    assert!(leftover_cgroups()
+        .iter()
+        .any(|p| p.to_string_lossy().contains(&cg)));
+    // SAFETY: kill with integer arguments; the pid is this test's server's child.
+    unsafe { libc::kill(victim, libc::SIGKILL) };
+    wait_until(
+        "the dead host's box is gone",
+        Duration::from_secs(15),
+        || inside.iter().all(|p| !alive(*p)),
+    );
+    wait_until("its cgroups are removed", Duration::from_secs(15), || {
+        leftover_cgroups()
+            .iter()
+            .all(|p| !p.to_string_lossy().contains(&cg))
+    });
+    assert!(alive(sentinel), "the sentinel serves the other boxes on");
+
+    // The sentinel itself SIGKILLed: the next box gets a new one.
+    // SAFETY: kill with integer arguments; the pid is this test's server's child.
+    unsafe { libc::kill(sentinel, libc::SIGKILL) };
+    wait_until("the sentinel is gone", Duration::from_secs(10), || {
+        !alive(sentinel)
+    });
+    // A box whose sentinel died still cleans up after itself when it ends normally.
+    let (status, v) = s.call("DELETE", &format!("/v1/sandboxes/{second}"), None);
+    assert_eq!(status, 200, "{v}");
+    let cg = format!("airlock-{second_host}-");
+    wait_until(
+        "the second box's cgroups are removed",
+        Duration::from_secs(15),
+        || {
+            leftover_cgroups()
+                .iter()
+                .all(|p| !p.to_string_lossy().contains(&cg))
+        },
+    );
+    let _third = id_of(&s.create("{}"));
+    let sentinels = shared_sentinels(s.pid());
+    assert_eq!(sentinels.len(), 1, "{sentinels:?}");
+    let replacement = sentinels[0];
+    assert_ne!(replacement, sentinel);
+    let third_host = *s
+        .sandbox_hosts()
+        .iter()
+        .find(|h| !hosts.contains(h))
+        .expect("the third box's host");
+    let third_inside = descendants(&[third_host]);
+
+    // The server SIGKILLed: its hosts die with it, the sentinel cleans up after the box that
+    // joined it, and then ends too.
+    // SAFETY: kill with integer arguments, on the server this test started.
+    unsafe { libc::kill(s.pid(), libc::SIGKILL) };
+    let _ = s.serve.child.wait();
+    wait_until("every box is gone", Duration::from_secs(15), || {
+        third_inside.iter().chain(&[third_host]).all(|p| !alive(*p))
+    });
+    let cg = format!("airlock-{third_host}-");
+    wait_until("its cgroups are removed", Duration::from_secs(15), || {
+        leftover_cgroups()
+            .iter()
+            .all(|p| !p.to_string_lossy().contains(&cg))
+    });
+    wait_until(
+        "the sentinel ends once no box is left",
+        Duration::from_secs(15),
+        || !alive(replacement),
+    );
+}
+
 /// What the server's descriptor reserve assumes (airlock-server's limits.rs keeps three per
 /// box that may run): a running native box holds at most two of the server's descriptors, and
 /// they are given back when it ends.

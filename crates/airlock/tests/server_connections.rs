@@ -181,7 +181,12 @@ fn sandbox_hosts(server: i32) -> Vec<i32> {
             .and_then(|(_, rest)| rest.split_whitespace().nth(1))
             .and_then(|p| p.parse::<i32>().ok());
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        if ppid == Some(server) && String::from_utf8_lossy(&cmdline).contains("sandbox-host") {
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        // The shared cleanup sentinel is a host program's process too, not a box's.
+        if ppid == Some(server)
+            && cmdline.contains("sandbox-host")
+            && !cmdline.contains("--sentinel-service")
+        {
             found.push(pid);
         }
     }

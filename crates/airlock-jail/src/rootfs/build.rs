@@ -2,7 +2,7 @@
 //! before exec), and entering it with pivot_root.
 
 use super::cover::{cover_path, pin_path, Finder};
-use super::plan::{CHANGES_DIR, EMPTY_FILE, EXTENDED_DIR, PROC_MASKED, PROC_READ_ONLY};
+use super::plan::{CHANGES_DIR, EMPTY_DIR, EMPTY_FILE, EXTENDED_DIR, PROC_MASKED, PROC_READ_ONLY};
 use super::template_root::{make_real_path, template_root, Lower};
 use super::{FsOp, NodeKind, RootBase, RootfsError, RootfsPlan};
 use crate::mount_attr::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
@@ -221,12 +221,7 @@ pub fn enter(
         None => None,
     };
     if !on_template {
-        // The scratch tmpfs stays alive through its views; its staging mount goes away. (On a
-        // template the root overlay itself sits on the scratch: it goes with the old root.)
-        let sc = c(scratch).map_err(ctx("umount scratch", scratch))?;
-        // SAFETY: sc is a valid C string.
-        cvt(unsafe { libc::umount2(sc.as_ptr(), libc::MNT_DETACH) })
-            .map_err(ctx("umount scratch", scratch))?;
+        fit_to_disk_cap(root, plan.scratch_size)?;
     }
 
     pivot(root)?;
@@ -234,27 +229,62 @@ pub fn enter(
     Ok(changes)
 }
 
-/// The `host` root: a small tmpfs on the host's /tmp of this private namespace (sources were
-/// opened already, so nothing under /tmp is lost), later read-only, with the scratch tmpfs
-/// staged inside it. Returns (root, scratch).
+/// Where a `host` root keeps the box's scratch (covered once the root is built).
+const SCRATCH_DIR: &str = "/.airlock/scratch";
+
+/// Room for the `host` root's own files (its /etc copies, mount points, placeholders) while it
+/// is built; [`fit_to_disk_cap`] then takes back what they did not use.
+const ROOT_ROOM: u64 = 4 << 20;
+
+/// The `host` root: a tmpfs on the host's /tmp of this private namespace (sources were opened
+/// already, so nothing under /tmp is lost), later read-only, that also holds the box's scratch
+/// (its /tmp, home, /dev/shm and change layer, seen through writable binds of directories under
+/// `/.airlock/scratch`). One tmpfs, not two: every superblock costs every memory cgroup on the
+/// machine a shrinker slot, so a box's superblocks cost N boxes N² (BENCHMARKS.md, "Idle
+/// density"). Returns (root, scratch).
 fn host_root(plan: &RootfsPlan) -> Result<(PathBuf, PathBuf), RootfsError> {
     let root = Path::new("/tmp");
+    let opts = format!(
+        "size={},mode=0755",
+        plan.scratch_size.saturating_add(ROOT_ROOM)
+    );
     mount(
         Some(Path::new("airlock-root")),
         root,
         Some("tmpfs"),
         libc::MS_NOSUID | libc::MS_NODEV,
-        Some("size=4m,nr_inodes=4096,mode=0755"),
+        Some(&opts),
     )
     .map_err(ctx("mount root tmpfs", root))?;
-    let scratch = under(root, Path::new("/.airlock/scratch"));
+    let scratch = under(root, Path::new(SCRATCH_DIR));
     mkdir_all(&scratch, 0o700).map_err(ctx("mkdir", &scratch))?;
-    mount_scratch(plan, &scratch)?;
     Ok((root.to_path_buf(), scratch))
 }
 
-/// The box's scratch tmpfs (its /tmp, home, /dev/shm, change layer and, on a template, root
-/// layer), capped at the policy's disk size.
+/// Shrinks the built `host` root's tmpfs to what its own files use plus the box's disk cap, so
+/// the box can write exactly `cap` bytes into its scratch, as when the scratch had a tmpfs of
+/// its own.
+fn fit_to_disk_cap(root: &Path, cap: u64) -> Result<(), RootfsError> {
+    let r = c(root).map_err(ctx("size the root tmpfs", root))?;
+    // SAFETY: st is plain old data for statfs to fill.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: r is a valid C string and st a valid statfs buffer.
+    cvt(unsafe { libc::statfs(r.as_ptr(), &mut st) }).map_err(ctx("statfs root tmpfs", root))?;
+    let block = u64::try_from(st.f_bsize).unwrap_or(4096);
+    let used = st.f_blocks.saturating_sub(st.f_bfree).saturating_mul(block);
+    let opts = format!("size={}", cap.saturating_add(used));
+    mount(
+        None,
+        root,
+        None,
+        libc::MS_REMOUNT | libc::MS_NOSUID | libc::MS_NODEV,
+        Some(&opts),
+    )
+    .map_err(ctx("size the root tmpfs to the disk cap", root))
+}
+
+/// A template box's scratch tmpfs (its /tmp, home, /dev/shm, change layer and root layer),
+/// capped at the policy's disk size. (A `host` box's scratch is part of its root tmpfs.)
 pub(super) fn mount_scratch(plan: &RootfsPlan, scratch: &Path) -> Result<(), RootfsError> {
     let scratch_opts = format!("size={},mode=0755", plan.scratch_size);
     mount(
@@ -558,6 +588,23 @@ fn after_pivot(plan: &RootfsPlan, on_template: bool) -> Result<(), RootfsError> 
         .map_err(ctx("read-only", own))?;
         return Ok(());
     }
+    // The scratch's own directory: the box reaches its files through their views (/tmp, home,
+    // /dev/shm), never through the root's path to them.
+    let scratch = Path::new(SCRATCH_DIR);
+    mount(
+        Some(Path::new(EMPTY_DIR)),
+        scratch,
+        None,
+        libc::MS_BIND,
+        None,
+    )
+    .map_err(ctx("cover", scratch))?;
+    set_attr(
+        scratch,
+        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        false,
+    )
+    .map_err(ctx("cover", scratch))?;
     let slash = Path::new("/");
     set_attr(
         slash,

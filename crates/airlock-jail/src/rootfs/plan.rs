@@ -313,11 +313,22 @@ impl RootfsPlan {
             target: "/etc/hostname".into(),
             contents: format!("{}\n", identity::HOSTNAME),
         });
-        ops.push(FsOp::Tmpfs {
-            target: "/dev".into(),
-            size: 64 << 10,
-            mode: 0o755,
-        });
+        if host_system {
+            // A directory of the root tmpfs (read-only with it): a mount of its own would be one
+            // more superblock a box, and each costs every memory cgroup on the machine a shrinker
+            // slot (BENCHMARKS.md, "Idle density"). The nodes below are binds, writable as before.
+            ops.push(FsOp::Dir {
+                target: "/dev".into(),
+                mode: 0o755,
+            });
+        } else {
+            // On a template, a tmpfs hides whatever the image has in its /dev.
+            ops.push(FsOp::Tmpfs {
+                target: "/dev".into(),
+                size: 64 << 10,
+                mode: 0o755,
+            });
+        }
         for node in DEV_NODES {
             let p = Path::new("/dev").join(node);
             ops.push(bind(&p, &p, true, NodeKind::File, false));

@@ -1,9 +1,10 @@
 //! `airlock-sandbox-host`: the host process of one native box (what `airlock sandbox-host`
 //! is), as an executable of its own that links only the native box. Every idle box keeps one
-//! of these and two copies of it (the box's init and its cleanup sentinel), and the `exec` of
+//! of these and a copy of it (the box's init; a standalone box also its cleanup sentinel), and the `exec` of
 //! a position-independent executable dirties all of its relocated read-only data: airlock's is
 //! ~680 KiB, this one's ~170 KiB. airlock starts it with its control socket at descriptor 3
-//! (see `airlock_native::box_host`); not for direct use.
+//! (see `airlock_native::box_host`); with `--sentinel-service` it is the one cleanup sentinel
+//! every box's host joins instead. Not for direct use.
 
 use std::os::fd::FromRawFd;
 use std::process::ExitCode;
@@ -15,16 +16,22 @@ fn main() -> ExitCode {
         println!("{}", airlock_native::box_host::BUILD_ID);
         return ExitCode::SUCCESS;
     }
+    let service = args.len() == 1 && args[0] == airlock_native::SENTINEL_SERVICE_ARG;
     // SAFETY: fcntl only inspects the descriptor number.
-    if !args.is_empty() || unsafe { libc::fcntl(3, libc::F_GETFD) } == -1 {
+    if !(args.is_empty() || service) || unsafe { libc::fcntl(3, libc::F_GETFD) } == -1 {
         eprintln!(
-            "airlock-sandbox-host is started by airlock itself, with its control socket at descriptor 3 and no arguments"
+            "airlock-sandbox-host is started by airlock itself, with its control socket at descriptor 3 and no arguments (or {})",
+            airlock_native::SENTINEL_SERVICE_ARG
         );
         return ExitCode::from(2);
     }
     airlock_jail::rlimits::raise_open_file_limit();
     // SAFETY: descriptor 3 is the control socket our parent set up for us; we own it from here.
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
-    let code = airlock_native::sandbox_host_main(control);
+    let code = if service {
+        airlock_native::sentinel_service_main(control)
+    } else {
+        airlock_native::sandbox_host_main(control)
+    };
     ExitCode::from(code.clamp(0, 255) as u8)
 }

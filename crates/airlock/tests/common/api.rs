@@ -131,7 +131,11 @@ impl Server {
     pub fn sandbox_hosts(&self) -> Vec<i32> {
         children(self.pid())
             .into_iter()
-            .filter(|p| cmdline(*p).contains("sandbox-host"))
+            // The shared cleanup sentinel is a host program's process too, not a box's.
+            .filter(|p| {
+                let c = cmdline(*p);
+                c.contains("sandbox-host") && !c.contains("--sentinel-service")
+            })
             .collect()
     }
 

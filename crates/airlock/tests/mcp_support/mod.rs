@@ -181,7 +181,8 @@ pub fn children_with(pid: i32, needle: &str) -> Vec<i32> {
         let cmd =
             String::from_utf8_lossy(&std::fs::read(e.path().join("cmdline")).unwrap_or_default())
                 .replace('\0', " ");
-        if ppid == Some(pid) && cmd.contains(needle) {
+        // The program's shared cleanup sentinel is a host program's process too, not a box's.
+        if ppid == Some(pid) && cmd.contains(needle) && !cmd.contains("--sentinel-service") {
             found.push(p);
         }
     }

@@ -1,0 +1,290 @@
+//! One cleanup sentinel for every native box a program hosts, instead of one forked by each
+//! box's host: a process, its page tables and its kernel stack per idle box (~140 KiB a box,
+//! BENCHMARKS.md "Idle density").
+//!
+//! The program starts the service once (`airlock-sandbox-host --sentinel-service`, or `airlock
+//! sandbox-host --sentinel-service`) with a SEQPACKET channel at descriptor 3. For each box it
+//! makes a SEQPACKET pair, sends one end down the channel (SCM_RIGHTS) and hands the other to
+//! the box's host with its start message. The host joins over it ([`Sentinel::join`]) and
+//! registers what it makes as it would with a sentinel of its own. The service cleans up after
+//! each connection that ends without `done` (its host died), and exits once the program is
+//! gone (its channel closed) and no box is left. It is not the program's child in spirit: it
+//! asks for no parent-death signal, so a SIGKILLed server's boxes (their hosts die with it)
+//! are still cleaned up.
+//!
+//! [`Sentinel::join`]: crate::sentinel::Sentinel::join
+
+use crate::sentinel::{Done, Work, CLEAN, CLEANED, HELLO, OK};
+use crate::spawned_host::SpawnedHost;
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+
+/// The argument that makes a host program the shared sentinel.
+pub const SERVICE_ARG: &str = "--sentinel-service";
+/// The longest message a box's host sends (as to a sentinel of its own).
+const MAX_MESSAGE: usize = libc::PATH_MAX as usize + 64;
+/// The epoll token of the program's channel (connections use their descriptor).
+const CHANNEL: u64 = u64::MAX;
+
+/// The program's service, once started.
+struct Service {
+    channel: OwnedFd,
+    child: SpawnedHost,
+}
+
+static SERVICE: Mutex<Option<Service>> = Mutex::new(None);
+
+fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array for socketpair to fill.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    } == -1
+    {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: two fresh descriptors, owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A new connection to the program's shared sentinel for one box's host, starting the service
+/// (`exe args… --sentinel-service`) on first use or after it died. `None` when there is none to
+/// be had: the host then forks a sentinel of its own, as it does when its `hello` goes
+/// unanswered.
+pub(crate) fn connection(exe: &Path, args: &[&OsStr]) -> Option<OwnedFd> {
+    let mut service = SERVICE.lock().unwrap_or_else(PoisonError::into_inner);
+    for _ in 0..2 {
+        if service.is_none() {
+            match start(exe, args) {
+                Ok(s) => *service = Some(s),
+                Err(e) => {
+                    eprintln!("airlock: cannot start the shared cleanup sentinel: {e}");
+                    return None;
+                }
+            }
+        }
+        let s = service.as_mut()?;
+        let (ours, theirs) = seqpacket_pair().ok()?;
+        match airlock_jail::net::send_with_fds(s.channel.as_raw_fd(), b"box", &[theirs.as_raw_fd()])
+        {
+            Ok(()) => return Some(ours),
+            Err(_) => {
+                // The service is gone (EPIPE): reap it and start another.
+                if let Some(mut old) = service.take() {
+                    old.child.kill();
+                    old.child.wait();
+                }
+            }
+        }
+    }
+    None
+}
+
+fn start(exe: &Path, args: &[&OsStr]) -> io::Result<Service> {
+    let (ours, theirs) = seqpacket_pair()?;
+    let mut all: Vec<&OsStr> = args.to_vec();
+    all.push(OsStr::new(SERVICE_ARG));
+    let child = SpawnedHost::spawn(exe, &all, theirs.as_fd())?;
+    Ok(Service {
+        channel: ours,
+        child,
+    })
+}
+
+/// What is done with a connection's registrations.
+enum Job {
+    /// Its host died: clean up.
+    Orphaned(Work),
+    /// Its host asked to clean up now: do, then answer on the connection and close it.
+    Asked(Work, OwnedFd),
+}
+
+/// The service process: serves the program's channel (descriptor 3) until the program is gone
+/// and every box's connection has ended. Returns the exit code.
+pub fn sentinel_service_main(channel: OwnedFd) -> i32 {
+    // Own session, deaf to the terminal's and the program's signals (as a box's own sentinel).
+    // SAFETY: plain syscalls with integer arguments and a NUL-terminated name.
+    unsafe {
+        // Its name in `ps` and /proc/PID/comm (15 characters at most).
+        libc::prctl(libc::PR_SET_NAME, c"airlock-cleanup".as_ptr(), 0, 0, 0);
+        libc::setsid();
+        for sig in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(sig, libc::SIG_IGN);
+        }
+    }
+    match serve(&channel) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("airlock sentinel service: {e}");
+            1
+        }
+    }
+}
+
+struct Epoll(OwnedFd);
+
+impl Epoll {
+    fn new() -> io::Result<Epoll> {
+        // SAFETY: epoll_create1 with a flag; a new descriptor or -1.
+        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if fd == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd is new and ours.
+        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
+        // SAFETY: a valid epoll descriptor, a descriptor we hold and a valid event.
+        if unsafe { libc::epoll_ctl(self.0.as_raw_fd(), op, fd, &mut ev) } == -1 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+fn serve(channel: &OwnedFd) -> io::Result<()> {
+    let epoll = Epoll::new()?;
+    epoll.ctl(libc::EPOLL_CTL_ADD, channel.as_raw_fd(), CHANNEL)?;
+    let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+    let cleaner = std::thread::Builder::new()
+        .name("sentinel-cleaner".into())
+        .spawn(move || {
+            for job in queue {
+                match job {
+                    Job::Orphaned(work) => work.clean_up(),
+                    Job::Asked(work, conn) => {
+                        work.clean_up();
+                        let _ = airlock_jail::net::send_with_fds(
+                            conn.as_raw_fd(),
+                            CLEANED.as_bytes(),
+                            &[],
+                        );
+                    }
+                }
+            }
+        })?;
+    let mut conns: HashMap<RawFd, (OwnedFd, Work)> = HashMap::new();
+    let mut program_gone = false;
+    let mut buf = vec![0u8; MAX_MESSAGE];
+    let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 64];
+    while !(program_gone && conns.is_empty()) {
+        // SAFETY: a valid epoll descriptor and a buffer of events.len() events.
+        let n = unsafe {
+            libc::epoll_wait(
+                epoll.0.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len() as libc::c_int,
+                -1,
+            )
+        };
+        if n == -1 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        for ev in &events[..n as usize] {
+            let token = ev.u64;
+            if token == CHANNEL {
+                match airlock_jail::net::recv_with_fds(channel.as_raw_fd(), &mut buf, 1) {
+                    Ok((0, fds)) if fds.is_empty() => {
+                        program_gone = true;
+                        epoll.ctl(libc::EPOLL_CTL_DEL, channel.as_raw_fd(), 0)?;
+                    }
+                    Ok((_, fds)) => {
+                        for fd in fds {
+                            // SAFETY: a descriptor received over SCM_RIGHTS is new here.
+                            let conn = unsafe { OwnedFd::from_raw_fd(fd) };
+                            let raw = conn.as_raw_fd();
+                            if epoll.ctl(libc::EPOLL_CTL_ADD, raw, raw as u64).is_ok() {
+                                conns.insert(raw, (conn, Work::default()));
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => {
+                        program_gone = true;
+                        let _ = epoll.ctl(libc::EPOLL_CTL_DEL, channel.as_raw_fd(), 0);
+                    }
+                }
+                continue;
+            }
+            let raw = token as RawFd;
+            let Some((conn, work)) = conns.get_mut(&raw) else {
+                continue;
+            };
+            let ended = match airlock_jail::net::recv_with_fds(
+                conn.as_raw_fd(),
+                &mut buf,
+                airlock_jail::net::MAX_FDS,
+            ) {
+                Ok((0, fds)) if fds.is_empty() => Some(Ending::Orphaned),
+                Ok((n, fds)) => {
+                    let fds: Vec<OwnedFd> = fds
+                        .into_iter()
+                        // SAFETY: a descriptor received over SCM_RIGHTS is new here.
+                        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+                        .collect();
+                    let message = &buf[..n];
+                    if message == HELLO.as_bytes() {
+                        let _ =
+                            airlock_jail::net::send_with_fds(conn.as_raw_fd(), OK.as_bytes(), &[]);
+                        None
+                    } else if message == CLEAN.as_bytes() {
+                        Some(Ending::Asked)
+                    } else if work.take(message, fds) == Done::Yes {
+                        Some(Ending::Done)
+                    } else {
+                        None
+                    }
+                }
+                // Interrupted, or a message too long for the buffer (dropped): keep listening.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted || e.raw_os_error().is_none() => {
+                    None
+                }
+                Err(_) => Some(Ending::Orphaned),
+            };
+            let Some(ending) = ended else { continue };
+            let _ = epoll.ctl(libc::EPOLL_CTL_DEL, raw, 0);
+            let Some((conn, work)) = conns.remove(&raw) else {
+                continue;
+            };
+            let job = match ending {
+                Ending::Done => continue,
+                Ending::Orphaned => Job::Orphaned(work),
+                Ending::Asked => Job::Asked(work, conn),
+            };
+            let _ = jobs.send(job);
+        }
+    }
+    drop(jobs);
+    let _ = cleaner.join();
+    Ok(())
+}
+
+enum Ending {
+    Done,
+    Orphaned,
+    Asked,
+}
