@@ -379,6 +379,8 @@ fn serve(
         exit(SETUP_FAILED);
     }
     crate::sys::close(status_fd);
+    // What building the box left free in init's heap goes back before init serves (and idles).
+    crate::heap::trim();
     exit(main(ServeContext { root }))
 }
 

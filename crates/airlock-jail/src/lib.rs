@@ -9,6 +9,7 @@ pub mod box_root;
 pub mod caps;
 pub mod cgroup;
 mod child;
+pub mod heap;
 pub mod identity;
 pub mod idmap;
 pub mod in_root;

@@ -174,6 +174,8 @@ pub fn host_main(
         return 1;
     }
     drop(agent);
+    // An idle box's host keeps what starting it left free in its heap otherwise: give it back.
+    airlock_jail::heap::trim();
     serve(&control, held.as_mut(), pending.as_deref(), &mut buf);
     held.close();
     0

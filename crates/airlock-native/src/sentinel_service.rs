@@ -288,3 +288,91 @@ enum Ending {
     Orphaned,
     Asked,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sentinel::Sentinel;
+    use std::time::{Duration, Instant};
+
+    fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !ok() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// A connection to the service over `channel`, as the program hands one to a box's host.
+    fn connect(channel: &OwnedFd) -> OwnedFd {
+        let (ours, theirs) = seqpacket_pair().unwrap();
+        airlock_jail::net::send_with_fds(channel.as_raw_fd(), b"box", &[theirs.as_raw_fd()])
+            .unwrap();
+        ours
+    }
+
+    #[test]
+    fn the_service_cleans_up_after_a_host_that_ends_without_done_and_only_then() {
+        // Directories stand in for a box's cgroups: an empty one is removed like a cgroup whose
+        // processes are gone.
+        let base =
+            std::env::temp_dir().join(format!("airlock-sentinel-svc-{}", std::process::id()));
+        let dirs: Vec<_> = ["orphaned", "done", "asked"]
+            .iter()
+            .map(|n| base.join(n))
+            .collect();
+        for d in &dirs {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let (program, service_end) = seqpacket_pair().unwrap();
+        let service = std::thread::spawn(move || serve(&service_end));
+
+        // A host that registers and dies (its end of the connection closes): its directory
+        // goes.
+        let orphaned = connect(&program);
+        let send = |c: &OwnedFd, m: &str| {
+            airlock_jail::net::send_with_fds(c.as_raw_fd(), m.as_bytes(), &[]).unwrap()
+        };
+        send(&orphaned, HELLO);
+        let mut buf = [0u8; 16];
+        let (n, _) = airlock_jail::net::recv_with_fds(orphaned.as_raw_fd(), &mut buf, 1).unwrap();
+        assert_eq!(&buf[..n], OK.as_bytes());
+        send(&orphaned, &format!("cgroup {}", dirs[0].display()));
+        // A host that ends normally: its directory is its own business.
+        let done = Sentinel::join(connect(&program)).unwrap();
+        assert!(done.is_shared());
+        done.register_cgroup(&dirs[1]);
+        done.finish();
+        // A host that drops its sentinel without finishing: cleaned up before the drop returns.
+        let asked = Sentinel::join(connect(&program)).unwrap();
+        asked.register_cgroup(&dirs[2]);
+        drop(asked);
+        assert!(!dirs[2].exists(), "cleaned up before the drop returned");
+        assert!(dirs[0].exists(), "the first host still lives");
+        drop(orphaned);
+        wait_for("the dead host's directory to go", || !dirs[0].exists());
+        assert!(dirs[1].exists(), "done: nothing is removed");
+
+        // The program gone and no box left: the service ends.
+        drop(program);
+        wait_for("the service to end", || service.is_finished());
+        service.join().unwrap().unwrap();
+        std::fs::remove_dir(&dirs[1]).unwrap();
+        std::fs::remove_dir(&base).unwrap();
+    }
+
+    #[test]
+    fn a_hello_nobody_answers_fails_and_the_box_forks_its_own() {
+        // The service's end exists but nobody reads it: join gives up.
+        let (ours, _silent) = seqpacket_pair().unwrap();
+        let started = Instant::now();
+        assert!(Sentinel::join(ours).is_err());
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // A service that is gone: refused at once, and for_box falls back to a fork.
+        let (ours, gone) = seqpacket_pair().unwrap();
+        drop(gone);
+        let own = Sentinel::for_box(Some(ours)).unwrap();
+        assert!(!own.is_shared());
+        own.finish();
+    }
+}
