@@ -67,6 +67,9 @@ pub(crate) struct HostedBox {
     defaults: CommandDefaults,
     agent: Option<UnixStream>,
     proxied: bool,
+    /// The box's hold on the program's shared cleanup sentinel (native boxes), given back
+    /// after the host has ended (fields drop after [`Drop::drop`]).
+    _sentinel_lease: Option<crate::sentinel_service::Lease>,
 }
 
 /// The owner's requests to the host and their replies, one exchange at a time: shared by the
@@ -283,9 +286,13 @@ impl HostedBox {
         };
         // A native box's host joins the program's shared cleanup sentinel over a connection
         // that comes with its start message.
-        let sentinel = (host.kind == BackendKind::Native)
+        let (sentinel, sentinel_lease) = match (host.kind == BackendKind::Native)
             .then(|| crate::sentinel_service::connection(exe, &args))
-            .flatten();
+            .flatten()
+        {
+            Some((conn, lease)) => (Some(conn), Some(lease)),
+            None => (None, None),
+        };
         if let Err(e) = send_with(&control, &start, sentinel.as_ref().map(AsRawFd::as_raw_fd)) {
             return Err(fail(&mut child, e));
         }
@@ -360,6 +367,7 @@ impl HostedBox {
             defaults,
             agent: Some(agent),
             proxied,
+            _sentinel_lease: sentinel_lease,
         })
     }
 

@@ -7,10 +7,11 @@
 //! makes a SEQPACKET pair, sends one end down the channel (SCM_RIGHTS) and hands the other to
 //! the box's host with its start message. The host joins over it ([`Sentinel::join`]) and
 //! registers what it makes as it would with a sentinel of its own. The service cleans up after
-//! each connection that ends without `done` (its host died), and exits once the program is
-//! gone (its channel closed) and no box is left. It is not the program's child in spirit: it
-//! asks for no parent-death signal, so a SIGKILLed server's boxes (their hosts die with it)
-//! are still cleaned up.
+//! each connection that ends without `done` (its host died), and exits once its channel is
+//! closed and no connection is left: when the program's last native box has ended (the program
+//! closes the channel then, and starts a new service for its next box) or when the program is
+//! gone. It asks for no parent-death signal, so a SIGKILLed server's boxes (their hosts die
+//! with it) are still cleaned up.
 //!
 //! [`Sentinel::join`]: crate::sentinel::Sentinel::join
 
@@ -36,7 +37,40 @@ struct Service {
     child: SpawnedHost,
 }
 
-static SERVICE: Mutex<Option<Service>> = Mutex::new(None);
+/// The service, and how many boxes hold a [`Lease`] on it.
+struct State {
+    service: Option<Service>,
+    leases: usize,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    service: None,
+    leases: 0,
+});
+
+/// A box's hold on the service: the last one dropped stops it (its channel closes; it ends
+/// once the boxes' connections have, and is reaped in the background), so nothing of airlock's
+/// stays under a program whose boxes have all ended.
+pub(crate) struct Lease(());
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let mut state = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+        state.leases = state.leases.saturating_sub(1);
+        if state.leases > 0 {
+            return;
+        }
+        if let Some(Service { channel, mut child }) = state.service.take() {
+            drop(channel);
+            let reaper = std::thread::Builder::new()
+                .name("sentinel-reaper".into())
+                .spawn(move || child.wait());
+            if reaper.is_err() {
+                eprintln!("airlock: cannot wait for the ended cleanup sentinel: it stays a zombie until airlock exits");
+            }
+        }
+    }
+}
 
 fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
@@ -56,12 +90,18 @@ fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// A new connection to the program's shared sentinel for one box's host, starting the service
-/// (`exe args… --sentinel-service`) on first use or after it died. `None` when there is none to
-/// be had: the host then forks a sentinel of its own, as it does when its `hello` goes
-/// unanswered.
-pub(crate) fn connection(exe: &Path, args: &[&OsStr]) -> Option<OwnedFd> {
-    let mut service = SERVICE.lock().unwrap_or_else(PoisonError::into_inner);
+/// A new connection to the program's shared sentinel for one box's host, and the box's lease
+/// on it, starting the service (`exe args… --sentinel-service`) when there is none (first use,
+/// after the last box ended, or after it died). `None` when there is none to be had: the host
+/// then forks a sentinel of its own, as it does when its `hello` goes unanswered.
+pub(crate) fn connection(exe: &Path, args: &[&OsStr]) -> Option<(OwnedFd, Lease)> {
+    let mut state = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+    let conn = connect(&mut state.service, exe, args)?;
+    state.leases += 1;
+    Some((conn, Lease(())))
+}
+
+fn connect(service: &mut Option<Service>, exe: &Path, args: &[&OsStr]) -> Option<OwnedFd> {
     for _ in 0..2 {
         if service.is_none() {
             match start(exe, args) {
