@@ -136,6 +136,29 @@ pub fn send_with_fds(channel: libc::c_int, payload: &[u8], fds: &[libc::c_int]) 
     }
 }
 
+/// A connected pair of unix SEQPACKET sockets (close-on-exec): one message per packet, and the
+/// peer's end of file when the other side is closed.
+pub fn seqpacket_pair() -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: fds is a valid array for socketpair to fill.
+    cvt(unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    })?;
+    // SAFETY: two fresh descriptors, owned by nobody else.
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
 /// The most descriptors one message carries.
 pub const MAX_FDS: usize = 64;
 

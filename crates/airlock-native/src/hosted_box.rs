@@ -239,22 +239,8 @@ impl HostedBox {
         template: &Template,
         opts: &StartOptions,
     ) -> Result<HostedBox, BackendError> {
-        let mut fds = [0; 2];
-        // SAFETY: fds is a valid array for socketpair to fill.
-        if unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        } == -1
-        {
-            return Err(host_err(std::io::Error::last_os_error().to_string()));
-        }
-        // SAFETY: two fresh descriptors, owned by nobody else.
         let (ours, theirs) =
-            unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+            airlock_jail::net::seqpacket_pair().map_err(|e| host_err(e.to_string()))?;
         let (exe, mut args): (&Path, Vec<&std::ffi::OsStr>) = match &host.program {
             Some(program) => (program, Vec::new()),
             None => (airlock_exe, vec![std::ffi::OsStr::new(host.subcommand)]),

@@ -12,27 +12,7 @@ pub(crate) struct ProxyChannel {
 
 impl ProxyChannel {
     pub(crate) fn new() -> io::Result<ProxyChannel> {
-        use std::os::fd::FromRawFd;
-        let mut fds = [0; 2];
-        // SAFETY: fds is a valid array for socketpair to fill.
-        if unsafe {
-            libc::socketpair(
-                libc::AF_UNIX,
-                libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-                0,
-                fds.as_mut_ptr(),
-            )
-        } == -1
-        {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: both descriptors are fresh and owned by nobody else.
-        let (ours, box_end) = unsafe {
-            (
-                std::os::fd::OwnedFd::from_raw_fd(fds[0]),
-                std::os::fd::OwnedFd::from_raw_fd(fds[1]),
-            )
-        };
+        let (ours, box_end) = airlock_jail::net::seqpacket_pair()?;
         Ok(ProxyChannel {
             ours,
             box_end: Some(box_end),

@@ -72,24 +72,6 @@ impl Drop for Lease {
     }
 }
 
-fn seqpacket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: fds is a valid array for socketpair to fill.
-    if unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    } == -1
-    {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: two fresh descriptors, owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
-}
-
 /// A new connection to the program's shared sentinel for one box's host, and the box's lease
 /// on it, starting the service (`exe args… --sentinel-service`) when there is none (first use,
 /// after the last box ended, or after it died). `None` when there is none to be had: the host
@@ -113,7 +95,7 @@ fn connect(service: &mut Option<Service>, exe: &Path, args: &[&OsStr]) -> Option
             }
         }
         let s = service.as_mut()?;
-        let (ours, theirs) = seqpacket_pair().ok()?;
+        let (ours, theirs) = airlock_jail::net::seqpacket_pair().ok()?;
         match airlock_jail::net::send_with_fds(s.channel.as_raw_fd(), b"box", &[theirs.as_raw_fd()])
         {
             Ok(()) => return Some(ours),
@@ -130,7 +112,7 @@ fn connect(service: &mut Option<Service>, exe: &Path, args: &[&OsStr]) -> Option
 }
 
 fn start(exe: &Path, args: &[&OsStr]) -> io::Result<Service> {
-    let (ours, theirs) = seqpacket_pair()?;
+    let (ours, theirs) = airlock_jail::net::seqpacket_pair()?;
     let mut all: Vec<&OsStr> = args.to_vec();
     all.push(OsStr::new(SERVICE_ARG));
     let child = SpawnedHost::spawn(exe, &all, theirs.as_fd())?;
@@ -345,7 +327,7 @@ mod tests {
 
     /// A connection to the service over `channel`, as the program hands one to a box's host.
     fn connect(channel: &OwnedFd) -> OwnedFd {
-        let (ours, theirs) = seqpacket_pair().unwrap();
+        let (ours, theirs) = airlock_jail::net::seqpacket_pair().unwrap();
         airlock_jail::net::send_with_fds(channel.as_raw_fd(), b"box", &[theirs.as_raw_fd()])
             .unwrap();
         ours
@@ -364,7 +346,7 @@ mod tests {
         for d in &dirs {
             std::fs::create_dir_all(d).unwrap();
         }
-        let (program, service_end) = seqpacket_pair().unwrap();
+        let (program, service_end) = airlock_jail::net::seqpacket_pair().unwrap();
         let service = std::thread::spawn(move || serve(&service_end));
 
         // A host that registers and dies (its end of the connection closes): its directory
@@ -404,12 +386,12 @@ mod tests {
     #[test]
     fn a_hello_nobody_answers_fails_and_the_box_forks_its_own() {
         // The service's end exists but nobody reads it: join gives up.
-        let (ours, _silent) = seqpacket_pair().unwrap();
+        let (ours, _silent) = airlock_jail::net::seqpacket_pair().unwrap();
         let started = Instant::now();
         assert!(Sentinel::join(ours).is_err());
         assert!(started.elapsed() < Duration::from_secs(5));
         // A service that is gone: refused at once, and for_box falls back to a fork.
-        let (ours, gone) = seqpacket_pair().unwrap();
+        let (ours, gone) = airlock_jail::net::seqpacket_pair().unwrap();
         drop(gone);
         let own = Sentinel::for_box(Some(ours)).unwrap();
         assert!(!own.is_shared());
