@@ -235,9 +235,10 @@ fn recv_within(conn: &OwnedFd, timeout: std::time::Duration) -> io::Result<Vec<u
     }
 }
 
-fn sentinel_main(fd: libc::c_int) -> ! {
-    // Own session: a Ctrl-C or a hang-up meant for airlock's terminal does not reach it.
-    // SAFETY: plain syscalls in the forked child.
+/// A session of its own, deaf to the signals meant for airlock's terminal and for airlock: a
+/// Ctrl-C, a hang-up or a TERM does not end a sentinel before it has cleaned up.
+pub(crate) fn detach() {
+    // SAFETY: plain syscalls with integer arguments.
     unsafe {
         libc::setsid();
         for sig in [
@@ -249,6 +250,13 @@ fn sentinel_main(fd: libc::c_int) -> ! {
         ] {
             libc::signal(sig, libc::SIG_IGN);
         }
+    }
+}
+
+fn sentinel_main(fd: libc::c_int) -> ! {
+    detach();
+    // SAFETY: plain syscalls in the forked child.
+    unsafe {
         // Keep nothing else open (so no pipe of the box's output waits on the sentinel).
         libc::syscall(libc::SYS_close_range, 0u32, (fd - 1).max(0) as u32, 0u32);
         if fd > 0 {

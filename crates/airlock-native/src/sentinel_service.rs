@@ -133,22 +133,10 @@ enum Job {
 /// The service process: serves the program's channel (descriptor 3) until the program is gone
 /// and every box's connection has ended. Returns the exit code.
 pub fn sentinel_service_main(channel: OwnedFd) -> i32 {
-    // Own session, deaf to the terminal's and the program's signals (as a box's own sentinel).
-    // SAFETY: plain syscalls with integer arguments and a NUL-terminated name.
-    unsafe {
-        // Its name in `ps` and /proc/PID/comm (15 characters at most).
-        libc::prctl(libc::PR_SET_NAME, c"airlock-cleanup".as_ptr(), 0, 0, 0);
-        libc::setsid();
-        for sig in [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-            libc::SIGPIPE,
-        ] {
-            libc::signal(sig, libc::SIG_IGN);
-        }
-    }
+    // Its name in `ps` and /proc/PID/comm (15 characters at most).
+    // SAFETY: prctl with a NUL-terminated name.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"airlock-cleanup".as_ptr(), 0, 0, 0) };
+    crate::sentinel::detach();
     match serve(&channel) {
         Ok(()) => 0,
         Err(e) => {
