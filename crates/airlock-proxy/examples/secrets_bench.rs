@@ -292,21 +292,27 @@ async fn latency(k: &Kinds, n: usize) -> Result<(), Error> {
 async fn throughput(k: &Kinds, bytes: u64, rounds: usize) -> Result<(), Error> {
     let path = format!("/big/{bytes}");
     let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (mut cpu_a, mut cpu_b) = (Vec::new(), Vec::new());
+    let (mut busy_a, mut busy_b) = (Vec::new(), Vec::new());
     for round in 0..=rounds {
         let mut plain = connect(k.plain, k.port, &k.origin_ca, VALUE).await?;
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_seconds());
         let got = plain.get(&path).await?;
-        let pa = got as f64 / t.elapsed().as_secs_f64();
+        let (wa, ca) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
         let mut inter = connect(k.intercepted, k.port, &k.box_ca, PLACEHOLDER).await?;
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu_seconds());
         let got2 = inter.get(&path).await?;
-        let pb = got2 as f64 / t.elapsed().as_secs_f64();
+        let (wb, cb) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
         if got != bytes || got2 != bytes {
             return Err(format!("short body: {got} / {got2} of {bytes}").into());
         }
         if round > 0 {
-            a.push(pa);
-            b.push(pb);
+            a.push(got as f64 / wa);
+            b.push(got2 as f64 / wb);
+            cpu_a.push(ca);
+            cpu_b.push(cb);
+            busy_a.push(ca / wa);
+            busy_b.push(cb / wb);
         }
     }
     let (ma, mb) = (median(&mut a), median(&mut b));
@@ -317,7 +323,30 @@ async fn throughput(k: &Kinds, bytes: u64, rounds: usize) -> Result<(), Error> {
         mb / gib,
         mb / ma
     );
+    // Everything (origin, proxies, client) is this process: its CPU time is the whole cost.
+    let per_gib = |cpu: &mut [f64]| median(cpu) / (bytes as f64 / gib);
+    let (pa, pb) = (per_gib(&mut cpu_a), per_gib(&mut cpu_b));
+    let (ua, ub) = (median(&mut busy_a), median(&mut busy_b));
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    // The intercepted path moves at most `cpus / pb` GiB/s; the plain one moved `ua / pa`.
+    println!(
+        "CPU per GiB (origin + proxy + client, medians): plain tunnel {pa:.3} s, intercepted {pb:.3} s ({:.2}x); CPUs busy: plain {ua:.2}, intercepted {ub:.2} of {cpus}; so even with all {cpus} CPUs busy the intercepted path could reach at most {:.2}x the plain one here",
+        pb / pa,
+        (pa / pb) * (cpus / ua)
+    );
     Ok(())
+}
+
+/// CPU time (user + system) this process has used so far, in seconds.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the zeroed struct it is given; RUSAGE_SELF is always valid.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 fn main() -> Result<(), Error> {
