@@ -1,6 +1,8 @@
 //! Keeps the pools full, in one background thread, without starving running boxes:
 //! - one box at a time, for all pools together (a start never competes with another refill);
 //! - never while a create is starting a box the ordinary way (creates go first);
+//! - not in the first moments after a claim ([`super::set::CLAIM_GRACE`]): the claimed box's
+//!   first command goes first;
 //! - within a CPU budget: after a start that took `t`, the thread rests `(SHARE - 1) * t`, so
 //!   refilling keeps at most 1/[`SHARE`] of one core busy over time, however slow a backend is;
 //! - a pool whose start failed waits (0.5 s, doubling up to 30 s) before the next try.
@@ -29,6 +31,10 @@ pub fn spawn(pools: Arc<Pools>) -> std::io::Result<std::thread::JoinHandle<()>> 
 fn run(pools: &Pools) {
     while !pools.stopping.load(Ordering::SeqCst) {
         throw_away_ended(pools);
+        if let Some(wait) = pools.refill_held_for(Instant::now()) {
+            rest(pools, wait);
+            continue;
+        }
         let Some(index) = next_to_fill(pools) else {
             let state = pools.lock();
             if pools.stopping.load(Ordering::SeqCst) {

@@ -26,6 +26,12 @@ const WARM_UP_LIMIT: Duration = Duration::from_secs(30);
 /// Claim notes kept for the create events that read them.
 const MAX_NOTES: usize = 4096;
 
+/// How long the refill leaves the CPU to a claimed box before it starts the next one: a create
+/// is almost always followed at once by its first command, which should not share two cores
+/// with a box being started. Taken once per refill start, so claims that keep coming cannot
+/// hold the refill off for longer.
+pub(crate) const CLAIM_GRACE: Duration = Duration::from_millis(50);
+
 /// Why the pools cannot be made as asked.
 #[derive(Debug, thiserror::Error)]
 pub enum PoolError {
@@ -100,6 +106,8 @@ pub struct Pools {
     pub(crate) creating: AtomicUsize,
     pub(crate) stopping: AtomicBool,
     notes: Mutex<HashMap<String, ClaimNote>>,
+    /// Until then the refill starts nothing ([`CLAIM_GRACE`] after a claim).
+    claim_hold: Mutex<Option<Instant>>,
     budget: u64,
 }
 
@@ -128,6 +136,7 @@ impl Pools {
             creating: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
             notes: Mutex::new(HashMap::new()),
+            claim_hold: Mutex::new(None),
             budget,
         }
     }
@@ -220,6 +229,7 @@ impl Pools {
         let key = PoolKey::of(policy)?;
         let index = self.pools.iter().position(|p| p.key == key)?;
         let pool = &self.pools[index];
+        self.hold_refill(Instant::now() + CLAIM_GRACE);
         loop {
             let ready = self.lock()[index].ready.pop_front();
             self.wake.notify_all();
@@ -241,6 +251,32 @@ impl Pools {
                     );
                     self.lock()[index].discarded += 1;
                 }
+            }
+        }
+    }
+
+    /// Keeps the refill from starting a box before `until`, unless a hold is already set: one
+    /// hold per refill start (see [`CLAIM_GRACE`]).
+    fn hold_refill(&self, until: Instant) {
+        let mut hold = self
+            .claim_hold
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        hold.get_or_insert(until);
+    }
+
+    /// How long the refill must still wait after a claim; `None` (and the hold is spent) once
+    /// it has passed.
+    pub(crate) fn refill_held_for(&self, now: Instant) -> Option<Duration> {
+        let mut hold = self
+            .claim_hold
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match *hold {
+            Some(until) if until > now => Some(until - now),
+            _ => {
+                *hold = None;
+                None
             }
         }
     }
@@ -431,3 +467,7 @@ pub struct PoolView {
 pub(crate) fn backoff(failures: u32) -> Duration {
     Duration::from_millis(500u64.saturating_mul(1 << failures.min(6))).min(Duration::from_secs(30))
 }
+
+#[cfg(test)]
+#[path = "set_tests.rs"]
+mod tests;
