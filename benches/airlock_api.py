@@ -4,6 +4,10 @@ separately, and Nagle's algorithm with the peer's delayed ACK would add ~40 ms t
 and stopped with SIGTERM at the end."""
 import http.client, json, os, re, shutil, signal, socket, subprocess, sys, tempfile
 
+# What a held buffer is filled with: a repeated byte (a migration stream or runsc's compression
+# makes it almost nothing) or random bytes (nothing makes them smaller).
+FILL = {"repeated": 'bytearray(b"x") * ({n} << 20)', "random": "bytearray(os.urandom({n} << 20))"}
+
 
 class Server:
     def __init__(self, exe, *extra, data=None):
@@ -44,6 +48,15 @@ class Server:
         if r.status >= 300:
             raise RuntimeError(f"{method} {path}: {r.status} {payload[:300]!r}")
         return payload
+
+    def hold_memory(self, sid, mib, fill="repeated"):
+        """Starts a Python process in box `sid` holding `mib` MiB of `fill` (see FILL), in the
+        background, and returns once the buffer is full (at most 60 s)."""
+        code = ("import os, time\\nb = " + FILL[fill].format(n=mib)
+                + "\\nopen(\"/tmp/held\", \"w\").close()\\ntime.sleep(100000)")
+        self.call("POST", f"/v1/sandboxes/{sid}/exec", {"cmd": ["sh", "-c",
+            f"printf '{code}' > /tmp/hold.py; python3 /tmp/hold.py >/dev/null 2>&1 & "
+            "for i in $(seq 600); do [ -e /tmp/held ] && exit 0; sleep 0.1; done; exit 1"]})
 
     def e2b_key(self):
         """The E2B-format key the server printed on its first start (or wrote to its data dir)."""

@@ -34,15 +34,6 @@ def ms(xs):
     return f"median {statistics.median(xs) * 1000:.1f} ms (min {min(xs) * 1000:.1f}, max {max(xs) * 1000:.1f})"
 
 
-def hold(s, sid, mib):
-    # A process holding `mib` MiB of memory filled with data (not zeros: a migration stream
-    # leaves zero pages out, so a zeroed buffer would not show how a snapshot grows), in the
-    # background.
-    code = f"b = bytearray(b\"x\") * ({mib} << 20)\\nimport time\\ntime.sleep(100000)"
-    s.call("POST", f"/v1/sandboxes/{sid}/exec",
-           {"cmd": ["sh", "-c", f"printf '{code}' > /tmp/hold.py; python3 /tmp/hold.py >/dev/null 2>&1 & sleep 6"]})
-
-
 backends = sys.argv[4].split(",") if len(sys.argv) > 4 else ["native", "microvm"]
 for backend, template in [(b, "code-interpreter") for b in backends]:
     s = server(backend)
@@ -66,7 +57,7 @@ for backend, template in [(b, "code-interpreter") for b in backends]:
         print(f"{backend}: ratio resume / create {statistics.median(resume) / statistics.median(fresh):.3f}")
         for mib in (64, 256):
             box = create(s, backend, template)
-            hold(s, box, mib)
+            s.hold_memory(box, mib)
             t0 = time.perf_counter()
             v = json.loads(s.call("POST", f"/v1/sandboxes/{box}/pause", {}))
             took = time.perf_counter() - t0

@@ -9,22 +9,12 @@ Usage: python3 benches/pause_data.py AIRLOCK_BINARY BACKEND [ROUNDS] [MIB]   (de
 import json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from airlock_api import Server
+from airlock_api import FILL, Server
 
 exe, backend = sys.argv[1], sys.argv[2]
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 mib = int(sys.argv[4]) if len(sys.argv) > 4 else 256
 server = Server(exe, "--backend", backend)
-FILL = {"repeated": 'bytearray(b"x") * ({n} << 20)', "random": "bytearray(os.urandom({n} << 20))"}
-
-
-def hold(sid, kind):
-    code = "import os, time\\nb = " + FILL[kind].format(n=mib) + "\\nopen(\"/tmp/held\", \"w\").close()\\ntime.sleep(100000)"
-    server.call("POST", f"/v1/sandboxes/{sid}/exec", {"cmd": ["sh", "-c",
-        f"printf '{code}' > /tmp/hold.py; python3 /tmp/hold.py >/dev/null 2>&1 & "
-        "for i in $(seq 600); do [ -e /tmp/held ] && exit 0; sleep 0.1; done; exit 1"]})
-
-
 print(f"machine: {os.cpu_count()} CPUs, load {open('/proc/loadavg').read().split()[0]}; {backend}, {mib} MiB held")
 try:
     for kind in FILL:
@@ -32,7 +22,7 @@ try:
         for _ in range(rounds):
             body = {"backend": backend, "timeout": 600, "policy": {"limits": {"memory": f"{mib + 512}M"}}}
             sid = json.loads(server.call("POST", "/v1/sandboxes", body))["id"]
-            hold(sid, kind)
+            server.hold_memory(sid, mib, kind)
             t = time.perf_counter()
             kept = json.loads(server.call("POST", f"/v1/sandboxes/{sid}/pause", {"memory": True}))["kept"]
             pauses.append((time.perf_counter() - t) * 1000)

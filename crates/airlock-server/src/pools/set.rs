@@ -229,9 +229,12 @@ impl Pools {
         let key = PoolKey::of(policy)?;
         let index = self.pools.iter().position(|p| p.key == key)?;
         let pool = &self.pools[index];
-        self.hold_refill(Instant::now() + CLAIM_GRACE);
         loop {
             let ready = self.lock()[index].ready.pop_front();
+            if ready.is_some() {
+                // Before the refill is woken, so it cannot start a box in between.
+                self.hold_refill(Instant::now() + CLAIM_GRACE);
+            }
             self.wake.notify_all();
             let Some(ready) = ready else {
                 self.lock()[index].misses += 1;
