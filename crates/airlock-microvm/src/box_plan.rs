@@ -229,6 +229,7 @@ pub fn plan(
                 hosts: b.hosts.clone(),
                 placeholder: b.placeholder.clone(),
                 body: b.body,
+                set_headers: b.set_headers.clone(),
                 value: None,
             })
             .collect(),

@@ -42,7 +42,7 @@ pub use resolve::{
 };
 pub use save::{save_grant, with_grant, GrantList, SaveGrantError};
 pub use secrets::{
-    new_placeholder, with_port, SecretBinding, SecretEntry, SecretSource, SecretValue,
+    new_placeholder, with_port, HeaderSet, SecretBinding, SecretEntry, SecretSource, SecretValue,
     SecretValues, SECRET_DEFAULT_PORT,
 };
 pub use units::{parse_duration, parse_size, DurationValue, SizeValue};

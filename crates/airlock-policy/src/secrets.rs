@@ -99,9 +99,23 @@ pub struct SecretBinding {
     pub placeholder: String,
     /// Whether request bodies are rewritten too.
     pub body: bool,
+    /// Headers the proxy sets (replacing any the box sent under the same name) on requests to
+    /// some of these hosts; their values hold this or other bound secrets' placeholders, which
+    /// the proxy then replaces as in any header (E2B's network rules).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set_headers: Vec<HeaderSet>,
     /// The value; absent in a deserialized record (a box restored from one cannot use it).
     #[serde(skip)]
     pub value: Option<SecretValue>,
+}
+
+/// A header the proxy sets on requests to `host` (a pattern of the binding's hosts, with its
+/// port): `name: value`, the value holding placeholders rather than secrets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeaderSet {
+    pub host: String,
+    pub name: String,
+    pub value: String,
 }
 
 /// The port a secret's host pattern means when it names none.
@@ -202,6 +216,7 @@ pub(crate) fn resolve_secrets(
             hosts: entry.hosts.iter().map(|h| with_port(h)).collect(),
             placeholder,
             body: entry.body,
+            set_headers: Vec::new(),
             value: Some(value),
         });
     }
@@ -215,6 +230,11 @@ pub(crate) fn resolve_secrets(
 pub struct SecretValues(Vec<(String, SecretValue)>);
 
 impl SecretValues {
+    /// Values by binding name, for bindings made outside a policy file (E2B's stored secrets).
+    pub fn from_pairs(pairs: Vec<(String, SecretValue)>) -> SecretValues {
+        SecretValues(pairs)
+    }
+
     /// The values held by `policy`'s bindings.
     pub fn of(policy: &crate::ResolvedPolicy) -> SecretValues {
         SecretValues(

@@ -160,6 +160,7 @@ fn interceptor(port: u16, origin_ca: &str) -> Result<Arc<Interceptor>, Error> {
         hosts: vec![format!("{SVC}:{port}")],
         placeholder: PLACEHOLDER.into(),
         body: false,
+        set_headers: Vec::new(),
         value: Some(SecretValue::new(VALUE.as_bytes().to_vec())),
     };
     let secrets = BoxSecrets::from_bindings(&[binding])?;

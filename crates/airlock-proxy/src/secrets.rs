@@ -8,6 +8,6 @@
 mod binding;
 mod tripwire;
 
-pub use binding::{BoxSecret, BoxSecrets, SecretsError};
+pub use binding::{BoxSecret, BoxSecrets, SecretsError, SetHeader};
 pub(crate) use tripwire::contains as contains_bytes;
 pub use tripwire::{find_leak, Leak, LeakKind};

@@ -91,6 +91,21 @@ pub(crate) fn check_head(
     }
 }
 
+/// Sets the headers the secrets bound to `host:port` set there (E2B's network rules), replacing
+/// any of the same name the box sent. Their values hold placeholders, which [`rewrite_head`]
+/// then replaces.
+pub(crate) fn set_headers(parts: &mut Parts, secrets: &BoxSecrets, host: &str, port: u16) {
+    for secret in secrets.bound(host, port) {
+        for h in secret
+            .set_headers
+            .iter()
+            .filter(|h| h.host.matches(host, port))
+        {
+            parts.headers.insert(h.name.clone(), h.value.clone());
+        }
+    }
+}
+
 /// Replaces every bound secret's placeholder in the header values (and in the URI's query,
 /// where some APIs take their key). Returns the names of the secrets used.
 pub(crate) fn rewrite_head(

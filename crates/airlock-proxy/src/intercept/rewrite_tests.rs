@@ -8,6 +8,7 @@ fn secrets(body: bool) -> BoxSecrets {
         hosts: vec![host.into()],
         placeholder: format!("ph-{name}-0123456789"),
         body,
+        set_headers: Vec::new(),
         value: Some(SecretValue::new(format!("real-{name}").into_bytes())),
     };
     BoxSecrets::from_bindings(&[
@@ -117,4 +118,70 @@ fn requests_are_fixed_for_the_upstream_protocol() {
     for_upstream(&mut q, "api.example", 8443, true);
     assert_eq!(q.uri, "https://api.example:8443/x");
     assert!(!q.headers.contains_key("host"));
+}
+
+/// E2B's network rules: a binding sets a header on one of its hosts, replacing the box's own,
+/// and the placeholder in it becomes the value; another host gets neither.
+fn header_setting() -> BoxSecrets {
+    BoxSecrets::from_bindings(&[SecretBinding {
+        name: "api-key".into(),
+        hosts: vec!["api.example:443".into(), "other.example:443".into()],
+        placeholder: "ph-e2b-0123456789".into(),
+        body: false,
+        set_headers: vec![airlock_policy::HeaderSet {
+            host: "api.example:443".into(),
+            name: "Authorization".into(),
+            value: "Bearer ph-e2b-0123456789".into(),
+        }],
+        value: Some(SecretValue::new(b"sk-real".to_vec())),
+    }])
+    .expect("bindings")
+}
+
+#[test]
+fn a_set_header_replaces_the_boxs_and_carries_the_value_on_its_host_only() {
+    let s = header_setting();
+    let mut p = parts(
+        "/v1/x",
+        &[("authorization", "Bearer made-up"), ("host", "api.example")],
+    );
+    set_headers(&mut p, &s, "api.example", 443);
+    let used = rewrite_head(&mut p, &s, "api.example", 443);
+    assert_eq!(used, ["api-key"]);
+    let all: Vec<_> = p.headers.get_all("authorization").iter().collect();
+    assert_eq!(all, ["Bearer sk-real"]);
+
+    let mut q = parts(
+        "/",
+        &[("authorization", "Bearer mine"), ("host", "other.example")],
+    );
+    set_headers(&mut q, &s, "other.example", 443);
+    assert!(rewrite_head(&mut q, &s, "other.example", 443).is_empty());
+    assert_eq!(q.headers["authorization"], "Bearer mine");
+}
+
+#[test]
+fn a_binding_may_not_set_a_framing_header_or_a_bad_one() {
+    for (name, value) in [
+        ("Host", "x"),
+        ("content-length", "1"),
+        ("Transfer-Encoding", "chunked"),
+        ("bad name", "x"),
+        ("x-ok", "line\nbreak"),
+    ] {
+        let err = BoxSecrets::from_bindings(&[SecretBinding {
+            name: "k".into(),
+            hosts: vec!["api.example:443".into()],
+            placeholder: "ph".into(),
+            body: false,
+            set_headers: vec![airlock_policy::HeaderSet {
+                host: "api.example:443".into(),
+                name: name.into(),
+                value: value.into(),
+            }],
+            value: Some(SecretValue::new(b"v".to_vec())),
+        }])
+        .expect_err(name);
+        assert!(err.to_string().contains(name), "{err}");
+    }
 }

@@ -111,6 +111,7 @@ impl RequestContext {
         if let Err(refusal) = checked {
             return self.refuse(refusal, start);
         }
+        rewrite::set_headers(&mut parts, &secrets, host, port);
         let mut used = rewrite::rewrite_head(&mut parts, &secrets, host, port);
         let body: Body = if rewrite::wants_body(&secrets, host, port) {
             let whole = match Limited::new(body, rewrite::MAX_REWRITTEN_BODY)

@@ -1,7 +1,8 @@
 //! A box's secrets as the proxy holds them: parsed host patterns, placeholder and value.
 
 use crate::rules::{DomainPattern, RuleError};
-use airlock_policy::{SecretBinding, SecretValue};
+use airlock_policy::{HeaderSet, SecretBinding, SecretValue};
+use hyper::header::{HeaderName, HeaderValue};
 
 /// Why a box's secrets cannot be held.
 #[derive(Debug, thiserror::Error)]
@@ -11,6 +12,12 @@ pub enum SecretsError {
         name: String,
         host: String,
         source: RuleError,
+    },
+    #[error("secret {name}: header {header:?} cannot be set: {why}")]
+    Header {
+        name: String,
+        header: String,
+        why: String,
     },
     #[error("secret {name} has no value (a box restored from a record cannot use its secrets; give them again)")]
     NoValue { name: String },
@@ -24,7 +31,53 @@ pub struct BoxSecret {
     pub placeholder: String,
     /// Whether request bodies are rewritten too.
     pub body: bool,
+    /// Headers set on requests to a host (E2B's network rules), their values holding
+    /// placeholders.
+    pub set_headers: Vec<SetHeader>,
     value: SecretValue,
+}
+
+/// A header set on requests to the hosts `host` matches.
+#[derive(Debug)]
+pub struct SetHeader {
+    pub host: DomainPattern,
+    pub name: HeaderName,
+    pub value: HeaderValue,
+}
+
+/// Headers that describe the connection or the message's framing: a rule may not set them.
+const FRAMING: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+/// Parses one header a binding sets.
+fn set_header(b: &SecretBinding, h: &HeaderSet) -> Result<SetHeader, SecretsError> {
+    let fail = |why: String| SecretsError::Header {
+        name: b.name.clone(),
+        header: h.name.clone(),
+        why,
+    };
+    let name = HeaderName::from_bytes(h.name.as_bytes())
+        .map_err(|_| fail("it is not a valid header name".into()))?;
+    if FRAMING.contains(&name.as_str()) {
+        return Err(fail(
+            "it describes the connection or the message's framing, which the proxy owns".into(),
+        ));
+    }
+    let value = HeaderValue::from_str(&h.value)
+        .map_err(|_| fail("its value holds characters a header cannot carry".into()))?;
+    let host =
+        DomainPattern::parse(&h.host).map_err(|e| fail(format!("host {:?}: {e}", h.host)))?;
+    Ok(SetHeader { host, name, value })
 }
 
 impl BoxSecret {
@@ -77,11 +130,17 @@ impl BoxSecrets {
                 })?;
                 hosts.push(pattern);
             }
+            let set_headers = b
+                .set_headers
+                .iter()
+                .map(|h| set_header(b, h))
+                .collect::<Result<Vec<_>, _>>()?;
             secrets.push(BoxSecret {
                 name: b.name.clone(),
                 hosts,
                 placeholder: b.placeholder.clone(),
                 body: b.body,
+                set_headers,
                 value,
             });
         }

@@ -8,6 +8,7 @@ fn secrets() -> BoxSecrets {
         hosts: vec![host.into()],
         placeholder: format!("airlock-secret-{name}-0123456789abcdef"),
         body: false,
+        set_headers: Vec::new(),
         value: Some(SecretValue::new(value.as_bytes().to_vec())),
     };
     BoxSecrets::from_bindings(&[
@@ -58,6 +59,7 @@ fn a_binding_without_its_value_is_refused() {
         hosts: vec!["api.example:443".into()],
         placeholder: "p".into(),
         body: false,
+        set_headers: Vec::new(),
         value: None,
     };
     assert!(matches!(
