@@ -10,7 +10,7 @@ mod host;
 mod ip_grant;
 
 pub use domain::DomainPattern;
-pub use egress::EgressRules;
+pub use egress::{parse_map_host, EgressRules};
 pub use error::{NameProblem, RuleError};
 pub(crate) use host::printable;
 pub use host::{normalize_host, parse_host, Host};

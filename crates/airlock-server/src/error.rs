@@ -174,6 +174,10 @@ impl ApiError {
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
+    #[error("the E2B secrets cannot be used: {0}")]
+    Secrets(String),
+    #[error("--e2b-map-host {entry:?}: {why}")]
+    MapHost { entry: String, why: String },
     #[error("the snapshots directory cannot be used: {0}")]
     Snapshots(String),
     #[error("cannot use the template store: {0}")]

@@ -64,6 +64,8 @@ fn app() -> App {
         default_backend: airlock_policy::BackendKind::Native,
         e2b_default_network: crate::E2bDefaultNetwork::None,
         e2b_domain: Some(FAKE_DOMAIN.into()),
+        e2b_map_host: Vec::new(),
+        e2b_secrets_dir: None,
         templates: crate::template_catalog::TemplateCatalog::empty(),
         snapshots_dir: dir.path().join("snapshots"),
         idle_pause_ms: None,

@@ -51,7 +51,7 @@ impl HeldSecrets {
 }
 
 /// Marks the process not dumpable, once: its memory holds secret values now.
-fn not_dumpable() {
+pub(crate) fn not_dumpable() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: prctl with integer arguments; it only changes this process's dump flag.

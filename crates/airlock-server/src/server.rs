@@ -43,6 +43,9 @@ pub struct ServerConfig {
     pub e2b_default_network: E2bDefaultNetwork,
     /// The domain E2B sandboxes' ports are served under (`{port}-{id}.{domain}`); `None`: none.
     pub e2b_domain: Option<String>,
+    /// `NAME=IP` pairs every E2B sandbox's egress proxy resolves without DNS
+    /// (`--e2b-map-host`); the name must still be allowed by the sandbox's rules.
+    pub e2b_map_host: Vec<String>,
     /// Caps on connections and the header timeout.
     pub connections: ConnectionLimits,
     /// Names clients ask for (`base`, `code-interpreter-v1`) → stored templates.
@@ -67,6 +70,9 @@ pub(crate) struct AppSettings {
     pub default_backend: airlock_policy::BackendKind,
     pub e2b_default_network: E2bDefaultNetwork,
     pub e2b_domain: Option<String>,
+    pub e2b_map_host: Vec<String>,
+    /// Where E2B's secrets are kept (`<data-dir>/e2b-secrets`); `None`: in memory only.
+    pub e2b_secrets_dir: Option<PathBuf>,
     pub templates: crate::template_catalog::TemplateCatalog,
     /// Where snapshots are kept (`<data-dir>/snapshots`).
     pub snapshots_dir: PathBuf,
@@ -114,9 +120,22 @@ pub(crate) fn app_state(
     .with_pools(pools)
     .with_approvals(Arc::clone(&approvals))
     .with_denials(Arc::clone(&denials));
+    for entry in &settings.e2b_map_host {
+        airlock_proxy::rules::parse_map_host(entry).map_err(|e| ServerError::MapHost {
+            entry: entry.clone(),
+            why: e.to_string(),
+        })?;
+    }
+    let vault = match &settings.e2b_secrets_dir {
+        Some(dir) => crate::e2b::secrets::Vault::open(dir)
+            .map_err(|e| ServerError::Secrets(e.to_string()))?,
+        None => crate::e2b::secrets::Vault::in_memory(),
+    };
     let e2b = Arc::new(
         crate::e2b::E2bState::new(e2b_key_hash, settings.e2b_default_network)
-            .with_domain(settings.e2b_domain.clone()),
+            .with_domain(settings.e2b_domain.clone())
+            .with_map_host(settings.e2b_map_host.clone())
+            .with_vault(vault),
     );
     let observer = Arc::new(
         StoreObserver::new(
@@ -238,6 +257,8 @@ pub fn serve(config: ServerConfig) -> Result<(), ServerError> {
             default_backend: config.default_backend,
             e2b_default_network: config.e2b_default_network,
             e2b_domain: config.e2b_domain.clone(),
+            e2b_map_host: config.e2b_map_host.clone(),
+            e2b_secrets_dir: Some(config.data_dir.join("e2b-secrets")),
             templates,
             snapshots_dir: config.data_dir.join("snapshots"),
             idle_pause_ms: config

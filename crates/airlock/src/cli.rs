@@ -282,6 +282,11 @@ pub struct ServeArgs {
     /// Default: none (no traffic into boxes' ports).
     #[arg(long, value_name = "DOMAIN")]
     pub e2b_domain: Option<String>,
+    /// Resolve NAME to IP in every E2B sandbox's egress proxy, without DNS (like curl
+    /// --resolve; repeatable). It grants nothing: the sandbox's own rules (`allowOut`) must
+    /// still allow the name, and a private or loopback IP needs `allowOut` to list it too.
+    #[arg(long, value_name = "NAME=IP")]
+    pub e2b_map_host: Vec<String>,
     /// The kind of box for sandboxes whose create request names none: native, gvisor,
     /// microvm or wasm (`airlock check` says which this host can run).
     #[arg(long, value_name = "KIND", default_value = "native")]

@@ -666,6 +666,7 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         new_e2b_key: args.new_e2b_key,
         e2b_default_network,
         e2b_domain,
+        e2b_map_host: args.e2b_map_host.clone(),
         connections,
     })?;
     Ok(0)

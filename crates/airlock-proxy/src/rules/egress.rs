@@ -105,7 +105,7 @@ fn parse_all<T>(
 
 /// `NAME=IP`: a host name (no wildcard) and an address in standard notation, IPv6 optionally
 /// bracketed.
-fn parse_map_host(entry: &str) -> Result<(String, IpAddr), RuleError> {
+pub fn parse_map_host(entry: &str) -> Result<(String, IpAddr), RuleError> {
     let invalid = || RuleError::InvalidMapHost {
         value: printable(entry),
     };

@@ -114,6 +114,7 @@ pub fn plan(
     default_network: super::DefaultNetwork,
     backend: BackendKind,
     catalog: &crate::template_catalog::TemplateCatalog,
+    map_host: &[String],
 ) -> Result<SessionSpec, E2bError> {
     let (template, cwd, root) = template(req.template_id.as_deref(), catalog)?;
     let auto_pause = req.auto_pause == Some(true);
@@ -146,11 +147,26 @@ pub fn plan(
     let timeout_ms = timeout_ms(seconds).map_err(E2bError::from)?;
     let metadata = req.metadata.unwrap_or_default();
     check_metadata(&metadata).map_err(E2bError::from)?;
-    let section = network_section(
+    let mut section = network_section(
         req.allow_internet_access,
         req.network.as_ref(),
         default_network,
     )?;
+    let rules = req
+        .network
+        .as_ref()
+        .and_then(|n| n.rules.as_ref())
+        .filter(|r| !r.is_null() && r.as_object().is_none_or(|m| !m.is_empty()))
+        .map(super::secrets::rules::bindings)
+        .transpose()?
+        .unwrap_or_default();
+    if section.mode == Some(airlock_policy::NetworkMode::Proxy) {
+        section.map_host.extend(map_host.iter().cloned());
+    } else if !rules.is_empty() {
+        return Err(E2bError::InvalidArgument(
+            "network.rules need network access: the sandbox is created without any (allow_internet_access false, or everything denied); allow the rules' hosts in network.allowOut".into(),
+        ));
+    }
     let mut native = CreateRequest {
         template: None,
         timeout: Some(seconds),
@@ -165,11 +181,13 @@ pub fn plan(
         on_timeout: None,
         idle_pause: None,
         auto_resume: None,
-        // E2B's SDKs send no secrets; a gateway box gets none.
+        // E2B's secrets come by network rules (added below, without their values).
         secrets: BTreeMap::new(),
     };
     let mut policy = resolve_policy(&mut native, cwd, backend).map_err(E2bError::from)?;
     crate::template::apply(&mut policy, &root).map_err(E2bError::from)?;
+    // The rules' secrets: bound to their hosts without allowing them (E2B: allowOut does).
+    policy.secrets.extend(rules);
     let payload = serde_json::to_value(&policy)
         .map_err(|e| E2bError::Internal(format!("the policy cannot be encoded: {e}")))?;
     let mut spec = SessionSpec::new(template, payload);
@@ -219,6 +237,7 @@ pub fn plan_body(body: &[u8]) -> Result<SessionSpec, E2bError> {
         super::DefaultNetwork::default(),
         BackendKind::default(),
         &crate::template_catalog::TemplateCatalog::empty(),
+        &[],
     )
 }
 
@@ -277,7 +296,9 @@ async fn create_inner(
         state.e2b.default_network,
         state.default_backend,
         &state.templates,
+        &state.e2b.map_host,
     )?;
+    let values = rule_values(&state, &spec)?;
     state
         .backends
         .usable(state.default_backend)
@@ -286,7 +307,11 @@ async fn create_inner(
     let token = new_token()
         .map_err(|e| E2bError::Internal(format!("no random bytes for the sandbox's token: {e}")))?;
     let shown = blocking(&state, move |state| {
-        create_session(&state, &id, &token, spec, &Caller::E2bKey).map_err(E2bError::from)?;
+        state.held_secrets.hold(&id, values);
+        if let Err(e) = create_session(&state, &id, &token, spec, &Caller::E2bKey) {
+            state.held_secrets.forget(&id);
+            return Err(E2bError::from(e));
+        }
         let info = state.manager.wait_started(&id, START_WAIT).map_err(|e| E2bError::from_manager(&id, e))?;
         match info.state {
             SessionState::Running => {}
@@ -311,6 +336,31 @@ async fn create_inner(
     })
     .await?;
     Ok((StatusCode::CREATED, Json(shown)).into_response())
+}
+
+/// The current values of the stored secrets the sandbox's network rules name; a name no
+/// secret has is refused.
+fn rule_values(
+    state: &AppState,
+    spec: &SessionSpec,
+) -> Result<airlock_policy::SecretValues, E2bError> {
+    let mut pairs = Vec::new();
+    let bindings = spec.payload["secrets"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for b in bindings {
+        let Some(name) = b["name"].as_str() else {
+            continue;
+        };
+        let value = state.e2b.vault.value_of(name).ok_or_else(|| {
+            E2bError::InvalidArgument(format!(
+                "network.rules name the secret {name:?}, which does not exist; create it first (Secret.create)"
+            ))
+        })?;
+        pairs.push((name.to_string(), value));
+    }
+    Ok(airlock_policy::SecretValues::from_pairs(pairs))
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -29,6 +29,7 @@ fn create_requests_plan_a_session() {
         super::super::DefaultNetwork::Internet,
         airlock_policy::BackendKind::Native,
         &crate::template_catalog::TemplateCatalog::empty(),
+        &[],
     )
     .unwrap();
     assert_eq!(spec.timeout_ms, Some(60_000));
@@ -45,6 +46,7 @@ fn create_requests_plan_a_session() {
         super::super::DefaultNetwork::Internet,
         airlock_policy::BackendKind::Native,
         &crate::template_catalog::TemplateCatalog::empty(),
+        &[],
     )
     .unwrap();
     assert_eq!(spec.timeout_ms, Some(300_000));
@@ -55,6 +57,7 @@ fn create_requests_plan_a_session() {
         r#"{"autoPause":true,"autoPauseMemory":false}"#,
         r#"{"volumeMounts":[{"name":"v","path":"/v"}]}"#,
         r#"{"templateID":"gpu"}"#,
+        r#"{"allow_internet_access":false,"network":{"rules":{"api.test":[{"transform":{"headers":{"A":"${e2b.secrets.k}"}}}]}}}"#,
     ] {
         let req: NewSandbox = serde_json::from_str(bad).unwrap();
         assert!(
@@ -63,6 +66,7 @@ fn create_requests_plan_a_session() {
                 super::super::DefaultNetwork::Internet,
                 airlock_policy::BackendKind::Native,
                 &crate::template_catalog::TemplateCatalog::empty(),
+                &[],
             )
             .is_err(),
             "{bad}"
@@ -82,4 +86,41 @@ fn list_queries_parse() {
     assert!(list_query("limit=0").is_err());
     assert!(list_query("nextToken=abc").is_err());
     assert_eq!(list_query("limit=100000").unwrap().limit, 100);
+}
+
+#[test]
+fn network_rules_bind_their_secrets_without_allowing_hosts_and_map_hosts_are_added() {
+    let req: NewSandbox = serde_json::from_str(
+        r#"{"network":{"allowOut":["127.0.0.1","api.test"],"denyOut":["0.0.0.0/0"],
+            "rules":{"api.test:8443":[{"transform":{"headers":{"Authorization":"Bearer ${e2b.secrets.key}"}}}]}}}"#,
+    )
+    .unwrap();
+    let spec = plan(
+        req,
+        super::super::DefaultNetwork::Internet,
+        airlock_policy::BackendKind::Native,
+        &crate::template_catalog::TemplateCatalog::empty(),
+        &["api.test=127.0.0.1".to_string()],
+    )
+    .unwrap();
+    let secrets = spec.payload["secrets"].as_array().unwrap();
+    assert_eq!(secrets.len(), 1);
+    assert_eq!(secrets[0]["name"], "key");
+    assert_eq!(secrets[0]["hosts"], serde_json::json!(["api.test:8443"]));
+    assert_eq!(
+        spec.payload["egress"]["allow_domain"],
+        serde_json::json!(["api.test"])
+    );
+    assert_eq!(
+        spec.payload["egress"]["map_host"],
+        serde_json::json!(["api.test=127.0.0.1"])
+    );
+    assert!(
+        spec.payload["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p[0] != "key"),
+        "the box gets no variable for a rule's secret"
+    );
 }

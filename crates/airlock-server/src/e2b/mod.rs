@@ -31,6 +31,7 @@ pub(crate) mod network;
 pub(crate) mod network_update;
 pub(crate) mod process;
 pub(crate) mod procs;
+pub(crate) mod secrets;
 pub(crate) mod templates;
 pub(crate) mod views;
 pub(crate) mod watch;
@@ -83,6 +84,10 @@ pub struct E2bState {
     /// The domain sandbox ports are served under (`{port}-{id}.{domain}`), checked by
     /// [`ingress::check_domain`]; `None`: no traffic into boxes' ports.
     pub domain: Option<String>,
+    /// The stored secrets (`/secrets`), which network rules hand to boxes' proxies.
+    pub vault: Arc<secrets::Vault>,
+    /// `--e2b-map-host NAME=IP`: names every gateway box's proxy resolves without DNS.
+    pub map_host: Vec<String>,
 }
 
 impl E2bState {
@@ -93,7 +98,21 @@ impl E2bState {
             default_network,
             boxes: Mutex::new(HashMap::new()),
             domain: None,
+            vault: Arc::new(secrets::Vault::in_memory()),
+            map_host: Vec::new(),
         }
+    }
+
+    /// Keeps secrets in `vault`.
+    pub fn with_vault(mut self, vault: secrets::Vault) -> E2bState {
+        self.vault = Arc::new(vault);
+        self
+    }
+
+    /// Gateway boxes' proxies resolve these `NAME=IP` pairs without DNS.
+    pub fn with_map_host(mut self, map_host: Vec<String>) -> E2bState {
+        self.map_host = map_host;
+        self
     }
 
     /// Serves sandbox ports under `domain` (already checked by [`ingress::check_domain`]).
@@ -307,5 +326,7 @@ pub fn unserved(method: &axum::http::Method, path: &str) -> Response {
 
 /// The control-plane routes, merged into the normal router.
 pub fn control_routes() -> Router<AppState> {
-    control::routes().merge(templates::routes())
+    control::routes()
+        .merge(templates::routes())
+        .merge(secrets::routes::routes())
 }

@@ -29,6 +29,9 @@ pub struct NetworkOptions {
     pub mask_request_host: Option<String>,
     #[serde(default)]
     pub allow_public_traffic: Option<bool>,
+    /// Per-host request transforms carrying stored secrets ([`super::secrets::rules`]).
+    #[serde(default)]
+    pub rules: Option<serde_json::Value>,
 }
 
 fn is_everything(rule: &str) -> bool {
