@@ -319,7 +319,7 @@ pub fn unserved(method: &axum::http::Method, path: &str) -> Response {
     E2bError::Unimplemented(format!(
         "{method} {path} is not supported by airlock's E2B gateway (it serves sandbox create, \
          connect, list, info, timeout, kill, metrics, pause, resume, fork, snapshots, network \
-         updates, and template builds, aliases and tags; see the README's E2B section for what is not supported and why)"
+         updates, secrets, and template builds, aliases and tags; see the README's E2B section for what is not supported and why)"
     ))
     .rest_response()
 }

@@ -2,7 +2,8 @@
 //! `set_egress` (the box's egress proxy takes the new rules for the connections that follow).
 //! The rules are E2B's create-time ones ([`super::network`]): `allowOut`, `denyOut`,
 //! `allowInternetAccess`. A box created without network has no proxy to reconfigure: 409.
-//! E2B's `dnsServers`, `rules` (request transforms) and `egressProxy` are refused by name.
+//! E2B's `dnsServers` and `egressProxy` are refused by name, and so are `rules` (request
+//! transforms carrying secrets): they are fixed when the sandbox is created.
 
 use super::auth::require_api_key;
 use super::error::E2bError;
@@ -39,9 +40,17 @@ pub struct NetworkUpdate {
 /// The egress a box gets from `update`, keeping what E2B's options do not speak of (connection
 /// cap, byte budget, host mappings) from its current `egress`.
 pub fn updated_egress(current: &Egress, update: &NetworkUpdate) -> Result<Egress, E2bError> {
+    if update
+        .rules
+        .as_ref()
+        .is_some_and(|r| !r.is_null() && r.as_object().is_none_or(|m| !m.is_empty()))
+    {
+        return Err(E2bError::InvalidArgument(
+            "network.rules are set when the sandbox is created (they decide which hosts its proxy opens TLS for); airlock does not change them on a running sandbox — leave them out here".into(),
+        ));
+    }
     for (name, set) in [
         ("dnsServers", update.dns_servers.is_some()),
-        ("rules", update.rules.is_some()),
         ("egressProxy", update.egress_proxy.is_some()),
     ] {
         if set {

@@ -55,7 +55,7 @@ fn deny_out_of_an_address_becomes_deny_ip() {
 fn what_airlock_cannot_enforce_is_refused_by_name() {
     for (body, name) in [
         (r#"{"dnsServers": ["1.1.1.1"]}"#, "dnsServers"),
-        (r#"{"rules": {}}"#, "rules"),
+        (r#"{"rules": {"a.test": []}}"#, "rules"),
         (r#"{"egressProxy": {}}"#, "egressProxy"),
     ] {
         let e = updated_egress(&current(), &update(body)).unwrap_err();

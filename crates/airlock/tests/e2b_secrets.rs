@@ -1,0 +1,153 @@
+//! E2B's secrets (issue 20) through E2B's own Python SDK (2.63, installed by
+//! `scripts/e2b-clients.sh`) against a real `airlock serve`: `Secret.create`/`update`/
+//! `get_info`/`list`/`delete`, and a sandbox whose `network.rules` put a stored secret in the
+//! Authorization header of its requests to a loopback HTTPS origin (its own test CA, which the
+//! server trusts; the name is pinned with `--e2b-map-host`, no DNS). The origin must receive the
+//! real value — replacing the header the box sent — while no SDK answer, nothing the box
+//! printed (its environment, `/proc`, its files), no event and no file of the server's data
+//! outside its private secrets directory holds it.
+
+mod common;
+mod secrets_support;
+
+use common::{airlock_bin, repo_root, ServeProcess, TempDir};
+use secrets_support::{Origin, TestCa};
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+fn holds(bytes: &[u8], value: &str) -> bool {
+    bytes.windows(value.len()).any(|w| w == value.as_bytes())
+}
+
+/// Every file under `dir`, read.
+fn contents(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(contents(&p));
+        } else if let Ok(data) = std::fs::read(&p) {
+            out.push((p, data));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_stored_secret_reaches_the_rules_host_only_through_the_proxy() {
+    let clients = std::env::var_os("E2B_CLIENTS_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target/e2b-clients"));
+    let python = clients.join("py-current/bin/python");
+    assert!(
+        python.exists(),
+        "E2B's Python SDK is not installed at {}: run scripts/e2b-clients.sh (scripts/test.sh does)",
+        python.display()
+    );
+    let ca = TestCa::new("e2b secrets test CA");
+    let origin = Origin::https(&ca, "api.test");
+    let dir = TempDir::new("e2b-secrets");
+    let ca_file = dir.join("test-ca.pem");
+    std::fs::write(&ca_file, &ca.pem).expect("CA");
+    let data = TempDir::new("e2b-secrets-data");
+    let mut cmd = Command::new(airlock_bin());
+    // The box's proxy verifies the origin against the host's trust store: this CA, here.
+    cmd.env("SSL_CERT_FILE", &ca_file);
+    let mut serve =
+        ServeProcess::start_with(cmd, data.path(), &["--e2b-map-host", "api.test=127.0.0.1"]);
+    let e2b_key = serve.printed_e2b_key.clone().expect("e2b key");
+    let key = serve.printed_key.clone().expect("api key");
+    let value = format!("sk-e2b-{}-{}", std::process::id(), origin.port);
+
+    let run = Command::new(&python)
+        .arg(repo_root().join("tests/e2b/secrets/drive.py"))
+        .env("E2B_API_KEY", &e2b_key)
+        .env("E2B_API_URL", &serve.base)
+        .env("E2B_SANDBOX_URL", &serve.base)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env_remove("HTTP_PROXY")
+        .env_remove("HTTPS_PROXY")
+        .env("ORIGIN_PORT", origin.port.to_string())
+        .env("SECRET_VALUE", &value)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run the SDK script");
+    let stdout = String::from_utf8_lossy(&run.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&run.stderr).to_string();
+    assert!(
+        run.status.success(),
+        "the SDK script failed:\n{stdout}\n{stderr}"
+    );
+    let out: Value = serde_json::from_str(stdout.trim()).expect("the script's JSON");
+
+    // The origin got the real value, in place of the box's own header, on both requests.
+    let seen = origin.seen();
+    let paths: Vec<&str> = seen.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, ["/curl", "/python"], "{seen:?}");
+    for s in &seen {
+        let auth: Vec<&str> = s
+            .headers
+            .iter()
+            .filter(|(k, _)| k == "authorization")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(auth, [format!("Bearer {value}").as_str()], "{s:?}");
+    }
+    let box_runs = out["box"].as_array().expect("box");
+    assert!(
+        box_runs[0]["stdout"].as_str().unwrap_or("").contains("ok "),
+        "{box_runs:?}"
+    );
+    assert!(
+        box_runs[1]["stdout"].as_str().unwrap_or("").contains("ok "),
+        "{box_runs:?}"
+    );
+    assert!(
+        box_runs[3]["stdout"].as_str() == Some("grep-done\n"),
+        "the box's files hold a proxy placeholder: {box_runs:?}"
+    );
+
+    // Nothing the box printed, and no SDK answer, holds the value.
+    assert!(
+        !holds(stdout.as_bytes(), &value),
+        "the SDK's answers or the box hold the value: {stdout}"
+    );
+    assert!(!holds(stderr.as_bytes(), &value), "{stderr}");
+    // The use is in the sandbox's events (the native API sees every sandbox).
+    let id = out["sandbox_id"].as_str().expect("id");
+    let events = ureq::get(&format!("{}/v1/sandboxes/{id}/events", serve.base))
+        .set("Authorization", &format!("Bearer {key}"))
+        .call()
+        .map(|r| r.into_string().expect("body"))
+        .unwrap_or_else(|e| match e {
+            ureq::Error::Status(_, r) => r.into_string().expect("body"),
+            other => panic!("events: {other}"),
+        });
+    assert!(
+        events.contains("\"secrets\":[\"api-key-"),
+        "the use is in the events: {events}"
+    );
+    assert!(!holds(events.as_bytes(), &value), "{events}");
+
+    serve.stop();
+    let vault = data.path().join("e2b-secrets");
+    let mode = std::fs::metadata(&vault)
+        .expect("vault")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o700, "the secrets directory is private");
+    for (path, bytes) in contents(data.path()) {
+        assert!(
+            path.starts_with(&vault) || !holds(&bytes, &value),
+            "the data file {} holds the value",
+            path.display()
+        );
+    }
+    // Deleted by the script: its file is gone too.
+    assert!(
+        contents(&vault).is_empty(),
+        "the deleted secret's file is left"
+    );
+}
