@@ -92,17 +92,22 @@ pub(crate) fn check_head(
 }
 
 /// Sets the headers the secrets bound to `host:port` set there (E2B's network rules), replacing
-/// any of the same name the box sent. Their values hold placeholders, which [`rewrite_head`]
-/// then replaces.
+/// any of the same name the box sent. Of several rule hosts that match, only the most specific
+/// one's headers are set (an exact name, else the longest wildcard suffix; rule sets are not
+/// merged, as E2B does). Their values hold placeholders, which [`rewrite_head`] then replaces.
 pub(crate) fn set_headers(parts: &mut Parts, secrets: &BoxSecrets, host: &str, port: u16) {
-    for secret in secrets.bound(host, port) {
-        for h in secret
-            .set_headers
-            .iter()
+    let matching = || {
+        secrets
+            .bound(host, port)
+            .flat_map(|s| s.set_headers.iter())
             .filter(|h| h.host.matches(host, port))
-        {
-            parts.headers.insert(h.name.clone(), h.value.clone());
-        }
+    };
+    let specificity = |h: &crate::secrets::SetHeader| (!h.host.subdomains, h.host.name.len());
+    let Some(best) = matching().map(specificity).max() else {
+        return;
+    };
+    for h in matching().filter(|h| specificity(h) == best) {
+        parts.headers.insert(h.name.clone(), h.value.clone());
     }
 }
 

@@ -185,3 +185,44 @@ fn a_binding_may_not_set_a_framing_header_or_a_bad_one() {
         assert!(err.to_string().contains(name), "{err}");
     }
 }
+
+#[test]
+fn of_several_matching_rule_hosts_only_the_most_specific_sets_headers() {
+    let set = |host: &str, name: &str, value: &str| airlock_policy::HeaderSet {
+        host: host.into(),
+        name: name.into(),
+        value: value.into(),
+    };
+    let s = BoxSecrets::from_bindings(&[SecretBinding {
+        name: "k".into(),
+        hosts: vec![
+            "*.example.com:443".into(),
+            "*.api.example.com:443".into(),
+            "v1.api.example.com:443".into(),
+        ],
+        placeholder: "ph-k".into(),
+        body: false,
+        set_headers: vec![
+            set("*.example.com:443", "x-wide", "ph-k"),
+            set("*.api.example.com:443", "x-narrow", "ph-k"),
+            set("v1.api.example.com:443", "x-exact", "ph-k"),
+        ],
+        value: Some(SecretValue::new(b"v".to_vec())),
+    }])
+    .expect("bindings");
+    for (host, only) in [
+        ("v1.api.example.com", "x-exact"),
+        ("v2.api.example.com", "x-narrow"),
+        ("www.example.com", "x-wide"),
+    ] {
+        let mut p = parts("/", &[("host", host)]);
+        set_headers(&mut p, &s, host, 443);
+        let names: Vec<&str> = p
+            .headers
+            .keys()
+            .map(|k| k.as_str())
+            .filter(|k| k.starts_with("x-"))
+            .collect();
+        assert_eq!(names, [only], "{host}");
+    }
+}

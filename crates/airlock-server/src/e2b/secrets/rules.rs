@@ -1,6 +1,9 @@
 //! E2B's `network.rules` as secret bindings for the box's egress proxy.
 //!
-//! A rule is `{host: [{transform: {headers: {NAME: VALUE}}}]}`; `VALUE` holds placeholders
+//! A rule is `{host: [{transform: {headers: {NAME: VALUE}}}]}` (`host` an exact name or
+//! `*.name`, lowercased; airlock also takes `host:PORT`, else port 443). Where several rule
+//! hosts match a request, only the most specific one's headers are set (exact, else the
+//! longest wildcard suffix), as E2B does. `VALUE` holds placeholders
 //! `${e2b.secrets.SECRET}` (what `Secret.fill` makes). Each secret a rule names becomes a
 //! binding to the hosts whose rules name it, with a random placeholder of the proxy's own; the
 //! rule's headers become headers the binding sets there, their placeholders swapped for the
@@ -79,7 +82,8 @@ fn headers_by_host(rules: &Value) -> Result<BTreeMap<String, Vec<(String, String
     };
     let mut out = BTreeMap::new();
     for (host, list) in map {
-        let name = host.trim();
+        let lower = host.trim().to_ascii_lowercase();
+        let name = lower.as_str();
         let addr = name.split('/').next().unwrap_or(name);
         if addr.parse::<std::net::IpAddr>().is_ok() || addr.starts_with('[') {
             return Err(bad(format!(
@@ -110,8 +114,10 @@ fn headers_by_host(rules: &Value) -> Result<BTreeMap<String, Vec<(String, String
                 headers.push((h.clone(), v.to_string()));
             }
         }
-        if !headers.is_empty() {
-            out.insert(with_port(name), headers);
+        if !headers.is_empty() && out.insert(with_port(name), headers).is_some() {
+            return Err(bad(format!(
+                "{host:?} is given twice (host names are not case-sensitive); give each host once"
+            )));
         }
     }
     Ok(out)
