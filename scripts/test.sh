@@ -120,8 +120,8 @@ AIRLOCK_AGENT_CONNECTION=exec cargo test -p airlock-agent --locked --tests 2>&1 
 # trust bundle under runsc) and 100 pause/resume cycles. Where gVisor enforces a case
 # differently, the test says so.
 AIRLOCK_TEST_BACKEND=gvisor cargo test -p airlock --locked --test sandboxes --test attached \
-  --test network --test attacks --test secrets --test approvals --test approvals_terminal \
-  --test lifecycle 2>&1 | tee -a "$log"
+  --test network --test attacks --test secrets --test e2b_secrets --test approvals \
+  --test approvals_terminal --test lifecycle 2>&1 | tee -a "$log"
 # A representative subset of the server and MCP suites with the server's default backend
 # gVisor (tests/common: ServeProcess passes --backend): REST exec, files, timeouts, a client
 # leaving, the code interpreter, the HTTP MCP tools. E2B's whole Python SDK suite against gVisor
@@ -154,8 +154,8 @@ AIRLOCK_TEST_BACKEND=gvisor AIRLOCK_TEST_TEMPLATE=suite XDG_DATA_HOME=$PWD/targe
 # A known gap is stated in its test, not skipped (docs/threat-model.md): --disk caps a microVM
 # box's workspace share per file only.
 AIRLOCK_TEST_BACKEND=microvm cargo test -p airlock --locked --test sandboxes --test attached \
-  --test attacks --test network --test secrets --test approvals --test approvals_terminal \
-  --test approvals_server --test lifecycle 2>&1 | tee -a "$log"
+  --test attacks --test network --test secrets --test e2b_secrets --test approvals \
+  --test approvals_terminal --test approvals_server --test lifecycle 2>&1 | tee -a "$log"
 # One closing line for the whole workspace (cargo prints one per test binary, the last being the
 # doc tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

@@ -36,6 +36,16 @@ fn contents(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
 
 #[test]
 fn a_stored_secret_reaches_the_rules_host_only_through_the_proxy() {
+    check(false);
+}
+
+/// The same with the server run by an unprivileged user: airlock must work without root.
+#[test]
+fn an_unprivileged_server_hands_a_stored_secret_to_the_proxy_too() {
+    check(true);
+}
+
+fn check(unprivileged: bool) {
     let clients = std::env::var_os("E2B_CLIENTS_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target/e2b-clients"));
@@ -48,14 +58,39 @@ fn a_stored_secret_reaches_the_rules_host_only_through_the_proxy() {
     let ca = TestCa::new("e2b secrets test CA");
     let origin = Origin::https(&ca, "api.test");
     let dir = TempDir::new("e2b-secrets");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let ca_file = dir.join("test-ca.pem");
     std::fs::write(&ca_file, &ca.pem).expect("CA");
     let data = TempDir::new("e2b-secrets-data");
-    let mut cmd = Command::new(airlock_bin());
+    let mut _bin_dir = None;
+    let mut cmd = if unprivileged {
+        let (bin_dir, bin) = common::binary_for_test_user("e2b-secrets-bin");
+        _bin_dir = Some(bin_dir);
+        let (uid, gid, home) = common::ensure_test_user();
+        std::os::unix::fs::chown(data.path(), Some(uid), Some(gid)).expect("hand over the data");
+        let mut cmd = common::as_test_user(&bin);
+        cmd.env("HOME", home).env("USER", common::TEST_USER);
+        cmd
+    } else {
+        Command::new(airlock_bin())
+    };
     // The box's proxy verifies the origin against the host's trust store: this CA, here.
     cmd.env("SSL_CERT_FILE", &ca_file);
     let mut serve =
         ServeProcess::start_with(cmd, data.path(), &["--e2b-map-host", "api.test=127.0.0.1"]);
+    if unprivileged {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", serve.pid())).expect("status");
+        let uid = status
+            .lines()
+            .find(|l| l.starts_with("Uid:"))
+            .unwrap_or("")
+            .to_string();
+        assert!(
+            !uid.split_whitespace().skip(1).any(|u| u == "0"),
+            "the server runs as root: {uid}"
+        );
+    }
     let e2b_key = serve.printed_e2b_key.clone().expect("e2b key");
     let key = serve.printed_key.clone().expect("api key");
     let value = format!("sk-e2b-{}-{}", std::process::id(), origin.port);
