@@ -64,6 +64,9 @@ network = {
 sbx = Sandbox.create(network=network, timeout=120)
 try:
     info = answer("sandbox info", sbx.get_info())
+    shown = (info.network or {}).get("rules")
+    expected = {f"api.test:{port}": [{"transform": {"headers": {"Authorization": "Bearer " + Secret.fill(name)}}}]}
+    assert shown == expected, f"the info shows the rules as given: {shown!r}"
     url = f"https://api.test:{port}"
     for cmd in [
         # The box sends a made-up key: the rule's header replaces it.

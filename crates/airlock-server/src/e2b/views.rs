@@ -106,7 +106,47 @@ fn network_view(policy: &Value) -> Value {
     if !deny.is_empty() {
         out.insert("denyOut".into(), Value::Array(deny));
     }
+    let rules = rules_view(policy);
+    if !rules.is_empty() {
+        out.insert("rules".into(), Value::Object(rules));
+    }
     Value::Object(out)
+}
+
+/// The sandbox's `network.rules` as E2B shows them: each header set by a secret binding, its
+/// proxy placeholders written back as `${e2b.secrets.NAME}` (never a value; the proxy's own
+/// placeholders do not leave the server either), hosts without the default port.
+fn rules_view(policy: &Value) -> Map<String, Value> {
+    let bindings = policy["secrets"].as_array().cloned().unwrap_or_default();
+    let names: Vec<(&str, &str)> = bindings
+        .iter()
+        .filter_map(|b| Some((b["placeholder"].as_str()?, b["name"].as_str()?)))
+        .collect();
+    let mut by_host: Map<String, Value> = Map::new();
+    for set in bindings
+        .iter()
+        .flat_map(|b| b["set_headers"].as_array().cloned().unwrap_or_default())
+    {
+        let (Some(host), Some(name), Some(value)) = (
+            set["host"].as_str(),
+            set["name"].as_str(),
+            set["value"].as_str(),
+        ) else {
+            continue;
+        };
+        let mut shown = value.to_string();
+        for (placeholder, secret) in &names {
+            shown = shown.replace(placeholder, &format!("${{e2b.secrets.{secret}}}"));
+        }
+        let host = host.strip_suffix(":443").unwrap_or(host);
+        let rule = by_host
+            .entry(host.to_string())
+            .or_insert_with(|| json!([{"transform": {"headers": {}}}]));
+        if let Some(headers) = rule[0]["transform"]["headers"].as_object_mut() {
+            headers.insert(name.to_string(), Value::String(shown));
+        }
+    }
+    by_host
 }
 
 /// Milliseconds since the Unix epoch as RFC 3339 UTC with milliseconds

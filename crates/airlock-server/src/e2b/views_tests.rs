@@ -98,3 +98,25 @@ fn rfc3339_times_parse_back() {
         assert_eq!(parse_rfc3339(bad), None, "{bad}");
     }
 }
+
+#[test]
+fn rules_show_the_secret_names_and_never_a_placeholder_or_value() {
+    let policy = json!({
+        "egress": {"allow_domain": ["api.test"]},
+        "secrets": [
+            {"name": "key-a", "hosts": ["api.test:443"], "placeholder": "airlock-secret-key-a-00", "body": false,
+             "set_headers": [{"host": "api.test:443", "name": "Authorization", "value": "Bearer airlock-secret-key-a-00"}]},
+            {"name": "key-b", "hosts": ["v.test:8443"], "placeholder": "airlock-secret-key-b-11", "body": false,
+             "set_headers": [{"host": "v.test:8443", "name": "X-Key", "value": "airlock-secret-key-b-11:airlock-secret-key-a-00"}]}
+        ]
+    });
+    let v = network_view(&policy);
+    assert_eq!(
+        v["rules"],
+        json!({
+            "api.test": [{"transform": {"headers": {"Authorization": "Bearer ${e2b.secrets.key-a}"}}}],
+            "v.test:8443": [{"transform": {"headers": {"X-Key": "${e2b.secrets.key-b}:${e2b.secrets.key-a}"}}}]
+        })
+    );
+    assert!(!v.to_string().contains("airlock-secret-"), "{v}");
+}
