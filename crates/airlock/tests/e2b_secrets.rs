@@ -1,11 +1,11 @@
-//! E2B's secrets (issue 20) through E2B's own Python SDK (2.63, installed by
-//! `scripts/e2b-clients.sh`) against a real `airlock serve`: `Secret.create`/`update`/
-//! `get_info`/`list`/`delete`, and a sandbox whose `network.rules` put a stored secret in the
-//! Authorization header of its requests to a loopback HTTPS origin (its own test CA, which the
-//! server trusts; the name is pinned with `--e2b-map-host`, no DNS). The origin must receive the
-//! real value — replacing the header the box sent — while no SDK answer, nothing the box
-//! printed (its environment, `/proc`, its files), no event and no file of the server's data
-//! outside its private secrets directory holds it.
+//! E2B's secrets (issue 20) through E2B's own SDKs, Python 2.63 and JavaScript 2.51 (installed
+//! by `scripts/e2b-clients.sh`), against a real `airlock serve`: `Secret.create`, `update`,
+//! `get_info`, `list`, `exists`, `destroy`, and a sandbox whose `network.rules` put a stored
+//! secret in the Authorization header of its requests to a loopback HTTPS origin (its own test
+//! CA, which the server trusts; the name is pinned with `--e2b-map-host`, no DNS). The origin
+//! must receive the real value — replacing the header the box sent — while no SDK answer,
+//! nothing the box printed (its environment, `/proc`, its files), no event and no file of the
+//! server's data outside its private secrets directory holds it. Also as an unprivileged user.
 
 mod common;
 mod secrets_support;
@@ -34,26 +34,50 @@ fn contents(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     out
 }
 
+/// Which SDK drives the server.
+#[derive(Clone, Copy, PartialEq)]
+enum Sdk {
+    Python,
+    JavaScript,
+}
+
 #[test]
 fn a_stored_secret_reaches_the_rules_host_only_through_the_proxy() {
-    check(false);
+    check(Sdk::Python, false);
 }
 
 /// The same with the server run by an unprivileged user: airlock must work without root.
 #[test]
 fn an_unprivileged_server_hands_a_stored_secret_to_the_proxy_too() {
-    check(true);
+    check(Sdk::Python, true);
 }
 
-fn check(unprivileged: bool) {
+/// The same steps through E2B's JavaScript SDK.
+#[test]
+fn the_javascript_sdk_stores_and_uses_a_secret_the_same_way() {
+    check(Sdk::JavaScript, false);
+}
+
+fn check(sdk: Sdk, unprivileged: bool) {
     let clients = std::env::var_os("E2B_CLIENTS_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| repo_root().join("target/e2b-clients"));
-    let python = clients.join("py-current/bin/python");
+    let (program, script, installed) = match sdk {
+        Sdk::Python => (
+            clients.join("py-current/bin/python"),
+            "tests/e2b/secrets/drive.py",
+            clients.join("py-current/bin/python"),
+        ),
+        Sdk::JavaScript => (
+            std::path::PathBuf::from("node"),
+            "tests/e2b/secrets/drive.js",
+            clients.join("js/node_modules/e2b/package.json"),
+        ),
+    };
     assert!(
-        python.exists(),
-        "E2B's Python SDK is not installed at {}: run scripts/e2b-clients.sh (scripts/test.sh does)",
-        python.display()
+        installed.exists(),
+        "E2B's SDK is not installed at {}: run scripts/e2b-clients.sh (scripts/test.sh does)",
+        installed.display()
     );
     let ca = TestCa::new("e2b secrets test CA");
     let origin = Origin::https(&ca, "api.test");
@@ -95,8 +119,9 @@ fn check(unprivileged: bool) {
     let key = serve.printed_key.clone().expect("api key");
     let value = format!("sk-e2b-{}-{}", std::process::id(), origin.port);
 
-    let run = Command::new(&python)
-        .arg(repo_root().join("tests/e2b/secrets/drive.py"))
+    let run = Command::new(&program)
+        .arg(repo_root().join(script))
+        .env("NODE_PATH", clients.join("js/node_modules"))
         .env("E2B_API_KEY", &e2b_key)
         .env("E2B_API_URL", &serve.base)
         .env("E2B_SANDBOX_URL", &serve.base)
