@@ -344,6 +344,10 @@ impl Supervision {
                     f.drain_wake();
                 }
             }
+            #[cfg(debug_assertions)]
+            if ready(3) {
+                test_hooks::relay_delay();
+            }
             // The relay's turn for this round; `None`: a question went up since the poll began
             // (what is ready stays unread for the next round).
             let turn = floor.map(|f| f.relay_turn());
@@ -382,7 +386,11 @@ impl Supervision {
                     }
                 }
             }
-            if ready(3) && relaying {
+            // With an approver, the poll's word is re-checked under the turn: a question that
+            // was up since the poll may have read the key that made stdin readable, and a
+            // blocking read of nothing would stop this loop (and the box's timeout) for good.
+            let stdin_ready = ready(3) && relaying && (floor.is_none() || readable_now(0));
+            if stdin_ready {
                 if let Some(m) = master {
                     // SAFETY: reading airlock's stdin into our buffer.
                     let r = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
@@ -558,6 +566,38 @@ impl Supervision {
             network_events_dropped: 0,
             changes: None,
             denials: Vec::new(),
+        }
+    }
+}
+
+/// Whether `fd` has input (or its end) right now.
+fn readable_now(fd: libc::c_int) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut pfd, 1, 0) > 0 }
+}
+
+/// Debug builds only: widens the window between the relay's poll and its turn, so that a test
+/// can make a question finish inside it (`AIRLOCK_TEST_RELAY_DELAY_MS`).
+#[cfg(debug_assertions)]
+mod test_hooks {
+    use std::sync::OnceLock;
+    use std::time::Duration;
+
+    pub(super) fn relay_delay() {
+        static DELAY: OnceLock<Option<Duration>> = OnceLock::new();
+        let delay = DELAY.get_or_init(|| {
+            std::env::var("AIRLOCK_TEST_RELAY_DELAY_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map(Duration::from_millis)
+        });
+        if let Some(d) = delay {
+            std::thread::sleep(*d);
         }
     }
 }

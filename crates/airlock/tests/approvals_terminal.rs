@@ -146,6 +146,17 @@ impl Case {
         OnTerminal::spawn(self.ws.path(), &self.args(flags, script))
     }
 
+    /// [`Case::start`] with `env` set for airlock.
+    fn start_with_env(&self, flags: &[&str], script: &str, env: &[(&str, &str)]) -> OnTerminal {
+        let mut cmd = Command::new(airlock_bin());
+        cmd.args(self.args(flags, script))
+            .current_dir(self.ws.path());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        OnTerminal::spawn_command(cmd)
+    }
+
     /// The arguments of [`Case::start`] (as [`test_run_args`] makes them).
     fn args(&self, flags: &[&str], script: &str) -> Vec<String> {
         let result = self.out.join("result.json");
@@ -303,6 +314,31 @@ fn allow_for_this_run_asks_once_for_every_later_connection() {
         steps.contains(&("allowed".into(), "terminal".into(), "run".into())),
         "{steps:?}"
     );
+}
+
+/// The key that answers a question also makes airlock's stdin readable, and the native box's
+/// relay (polling stdin for the box) wakes on it too. If the question is over before the relay
+/// takes its turn, the key is gone: the relay must not block reading it, or airlock stops
+/// relaying and enforcing the box's timeout for good (seen as a rare hang under load). A debug
+/// hook holds the relay between its poll and its turn, so the question always wins that race
+/// here. gVisor and microVM runs relay through the agent, which re-checks the same way, and run
+/// this case without the hook's effect.
+#[test]
+fn the_key_that_answers_a_question_does_not_stall_the_relay() {
+    let origin = Origin::serve();
+    let case = Case::new();
+    let script = fetch("ONLY", &format!("http://svc.test:{}/a", origin.port));
+    let mut t = case.start_with_env(
+        &["--allow-ip", "127.0.0.1"],
+        &script,
+        &[("AIRLOCK_TEST_RELAY_DELAY_MS", "400")],
+    );
+    t.wait_for(QUESTION, 1, ASKED);
+    t.press("o");
+    let (code, text) = t.finish();
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(line(&text, "ONLY"), "ONLY 200 approved-origin", "{text}");
+    assert_eq!(origin.connections(), 1);
 }
 
 #[test]
