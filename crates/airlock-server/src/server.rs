@@ -93,6 +93,18 @@ pub(crate) fn app_state(
     api_key_hash: String,
     e2b_key_hash: String,
 ) -> Result<AppState, ServerError> {
+    // What the settings can get wrong is refused before anything starts.
+    for entry in &settings.e2b_map_host {
+        airlock_proxy::rules::parse_map_host(entry).map_err(|e| ServerError::MapHost {
+            entry: entry.clone(),
+            why: e.to_string(),
+        })?;
+    }
+    let vault = match &settings.e2b_secrets_dir {
+        Some(dir) => crate::e2b::secrets::Vault::open(dir)
+            .map_err(|e| ServerError::Secrets(e.to_string()))?,
+        None => crate::e2b::secrets::Vault::in_memory(),
+    };
     let store: SharedStore = Arc::new(Mutex::new(store));
     let pending = Arc::new(Mutex::new(HashMap::new()));
     backends
@@ -120,17 +132,6 @@ pub(crate) fn app_state(
     .with_pools(pools)
     .with_approvals(Arc::clone(&approvals))
     .with_denials(Arc::clone(&denials));
-    for entry in &settings.e2b_map_host {
-        airlock_proxy::rules::parse_map_host(entry).map_err(|e| ServerError::MapHost {
-            entry: entry.clone(),
-            why: e.to_string(),
-        })?;
-    }
-    let vault = match &settings.e2b_secrets_dir {
-        Some(dir) => crate::e2b::secrets::Vault::open(dir)
-            .map_err(|e| ServerError::Secrets(e.to_string()))?,
-        None => crate::e2b::secrets::Vault::in_memory(),
-    };
     let e2b = Arc::new(
         crate::e2b::E2bState::new(e2b_key_hash, settings.e2b_default_network)
             .with_domain(settings.e2b_domain.clone())

@@ -211,3 +211,53 @@ fn check(sdk: Sdk, unprivileged: bool) {
         "the deleted secret's file is left"
     );
 }
+
+/// A bad `--e2b-map-host` stops `airlock serve` before it listens, naming the entry and why
+/// (a name and an address a box could be sent to; not, say, 0.0.0.0).
+#[test]
+fn a_bad_map_host_stops_the_server_before_it_listens() {
+    for (entry, says) in [
+        ("no-equals-sign", "NAME=IP"),
+        ("svc.test=not-an-ip", "NAME=IP"),
+        ("svc.test=0.0.0.0", "cannot be a destination"),
+    ] {
+        let data = TempDir::new("e2b-map-host");
+        let log = data.join("serve.log");
+        let mut child = Command::new(airlock_bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data.path())
+            .args(["--e2b-map-host", entry])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::fs::File::create(&log).expect("log"))
+            .stderr(std::fs::File::create(data.join("serve.err")).expect("log"))
+            .spawn()
+            .expect("run airlock serve");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            if let Some(st) = child.try_wait().expect("wait") {
+                break st;
+            }
+            if std::time::Instant::now() > until {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{entry}: airlock serve did not stop: {:?}",
+                    std::fs::read_to_string(&log)
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let stdout = std::fs::read_to_string(&log).unwrap_or_default();
+        let stderr = std::fs::read_to_string(data.join("serve.err")).unwrap_or_default();
+        assert!(!status.success(), "{entry}: {stdout}{stderr}");
+        assert!(!stdout.contains("listening on"), "{entry}: {stdout}");
+        assert!(
+            stderr.contains("--e2b-map-host") && stderr.contains(entry) && stderr.contains(says),
+            "{entry}: {stderr}"
+        );
+        assert!(
+            !data.path().join("e2b-secrets").exists(),
+            "nothing is made for a server that does not start"
+        );
+    }
+}
