@@ -47,9 +47,45 @@ fn a_stored_secret_reaches_the_rules_host_only_through_the_proxy() {
 }
 
 /// The same with the server run by an unprivileged user: airlock must work without root.
+/// gVisor boxes need root here (airlock puts runsc in namespaces and a cgroup of its own), and an
+/// unprivileged server asked for them refuses to start, saying so: that is what this case checks
+/// under `AIRLOCK_TEST_BACKEND=gvisor`.
 #[test]
 fn an_unprivileged_server_hands_a_stored_secret_to_the_proxy_too() {
+    if common::test_backend_kind() == airlock_policy::BackendKind::Gvisor {
+        an_unprivileged_server_refuses_gvisor_boxes_by_name();
+        return;
+    }
     check(Sdk::Python, true);
+}
+
+fn an_unprivileged_server_refuses_gvisor_boxes_by_name() {
+    let (_bin_dir, bin) = common::binary_for_test_user("e2b-secrets-bin");
+    let (uid, gid, home) = common::ensure_test_user();
+    let data = TempDir::new("e2b-secrets-gvisor-unpriv");
+    std::os::unix::fs::chown(data.path(), Some(uid), Some(gid)).expect("hand over the data");
+    let out = common::as_test_user(&bin)
+        .env("HOME", home)
+        .env("USER", common::TEST_USER)
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data.path())
+        .args([
+            "--backend",
+            "gvisor",
+            "--e2b-map-host",
+            "api.test=127.0.0.1",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run airlock serve");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(!stdout.contains("listening on"), "{stdout}");
+    assert!(
+        stderr.contains("gvisor backend cannot run on this host: it needs root"),
+        "{stderr}"
+    );
 }
 
 /// The same steps through E2B's JavaScript SDK.
