@@ -154,8 +154,8 @@ AIRLOCK_TEST_BACKEND=gvisor AIRLOCK_TEST_TEMPLATE=suite XDG_DATA_HOME=$PWD/targe
 # A known gap is stated in its test, not skipped (docs/threat-model.md): --disk caps a microVM
 # box's workspace share per file only.
 AIRLOCK_TEST_BACKEND=microvm cargo test -p airlock --locked --test sandboxes --test attached \
-  --test attacks --test network --test secrets --test approvals --test approvals_terminal \
-  --test approvals_server --test lifecycle 2>&1 | tee -a "$log"
+  --test attacks --test network --test secrets --test e2b_secrets --test approvals \
+  --test approvals_terminal --test approvals_server --test lifecycle 2>&1 | tee -a "$log"
 # One closing line for the whole workspace (cargo prints one per test binary, the last being the
 # doc tests).
 awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"

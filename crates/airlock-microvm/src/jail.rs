@@ -188,6 +188,14 @@ impl Prepared {
     /// forked child only (`pre_exec`); QEMU's exec then drops every capability (its uid is not
     /// 0 in its namespace).
     pub fn enter(&self) -> io::Result<()> {
+        // A server holding secret values is not dumpable, and this child inherited that: its
+        // /proc/self files would then belong to the host's root, and an unprivileged caller
+        // could not write its own id maps below (EACCES). The child is about to exec QEMU,
+        // which replaces the memory it copied from the server; it is made dumpable again for
+        // that short way (a few system calls during which a process of the same host user,
+        // not a box, could read that copy).
+        // SAFETY: prctl with integer arguments; it changes only this child's dump flag.
+        cvt(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0) })?;
         // SAFETY: unshare with flags only; the child is single-threaded.
         cvt(unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) })?;
         write_file(c"/proc/self/setgroups", b"deny")?;
