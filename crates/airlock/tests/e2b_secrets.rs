@@ -11,27 +11,13 @@ mod common;
 mod secrets_support;
 
 use common::{airlock_bin, repo_root, ServeProcess, TempDir};
-use secrets_support::{Origin, TestCa};
+use secrets_support::{contents, Origin, TestCa};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
 fn holds(bytes: &[u8], value: &str) -> bool {
     bytes.windows(value.len()).any(|w| w == value.as_bytes())
-}
-
-/// Every file under `dir`, read.
-fn contents(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).expect("read dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(contents(&p));
-        } else if let Ok(data) = std::fs::read(&p) {
-            out.push((p, data));
-        }
-    }
-    out
 }
 
 /// Which SDK drives the server.

@@ -7,7 +7,7 @@ mod common;
 mod secrets_support;
 
 use common::{airlock_bin, ServeProcess, TempDir};
-use secrets_support::{Origin, TestCa};
+use secrets_support::{contents, Origin, TestCa};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::Command;
@@ -26,20 +26,6 @@ fn call(base: &str, key: &str, method: &str, path: &str, body: Option<&Value>) -
         Err(ureq::Error::Status(code, r)) => (code, r.into_string().expect("body")),
         Err(e) => panic!("{method} {path}: {e}"),
     }
-}
-
-/// Every file under `dir`, read.
-fn contents(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).expect("read dir").flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(contents(&p));
-        } else if let Ok(data) = std::fs::read(&p) {
-            out.push((p, data));
-        }
-    }
-    out
 }
 
 #[test]

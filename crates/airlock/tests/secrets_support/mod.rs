@@ -219,3 +219,17 @@ async fn serve(
         }
     }
 }
+
+/// Every file under `dir`, read.
+pub fn contents(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).expect("read dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(contents(&p));
+        } else if let Ok(data) = std::fs::read(&p) {
+            out.push((p, data));
+        }
+    }
+    out
+}
