@@ -70,6 +70,9 @@ pub(crate) struct HostedBox {
     /// The box's hold on the program's shared cleanup sentinel (native boxes), given back
     /// after the host has ended (fields drop after [`Drop::drop`]).
     _sentinel_lease: Option<crate::sentinel_service::Lease>,
+    /// The zygote that forked the host, held until the host has ended (its parent-death
+    /// signal is tied to the zygote).
+    _zygote_lease: Option<crate::host_zygote::Lease>,
 }
 
 /// The owner's requests to the host and their replies, one exchange at a time: shared by the
@@ -246,14 +249,28 @@ impl HostedBox {
             None => (airlock_exe, vec![std::ffi::OsStr::new(host.subcommand)]),
         };
         args.extend(host.args.iter().map(|a| a.as_os_str()));
-        let mut child = SpawnedHost::spawn(exe, &args, theirs.as_fd()).map_err(|e| {
-            let shown: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
-            BackendError::Start(format!(
-                "cannot run {} {}: {e}",
-                exe.display(),
-                shown.join(" ")
-            ))
-        })?;
+        // A native box's host program is cloned from the program's zygote where it can be
+        // (its relocated pages shared by every box), else exec'd.
+        let forked =
+            if host.kind == BackendKind::Native && host.program.is_some() && args.is_empty() {
+                crate::host_zygote::fork_host(exe, theirs.as_fd()).map_err(BackendError::Start)?
+            } else {
+                None
+            };
+        let (mut child, zygote_lease) = match forked {
+            Some((child, lease)) => (child, Some(lease)),
+            None => {
+                let child = SpawnedHost::spawn(exe, &args, theirs.as_fd()).map_err(|e| {
+                    let shown: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
+                    BackendError::Start(format!(
+                        "cannot run {} {}: {e}",
+                        exe.display(),
+                        shown.join(" ")
+                    ))
+                })?;
+                (child, None)
+            }
+        };
         drop(theirs);
         let fail = |child: &mut SpawnedHost, e: BackendError| {
             child.kill();
@@ -354,6 +371,7 @@ impl HostedBox {
             agent: Some(agent),
             proxied,
             _sentinel_lease: sentinel_lease,
+            _zygote_lease: zygote_lease,
         })
     }
 

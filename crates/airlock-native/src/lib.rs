@@ -19,6 +19,7 @@ mod box_secrets;
 mod changes;
 mod control;
 mod host_loop;
+pub mod host_zygote;
 mod hosted_box;
 mod idmapping;
 mod launch;

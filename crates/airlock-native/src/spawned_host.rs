@@ -179,6 +179,12 @@ impl SpawnedHost {
         Ok(SpawnedHost { pid, reaped: false })
     }
 
+    /// A child of ours that another process made for us (the host zygote clones with
+    /// `CLONE_PARENT`): waited for and reaped by pid, as one we spawned.
+    pub(crate) fn adopted(pid: libc::pid_t) -> SpawnedHost {
+        SpawnedHost { pid, reaped: false }
+    }
+
     pub(crate) fn id(&self) -> u32 {
         self.pid as u32
     }

@@ -414,7 +414,7 @@ fn http_mcp_needs_the_key_and_serves_tools_per_profile() {
 
     // Each session's box ends with the session (the client deletes it on exit).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    while !children_with(serve.pid(), "sandbox-host").is_empty() {
+    while !box_hosts(serve.pid()).is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
             "a session's box outlived its session"
@@ -453,7 +453,7 @@ fn http_mcp_boxes_share_the_servers_max_running_slots() {
         r[0]
     );
     assert_eq!(
-        children_with(serve.pid(), "sandbox-host").len(),
+        box_hosts(serve.pid()).len(),
         1,
         "only the REST sandbox's box runs"
     );

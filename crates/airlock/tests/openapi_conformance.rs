@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{alive, children, leftover_cgroups, pids_with_marker, ServeProcess, TempDir};
+use common::{alive, descendants, leftover_cgroups, pids_with_marker, ServeProcess, TempDir};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -85,7 +85,7 @@ fn the_server_answers_as_its_openapi_document_says() {
     // Box hosts seen while the run goes on (a box may also end before the server stops).
     let mut hosts = Vec::new();
     let status = loop {
-        for pid in children(serve.pid()) {
+        for pid in descendants(&[serve.pid()]) {
             if !hosts.contains(&pid) {
                 hosts.push(pid);
             }
@@ -332,7 +332,7 @@ fn bad_input_is_a_400_naming_the_field_and_documented_input_is_taken() {
         None,
     );
     assert_eq!((status, v), (200, serde_json::json!([])));
-    let hosts = children(serve.pid());
+    let hosts = descendants(&[serve.pid()]);
     serve.stop();
     let deadline = Instant::now() + Duration::from_secs(20);
     while hosts.iter().any(|p| alive(*p)) && Instant::now() < deadline {

@@ -441,6 +441,135 @@ fn a_paused_box_whose_host_is_sigkilled_leaves_no_process_and_no_cgroup() {
     assert!(left.is_empty(), "cgroups left behind: {left:?}");
 }
 
+/// The server's host zygote, started on its first native box.
+fn zygotes(server: i32) -> Vec<i32> {
+    children(server)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .is_ok_and(|c| c.trim() == "airlock-zygote")
+        })
+        .collect()
+}
+
+/// Rss and Pss (KiB) of the pages of the host program that `pid` holds written: its relocated
+/// read-only data and its data (the mappings of `airlock-sandbox-host` with anonymous pages).
+/// Pss divides each page by the number of processes that map it, so Rss / Pss is how many
+/// processes share them.
+fn written_program_pages(pid: i32) -> (u64, u64) {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let (mut total_rss, mut total_pss) = (0, 0);
+    let (mut ours, mut rss, mut pss) = (false, 0, 0);
+    let field = |line: &str| -> u64 { line.split_whitespace().nth(1).unwrap().parse().unwrap() };
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && !first.ends_with(':') {
+            ours = line.ends_with("/airlock-sandbox-host");
+        } else if ours && first == "Rss:" {
+            rss = field(line);
+        } else if ours && first == "Pss:" {
+            pss = field(line);
+        } else if ours && first == "Anonymous:" && field(line) > 0 {
+            total_rss += rss;
+            total_pss += pss;
+        }
+    }
+    (total_rss, total_pss)
+}
+
+#[test]
+fn every_native_hosts_written_pages_are_one_copy_cloned_from_the_servers_zygote() {
+    // The exec of a box's host used to relocate the host program in every box (~270 KiB of
+    // written pages each, shared only with the box's own init). The server now clones every
+    // host from one zygote, as its own child: all of them share one copy.
+    let data = TempDir::new("srv-zygote");
+    let mut s = Server::start(&data, &["--backend", "native"], None);
+    let ids: Vec<String> = (0..3).map(|_| id_of(&s.create("{}"))).collect();
+    let hosts = s.sandbox_hosts();
+    assert_eq!(
+        hosts.len(),
+        3,
+        "each box's host is the server's child: {hosts:?}"
+    );
+    let zygote = zygotes(s.pid());
+    assert_eq!(zygote.len(), 1, "one zygote for the server: {zygote:?}");
+    let zygote = zygote[0];
+    for h in &hosts {
+        let (rss, pss) = written_program_pages(*h);
+        eprintln!("cloned host {h}: {rss} KiB of written program pages, {pss} KiB its share");
+        // The zygote, three hosts and three inits: 7 sharers; an exec'd host has 2.
+        assert!(
+            rss > 0 && pss * 4 <= rss,
+            "host {h}: {rss} KiB written, {pss} KiB its share: not shared across boxes"
+        );
+    }
+
+    // Positive control: with the zygote turned off each host is exec'd, and the same measure
+    // sees its written pages shared by two processes only (it and its box's init).
+    let off_data = TempDir::new("srv-zygote-off");
+    let mut off = Server::start_env(
+        &off_data,
+        &["--backend", "native"],
+        &[("AIRLOCK_HOST_ZYGOTE", "off")],
+    );
+    let off_ids: Vec<String> = (0..3).map(|_| id_of(&off.create("{}"))).collect();
+    assert!(zygotes(off.pid()).is_empty(), "no zygote when turned off");
+    for h in off.sandbox_hosts() {
+        let (rss, pss) = written_program_pages(h);
+        eprintln!("exec'd host {h}: {rss} KiB of written program pages, {pss} KiB its share");
+        assert!(
+            rss > 0 && pss * 3 > rss,
+            "exec'd host {h}: {rss} KiB written, {pss} KiB its share"
+        );
+    }
+    for id in &off_ids {
+        assert_eq!(off.sh(id, "echo up"), "up\n");
+    }
+    off.stop();
+
+    // The zygote SIGKILLed: no box ends (each host is the server's child, not the zygote's),
+    // and the next box gets a new zygote.
+    // SAFETY: kill with integer arguments; the pid is this test's server's child.
+    unsafe { libc::kill(zygote, libc::SIGKILL) };
+    wait_until("the zygote is gone", Duration::from_secs(10), || {
+        !alive(zygote)
+    });
+    for id in &ids {
+        assert_eq!(s.sh(id, "echo up"), "up\n", "box {id} outlived the zygote");
+    }
+    let fourth = id_of(&s.create("{}"));
+    assert_eq!(s.sh(&fourth, "echo up"), "up\n");
+    let again = zygotes(s.pid());
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_ne!(again[0], zygote);
+
+    // Once the last native box has ended, the zygote ends too.
+    for id in ids.iter().chain([&fourth]) {
+        let (status, v) = s.call("DELETE", &format!("/v1/sandboxes/{id}"), None);
+        assert_eq!(status, 200, "{v}");
+    }
+    wait_until(
+        "the zygote ends with the last box",
+        Duration::from_secs(10),
+        || zygotes(s.pid()).is_empty(),
+    );
+
+    // The server SIGKILLed: its zygote dies with it (and its boxes, as before).
+    let last = id_of(&s.create("{}"));
+    assert_eq!(s.sh(&last, "echo up"), "up\n");
+    let zygote = zygotes(s.pid());
+    assert_eq!(zygote.len(), 1, "{zygote:?}");
+    let inside = descendants(&[s.pid()]);
+    // SAFETY: kill with integer arguments, on the server this test started.
+    unsafe { libc::kill(s.pid(), libc::SIGKILL) };
+    let _ = s.serve.child.wait();
+    wait_until(
+        "the zygote and every box are gone",
+        Duration::from_secs(15),
+        || inside.iter().all(|p| !alive(*p)),
+    );
+}
+
 /// The server's one cleanup sentinel, started on its first native box.
 fn shared_sentinels(server: i32) -> Vec<i32> {
     children(server)

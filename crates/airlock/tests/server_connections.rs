@@ -170,27 +170,7 @@ fn loopback(c: u8, d: u8) -> Ipv4Addr {
 
 /// The sandbox-host processes started by the server.
 fn sandbox_hosts(server: i32) -> Vec<i32> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<i32>().ok());
-        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        // The shared cleanup sentinel is a host program's process too, not a box's.
-        if ppid == Some(server)
-            && cmdline.contains("sandbox-host")
-            && !cmdline.contains("--sentinel-service")
-        {
-            found.push(pid);
-        }
-    }
-    found
+    common::box_hosts(server)
 }
 
 /// Stops the server and checks that it left no box process behind.

@@ -6,7 +6,7 @@
 //! (see `airlock_native::box_host`); with `--sentinel-service` it is the one cleanup sentinel
 //! every box's host joins instead. Not for direct use.
 
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsFd, FromRawFd};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -30,6 +30,8 @@ fn main() -> ExitCode {
     let control = unsafe { std::os::fd::OwnedFd::from_raw_fd(3) };
     let code = if service {
         airlock_native::sentinel_service_main(control)
+    } else if airlock_native::host_zygote::asked(control.as_fd()) {
+        airlock_native::host_zygote::zygote_main(control, airlock_native::sandbox_host_main)
     } else {
         airlock_native::sandbox_host_main(control)
     };

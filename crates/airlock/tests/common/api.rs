@@ -2,7 +2,7 @@
 //! server's own processes. Shared by the server suites.
 #![allow(clippy::unwrap_used)]
 
-use super::{children, ServeProcess, TempDir};
+use super::{ServeProcess, TempDir};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::time::{Duration, Instant};
@@ -17,7 +17,17 @@ pub struct Server {
 
 impl Server {
     pub fn start(data: &TempDir, extra: &[&str], key: Option<&str>) -> Server {
-        let serve = ServeProcess::start(data.path(), extra);
+        Server::of(ServeProcess::start(data.path(), extra), key)
+    }
+
+    /// [`Server::start`] with `envs` added to the server's environment.
+    pub fn start_env(data: &TempDir, extra: &[&str], envs: &[(&str, &str)]) -> Server {
+        let mut cmd = std::process::Command::new(super::airlock_bin());
+        cmd.envs(envs.iter().copied());
+        Server::of(ServeProcess::start_with(cmd, data.path(), extra), None)
+    }
+
+    fn of(serve: ServeProcess, key: Option<&str>) -> Server {
         let printed_key = serve.printed_key.is_some();
         let key = serve
             .printed_key
@@ -127,16 +137,9 @@ impl Server {
             .collect()
     }
 
-    /// Children of the server that are sandbox hosts.
+    /// The server's boxes' host processes (see [`super::box_hosts`]).
     pub fn sandbox_hosts(&self) -> Vec<i32> {
-        children(self.pid())
-            .into_iter()
-            // The shared cleanup sentinel is a host program's process too, not a box's.
-            .filter(|p| {
-                let c = cmdline(*p);
-                c.contains("sandbox-host") && !c.contains("--sentinel-service")
-            })
-            .collect()
+        super::box_hosts(self.pid())
     }
 
     pub fn vm_hwm_kib(&self) -> u64 {

@@ -503,6 +503,25 @@ pub fn children(parent: i32) -> Vec<i32> {
     found
 }
 
+/// The hosts of `program`'s boxes: its children that run a box's host program, but the
+/// shared cleanup sentinel and the host zygote (`airlock-zygote`, which clones every native
+/// box's host as the program's child).
+pub fn box_hosts(program: i32) -> Vec<i32> {
+    children(program)
+        .into_iter()
+        .filter(|&p| {
+            let cmdline = String::from_utf8_lossy(
+                &std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default(),
+            )
+            .replace('\0', " ");
+            let comm = std::fs::read_to_string(format!("/proc/{p}/comm")).unwrap_or_default();
+            cmdline.contains("sandbox-host")
+                && !cmdline.contains("--sentinel-service")
+                && comm.trim() != "airlock-zygote"
+        })
+        .collect()
+}
+
 /// Every process below `roots` (children, their children, ...), found on the host.
 pub fn descendants(roots: &[i32]) -> Vec<i32> {
     let mut found = Vec::new();

@@ -165,30 +165,6 @@ impl Origin {
     }
 }
 
-/// Direct children of `pid` whose command line contains `needle`.
-pub fn children_with(pid: i32, needle: &str) -> Vec<i32> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let ppid = stat
-            .rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().nth(1))
-            .and_then(|s| s.parse::<i32>().ok());
-        let cmd =
-            String::from_utf8_lossy(&std::fs::read(e.path().join("cmdline")).unwrap_or_default())
-                .replace('\0', " ");
-        // The program's shared cleanup sentinel is a host program's process too, not a box's.
-        if ppid == Some(pid) && cmd.contains(needle) && !cmd.contains("--sentinel-service") {
-            found.push(p);
-        }
-    }
-    found
-}
-
 /// Processes (other than this one) whose working directory is `dir`, as their own mount
 /// namespace names it: box processes started in a workspace mapped at the same path count.
 pub fn pids_in_dir(dir: &Path) -> Vec<i32> {
