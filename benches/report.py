@@ -222,10 +222,13 @@ def pss_by_process():
 
 def role(pid, procs, server):
     """A box process's name and place: the server's child is a box's host (or the one cleanup
-    sentinel they share), its child the box's init (a copy of the host)."""
+    sentinel they share, or the zygote the hosts are cloned from), its child the box's init (a
+    copy of the host)."""
     name, ppid = procs[pid][0], procs[pid][1]
     if name == "airlock-cleanup":
         return "the server's shared cleanup sentinel"
+    if name == "airlock-zygote":
+        return "the server's host zygote"
     if ppid == server:
         return f"{name} (a box's host)"
     if ppid in procs and procs[ppid][1] == server:

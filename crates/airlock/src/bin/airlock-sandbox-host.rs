@@ -4,7 +4,9 @@
 //! a position-independent executable dirties all of its relocated read-only data: airlock's is
 //! ~680 KiB, this one's ~170 KiB. airlock starts it with its control socket at descriptor 3
 //! (see `airlock_native::box_host`); with `--sentinel-service` it is the one cleanup sentinel
-//! every box's host joins instead. Not for direct use.
+//! every box's host joins instead; told `zygote` on descriptor 3 it is the server's host zygote,
+//! which clones every box's host so that they share its relocated pages
+//! (`airlock_native::host_zygote`). Not for direct use.
 
 use std::os::fd::{AsFd, FromRawFd};
 use std::process::ExitCode;
