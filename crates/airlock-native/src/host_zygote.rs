@@ -9,9 +9,9 @@
 //! copy: the pages are never written again (they are read-only after relocation), so nothing
 //! is copied. BENCHMARKS.md "Idle density" has the figures.
 //!
-//! The program starts the zygote once (`airlock-sandbox-host` with its channel at descriptor
-//! 3, told what it is by a first [`HELLO`] message) and keeps it while it has native boxes,
-//! as it does the cleanup sentinel ([`crate::sentinel_service`]). For each box it sends the
+//! The program starts the zygote with its first native box (`airlock-sandbox-host` with its
+//! channel at descriptor 3, told what it is by a first [`HELLO`] message) and keeps it until
+//! it exits. For each box it sends the
 //! host's control socket down the channel (SCM_RIGHTS); the zygote clones itself with
 //! `CLONE_PARENT`, so the new host is the *program's* child, exactly as an exec'd one: the
 //! program waits for it, reaps it and kills it by pid, and its parent-death signal is tied to
@@ -48,32 +48,12 @@ struct Zygote {
     child: SpawnedHost,
 }
 
-/// The zygote, and how many boxes hold a [`Lease`] on it.
-struct State {
-    zygote: Option<Zygote>,
-    leases: usize,
-}
-
-static STATE: Mutex<State> = Mutex::new(State {
-    zygote: None,
-    leases: 0,
-});
-
-/// A box's hold on the zygote: the last one dropped stops it (its channel closes and it
-/// exits), so nothing of airlock's stays under a program whose native boxes have all ended.
-pub(crate) struct Lease(());
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let mut state = STATE.lock().unwrap_or_else(PoisonError::into_inner);
-        state.leases = state.leases.saturating_sub(1);
-        if state.leases == 0 {
-            if let Some(z) = state.zygote.take() {
-                stop(z);
-            }
-        }
-    }
-}
+/// The program's zygote: started with its first native box, kept until the program exits (its
+/// channel closes then, or its parent-death signal comes). Kept between boxes rather than
+/// stopped with the last one: a pool's claim and delete would otherwise stop it and its refill
+/// exec a new one, the cost the zygote is there to save. An idle zygote holds no secret and
+/// shares its pages with every host.
+static ZYGOTE: Mutex<Option<Zygote>> = Mutex::new(None);
 
 /// Closes the zygote's channel (it exits at once) and reaps it in the background.
 fn stop(Zygote { channel, mut child }: Zygote) {
@@ -94,36 +74,36 @@ fn turned_off() -> bool {
 }
 
 /// A host for `control`, made by the program's zygote (started from `exe` when there is
-/// none) as the program's own child, and the box's lease on the zygote. `Ok(None)` when no
+/// none) as the program's own child. `Ok(None)` when no
 /// zygote can be had and no host was made: the caller then execs the host itself. `Err` when
 /// the zygote was asked but did not answer: a host may then hold `control`, so the caller
 /// must not hand it to another (the zygote is replaced for the next box).
 pub(crate) fn fork_host(
     exe: &Path,
     control: BorrowedFd<'_>,
-) -> Result<Option<(SpawnedHost, Lease)>, String> {
+) -> Result<Option<SpawnedHost>, String> {
     if turned_off() {
         return Ok(None);
     }
-    let mut state = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut zygote = ZYGOTE.lock().unwrap_or_else(PoisonError::into_inner);
     for _ in 0..2 {
-        if state.zygote.is_none() {
+        if zygote.is_none() {
             match start(exe) {
-                Ok(z) => state.zygote = Some(z),
+                Ok(z) => *zygote = Some(z),
                 Err(e) => {
                     eprintln!("airlock: cannot start the host zygote ({e}); each box's host is started on its own");
                     return Ok(None);
                 }
             }
         }
-        let Some(z) = state.zygote.as_ref() else {
+        let Some(z) = zygote.as_ref() else {
             return Ok(None);
         };
         let asked =
             airlock_jail::net::send_with_fds(z.channel.as_raw_fd(), FORK, &[control.as_raw_fd()]);
         if asked.is_err() {
             // It is gone (EPIPE) and never saw the socket: start another and ask again.
-            if let Some(mut old) = state.zygote.take() {
+            if let Some(mut old) = zygote.take() {
                 old.child.kill();
                 stop(old);
             }
@@ -136,16 +116,13 @@ pub(crate) fn fork_host(
             Err(_) => String::new(),
         };
         return match (reply, text.parse::<libc::pid_t>()) {
-            (Ok((n, _)), Ok(pid)) if n > 0 && pid > 0 => {
-                state.leases += 1;
-                Ok(Some((SpawnedHost::adopted(pid), Lease(()))))
-            }
+            (Ok((n, _)), Ok(pid)) if n > 0 && pid > 0 => Ok(Some(SpawnedHost::adopted(pid))),
             (Ok((n, _)), _) if n > 0 => {
                 eprintln!("airlock: the host zygote cannot make a host ({text}); this box's host is started on its own");
                 Ok(None)
             }
             (reply, _) => {
-                if let Some(mut old) = state.zygote.take() {
+                if let Some(mut old) = zygote.take() {
                     old.child.kill();
                     stop(old);
                 }

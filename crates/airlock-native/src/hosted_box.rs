@@ -70,9 +70,6 @@ pub(crate) struct HostedBox {
     /// The box's hold on the program's shared cleanup sentinel (native boxes), given back
     /// after the host has ended (fields drop after [`Drop::drop`]).
     _sentinel_lease: Option<crate::sentinel_service::Lease>,
-    /// The zygote that forked the host, held until the host has ended (its parent-death
-    /// signal is tied to the zygote).
-    _zygote_lease: Option<crate::host_zygote::Lease>,
 }
 
 /// The owner's requests to the host and their replies, one exchange at a time: shared by the
@@ -257,19 +254,16 @@ impl HostedBox {
             } else {
                 None
             };
-        let (mut child, zygote_lease) = match forked {
-            Some((child, lease)) => (child, Some(lease)),
-            None => {
-                let child = SpawnedHost::spawn(exe, &args, theirs.as_fd()).map_err(|e| {
-                    let shown: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
-                    BackendError::Start(format!(
-                        "cannot run {} {}: {e}",
-                        exe.display(),
-                        shown.join(" ")
-                    ))
-                })?;
-                (child, None)
-            }
+        let mut child = match forked {
+            Some(child) => child,
+            None => SpawnedHost::spawn(exe, &args, theirs.as_fd()).map_err(|e| {
+                let shown: Vec<_> = args.iter().map(|a| a.to_string_lossy()).collect();
+                BackendError::Start(format!(
+                    "cannot run {} {}: {e}",
+                    exe.display(),
+                    shown.join(" ")
+                ))
+            })?,
         };
         drop(theirs);
         let fail = |child: &mut SpawnedHost, e: BackendError| {
@@ -371,7 +365,6 @@ impl HostedBox {
             agent: Some(agent),
             proxied,
             _sentinel_lease: sentinel_lease,
-            _zygote_lease: zygote_lease,
         })
     }
 

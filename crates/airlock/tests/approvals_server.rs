@@ -428,10 +428,13 @@ fn another_sandboxs_approvals_are_out_of_reach_and_an_ended_sandbox_drops_its_ow
     assert_eq!(status, 200);
     let until = Instant::now() + Duration::from_secs(10);
     // The microVM backend keeps a warm pool of VMs restored ahead of time, waiting for a
-    // config (no box, no policy yet): those QEMUs stay under the server; nothing else may.
+    // config (no box, no policy yet): those QEMUs stay under the server, as does the native
+    // hosts' zygote (no box's either: it holds nothing but the host program); nothing else may.
     let warm_pool = |p: &i32| {
-        common::test_backend_kind() == airlock_policy::BackendKind::Microvm
-            && common::api::cmdline(*p).starts_with("qemu-system")
+        (common::test_backend_kind() == airlock_policy::BackendKind::Microvm
+            && common::api::cmdline(*p).starts_with("qemu-system"))
+            || std::fs::read_to_string(format!("/proc/{p}/comm"))
+                .is_ok_and(|c| c.trim() == "airlock-zygote")
     };
     while !descendants(&[api.serve.pid()]).iter().all(&warm_pool) {
         assert!(
