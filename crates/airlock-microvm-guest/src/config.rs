@@ -12,6 +12,10 @@ pub const PORT_CTL: &str = "airlock.ctl";
 pub const CTL_DETACH: &str = "detach-shares";
 /// Control word: mount them again (after the checkpoint, or in a VM restored from one).
 pub const CTL_ATTACH: &str = "attach-shares";
+/// Control word, followed by a space and the host's wall clock in Unix nanoseconds: set the
+/// guest's clock to it. A VM restored from a snapshot, or resumed after a pause, keeps the
+/// time it had when it was saved or stopped.
+pub const CTL_CLOCK: &str = "clock";
 /// The control port's answer when the word was done; otherwise `error: <sentence>`.
 pub const CTL_OK: &str = "ok";
 /// The line the init writes once its port is open and it waits for the config (a template
@@ -59,6 +63,19 @@ pub struct GuestConfig {
     /// made to hold the box's secrets. Only the certificate: its key stays with the proxy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust_ca: Option<String>,
+    /// The host's wall clock when it sent this config, Unix nanoseconds: the init sets the
+    /// guest's clock to it before it builds the box (a VM restored from a template snapshot
+    /// would otherwise keep the snapshot's time, and TLS would call new certificates not yet
+    /// valid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_clock_ns: Option<u64>,
+}
+
+/// The wall clock now, Unix nanoseconds (0 before 1970).
+pub fn wall_clock_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// The CA bundle the box's TLS clients read (Debian's path; the trust variables name it).
@@ -119,9 +136,11 @@ mod tests {
             cwd: "/w".into(),
             proxy_port: None,
             trust_ca: None,
+            wall_clock_ns: None,
         };
         let text = serde_json::to_string(&c).unwrap();
         assert!(!text.contains("trust_ca"), "absent when none: {text}");
+        assert!(!text.contains("wall_clock_ns"), "absent when none: {text}");
         assert!(!text.contains("box_root"), "absent when false: {text}");
         assert_eq!(serde_json::from_str::<GuestConfig>(&text).unwrap(), c);
         let bad = text.replacen('{', r#"{"extra":1,"#, 1);

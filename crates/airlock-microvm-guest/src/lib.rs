@@ -14,6 +14,6 @@ pub mod mux;
 pub mod init;
 
 pub use config::{
-    GuestConfig, GuestRoot, GuestShare, CTL_ATTACH, CTL_DETACH, CTL_OK, INIT_READY, INIT_WAITING,
-    PORT_AGENT, PORT_CTL, PORT_NET, TRUST_BUNDLE,
+    wall_clock_ns, GuestConfig, GuestRoot, GuestShare, CTL_ATTACH, CTL_CLOCK, CTL_DETACH, CTL_OK,
+    INIT_READY, INIT_WAITING, PORT_AGENT, PORT_CTL, PORT_NET, TRUST_BUNDLE,
 };

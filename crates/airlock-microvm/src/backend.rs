@@ -193,12 +193,16 @@ impl MicrovmBackend {
         };
         let has_shares = !spec.shares.is_empty();
         let mut ctl = vm.ctl.take();
-        if configure.is_none() && has_shares {
-            // Restored from a checkpoint: its shares were detached for the save.
+        if configure.is_none() {
+            // Restored from a checkpoint: its clock is the checkpoint's, and its shares were
+            // detached for the save.
             let port = ctl
                 .as_mut()
                 .ok_or_else(|| BackendError::Start("the restored VM has no control port".into()))?;
-            crate::control::send(port, airlock_microvm_guest::CTL_ATTACH)?;
+            crate::control::set_clock(port)?;
+            if has_shares {
+                crate::control::send(port, airlock_microvm_guest::CTL_ATTACH)?;
+            }
         }
         Ok(Box::new(MicrovmBox {
             receipt: crate::receipt::receipt(&plan, template, &accel, &how),

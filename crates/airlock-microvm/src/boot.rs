@@ -60,7 +60,12 @@ pub fn configure(
         .agent
         .take()
         .ok_or_else(|| MicrovmError::Boot("the agent's port was already taken".into()))?;
-    let mut line = serde_json::to_vec(cfg).map_err(|e| MicrovmError::Invalid(e.to_string()))?;
+    // The guest's clock is the snapshot's until the init sets it to the host's, now.
+    let cfg = GuestConfig {
+        wall_clock_ns: Some(airlock_microvm_guest::wall_clock_ns()),
+        ..cfg.clone()
+    };
+    let mut line = serde_json::to_vec(&cfg).map_err(|e| MicrovmError::Invalid(e.to_string()))?;
     line.push(b'\n');
     stream
         .write_all(&line)

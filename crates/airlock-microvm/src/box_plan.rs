@@ -209,6 +209,8 @@ pub fn plan(
         cwd: cwd.clone(),
         proxy_port: proxied.then_some(airlock_native::PROXY_PORT),
         trust_ca: None,
+        // Set when the config is sent (`boot::configure`).
+        wall_clock_ns: None,
     };
     Ok(BoxPlan {
         memory_mib,

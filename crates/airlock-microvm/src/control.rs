@@ -48,3 +48,10 @@ pub fn send(port: &mut UnixStream, word: &str) -> Result<(), MicrovmError> {
             .to_string(),
     ))
 }
+
+/// Sets the guest's clock to the host's (after a restore or a resume: the VM kept the time it
+/// was saved or stopped at).
+pub fn set_clock(port: &mut UnixStream) -> Result<(), MicrovmError> {
+    let ns = airlock_microvm_guest::wall_clock_ns();
+    send(port, &format!("{} {ns}", airlock_microvm_guest::CTL_CLOCK))
+}

@@ -135,7 +135,16 @@ impl BoxInstance for MicrovmBox {
     }
 
     fn resume(&mut self) -> Result<(), BackendError> {
-        self.monitor("cont")
+        self.monitor("cont")?;
+        // The guest's clock stood still while the VM was stopped.
+        if let Some(port) = self.ctl.as_mut() {
+            if let Err(e) = crate::control::set_clock(port) {
+                eprintln!(
+                    "airlock: the resumed microVM box keeps its clock from before the pause: {e}"
+                );
+            }
+        }
+        Ok(())
     }
 
     fn checkpoint(

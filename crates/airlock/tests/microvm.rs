@@ -634,6 +634,83 @@ fn a_box_after_the_first_starts_from_the_template_snapshot_not_a_boot() {
     s.kill();
 }
 
+/// How far the box's clock is from the host's, in seconds: the box's `date` against the
+/// host's time around the command (0 when it lies between them).
+fn clock_skew(s: &mut LiveSandbox) -> f64 {
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let before = now();
+    let (out, err, code) = sh(s, "date +%s.%N");
+    let after = now();
+    assert_eq!(code, Some(0), "{err}");
+    let inside: f64 = out.trim().parse().unwrap();
+    if inside < before {
+        inside - before
+    } else if inside > after {
+        inside - after
+    } else {
+        0.0
+    }
+}
+
+#[test]
+fn a_box_has_the_hosts_time_after_a_snapshot_restore_a_pause_and_a_checkpoint() {
+    // A VM restored from a snapshot, or resumed after a pause, used to keep the time it was
+    // saved or stopped at: TLS clients in it called new certificates "not yet valid".
+    const GAP: Duration = Duration::from_secs(3);
+    let ws = TempDir::new("mvm-clock");
+    let p = policy(ws.path(), |f| f.workspace = Some("none".into()));
+    let b = backend();
+    // The first box of this layout may boot and save the template snapshot; the next one is
+    // restored from it, at least GAP later.
+    b.start(&p, &Template::Host, &StartOptions::default())
+        .unwrap()
+        .kill();
+    std::thread::sleep(GAP);
+    let mut s = LiveSandbox::connect(
+        b.start(&p, &Template::Host, &StartOptions::default())
+            .unwrap(),
+    )
+    .unwrap();
+    let skew = clock_skew(&mut s);
+    assert!(
+        skew.abs() < 1.5,
+        "restored from the template snapshot: {skew:.3} s off"
+    );
+
+    s.pause().unwrap();
+    std::thread::sleep(GAP);
+    s.resume().unwrap();
+    let skew = clock_skew(&mut s);
+    assert!(skew.abs() < 1.5, "resumed after {GAP:?}: {skew:.3} s off");
+
+    let checkpoint = TempDir::new("mvm-clock-ckpt");
+    s.checkpoint(checkpoint.path(), &CheckpointOptions::default())
+        .unwrap();
+    s.kill();
+    std::thread::sleep(GAP);
+    let mut r = LiveSandbox::connect(
+        b.restore(
+            checkpoint.path(),
+            &p,
+            &Template::Host,
+            &StartOptions::default(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let skew = clock_skew(&mut r);
+    assert!(
+        skew.abs() < 1.5,
+        "restored from a checkpoint {GAP:?} old: {skew:.3} s off"
+    );
+    r.kill();
+}
+
 #[test]
 fn killing_airlock_kills_its_vms_and_leaves_nothing_behind() {
     let data = TempDir::new("mvm-serve");

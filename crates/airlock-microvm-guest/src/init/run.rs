@@ -57,7 +57,11 @@ fn start() -> Result<()> {
     let mut port = ports::open(PORT_AGENT)?;
     writeln!(port, "{INIT_WAITING}").map_err(io_err("cannot greet the host"))?;
     let cfg = read_config(&mut port)?;
-    match build(&cfg, &port, &filter) {
+    let built = match cfg.wall_clock_ns {
+        Some(ns) => super::sys::set_wall_clock(ns).and_then(|()| build(&cfg, &port, &filter)),
+        None => build(&cfg, &port, &filter),
+    };
+    match built {
         Ok(agent_pid) => reap_until(agent_pid),
         Err(e) => {
             let _ = writeln!(port, "error: {e}");

@@ -85,3 +85,17 @@ pub fn write_file(path: &str, data: &[u8]) -> Result<()> {
     }
     std::fs::write(path, data).map_err(io_err(format!("cannot write {path}")))
 }
+
+/// Sets the wall clock to `ns` Unix nanoseconds (PID 1 is root in the guest).
+pub fn set_wall_clock(ns: u64) -> Result<()> {
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: clock_settime with a valid timespec on the stack.
+    cvt(
+        unsafe { libc::clock_settime(libc::CLOCK_REALTIME, &ts) },
+        || "cannot set the guest's clock to the host's".to_string(),
+    )
+    .map(|_| ())
+}
