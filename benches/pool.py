@@ -50,7 +50,8 @@ def ms(t):
 
 
 def first_output(server, body):
-    """(ms to the create's answer, ms to the first line of the first command's output)."""
+    """(ms to the create's answer, ms to the first line of the first command's output, ms of
+    the delete that follows)."""
     t = time.perf_counter()
     sid = json.loads(server.call("POST", "/v1/sandboxes", body))["id"]
     created = ms(t)
@@ -63,8 +64,9 @@ def first_output(server, body):
     took = ms(t)
     rest = r.read()
     assert b"hi" in first, (first, rest)
+    t = time.perf_counter()
     server.call("DELETE", f"/v1/sandboxes/{sid}")
-    return created, took
+    return created, took, ms(t)
 
 
 def plain(n):
@@ -93,7 +95,7 @@ def compare(name, body, n):
         without.append(first_output(plain_server, body))
     series.append({"name": f"{name}, with a pool", "kind": "airlock", "samples": [x[1] for x in with_pool]})
     series.append({"name": f"{name}, without", "kind": "peer", "samples": [x[1] for x in without]})
-    for i, what in ((0, "create"), (1, "create -> first output")):
+    for i, what in ((0, "create"), (1, "create -> first output"), (2, "delete (to its answer)")):
         a, b = [x[i] for x in with_pool], [x[i] for x in without]
         print(f"{name} {what}, median of {n}: with a pool {med(a):.2f} ms (p90 {p90(a):.2f}), "
               f"without {med(b):.2f} ms (p90 {p90(b):.2f}); {med(b) / med(a):.1f}x")
