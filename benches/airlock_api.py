@@ -32,18 +32,32 @@ class Server:
                 addr = line[len("listening on http://"):]
         self.base = "http://" + addr
         host, port = addr.rsplit(":", 1)
-        self.conn = http.client.HTTPConnection(host, int(port), timeout=300)
+        self.host, self.port = host, int(port)
+        self.connect()
+        self.auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    def connect(self):
+        """A new keep-alive connection. The server closes one that sends no request within its
+        --header-timeout (10 s) of its opening, e.g. while another server's pools fill."""
+        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=300)
         self.conn.connect()
         self.conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
     @property
     def pid(self):
         return self.proc.pid
 
     def call(self, method, path, body=None):
-        self.conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=self.auth)
-        r = self.conn.getresponse()
+        data = json.dumps(body) if body is not None else None
+        try:
+            self.conn.request(method, path, body=data, headers=self.auth)
+            r = self.conn.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # Closed by the server while idle (never mid-request: it sent nothing back).
+            self.conn.close()
+            self.connect()
+            self.conn.request(method, path, body=data, headers=self.auth)
+            r = self.conn.getresponse()
         payload = r.read()
         if r.status >= 300:
             raise RuntimeError(f"{method} {path}: {r.status} {payload[:300]!r}")
