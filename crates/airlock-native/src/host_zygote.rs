@@ -74,10 +74,10 @@ fn turned_off() -> bool {
 }
 
 /// A host for `control`, made by the program's zygote (started from `exe` when there is
-/// none) as the program's own child. `Ok(None)` when no
-/// zygote can be had and no host was made: the caller then execs the host itself. `Err` when
-/// the zygote was asked but did not answer: a host may then hold `control`, so the caller
-/// must not hand it to another (the zygote is replaced for the next box).
+/// none) as the program's own child. `Ok(None)` when no zygote can be had and no host was
+/// made: the caller then execs the host itself. `Err` when the zygote was asked but did not
+/// answer: a host may then hold `control`, so the caller must not hand it to another (the
+/// zygote is replaced for the next box).
 pub(crate) fn fork_host(
     exe: &Path,
     control: BorrowedFd<'_>,
@@ -110,14 +110,24 @@ pub(crate) fn fork_host(
             continue;
         }
         let mut buf = [0u8; 256];
-        let reply = airlock_jail::net::recv_with_fds(z.channel.as_raw_fd(), &mut buf, 1);
+        let reply =
+            airlock_jail::net::recv_with_fds(z.channel.as_raw_fd(), &mut buf, 1).map(|(n, fds)| {
+                // The zygote attaches none; one that came anyway is closed here.
+                // SAFETY: a descriptor received over SCM_RIGHTS is new here, and ours.
+                drop(
+                    fds.into_iter()
+                        .map(|fd| unsafe { OwnedFd::from_raw_fd(fd) })
+                        .collect::<Vec<_>>(),
+                );
+                n
+            });
         let text = match &reply {
-            Ok((n, _)) => String::from_utf8_lossy(&buf[..*n]).into_owned(),
+            Ok(n) => String::from_utf8_lossy(&buf[..*n]).into_owned(),
             Err(_) => String::new(),
         };
         return match (reply, text.parse::<libc::pid_t>()) {
-            (Ok((n, _)), Ok(pid)) if n > 0 && pid > 0 => Ok(Some(SpawnedHost::adopted(pid))),
-            (Ok((n, _)), _) if n > 0 => {
+            (Ok(n), Ok(pid)) if n > 0 && pid > 0 => Ok(Some(SpawnedHost::adopted(pid))),
+            (Ok(n), _) if n > 0 => {
                 eprintln!("airlock: the host zygote cannot make a host ({text}); this box's host is started on its own");
                 Ok(None)
             }
@@ -126,10 +136,11 @@ pub(crate) fn fork_host(
                     old.child.kill();
                     stop(old);
                 }
-                Err(match reply {
+                let why = match reply {
                     Err(e) => format!("the host zygote did not answer: {e}"),
                     Ok(_) => "the host zygote ended before it answered".to_string(),
-                })
+                };
+                Err(format!("{why}; the next box starts a new zygote (or set {ENV}=off to start each box's host on its own)"))
             }
         };
     }
@@ -172,21 +183,26 @@ fn start(exe: &Path) -> io::Result<Zygote> {
 /// left where it is.
 pub fn asked(control: BorrowedFd<'_>) -> bool {
     let mut buf = [0u8; 16];
-    // SAFETY: recv into a buffer we own, of its length, peeking only.
-    let n = unsafe {
-        libc::recv(
-            control.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_PEEK,
-        )
+    let recv = |buf: &mut [u8], flags: libc::c_int| loop {
+        // SAFETY: recv into a buffer we own, of its length.
+        let n = unsafe {
+            libc::recv(
+                control.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                flags,
+            )
+        };
+        if n != -1 || io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return n;
+        }
     };
+    let n = recv(&mut buf, libc::MSG_PEEK);
     if usize::try_from(n).ok() != Some(HELLO.len()) || &buf[..HELLO.len()] != HELLO {
         return false;
     }
-    // SAFETY: the same recv without MSG_PEEK: takes the message we just read.
-    unsafe { libc::recv(control.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-    true
+    // Takes the message just peeked at.
+    recv(&mut buf, 0) == n
 }
 
 /// The zygote: makes a host (running `host_main` on its control socket) for each request on

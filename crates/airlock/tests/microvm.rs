@@ -634,6 +634,12 @@ fn a_box_after_the_first_starts_from_the_template_snapshot_not_a_boot() {
     s.kill();
 }
 
+/// Asserts that the box's clock is within 1.5 s of the host's, `after` what.
+fn assert_on_time(s: &mut LiveSandbox, after: &str) {
+    let skew = clock_skew(s);
+    assert!(skew.abs() < 1.5, "{after}: {skew:.3} s off");
+}
+
 /// How far the box's clock is from the host's, in seconds: the box's `date` against the
 /// host's time around the command (0 when it lies between them).
 fn clock_skew(s: &mut LiveSandbox) -> f64 {
@@ -676,17 +682,12 @@ fn a_box_has_the_hosts_time_after_a_snapshot_restore_a_pause_and_a_checkpoint() 
             .unwrap(),
     )
     .unwrap();
-    let skew = clock_skew(&mut s);
-    assert!(
-        skew.abs() < 1.5,
-        "restored from the template snapshot: {skew:.3} s off"
-    );
+    assert_on_time(&mut s, "restored from the template snapshot");
 
     s.pause().unwrap();
     std::thread::sleep(GAP);
     s.resume().unwrap();
-    let skew = clock_skew(&mut s);
-    assert!(skew.abs() < 1.5, "resumed after {GAP:?}: {skew:.3} s off");
+    assert_on_time(&mut s, &format!("resumed after {GAP:?}"));
 
     let checkpoint = TempDir::new("mvm-clock-ckpt");
     s.checkpoint(checkpoint.path(), &CheckpointOptions::default())
@@ -703,11 +704,7 @@ fn a_box_has_the_hosts_time_after_a_snapshot_restore_a_pause_and_a_checkpoint() 
         .unwrap(),
     )
     .unwrap();
-    let skew = clock_skew(&mut r);
-    assert!(
-        skew.abs() < 1.5,
-        "restored from a checkpoint {GAP:?} old: {skew:.3} s off"
-    );
+    assert_on_time(&mut r, &format!("restored from a checkpoint {GAP:?} old"));
     r.kill();
 }
 
