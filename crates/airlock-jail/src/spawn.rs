@@ -302,6 +302,36 @@ impl SpawnedBox {
         }
     }
 
+    /// Reaps the box's init if it exits before `deadline`, watching its pidfd (so its end is
+    /// seen the moment it comes, not at the next tick of a polling sleep); `None` if it still
+    /// runs then.
+    pub fn reap_by(&self, deadline: std::time::Instant) -> Option<libc::c_int> {
+        loop {
+            if let Some(status) = self.try_reap() {
+                return Some(status);
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            let mut pfd = libc::pollfd {
+                fd: self.pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // Rounded up: a wait of 0 ms before the deadline would spin.
+            let ms = libc::c_int::try_from(left.as_millis() + 1).unwrap_or(libc::c_int::MAX);
+            // SAFETY: one valid pollfd on the stack; the pidfd is owned by self and open.
+            if unsafe { libc::poll(&mut pfd, 1, ms) } == -1
+                && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
+            {
+                // Not pollable (it cannot happen with a pidfd from clone3): a short sleep
+                // instead, still bounded by the deadline.
+                std::thread::sleep(left.min(std::time::Duration::from_millis(2)));
+            }
+        }
+    }
+
     /// Non-blocking reap: the wait status if init has exited.
     pub fn try_reap(&self) -> Option<libc::c_int> {
         let mut status = 0;

@@ -640,27 +640,13 @@ fn assert_on_time(s: &mut LiveSandbox, after: &str) {
     assert!(skew.abs() < 1.5, "{after}: {skew:.3} s off");
 }
 
-/// How far the box's clock is from the host's, in seconds: the box's `date` against the
-/// host's time around the command (0 when it lies between them).
+/// How far the box's clock is from the host's, in seconds.
 fn clock_skew(s: &mut LiveSandbox) -> f64 {
-    let now = || {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64()
-    };
-    let before = now();
-    let (out, err, code) = sh(s, "date +%s.%N");
-    let after = now();
-    assert_eq!(code, Some(0), "{err}");
-    let inside: f64 = out.trim().parse().unwrap();
-    if inside < before {
-        inside - before
-    } else if inside > after {
-        inside - after
-    } else {
-        0.0
-    }
+    common::clock_skew(|| {
+        let (out, err, code) = sh(s, "date +%s.%N");
+        assert_eq!(code, Some(0), "{err}");
+        out
+    })
 }
 
 #[test]

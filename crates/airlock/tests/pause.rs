@@ -1,7 +1,8 @@
 //! Pause, resume, snapshots and fork through `airlock serve`'s REST API, on real boxes: a paused
-//! microVM box outlives a SIGKILL of the server and resumes with its processes; a fork of three
-//! continues from one state and diverges; a snapshot damaged on disk is refused, never restored;
-//! a native box's pause says plainly what a server restart keeps.
+//! microVM or gVisor box outlives a SIGKILL of the server and resumes with its processes and the
+//! host's time; a fork of three continues from one state and diverges; a snapshot damaged on
+//! disk is refused, never restored; a native box's pause says plainly what a server restart
+//! keeps.
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -197,10 +198,17 @@ fn paused_box_outlives_a_server_sigkill(backend: &str) {
         listed.as_array().unwrap().iter().any(|s| s["id"] == id),
         "{listed}"
     );
+    // Long enough paused that a box that kept the time it was paused at is seen to.
+    std::thread::sleep(std::time::Duration::from_secs(3));
     let (code, resumed) = api.call("POST", &format!("/v1/sandboxes/{id}/resume"), None);
     assert_eq!(code, 200, "{resumed}");
     assert_eq!(resumed["resumed"]["kept"], "memory", "{resumed}");
     assert_eq!(resumed["sandbox"]["state"], "running");
+    let skew = common::clock_skew(|| api.sh(&id, "date +%s.%N"));
+    assert!(
+        skew.abs() < 1.5,
+        "the resumed {backend} box's clock is {skew:.3} s off the host's"
+    );
     let out = api.sh(
         &id,
         &format!(

@@ -12,6 +12,32 @@ pub fn airlock_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_airlock"))
 }
 
+/// How far a box's clock is from the host's, in seconds: `box_date` runs `date +%s.%N` in the
+/// box and returns its output; that time is set against the host's time around the call (0 when
+/// it lies between them).
+pub fn clock_skew(box_date: impl FnOnce() -> String) -> f64 {
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("the host's clock is after 1970")
+            .as_secs_f64()
+    };
+    let before = now();
+    let out = box_date();
+    let after = now();
+    let inside: f64 = out
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("the box's date {out:?}: {e}"));
+    if inside < before {
+        inside - before
+    } else if inside > after {
+        inside - after
+    } else {
+        0.0
+    }
+}
+
 /// A directory the test owns, removed on drop (also if the test fails).
 pub struct TempDir(pub PathBuf);
 
