@@ -84,6 +84,48 @@ pub fn store_state(s: SessionState) -> SandboxState {
 
 impl SessionObserver for StoreObserver {
     fn session_changed(&self, info: &SessionInfo) {
+        self.sessions_changed(std::slice::from_ref(info));
+    }
+
+    /// Every change told together is recorded in one commit (a pooled create's `starting` and
+    /// `running` were two, each writing the record's pages and an event's again); if that
+    /// commit fails, each change is tried in a commit of its own, so one bad change loses no
+    /// other.
+    fn sessions_changed(&self, infos: &[SessionInfo]) {
+        for info in infos {
+            self.forget_if_ended(info);
+        }
+        let store = lock(&self.store);
+        if infos.len() > 1 {
+            let together = store.in_transaction(|store| {
+                infos
+                    .iter()
+                    .map(|info| self.record_in(store, info))
+                    .collect::<Result<Vec<bool>, _>>()
+            });
+            if let Ok(inserted) = together {
+                for (info, _) in infos.iter().zip(inserted).filter(|(_, new)| *new) {
+                    self.recorded(&info.id);
+                }
+                return;
+            }
+        }
+        for info in infos {
+            match store.in_transaction(|store| self.record_in(store, info)) {
+                Ok(true) => self.recorded(&info.id),
+                Ok(false) => {}
+                Err(e) => eprintln!(
+                    "airlock serve: cannot record sandbox {} in the store: {e}",
+                    info.id
+                ),
+            }
+        }
+    }
+}
+
+impl StoreObserver {
+    /// What an ended sandbox leaves behind outside the store goes with it.
+    fn forget_if_ended(&self, info: &SessionInfo) {
         if store_state(info.state).is_terminal() {
             self.e2b.forget_box(&info.id);
             // An ended sandbox's snapshots go with it.
@@ -94,18 +136,26 @@ impl SessionObserver for StoreObserver {
             self.approvals.forget(&info.id);
             self.denials.forget(&info.id);
         }
-        if let Err(e) = self.record(info) {
-            eprintln!(
-                "airlock serve: cannot record sandbox {} in the store: {e}",
-                info.id
-            );
-        }
     }
-}
 
-impl StoreObserver {
-    fn record(&self, info: &SessionInfo) -> Result<(), airlock_store::StoreError> {
-        let store = lock(&self.store);
+    /// A sandbox's record was committed: what the create handler left for it is no longer
+    /// needed.
+    fn recorded(&self, id: &str) {
+        self.pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+    }
+
+    /// Writes one change into `store`, inside the caller's transaction (the record and its
+    /// event, or the change's writes, land together). `true` when it made the sandbox's
+    /// record; the caller then forgets its pending entry once committed ([`Self::recorded`]),
+    /// so a commit that fails leaves it for another try.
+    fn record_in(
+        &self,
+        store: &airlock_store::Store,
+        info: &SessionInfo,
+    ) -> Result<bool, airlock_store::StoreError> {
         let state = store_state(info.state);
         let detail = serde_json::json!({ "state": state.as_str(), "reason": info.reason, "deadline_ms": info.deadline_ms });
         match store.sandbox_progress(&info.id)? {
@@ -114,32 +164,28 @@ impl StoreObserver {
                     .pending
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&info.id);
+                    .get(&info.id)
+                    .cloned();
                 let Some(pending) = pending else {
-                    return Ok(());
+                    return Ok(false);
                 };
-                // The record and its first event in one commit.
-                store.in_transaction(|store| {
-                    store.insert_sandbox(&NewSandbox {
-                        id: info.id.clone(),
-                        template: info.template.clone(),
-                        policy: pending.policy,
-                        metadata: info.metadata.clone(),
-                        token_hash: pending.token_hash,
-                        created_ms: info.created_ms,
-                        deadline_ms: info.deadline_ms,
-                        state,
-                    })?;
-                    if let Some(reason) = &info.reason {
-                        store.set_state(&info.id, state, Some(reason))?;
-                    }
-                    store.add_event(&info.id, "state", &detail)?;
-                    Ok(())
+                store.insert_sandbox(&NewSandbox {
+                    id: info.id.clone(),
+                    template: info.template.clone(),
+                    policy: pending.policy,
+                    metadata: info.metadata.clone(),
+                    token_hash: pending.token_hash,
+                    created_ms: info.created_ms,
+                    deadline_ms: info.deadline_ms,
+                    state,
                 })?;
+                if let Some(reason) = &info.reason {
+                    store.set_state(&info.id, state, Some(reason))?;
+                }
+                store.add_event(&info.id, "state", &detail)?;
+                Ok(true)
             }
-            // One commit for the change's writes (a resume makes two changes; each was three
-            // commits).
-            Some((recorded_state, recorded_deadline)) => store.in_transaction(|store| {
+            Some((recorded_state, recorded_deadline)) => {
                 if recorded_deadline != info.deadline_ms {
                     store.set_deadline(&info.id, info.deadline_ms)?;
                 }
@@ -149,9 +195,8 @@ impl StoreObserver {
                 } else if recorded_deadline != info.deadline_ms {
                     store.add_event(&info.id, "deadline", &detail)?;
                 }
-                Ok(())
-            })?,
+                Ok(false)
+            }
         }
-        Ok(())
     }
 }

@@ -577,9 +577,7 @@ impl<F: BoxFactory> SessionManager<F> {
             if changes.is_empty() {
                 return;
             }
-            for info in &changes {
-                self.observer.session_changed(info);
-            }
+            self.observer.sessions_changed(&changes);
         }
     }
 

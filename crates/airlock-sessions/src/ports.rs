@@ -69,11 +69,20 @@ impl Clock for SystemClock {
 }
 
 /// Told about every change of a session's record: its creation, each state change and each new
-/// deadline. Calls come in the order the changes happened, one at a time, without any manager
-/// lock held; a manager method that changed a session returns only after the observer has been
+/// deadline. Calls come in the order the changes happened, one call at a time (a call may carry
+/// several changes, see [`SessionObserver::sessions_changed`]), without any manager lock held; a manager method that changed a session returns only after the observer has been
 /// told. The observer must not call the manager's methods that change sessions (it may `get`).
 pub trait SessionObserver: Send + Sync {
     fn session_changed(&self, info: &SessionInfo);
+
+    /// Several changes told together, in the order they happened (a create that started at
+    /// once: `starting`, then `running`). An observer that records them may do so in one
+    /// write; by default, one call of [`SessionObserver::session_changed`] each.
+    fn sessions_changed(&self, infos: &[SessionInfo]) {
+        for info in infos {
+            self.session_changed(info);
+        }
+    }
 }
 
 /// An observer that ignores everything.
