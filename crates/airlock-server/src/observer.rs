@@ -200,3 +200,7 @@ impl StoreObserver {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "observer_tests.rs"]
+mod tests;
