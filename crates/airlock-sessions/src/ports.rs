@@ -70,8 +70,9 @@ impl Clock for SystemClock {
 
 /// Told about every change of a session's record: its creation, each state change and each new
 /// deadline. Calls come in the order the changes happened, one call at a time (a call may carry
-/// several changes, see [`SessionObserver::sessions_changed`]), without any manager lock held; a manager method that changed a session returns only after the observer has been
-/// told. The observer must not call the manager's methods that change sessions (it may `get`).
+/// several changes, see [`SessionObserver::sessions_changed`]), without any manager lock held;
+/// a manager method that changed a session returns only after the observer has been told. The
+/// observer must not call the manager's methods that change sessions (it may `get`).
 pub trait SessionObserver: Send + Sync {
     fn session_changed(&self, info: &SessionInfo);
 
