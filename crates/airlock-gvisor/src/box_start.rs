@@ -723,6 +723,13 @@ impl RunningBox {
             live_egress: self.proxy.is_some(),
             pause: true,
             checkpoint: crate::checkpoint::kind(&self.runsc, self.network),
+            // An idle Sentry is never quite idle: its Go runtime wakes thousands of times a
+            // second (about 4 % of a core per box, measured here; gVisor's own issues report
+            // more). The cgroup's freezer stops all of it while the box waits in a pool.
+            park: self
+                .cgroup
+                .as_ref()
+                .is_some_and(|cg| cg.can_freeze().is_ok()),
         }
     }
 
@@ -796,6 +803,26 @@ impl RunningBox {
         self.runsc_call(&["resume".as_ref(), id.as_ref()])?;
         self.paused = false;
         Ok(())
+    }
+
+    /// Freezes runsc, its Sentry and gofer and every process of the box while it waits
+    /// unclaimed in a pool: none of them runs (or spends CPU) until [`RunningBox::unpark`].
+    /// Closing it still works: the cgroup is thawed before it is killed.
+    pub fn park(&mut self) -> Result<(), String> {
+        match &self.cgroup {
+            Some(cg) => cg.freeze().map_err(|e| e.to_string()),
+            None => Err(
+                "the box has no cgroup (it was started without limits): nothing can park it".into(),
+            ),
+        }
+    }
+
+    /// Continues a parked box.
+    pub fn unpark(&mut self) -> Result<(), String> {
+        match &self.cgroup {
+            Some(cg) => cg.thaw().map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
     }
 
     /// Ends the box and frees what it holds: runsc and everything it started, the proxy, the

@@ -77,6 +77,14 @@ impl HeldBox for RunningBox {
         RunningBox::resume(self)
     }
 
+    fn park(&mut self) -> Result<(), String> {
+        RunningBox::park(self)
+    }
+
+    fn unpark(&mut self) -> Result<(), String> {
+        RunningBox::unpark(self)
+    }
+
     fn checkpoint(&mut self, dir: &Path, then_stop: bool) -> Result<Checkpoint, String> {
         RunningBox::checkpoint(self, dir, then_stop)
     }

@@ -30,6 +30,14 @@ pub trait HeldBox {
     fn resume(&mut self) -> Result<(), String> {
         Err("this box cannot pause".into())
     }
+    /// Stops the box while it waits in a pool (see the seam's `BoxInstance::park`).
+    fn park(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Continues a parked box.
+    fn unpark(&mut self) -> Result<(), String> {
+        Ok(())
+    }
     /// Writes the box's state into `dir` (see the seam's `BoxInstance::checkpoint`).
     fn checkpoint(&mut self, dir: &Path, then_stop: bool) -> Result<Checkpoint, String> {
         let _ = (dir, then_stop);
@@ -239,6 +247,8 @@ fn serve(
             Ok(ToHost::Egress { egress }) => answer(held.set_egress(&egress)),
             Ok(ToHost::Pause {}) => answer(held.pause()),
             Ok(ToHost::Resume {}) => answer(held.resume()),
+            Ok(ToHost::Park {}) => answer(held.park()),
+            Ok(ToHost::Unpark {}) => answer(held.unpark()),
             Ok(ToHost::Checkpoint { dir, then_stop }) => match held.checkpoint(&dir, then_stop) {
                 Ok(checkpoint) => FromHost::Checkpointed { checkpoint },
                 Err(message) => FromHost::Error { message },

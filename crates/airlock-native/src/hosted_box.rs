@@ -312,6 +312,7 @@ impl HostedBox {
                     live_egress: proxied,
                     pause: false,
                     checkpoint: None,
+                    park: false,
                 }),
             ),
             Ok(Some((FromHost::Error { message }, _))) => {
@@ -447,6 +448,23 @@ impl HostedBox {
     }
 }
 
+impl HostedBox {
+    /// Parks or unparks the box through its host; a box that needs no parking is not asked
+    /// (a round trip to the host is most of a pooled native claim).
+    fn park_request(&mut self, msg: &ToHost, what: &'static str) -> Result<(), BackendError> {
+        if !self.capabilities.park {
+            return Ok(());
+        }
+        match self.request(msg)? {
+            FromHost::Ok {} => Ok(()),
+            FromHost::Error { message } => {
+                Err(host_err(format!("cannot {what} the box: {message}")))
+            }
+            other => Err(host_err(format!("unexpected reply to {what}: {other:?}"))),
+        }
+    }
+}
+
 impl BoxInstance for HostedBox {
     fn kind(&self) -> BackendKind {
         self.host.kind
@@ -489,6 +507,14 @@ impl BoxInstance for HostedBox {
 
     fn resume(&mut self) -> Result<(), BackendError> {
         self.simple_request(&ToHost::Resume {}, "resume")
+    }
+
+    fn park(&mut self) -> Result<(), BackendError> {
+        self.park_request(&ToHost::Park {}, "park")
+    }
+
+    fn unpark(&mut self) -> Result<(), BackendError> {
+        self.park_request(&ToHost::Unpark {}, "unpark")
     }
 
     fn set_egress(&mut self, egress: &Egress) -> Result<(), BackendError> {

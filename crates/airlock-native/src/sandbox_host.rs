@@ -70,6 +70,10 @@ pub enum ToHost {
     Pause {},
     /// Continue a paused box.
     Resume {},
+    /// Stop the box while it waits unclaimed in a pool (boxes whose capabilities say `park`).
+    Park {},
+    /// Continue a parked box.
+    Unpark {},
     /// Write the box's state into `dir` (backends that can).
     Checkpoint {
         dir: PathBuf,
@@ -186,6 +190,8 @@ fn start_native(req: StartRequest) -> Result<StartedBox, String> {
         live_egress: req.policy.network == airlock_policy::NetworkMode::Proxy,
         pause: sandbox.can_freeze().is_ok(),
         checkpoint: None,
+        // An idle native box's processes all wait in the kernel: nothing to stop.
+        park: false,
     };
     Ok(StartedBox {
         held: Box::new(sandbox),

@@ -141,6 +141,16 @@ impl LiveSandbox {
         self.instance_mut()?.resume()
     }
 
+    /// Stops a box that waits in a pool (see [`BoxInstance::park`]).
+    pub fn park(&mut self) -> Result<(), BackendError> {
+        self.instance_mut()?.park()
+    }
+
+    /// Continues a parked box.
+    pub fn unpark(&mut self) -> Result<(), BackendError> {
+        self.instance_mut()?.unpark()
+    }
+
     /// Writes the box's state into `dir` (where its backend can; see [`Capabilities`] and
     /// [`BoxInstance::checkpoint`]).
     pub fn checkpoint(

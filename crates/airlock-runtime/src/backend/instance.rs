@@ -51,6 +51,11 @@ pub struct Capabilities {
     pub pause: bool,
     /// What [`BoxInstance::checkpoint`] can keep, or `None` when it cannot checkpoint at all.
     pub checkpoint: Option<CheckpointKind>,
+    /// The box spends CPU even while nothing runs in it (gVisor's Sentry does), and
+    /// [`BoxInstance::park`] can stop that while it waits unclaimed in a pool. `false`: an idle
+    /// box costs nothing, or nothing can stop it; `park` has nothing to do.
+    #[serde(default)]
+    pub park: bool,
 }
 
 /// What a checkpoint keeps of a box.
@@ -238,6 +243,19 @@ pub trait BoxInstance: Send {
             what: "resume",
             why: "this backend has no pause yet".into(),
         })
+    }
+
+    /// Stops the box while it waits, unclaimed, in a pool (where [`Capabilities::park`] says an
+    /// idle box spends CPU): nothing of it runs until [`BoxInstance::unpark`], its memory is
+    /// kept, and ending it still works. Never seen by a user: a pool unparks a box before it
+    /// hands it over. The default has nothing to do.
+    fn park(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    /// Continues a parked box.
+    fn unpark(&mut self) -> Result<(), BackendError> {
+        Ok(())
     }
 
     /// Writes the box's state (memory where [`Capabilities::checkpoint`] says so, and its own

@@ -7,8 +7,11 @@
 //!   refilling keeps at most 1/[`SHARE`] of one core busy over time, however slow a backend is;
 //! - a pool whose start failed waits (0.5 s, doubling up to 30 s) before the next try.
 //!
-//! Idle ready boxes cost no CPU (their init waits on its connection). The same pass throws
-//! away ready boxes that ended on their own, so a claim does not meet them.
+//! Ready boxes cost next to no CPU while they wait: a native box's init waits on its
+//! connection, and a box whose backend spends CPU even when nothing runs in it (gVisor's
+//! Sentry) waits parked, frozen until its claim ([`airlock_runtime::LiveSandbox::park`]). A
+//! microVM's QEMU still wakes for the guest's timer ticks. The same pass throws away ready
+//! boxes that ended on their own, so a claim does not meet them.
 
 use super::set::{backoff, Pools};
 use std::sync::atomic::Ordering;

@@ -67,6 +67,8 @@ pub(crate) struct Pool {
 pub(crate) struct Ready {
     pub sandbox: LiveSandbox,
     pub sink: Arc<ClaimSink>,
+    /// Stopped while it waits ([`LiveSandbox::park`]); its claim continues it.
+    pub parked: bool,
 }
 
 /// A pool's changing part.
@@ -331,13 +333,13 @@ impl Pools {
         // it leaves nothing behind but a used pid. A box that cannot run it is not kept.
         if pool.policy.backend == BackendKind::Wasm {
             // Its commands are WebAssembly modules: no `true` to run.
-            return Ok(Ready { sandbox, sink });
+            return Ok(parked(sandbox, sink, &pool.name));
         }
         let warm = sandbox
             .new_channel()
             .exec(&["true"], &[], None, Some(WARM_UP_LIMIT), 0);
         match warm {
-            Ok(out) if out.exit_code == Some(0) => Ok(Ready { sandbox, sink }),
+            Ok(out) if out.exit_code == Some(0) => Ok(parked(sandbox, sink, &pool.name)),
             Ok(out) => {
                 sandbox.kill();
                 Err(format!(
@@ -406,6 +408,24 @@ impl Pools {
     }
 }
 
+/// A new box made ready to wait: parked when an idle box of its kind would spend CPU while it
+/// waits (a gVisor Sentry). One that cannot be parked waits running: it still serves a claim.
+fn parked(mut sandbox: LiveSandbox, sink: Arc<ClaimSink>, pool: &str) -> Ready {
+    let parked = sandbox.capabilities().park
+        && match sandbox.park() {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("airlock serve: pool {pool}: a ready box waits running (it spends CPU while idle): {e}");
+                false
+            }
+        };
+    Ready {
+        sandbox,
+        sink,
+        parked,
+    }
+}
+
 /// Makes a ready box sandbox `id`'s (see [`Pools::claim`]); an error ends the box.
 fn make_claimed(
     pool: &Pool,
@@ -416,10 +436,17 @@ fn make_claimed(
     let Ready {
         mut sandbox,
         sink: held,
+        parked,
     } = ready;
     if let Some(end) = sandbox.ended() {
         sandbox.kill();
         return Err(format!("it had ended ({})", end.reason));
+    }
+    if parked {
+        if let Err(e) = sandbox.unpark() {
+            sandbox.kill();
+            return Err(format!("it could not be continued: {e}"));
+        }
     }
     held.bind(sink);
     if policy.network == NetworkMode::Proxy {
