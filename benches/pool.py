@@ -102,8 +102,33 @@ def compare(name, body, n):
     return med([x[1] for x in with_pool])
 
 
+def descendants_cpu_ms(root):
+    """CPU time (user + system, ms) used so far by every process below `root`."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout.split()
+    kids = {}
+    for i in range(0, len(out) - 1, 2):
+        kids.setdefault(int(out[i + 1]), []).append(int(out[i]))
+    todo, ticks = list(kids.get(root, [])), 0
+    while todo:
+        p = todo.pop()
+        todo += kids.get(p, [])
+        try:
+            fields = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return ticks * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
 try:
     wait_full()
+    # What the full pools' ready boxes cost while nobody uses them: every process below the
+    # pooled server (its hosts, runsc and Sentries, QEMU), over 5 s.
+    idle_from = descendants_cpu_ms(pooled_server.pid)
+    time.sleep(5)
+    idle = (descendants_cpu_ms(pooled_server.pid) - idle_from) / 5
+    print(f"ready boxes while idle ({', '.join(POOLS)}): {idle:.1f} ms of CPU a second "
+          f"({idle / 10:.2f} % of a core)")
     before = {k: p["hits"] for k, p in pools().items()}
     for server in (pooled_server, plain_server):  # warm both servers' paths once
         first_output(server, {})

@@ -148,6 +148,19 @@ impl RunningBox {
         if let Some(why) = unavailable(&self.runsc, self.network) {
             return Err(why);
         }
+        // A paused box's Sentry is frozen, and a frozen Sentry writes no image: it is thawed
+        // for the checkpoint (its tasks stay paused by runsc). The restored box is paused
+        // (and frozen) again below; one whose checkpoint failed is frozen again here.
+        let was_frozen = self.frozen();
+        self.thaw()?;
+        let taken = self.checkpoint_thawed(dir, then_stop);
+        if was_frozen && taken.is_err() && !self.stopped {
+            self.refreeze();
+        }
+        taken
+    }
+
+    fn checkpoint_thawed(&mut self, dir: &Path, then_stop: bool) -> Result<Checkpoint, String> {
         let memory = memory_of(dir);
         std::fs::create_dir(&memory)
             .map_err(|e| format!("cannot make {}: {e}", memory.display()))?;

@@ -17,7 +17,7 @@
 use crate::network_audit::StoreNetworkSink;
 use crate::observer::SharedStore;
 use crate::service::snapshots::SnapshotService;
-use airlock_policy::ResolvedPolicy;
+use airlock_policy::{BackendKind, ResolvedPolicy};
 use airlock_runtime::backend::{Backend, Backends, CheckpointKind, StartOptions, Template};
 use airlock_runtime::{AgentChannel, CodeContext, Language, LiveSandbox, SandboxError};
 use airlock_sessions::{BoxFactory, Paused, SessionSpec};
@@ -382,7 +382,7 @@ impl BoxFactory for SandboxFactory {
                     id,
                     LifecycleNote {
                         kept: "memory",
-                        mechanism: "cgroup-freezer".into(),
+                        mechanism: in_place_mechanism(spec).into(),
                         resident: true,
                         snapshot: files.map(|f| f.id),
                         message,
@@ -421,7 +421,7 @@ impl BoxFactory for SandboxFactory {
                 id,
                 LifecycleNote {
                     kept: "memory",
-                    mechanism: "cgroup-freezer".into(),
+                    mechanism: in_place_mechanism(spec).into(),
                     resident: true,
                     snapshot: None,
                     message: "thawed: every process continues where it was".into(),
@@ -481,5 +481,16 @@ impl BoxFactory for SandboxFactory {
 
     fn alive(&self, handle: &mut BoxHandle) -> bool {
         handle.sandbox.ended().is_none()
+    }
+}
+
+/// How a box of `spec`'s kind is stopped in place: the cgroup freezer (a native box, and a
+/// WASM one, whose runtime runs in one); `runsc pause` then the freezer around the Sentry
+/// (gVisor: runsc's pause alone leaves the Sentry spending CPU); QEMU's `stop` (a microVM).
+fn in_place_mechanism(spec: &SessionSpec) -> &'static str {
+    match serde_json::from_value::<ResolvedPolicy>(spec.payload.clone()).map(|p| p.backend) {
+        Ok(BackendKind::Gvisor) => "runsc-pause+cgroup-freezer",
+        Ok(BackendKind::Microvm) => "qemu-stop",
+        _ => "cgroup-freezer",
     }
 }

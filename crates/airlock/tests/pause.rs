@@ -452,6 +452,35 @@ fn a_proxied_gvisor_box_is_frozen_in_place_and_says_it_does_not_outlive_the_serv
     assert_eq!(paused["kept"]["resident"], true, "{paused}");
     let message = paused["kept"]["message"].as_str().unwrap();
     assert!(message.contains("does not outlive the server"), "{message}");
+    assert!(message.contains("CPU given back"), "{message}");
+    // runsc's pause stops the box's tasks but leaves its Sentry running (an idle Sentry spends
+    // CPU all the time): the freezer around runsc stops the Sentry and gofer too, so the CPU
+    // really is given back.
+    assert_eq!(
+        paused["kept"]["mechanism"], "runsc-pause+cgroup-freezer",
+        "{paused}"
+    );
+    // Every process of the box on the host (runsc, the Sentry, the gofer) stands still.
+    let frozen: Vec<i32> = common::descendants(&[server.pid()])
+        .into_iter()
+        .filter(|p| common::freezer_states(&[*p], "airlock-gvisor-") == ["FROZEN"])
+        .collect();
+    assert!(
+        frozen.len() >= 3,
+        "runsc, the Sentry, the gofer: {frozen:?}"
+    );
+    let sentries = boxes_of(&server, "gvisor");
+    assert!(
+        sentries.len() == 1 && frozen.contains(&sentries[0]),
+        "the one Sentry {sentries:?} is among the frozen {frozen:?}"
+    );
+    let before = common::cpu_ticks(&frozen);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert_eq!(
+        common::cpu_ticks(&frozen),
+        before,
+        "the paused box's processes spent CPU: {frozen:?}"
+    );
     assert!(
         snapshot_dirs(data.path()).is_empty(),
         "a proxied box was checkpointed"

@@ -476,48 +476,6 @@ fn create_and_run(s: &Server, body: &str) -> (String, u128, String) {
     (id, t.elapsed().as_millis(), out)
 }
 
-/// The states of the v1 freezer cgroups that `host`'s processes (a gVisor box's runsc, Sentry
-/// and gofer) are in, one per cgroup.
-fn freezer_states(host: i32) -> Vec<String> {
-    let mut cgroups: Vec<String> = descendants(&[host])
-        .into_iter()
-        .filter_map(|p| {
-            let cg = std::fs::read_to_string(format!("/proc/{p}/cgroup")).ok()?;
-            cg.lines()
-                .find_map(|l| l.split_once(":freezer:").map(|(_, path)| path.to_string()))
-        })
-        .filter(|path| path.contains("airlock-gvisor-"))
-        .collect();
-    cgroups.sort();
-    cgroups.dedup();
-    cgroups
-        .iter()
-        .map(|path| {
-            let state = format!("/sys/fs/cgroup/freezer{path}/freezer.state");
-            std::fs::read_to_string(&state)
-                .unwrap_or_else(|e| panic!("cannot read {state}: {e}"))
-                .trim()
-                .to_string()
-        })
-        .collect()
-}
-
-/// CPU time (clock ticks, user and system) that `pids` have used so far.
-fn cpu_ticks(pids: &[i32]) -> u64 {
-    pids.iter()
-        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
-        .filter_map(|stat| {
-            let rest = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .collect::<Vec<_>>();
-            // After the command: state is field 3, utime 14 and stime 15.
-            Some(rest.get(11)?.parse::<u64>().ok()? + rest.get(12)?.parse::<u64>().ok()?)
-        })
-        .sum()
-}
-
 /// A gVisor pool: the claim is a hit, runs under gVisor's kernel on a fresh /tmp, starts far
 /// sooner than a gVisor box of its own; the ready boxes wait parked (frozen: an idle Sentry
 /// otherwise spends CPU all the time); and a SIGKILLed server leaves no runsc process, mount or
@@ -558,7 +516,10 @@ fn a_gvisor_pool_serves_claims_and_dies_with_a_sigkilled_server() {
     );
     // Each box's processes are in one freezer cgroup: the ready boxes' are frozen, the two
     // boxes in use (the claimed one and the one started for `other`) run.
-    let states: Vec<Vec<String>> = hosts.iter().map(|h| freezer_states(*h)).collect();
+    let states: Vec<Vec<String>> = hosts
+        .iter()
+        .map(|h| common::freezer_states(&descendants(&[*h]), "airlock-gvisor-"))
+        .collect();
     let parked: Vec<i32> = hosts
         .iter()
         .zip(&states)
@@ -572,10 +533,10 @@ fn a_gvisor_pool_serves_claims_and_dies_with_a_sigkilled_server() {
         "two ready boxes parked and two running, one freezer cgroup each: {states:?}"
     );
     let parked_pids = descendants(&parked);
-    let before = cpu_ticks(&parked_pids);
+    let before = common::cpu_ticks(&parked_pids);
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(
-        cpu_ticks(&parked_pids),
+        common::cpu_ticks(&parked_pids),
         before,
         "a parked box's processes spent CPU: {parked_pids:?}"
     );

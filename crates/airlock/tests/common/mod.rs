@@ -199,6 +199,48 @@ pub fn leftover_cgroups() -> Vec<PathBuf> {
     found
 }
 
+/// The states (`FROZEN`, `THAWED`, ...) of the v1 freezer cgroups whose path contains `name`
+/// that any of `pids` is in, one per cgroup.
+pub fn freezer_states(pids: &[i32], name: &str) -> Vec<String> {
+    let mut cgroups: Vec<String> = pids
+        .iter()
+        .filter_map(|p| {
+            let cg = std::fs::read_to_string(format!("/proc/{p}/cgroup")).ok()?;
+            cg.lines()
+                .find_map(|l| l.split_once(":freezer:").map(|(_, path)| path.to_string()))
+        })
+        .filter(|path| path.contains(name))
+        .collect();
+    cgroups.sort();
+    cgroups.dedup();
+    cgroups
+        .iter()
+        .map(|path| {
+            let state = format!("/sys/fs/cgroup/freezer{path}/freezer.state");
+            std::fs::read_to_string(&state)
+                .unwrap_or_else(|e| panic!("cannot read {state}: {e}"))
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
+/// CPU time (clock ticks, user and system) that `pids` have used so far.
+pub fn cpu_ticks(pids: &[i32]) -> u64 {
+    pids.iter()
+        .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+        .filter_map(|stat| {
+            let rest = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .collect::<Vec<_>>();
+            // After the command: state is field 3, utime 14 and stime 15.
+            Some(rest.get(11)?.parse::<u64>().ok()? + rest.get(12)?.parse::<u64>().ok()?)
+        })
+        .sum()
+}
+
 /// Pids of processes whose command line contains `marker` (a unique string the test chose).
 pub fn pids_with_marker(marker: &str) -> Vec<i32> {
     let mut pids = Vec::new();
