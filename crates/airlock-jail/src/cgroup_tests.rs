@@ -983,3 +983,46 @@ fn a_stale_freezer_directory_alone_takes_the_name() {
         "the stale directory was adopted: {paths:?}"
     );
 }
+
+// ---------------------------------------------------------------- waiting for killed members
+
+/// A pidfd of `child` (a process this test started).
+fn pidfd_of(child: &Child) -> std::os::fd::OwnedFd {
+    use std::os::fd::FromRawFd;
+    let pid = libc::pid_t::try_from(child.id()).unwrap();
+    // SAFETY: pidfd_open on this test's own live child; a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    assert!(fd >= 0, "pidfd_open: {}", std::io::Error::last_os_error());
+    // SAFETY: a fresh descriptor the kernel just returned, owned by nothing else.
+    unsafe { std::os::fd::OwnedFd::from_raw_fd(i32::try_from(fd).unwrap()) }
+}
+
+#[test]
+fn waiting_for_killed_processes_ends_when_they_end_and_not_before() {
+    let mut a = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut b = Command::new("sleep").arg("30").spawn().unwrap();
+    let fds = [pidfd_of(&a), pidfd_of(&b)];
+    // Both alive: the wait runs out, and says so.
+    let began = Instant::now();
+    assert!(!cgroupfs::wait_ended(
+        &fds,
+        Instant::now() + Duration::from_millis(100)
+    ));
+    assert!(began.elapsed() >= Duration::from_millis(100));
+    // One ended: still not all.
+    a.kill().unwrap();
+    assert!(!cgroupfs::wait_ended(
+        &fds,
+        Instant::now() + Duration::from_millis(100)
+    ));
+    // Both ended (not yet reaped: an ended process counts as soon as it has exited).
+    b.kill().unwrap();
+    assert!(cgroupfs::wait_ended(
+        &fds,
+        Instant::now() + Duration::from_secs(10)
+    ));
+    assert!(a.wait().unwrap().signal() == Some(libc::SIGKILL));
+    assert!(b.wait().unwrap().signal() == Some(libc::SIGKILL));
+    // Nothing to wait for: done at once.
+    assert!(cgroupfs::wait_ended(&[], Instant::now()));
+}

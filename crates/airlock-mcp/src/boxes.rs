@@ -203,8 +203,9 @@ impl BoxSlot {
         }
     }
 
-    /// Pauses the box in place (the native box's cgroup freezer, gVisor's and QEMU's own
-    /// pause: CPU given back, every process and variable kept) if it has not been used for
+    /// Pauses the box in place (the native box's cgroup freezer, `runsc pause` and then the
+    /// freezer around gVisor's Sentry, QEMU's `stop`: CPU given back, every process and
+    /// variable kept) if it has not been used for
     /// `idle`; the next call resumes it. Says whether it paused. A box that cannot pause, or
     /// whose pause failed, keeps running, and that is the error, saying why (the next check
     /// tries again; the caller says it once).

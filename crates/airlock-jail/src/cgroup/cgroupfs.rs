@@ -73,28 +73,30 @@ fn child_dirs(dir: &Path) -> Vec<PathBuf> {
 ///
 /// The process is pinned with a pidfd before its membership is checked, so a pid that was
 /// recycled after `cgroup.procs` was read is never signalled (on kernels without pidfds, ≥ 5.3,
-/// a plain `kill` after the same check is used).
-pub(crate) fn kill_member(pid: libc::pid_t, box_paths: &[String]) {
+/// a plain `kill` after the same check is used). Returns the pidfd of a process it signalled
+/// (readable once the process has ended: see [`wait_ended`]); `None` when it signalled nothing
+/// or had no pidfd to signal with.
+pub(crate) fn kill_member(pid: libc::pid_t, box_paths: &[String]) -> Option<OwnedFd> {
     // SAFETY: getpid() has no preconditions and cannot fail.
     let own_pid = unsafe { libc::getpid() };
     if pid <= 0 || pid == own_pid {
-        return;
+        return None;
     }
     // SAFETY: pidfd_open takes a pid and a flags word by value; no memory is passed.
     let opened = check(unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) });
     let pidfd = match opened {
         Ok(fd) => {
             let Ok(fd) = i32::try_from(fd) else {
-                return;
+                return None;
             };
             // SAFETY: the kernel returned a fresh file descriptor that nothing else owns.
             Some(unsafe { OwnedFd::from_raw_fd(fd) })
         }
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => None,
-        Err(_) => return, // ESRCH: already gone.
+        Err(_) => return None, // ESRCH: already gone.
     };
     if !is_member(pid, box_paths) {
-        return;
+        return None;
     }
     match pidfd {
         Some(fd) => {
@@ -109,14 +111,46 @@ pub(crate) fn kill_member(pid: libc::pid_t, box_paths: &[String]) {
                     0,
                 )
             };
-            let _ = check(ret);
+            check(ret).ok().map(|_| fd)
         }
         None => {
             // SAFETY: kill() takes plain integers; membership was checked just above.
             let ret = unsafe { libc::kill(pid, libc::SIGKILL) };
             let _ = check(libc::c_long::from(ret));
+            None
         }
     }
+}
+
+/// Waits until every process behind `pidfds` has ended (each pidfd readable) or `until`
+/// passes; whether they all ended.
+pub(crate) fn wait_ended(pidfds: &[OwnedFd], until: Instant) -> bool {
+    let mut waiting: Vec<libc::pollfd> = pidfds
+        .iter()
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    while !waiting.is_empty() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let ms = libc::c_int::try_from(left.as_millis() + 1).unwrap_or(libc::c_int::MAX);
+        let count = libc::nfds_t::try_from(waiting.len()).unwrap_or(libc::nfds_t::MAX);
+        // SAFETY: `waiting` is a live array of `count` pollfds; the pidfds stay open meanwhile.
+        let ready = unsafe { libc::poll(waiting.as_mut_ptr(), count, ms) };
+        if ready < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return false;
+        }
+        waiting.retain(|p| p.revents == 0);
+        for p in &mut waiting {
+            p.revents = 0;
+        }
+    }
+    true
 }
 
 fn is_member(pid: libc::pid_t, box_paths: &[String]) -> bool {
