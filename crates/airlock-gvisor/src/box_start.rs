@@ -807,14 +807,24 @@ impl RunningBox {
         self.runsc_call(&["pause".as_ref(), id.as_ref()])?;
         self.paused = true;
         if self.can_freeze() {
-            let processes = self.processes();
-            if let Err(e) = self.freeze() {
+            if let Err(e) = self.freeze_counted() {
                 let _ = self.runsc_call(&["resume".as_ref(), id.as_ref()]);
                 self.paused = false;
-                return Err(format!("cannot freeze the box's Sentry: {e}"));
+                return Err(format!(
+                    "cannot freeze the box's Sentry: {e}; the box runs on (pause it again, or \
+                     delete it)"
+                ));
             }
-            self.processes_when_frozen = processes;
         }
+        Ok(())
+    }
+
+    /// Freezes the box's cgroup after counting its processes (what its usage says meanwhile:
+    /// `runsc ps` cannot ask a frozen Sentry).
+    fn freeze_counted(&mut self) -> Result<(), String> {
+        let processes = self.processes();
+        self.freeze()?;
+        self.processes_when_frozen = processes;
         Ok(())
     }
 
@@ -864,10 +874,7 @@ impl RunningBox {
     /// left thawed still works, it only spends CPU).
     pub(crate) fn refreeze(&mut self) {
         if self.can_freeze() {
-            let processes = self.processes();
-            if self.freeze().is_ok() {
-                self.processes_when_frozen = processes;
-            }
+            let _ = self.freeze_counted();
         }
     }
 

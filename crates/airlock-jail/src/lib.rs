@@ -21,7 +21,7 @@ pub mod rlimits;
 pub mod rootfs;
 pub mod seccomp;
 pub mod spawn;
-mod sys;
+pub mod sys;
 
 pub use child::{StatusRecord, SETUP_FAILED};
 pub use sys::write_all;

@@ -314,19 +314,9 @@ impl SpawnedBox {
             if left.is_zero() {
                 return None;
             }
-            let mut pfd = libc::pollfd {
-                fd: self.pidfd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // Rounded up: a wait of 0 ms before the deadline would spin.
-            let ms = libc::c_int::try_from(left.as_millis() + 1).unwrap_or(libc::c_int::MAX);
-            // SAFETY: one valid pollfd on the stack; the pidfd is owned by self and open.
-            if unsafe { libc::poll(&mut pfd, 1, ms) } == -1
-                && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
-            {
-                // Not pollable (it cannot happen with a pidfd from clone3): a short sleep
-                // instead, still bounded by the deadline.
+            if !crate::sys::wait_readable(&[self.pidfd], deadline) {
+                // Not pollable (it cannot happen with a pidfd from clone3), or the deadline
+                // came: a short pause before the reap is tried again.
                 std::thread::sleep(left.min(std::time::Duration::from_millis(2)));
             }
         }

@@ -59,6 +59,38 @@ pub(crate) fn pipe() -> io::Result<(libc::c_int, libc::c_int)> {
     Ok((fds[0], fds[1]))
 }
 
+/// Waits until every one of `fds` is readable (a pidfd: its process has ended) or `until`
+/// passes; whether they all became readable. A signal does not cut the wait short; a descriptor
+/// `poll` refuses ends it (`false`), so a caller that polls again in a loop should pause first.
+pub fn wait_readable(fds: &[libc::c_int], until: std::time::Instant) -> bool {
+    let mut waiting: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    while !waiting.is_empty() {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        // Rounded up: a wait of 0 ms before the deadline would spin.
+        let ms = libc::c_int::try_from(left.as_millis() + 1).unwrap_or(libc::c_int::MAX);
+        let count = libc::nfds_t::try_from(waiting.len()).unwrap_or(libc::nfds_t::MAX);
+        // SAFETY: `waiting` is a live array of `count` pollfds; the caller keeps the
+        // descriptors open for the call.
+        if unsafe { libc::poll(waiting.as_mut_ptr(), count, ms) } < 0
+            && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted
+        {
+            return false;
+        }
+        waiting.retain(|p| p.revents == 0);
+    }
+    true
+}
+
 /// Closes a file descriptor, ignoring errors (used on cleanup paths).
 pub(crate) fn close(fd: libc::c_int) {
     if fd >= 0 {

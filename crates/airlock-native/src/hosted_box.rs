@@ -402,16 +402,8 @@ impl HostedBox {
                     break;
                 }
                 Ok(false) if pidfd >= 0 => {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    let mut pfd = libc::pollfd {
-                        fd: pidfd as libc::c_int,
-                        events: libc::POLLIN,
-                        revents: 0,
-                    };
-                    let ms =
-                        libc::c_int::try_from(left.as_millis() + 1).unwrap_or(libc::c_int::MAX);
-                    // SAFETY: one valid pollfd on the stack; the pidfd is open until closed below.
-                    unsafe { libc::poll(&mut pfd, 1, ms) };
+                    // The pidfd is open until closed below.
+                    airlock_jail::sys::wait_readable(&[pidfd as libc::c_int], deadline);
                 }
                 Ok(false) => std::thread::sleep(Duration::from_millis(2)),
             }
@@ -446,9 +438,7 @@ impl HostedBox {
             other => Err(host_err(format!("unexpected reply to {what}: {other:?}"))),
         }
     }
-}
 
-impl HostedBox {
     /// Parks or unparks the box through its host; a box that needs no parking is not asked
     /// (a round trip to the host is most of a pooled native claim).
     fn park_request(&mut self, msg: &ToHost, what: &'static str) -> Result<(), BackendError> {

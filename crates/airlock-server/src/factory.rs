@@ -348,9 +348,8 @@ impl BoxFactory for SandboxFactory {
         memory: bool,
     ) -> Result<Paused<BoxHandle>, (BoxHandle, String)> {
         let caps = handle.sandbox.capabilities();
-        let kind = serde_json::from_value::<ResolvedPolicy>(spec.payload.clone())
-            .map(|p| p.backend.to_string())
-            .unwrap_or_else(|_| "this".into());
+        let backend = backend_of(spec);
+        let kind = backend.map_or_else(|| "this".into(), |b| b.to_string());
         match (memory, caps.checkpoint, caps.pause) {
             (true, Some(CheckpointKind::Memory), _) | (false, Some(CheckpointKind::Memory), _) => {
                 self.pause_saved(id, spec, handle, CheckpointKind::Memory)
@@ -382,7 +381,7 @@ impl BoxFactory for SandboxFactory {
                     id,
                     LifecycleNote {
                         kept: "memory",
-                        mechanism: in_place_mechanism(spec).into(),
+                        mechanism: in_place_mechanism(backend).into(),
                         resident: true,
                         snapshot: files.map(|f| f.id),
                         message,
@@ -421,7 +420,7 @@ impl BoxFactory for SandboxFactory {
                 id,
                 LifecycleNote {
                     kept: "memory",
-                    mechanism: in_place_mechanism(spec).into(),
+                    mechanism: in_place_mechanism(backend_of(spec)).into(),
                     resident: true,
                     snapshot: None,
                     message: "thawed: every process continues where it was".into(),
@@ -484,13 +483,20 @@ impl BoxFactory for SandboxFactory {
     }
 }
 
-/// How a box of `spec`'s kind is stopped in place: the cgroup freezer (a native box, and a
+/// The kind of box `spec` makes (`None`: its policy does not parse).
+fn backend_of(spec: &SessionSpec) -> Option<BackendKind> {
+    serde_json::from_value::<ResolvedPolicy>(spec.payload.clone())
+        .map(|p| p.backend)
+        .ok()
+}
+
+/// How a box of kind `backend` is stopped in place: the cgroup freezer (a native box, and a
 /// WASM one, whose runtime runs in one); `runsc pause` then the freezer around the Sentry
 /// (gVisor: runsc's pause alone leaves the Sentry spending CPU); QEMU's `stop` (a microVM).
-fn in_place_mechanism(spec: &SessionSpec) -> &'static str {
-    match serde_json::from_value::<ResolvedPolicy>(spec.payload.clone()).map(|p| p.backend) {
-        Ok(BackendKind::Gvisor) => "runsc-pause+cgroup-freezer",
-        Ok(BackendKind::Microvm) => "qemu-stop",
+fn in_place_mechanism(backend: Option<BackendKind>) -> &'static str {
+    match backend {
+        Some(BackendKind::Gvisor) => "runsc-pause+cgroup-freezer",
+        Some(BackendKind::Microvm) => "qemu-stop",
         _ => "cgroup-freezer",
     }
 }

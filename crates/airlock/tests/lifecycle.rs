@@ -111,6 +111,8 @@ fn a_frozen_native_box_stops_in_place_and_resumes_in_milliseconds_with_its_memor
     s.pause().unwrap();
     let frozen_at = counter(ws.path());
     let cpu_frozen = s.usage().unwrap().cpu_usec;
+    // Without a CPU figure the check below would compare nothing with nothing.
+    assert!(cpu_frozen.is_some(), "a native box reports its CPU time");
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(counter(ws.path()), frozen_at, "a frozen box kept running");
     let during = s.usage().unwrap();

@@ -125,32 +125,8 @@ pub(crate) fn kill_member(pid: libc::pid_t, box_paths: &[String]) -> Option<Owne
 /// Waits until every process behind `pidfds` has ended (each pidfd readable) or `until`
 /// passes; whether they all ended.
 pub(crate) fn wait_ended(pidfds: &[OwnedFd], until: Instant) -> bool {
-    let mut waiting: Vec<libc::pollfd> = pidfds
-        .iter()
-        .map(|fd| libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    while !waiting.is_empty() {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return false;
-        }
-        let ms = libc::c_int::try_from(left.as_millis() + 1).unwrap_or(libc::c_int::MAX);
-        let count = libc::nfds_t::try_from(waiting.len()).unwrap_or(libc::nfds_t::MAX);
-        // SAFETY: `waiting` is a live array of `count` pollfds; the pidfds stay open meanwhile.
-        let ready = unsafe { libc::poll(waiting.as_mut_ptr(), count, ms) };
-        if ready < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return false;
-        }
-        waiting.retain(|p| p.revents == 0);
-        for p in &mut waiting {
-            p.revents = 0;
-        }
-    }
-    true
+    let fds: Vec<libc::c_int> = pidfds.iter().map(AsRawFd::as_raw_fd).collect();
+    crate::sys::wait_readable(&fds, until)
 }
 
 fn is_member(pid: libc::pid_t, box_paths: &[String]) -> bool {
