@@ -22,6 +22,7 @@ mod probe;
 pub use box_cgroup::{join_self, BoxCgroup, CgroupEvents};
 pub use error::CgroupError;
 pub use hierarchy::CgroupVersion;
+pub use hierarchy::{discovery, Discovery};
 pub use limits::CgroupLimits;
 pub use probe::{probe, probe_writable, CgroupSupport};
 

@@ -63,11 +63,13 @@ impl Launch<'_> {
             ),
             None => None,
         };
+        // Read once for the plan's probe and the box's cgroup (and its freezer).
+        let cgroups = airlock_jail::cgroup::discovery();
         let mut plan = BoxPlan::with_cgroups(
             policy,
             self.argv,
             self.extra_covers,
-            &airlock_jail::cgroup::probe_writable(),
+            &cgroups.probe_writable(),
         )?;
         let layered = plan
             .spec
@@ -129,7 +131,7 @@ impl Launch<'_> {
         }
         let cgroup = match &plan.cgroup {
             Some(limits) => {
-                let cg = BoxCgroup::create_unique("airlock", limits, self.pausable)?;
+                let cg = BoxCgroup::create_unique_in(&cgroups, "airlock", limits, self.pausable)?;
                 for p in cg.paths() {
                     self.sentinel.register_cgroup(&p);
                 }

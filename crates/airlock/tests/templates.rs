@@ -331,16 +331,47 @@ fn victim_dir(tag: &str) -> PathBuf {
 
 #[test]
 fn a_hostile_template_cannot_redirect_the_box_setup_onto_the_host() {
-    let dir = TempDir::new("tpl-hostile");
-    let victim = victim_dir("hostile");
+    // Every top-level path the box's setup writes or mounts on, pointed at the host's victim.
+    setup_is_not_redirected("hostile", |tree, victim| {
+        std::fs::remove_dir_all(tree.join("etc")).unwrap();
+        for name in ["etc", "tmp", "dev", "proc", "home", ".airlock", "workspace"] {
+            std::os::unix::fs::symlink(victim, tree.join(name)).unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_template_with_symlinks_below_real_directories_cannot_redirect_the_box_setup() {
+    // Real directories on the way (which the setup checks once per root and then trusts),
+    // with symlinks one level down: files it writes, mount points of the box's home, /dev
+    // nodes and /dev/shm, and a file inside a symlinked directory.
+    setup_is_not_redirected("nested", |tree, victim| {
+        let v = Path::new(victim);
+        std::fs::create_dir_all(tree.join("home")).unwrap();
+        std::fs::create_dir_all(tree.join("dev")).unwrap();
+        for (link, to) in [
+            ("etc/passwd", v.join("keep")),
+            ("etc/hosts", v.join("hosts")),
+            ("etc/ssl", v.to_path_buf()),
+            ("home/user", v.join("home/user")),
+            ("dev/shm", v.to_path_buf()),
+            ("dev/null", v.join("null")),
+        ] {
+            let _ = std::fs::remove_file(tree.join(link));
+            std::os::unix::fs::symlink(to, tree.join(link)).unwrap();
+        }
+    });
+}
+
+/// Imports a template whose tree `plant` has given symlinks into the victim directory (its
+/// path is the second argument), runs a box on it that reads and writes where the setup made
+/// things, and checks that the box ran and that the victim directory is exactly as it was.
+fn setup_is_not_redirected(tag: &str, plant: impl Fn(&Path, &str)) {
+    let dir = TempDir::new(&format!("tpl-{tag}"));
+    let victim = victim_dir(tag);
     let tree = dir.join("tree");
     make_tree(&tree, &["sh", "cat", "ls"]);
-    // Every path the box's setup writes or mounts on, pointed at the host's victim directory.
-    std::fs::remove_dir_all(tree.join("etc")).unwrap();
-    let v = victim.display().to_string();
-    for name in ["etc", "tmp", "dev", "proc", "home", ".airlock", "workspace"] {
-        std::os::unix::fs::symlink(&v, tree.join(name)).unwrap();
-    }
+    plant(&tree, &victim.display().to_string());
     oci_from_tree(&tree, &dir.join("image"), &[], "/");
     let before = listing(&victim);
     let data = dir.join("data").display().to_string();
@@ -353,7 +384,7 @@ fn a_hostile_template_cannot_redirect_the_box_setup_onto_the_host() {
             "--data-dir",
             &data,
             "--name",
-            "hostile",
+            tag,
             &image,
         ],
     );
@@ -363,8 +394,9 @@ fn a_hostile_template_cannot_redirect_the_box_setup_onto_the_host() {
     let ws_arg = format!("{}:/workspace", ws.display());
     let r = airlock(
         dir.path(),
-        &["run", "--data-dir", &data, "--template", "hostile", "--workspace", &ws_arg, "--", "sh", "-c",
-          "cat /etc/passwd; ls /etc; ls -a /tmp /home; cat /keep 2>&1; echo x > /tmp/t && echo wrote"],
+        &["run", "--data-dir", &data, "--template", tag, "--workspace", &ws_arg, "--", "sh", "-c",
+          "cat /etc/passwd; ls /etc; ls -a /tmp /home /dev/shm; cat /keep 2>&1; echo x > /tmp/t && \
+           echo y > /dev/shm/s && echo z > /home/user/h && echo n > /dev/null && echo wrote"],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("user:x:1000"), "{}", r.stdout);

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use super::cgroupfs;
 use super::error::{fix_hint, CgroupError};
-use super::freezer::{self, Freezer};
-use super::hierarchy::{self, CgroupVersion, Controller, Site};
+use super::freezer::Freezer;
+use super::hierarchy::{self, CgroupVersion, Controller, Hierarchy, Site};
 use super::limits::{cpu_quota_us, CgroupLimits, CPU_PERIOD_US};
 use super::parse;
 
@@ -60,14 +60,14 @@ impl BoxCgroup {
     /// The box also joins a freezer, so it can be paused ([`BoxCgroup::freeze`]). A box that
     /// never pauses (one command, then gone) is made with [`BoxCgroup::create_unpausable`].
     pub fn create(name: &str, limits: &CgroupLimits) -> Result<BoxCgroup, CgroupError> {
-        Self::create_with(name, limits, true)
+        Self::create_with(name, limits, true, &hierarchy::discovery())
     }
 
     /// As [`BoxCgroup::create`], without the freezer: one directory fewer to make and remove on
     /// the start of every one-shot box (on v1 the freezer is a hierarchy of its own).
     /// [`BoxCgroup::can_freeze`] then says why it cannot be paused.
     pub fn create_unpausable(name: &str, limits: &CgroupLimits) -> Result<BoxCgroup, CgroupError> {
-        Self::create_with(name, limits, false)
+        Self::create_with(name, limits, false, &hierarchy::discovery())
     }
 
     /// Creates the box's cgroup under a fresh name, `<prefix>-<pid>-<n>` (`n` counts up in this
@@ -80,10 +80,24 @@ impl BoxCgroup {
         limits: &CgroupLimits,
         pausable: bool,
     ) -> Result<BoxCgroup, CgroupError> {
+        Self::create_unique_in(&hierarchy::discovery(), prefix, limits, pausable)
+    }
+
+    /// As [`BoxCgroup::create_unique`], where `found` says (the caller's [`Discovery`], also
+    /// used for [`Discovery::probe_writable`]).
+    ///
+    /// [`Discovery`]: super::Discovery
+    /// [`Discovery::probe_writable`]: super::Discovery::probe_writable
+    pub fn create_unique_in(
+        found: &hierarchy::Discovery,
+        prefix: &str,
+        limits: &CgroupLimits,
+        pausable: bool,
+    ) -> Result<BoxCgroup, CgroupError> {
         let mut tries = 0;
         loop {
             let name = next_unique_name(prefix);
-            match Self::create_with(&name, limits, pausable) {
+            match Self::create_with(&name, limits, pausable, found) {
                 Err(CgroupError::AlreadyExists { .. }) if tries < 16 => tries += 1,
                 other => return other,
             }
@@ -94,11 +108,16 @@ impl BoxCgroup {
         name: &str,
         limits: &CgroupLimits,
         pausable: bool,
+        found: &hierarchy::Discovery,
     ) -> Result<BoxCgroup, CgroupError> {
         validate_name(name)?;
         limits.validate()?;
-        let hierarchy =
-            hierarchy::discover().map_err(|reason| CgroupError::NoHierarchy { reason })?;
+        let hierarchy = found
+            .0
+            .as_ref()
+            .map_err(|reason| CgroupError::NoHierarchy {
+                reason: reason.clone(),
+            })?;
 
         let requested: Vec<Controller> = Controller::ALL
             .into_iter()
@@ -121,7 +140,7 @@ impl BoxCgroup {
             }
         }
         if sites.is_empty() {
-            sites.push((None, tracking_site(&hierarchy)?));
+            sites.push((None, tracking_site(hierarchy)?));
         }
 
         for (controller, site) in &sites {
@@ -165,7 +184,7 @@ impl BoxCgroup {
             }
         }
         cgroup.freezer = match pausable {
-            true => match cgroup.add_freezer(name) {
+            true => match cgroup.add_freezer(name, hierarchy) {
                 Ok(f) => Ok(f),
                 // A stale directory of a dead box holds this name in the freezer hierarchy
                 // only: the name is taken, as in the others (the caller tries the next one),
@@ -190,7 +209,7 @@ impl BoxCgroup {
     /// Sets up the box's freezer: on v1 a directory in the freezer hierarchy (so that `add_pid`
     /// puts the box there too), on v2 its own `cgroup.freeze`. A host without one still runs
     /// boxes; they cannot be paused, and the reason is kept for the error.
-    fn add_freezer(&mut self, name: &str) -> Result<Freezer, FreezerSetup> {
+    fn add_freezer(&mut self, name: &str, hierarchy: &Hierarchy) -> Result<Freezer, FreezerSetup> {
         match self.version {
             CgroupVersion::V2 => self
                 .dirs
@@ -203,7 +222,10 @@ impl BoxCgroup {
                     )
                 }),
             CgroupVersion::V1 => {
-                let (parent, path) = freezer::discover_v1().map_err(FreezerSetup::Unavailable)?;
+                let (parent, path) = hierarchy
+                    .v1_freezer
+                    .clone()
+                    .map_err(FreezerSetup::Unavailable)?;
                 let dir = parent.join(name);
                 if !self.dirs.contains(&dir) {
                     make_dir(&dir).map_err(|e| match e {

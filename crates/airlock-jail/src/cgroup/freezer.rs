@@ -47,18 +47,6 @@ pub(crate) fn v1_site(
         })
 }
 
-/// The v1 freezer site of the calling process.
-pub(crate) fn discover_v1() -> Result<(PathBuf, String), String> {
-    let proc_cgroup = std::fs::read_to_string("/proc/self/cgroup")
-        .map_err(|e| format!("cannot read /proc/self/cgroup ({e})"))?;
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("cannot read /proc/self/mountinfo ({e})"))?;
-    v1_site(
-        &parse::parse_proc_cgroup(&proc_cgroup),
-        &parse::parse_mountinfo(&mountinfo),
-    )
-}
-
 fn write(path: &Path, value: &str) -> Result<(), CgroupError> {
     cgroupfs::write_control(path, value).map_err(|source| CgroupError::WriteFile {
         fix: fix_hint(&source),

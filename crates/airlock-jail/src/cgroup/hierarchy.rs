@@ -64,6 +64,8 @@ pub(crate) struct Hierarchy {
     sites: [Result<Site, String>; 3],
     /// v2: our cgroup (directory and path), usable for a box without limits (tracking only).
     pub(crate) v2_parent: Option<(PathBuf, String)>,
+    /// v1: where the freezer hierarchy shows our cgroup (directory, path), or why it cannot.
+    pub(crate) v1_freezer: Result<(PathBuf, String), String>,
 }
 
 impl Hierarchy {
@@ -75,12 +77,35 @@ impl Hierarchy {
 const PROC_CGROUP: &str = "/proc/self/cgroup";
 const PROC_MOUNTINFO: &str = "/proc/self/mountinfo";
 
+/// What one discovery found: kept by a caller that both probes and makes a box's cgroup, so
+/// that `/proc/self/cgroup` and `/proc/self/mountinfo` are read and parsed once per box start
+/// instead of three times ([`crate::cgroup::probe_writable`] alone, then
+/// [`crate::cgroup::BoxCgroup::create_unique`], then its freezer).
+#[derive(Debug, Clone)]
+pub struct Discovery(pub(crate) Result<Hierarchy, String>);
+
+/// Discovers the calling process's cgroups now, for [`Discovery::probe_writable`] and
+/// [`crate::cgroup::BoxCgroup::create_unique_in`].
+pub fn discovery() -> Discovery {
+    Discovery(discover())
+}
+
+/// Reads a `/proc` file in one `read(2)` where it fits (its size is unknown until read: a
+/// plain `read_to_string` starts with a 32-byte read and doubles, a dozen calls for a
+/// mountinfo, each one through the kernel's seq_file).
+fn read_proc(path: &str) -> Result<String, String> {
+    use std::io::Read;
+    let mut text = String::with_capacity(32 * 1024);
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(|e| format!("cannot read {path} ({e}); is /proc mounted?"))?;
+    Ok(text)
+}
+
 /// Discovers the hierarchy of the calling process. `Err` carries a reason sentence.
 pub(crate) fn discover() -> Result<Hierarchy, String> {
-    let proc_cgroup = std::fs::read_to_string(PROC_CGROUP)
-        .map_err(|e| format!("cannot read {PROC_CGROUP} ({e}); is /proc mounted?"))?;
-    let mountinfo = std::fs::read_to_string(PROC_MOUNTINFO)
-        .map_err(|e| format!("cannot read {PROC_MOUNTINFO} ({e}); is /proc mounted?"))?;
+    let proc_cgroup = read_proc(PROC_CGROUP)?;
+    let mountinfo = read_proc(PROC_MOUNTINFO)?;
     let entries = parse::parse_proc_cgroup(&proc_cgroup);
     let mounts = parse::parse_mountinfo(&mountinfo);
 
@@ -89,6 +114,7 @@ pub(crate) fn discover() -> Result<Hierarchy, String> {
             version: CgroupVersion::V1,
             sites,
             v2_parent: None,
+            v1_freezer: super::freezer::v1_site(&entries, &mounts),
         });
     }
     let (parent, cgroup_path) = v2_dir(&entries, &mounts)?;
@@ -104,6 +130,7 @@ pub(crate) fn discover() -> Result<Hierarchy, String> {
         version: CgroupVersion::V2,
         sites,
         v2_parent: Some((parent, cgroup_path)),
+        v1_freezer: Err("the freezer of cgroup v2 is each cgroup's own cgroup.freeze".into()),
     })
 }
 

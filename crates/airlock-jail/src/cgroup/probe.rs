@@ -35,18 +35,28 @@ static PROBE_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// child cgroup can really be made by creating and removing one empty probe directory per
 /// hierarchy. It changes nothing else (it never enables v2 controllers).
 pub fn probe() -> CgroupSupport {
-    probe_with(try_mkdir)
+    probe_with(&hierarchy::discover(), try_mkdir)
 }
 
 /// Like [`probe`], but only checks that the parent cgroup directories are writable instead of
 /// creating probe cgroups: the cheap check used on the hot path of starting a box, which then
 /// fails closed if creating its cgroup fails after all.
 pub fn probe_writable() -> CgroupSupport {
-    probe_with(check_writable)
+    hierarchy::discovery().probe_writable()
 }
 
-fn probe_with(test: fn(&std::path::Path) -> Result<(), String>) -> CgroupSupport {
-    let hierarchy = match hierarchy::discover() {
+impl hierarchy::Discovery {
+    /// [`probe_writable`] on what this discovery found.
+    pub fn probe_writable(&self) -> CgroupSupport {
+        probe_with(&self.0, check_writable)
+    }
+}
+
+fn probe_with(
+    found: &Result<hierarchy::Hierarchy, String>,
+    test: fn(&std::path::Path) -> Result<(), String>,
+) -> CgroupSupport {
+    let hierarchy = match found {
         Ok(h) => h,
         Err(reason) => {
             return CgroupSupport {
@@ -54,7 +64,7 @@ fn probe_with(test: fn(&std::path::Path) -> Result<(), String>) -> CgroupSupport
                 memory: false,
                 pids: false,
                 cpu: false,
-                reason: Some(reason),
+                reason: Some(reason.clone()),
             }
         }
     };

@@ -3,7 +3,7 @@
 
 use super::cover::{cover_path, pin_path, Finder};
 use super::plan::{CHANGES_DIR, EMPTY_DIR, EMPTY_FILE, EXTENDED_DIR, PROC_MASKED, PROC_READ_ONLY};
-use super::template_root::{make_real_path, template_root, Lower};
+use super::template_root::{make_real_path, template_root, Lower, RealPaths};
 use super::{FsOp, NodeKind, RootBase, RootfsError, RootfsPlan};
 use crate::mount_attr::{MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 use crate::sys::{cstring, cvt, cvt_long};
@@ -185,9 +185,10 @@ pub fn enter(
     let root = root.as_path();
     let scratch = scratch.as_path();
 
+    let mut known = RealPaths::default();
     for (op, src) in plan.ops.iter().zip(&sources) {
         if on_template {
-            make_real_path(root, op)?;
+            make_real_path(root, op, &mut known)?;
         }
         match op {
             FsOp::Bind { target, kind, .. } if premade_for(target).is_some() => {
@@ -202,6 +203,7 @@ pub fn enter(
             }
             _ => run_op(op, *src, root, scratch)?,
         }
+        known.forget(&under(root, op.place()));
     }
     for fd in sources.into_iter().flatten() {
         crate::sys::close(fd);

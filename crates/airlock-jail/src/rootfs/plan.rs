@@ -142,6 +142,26 @@ pub enum FsOp {
     },
 }
 
+impl FsOp {
+    /// The path in the root this op makes or mounts on.
+    pub(crate) fn place(&self) -> &Path {
+        match self {
+            FsOp::Symlink { link, .. } => link,
+            FsOp::Bind { target, .. }
+            | FsOp::Copy { target, .. }
+            | FsOp::Dir { target, .. }
+            | FsOp::File { target, .. }
+            | FsOp::Tmpfs { target, .. }
+            | FsOp::Scratch { target, .. }
+            | FsOp::Proc { target }
+            | FsOp::Devpts { target }
+            | FsOp::Absent { target }
+            | FsOp::ExtendFile { target, .. }
+            | FsOp::Overlay { target } => target,
+        }
+    }
+}
+
 /// A protected or denied path to cover after pivot_root.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cover {
