@@ -6,6 +6,8 @@
 # round's medians and the ratios.
 # Usage: benches/startup_against.sh OTHER [RUNS] [ROUNDS]
 #   e.g. benches/startup_against.sh 8818f19 300 3
+# With AIRLOCK_BENCH_TEMPLATE=1 both binaries run a box on a small template (`--template`, the
+# image startup.sh makes) and the peer is the minimal bubblewrap (/usr, /proc, /dev, /tmp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source benches/lib.sh
@@ -19,13 +21,20 @@ ws=$(mktemp -d /tmp/airlock-bench-XXXXXX)
 trap 'rm -rf "$ws"' EXIT
 cd "$ws"
 bwrap_cmd=$("$bin" receipt --json | python3 "$repo/benches/bwrap_peer.py" /bin/true)
+run_args="run --no-stdin"
+if [ "${AIRLOCK_BENCH_TEMPLATE:-0}" = 1 ]; then
+  python3 "$repo/benches/template_image.py" "$ws/image" true
+  "$bin" template import --data-dir "$ws/data" --name bench "$ws/image" >/dev/null
+  run_args="run --no-stdin --data-dir $ws/data --template bench --workspace none"
+  bwrap_cmd="bwrap --unshare-all --die-with-parent --new-session --ro-bind /usr /usr --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --proc /proc --dev /dev --tmpfs /tmp /bin/true"
+fi
 eval "$bwrap_cmd" || { echo "the bwrap peer command failed: $bwrap_cmd" >&2; exit 1; }
 for round in $(seq 1 "$rounds"); do
   args=()
   for name in $(bench_order "$round") bwrap; do
     case $name in
-      new) args+=(-n new "$bin run --no-stdin -- /bin/true") ;;
-      other) args+=(-n other "$other run --no-stdin -- /bin/true") ;;
+      new) args+=(-n new "$bin $run_args -- /bin/true") ;;
+      other) args+=(-n other "$other $run_args -- /bin/true") ;;
       bwrap) args+=(-n bwrap "$bwrap_cmd") ;;
     esac
   done
