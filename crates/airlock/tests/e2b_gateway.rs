@@ -397,12 +397,34 @@ fn control_plane_lifecycle_list_and_errors() {
     );
     // Pause (204), a second pause (409: already paused), the deprecated resume (201), and a
     // resume of a running box (409): E2B's answers, not the 501 these were before.
-    for (op, status) in [
-        ("pause", 204),
-        ("pause", 409),
-        ("resume", 201),
-        ("resume", 409),
-    ] {
+    let before = gw
+        .api("GET", &format!("/sandboxes/{}/metrics", a.id), None)
+        .json();
+    assert_eq!(before.as_array().map(Vec::len), Some(1), "{before}");
+    let p = gw.api(
+        "POST",
+        &format!("/sandboxes/{}/pause", a.id),
+        Some(json!({})),
+    );
+    assert_eq!(p.status, 204, "pause");
+    // A paused sandbox's metrics are its history so far (no 502 as before), and no new
+    // sample is taken while it is paused (a running one gets one per call, each with its own
+    // timestamp): two calls 50 ms apart give the same. Asking does not resume it.
+    let paused = gw.api("GET", &format!("/sandboxes/{}/metrics", a.id), None);
+    assert_eq!(paused.status, 200, "metrics of a paused sandbox");
+    let paused = paused.json();
+    assert!(paused[0]["memTotal"].as_u64().unwrap() > 0, "{paused}");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(
+        gw.api("GET", &format!("/sandboxes/{}/metrics", a.id), None)
+            .json(),
+        paused
+    );
+    assert_eq!(
+        gw.api("GET", &format!("/sandboxes/{}", a.id), None).json()["state"],
+        "paused"
+    );
+    for (op, status) in [("resume", 201), ("resume", 409)] {
         let p = gw.api(
             "POST",
             &format!("/sandboxes/{}/{op}", a.id),

@@ -925,17 +925,23 @@ pub(crate) fn record_sample(
     let rec = live_record(state, id)?;
     let started = started_ms(state, id);
     // A look, not a request: it must neither resume a paused box nor keep it from idling.
-    state
-        .manager
-        .inspect(id, |h| {
-            let usage = h.sandbox().usage().unwrap_or_default();
-            // Inside the lent handle: the box's end (which drops its state) comes after.
-            let boxed = state.e2b.box_state(id);
-            boxed.metrics.record(&rec, &usage, started, now_ms());
-            boxed
-        })
-        .map_err(|e| state.manager_error(id, e))
-        .map_err(E2bError::from)
+    let looked = state.manager.inspect(id, |h| {
+        let usage = h.sandbox().usage().unwrap_or_default();
+        // Inside the lent handle: the box's end (which drops its state) comes after.
+        let boxed = state.e2b.box_state(id);
+        boxed.metrics.record(&rec, &usage, started, now_ms());
+        boxed
+    });
+    match looked {
+        Ok(boxed) => Ok(boxed),
+        // A paused box takes no new sample (nothing runs): its history so far, as E2B keeps
+        // a paused sandbox's metrics. Never made here: the box may be ending meanwhile.
+        Err(airlock_sessions::ManagerError::NotRunning {
+            state: airlock_sessions::SessionState::Paused,
+            ..
+        }) => Ok(state.e2b.existing_box(id).unwrap_or_default()),
+        Err(e) => Err(E2bError::from(state.manager_error(id, e))),
+    }
 }
 
 /// The metrics query's `start` and `end` (Unix seconds).

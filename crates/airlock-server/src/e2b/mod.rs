@@ -129,6 +129,12 @@ impl E2bState {
         Arc::clone(boxes.entry(id.to_string()).or_default())
     }
 
+    /// Sandbox `id`'s state if the gateway holds one (without making it).
+    pub(crate) fn existing_box(&self, id: &str) -> Option<Arc<boxstate::E2bBox>> {
+        let boxes = self.boxes.lock().unwrap_or_else(PoisonError::into_inner);
+        boxes.get(id).cloned()
+    }
+
     /// The ports rule recorded for sandbox `id`, if any (without making its state).
     pub(crate) fn ingress_of(&self, id: &str) -> Option<ingress::IngressRule> {
         let boxes = self.boxes.lock().unwrap_or_else(PoisonError::into_inner);
