@@ -184,7 +184,7 @@ pub enum ServerError {
     Templates(String),
     #[error("cannot open the store")]
     Store(#[from] StoreError),
-    #[error("cannot read random bytes from /dev/urandom for the API key or tokens")]
+    #[error("cannot get random bytes from the kernel (getrandom) for the API key or tokens")]
     Random(#[source] std::io::Error),
     #[error("cannot listen on {addr}; check that the address is free and valid")]
     Bind {

@@ -21,3 +21,18 @@ fn hashes_compare_by_value() {
     assert!(!same_hash(&h, &hash("abd")));
     assert!(!same_hash(&h, "short"));
 }
+
+#[test]
+fn random_hex_gives_the_bytes_asked_for_and_never_the_same() {
+    // More than one getrandom call may be needed past 256 bytes; every byte is filled.
+    let a = random_hex(1000).unwrap();
+    let b = random_hex(1000).unwrap();
+    assert_eq!(a.len(), 2000);
+    assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+    assert_ne!(a, b);
+    // Not a buffer left at zero somewhere: every 100-byte window has non-zero bytes.
+    for w in a.as_bytes().chunks(200) {
+        assert!(w.iter().any(|&c| c != b'0'), "{a}");
+    }
+    assert_eq!(random_hex(0).unwrap(), "");
+}
