@@ -7,7 +7,7 @@ use super::SessionState;
 pub enum ManagerError {
     #[error("no session `{0}` is known; list the sessions to see which exist")]
     NotFound(String),
-    #[error("session `{id}` is {state}, not running; create a new session instead")]
+    #[error("session `{id}` is {state}, not running; {}", what_to_do(*state))]
     NotRunning { id: String, state: SessionState },
     #[error("a session with id `{0}` exists already; choose another id")]
     AlreadyExists(String),
@@ -36,4 +36,41 @@ pub enum ManagerError {
         "session `{0}` is paused and resumes only on request; resume it (or connect to it) first"
     )]
     PausedNoAutoResume(String),
+}
+
+/// What the caller of a session that is not running can do about it.
+fn what_to_do(state: SessionState) -> &'static str {
+    match state {
+        SessionState::Paused | SessionState::Resuming => "resume it (or connect to it) first",
+        SessionState::Queued | SessionState::Starting => "wait until it is running",
+        _ => "create a new session instead",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ManagerError, SessionState};
+
+    #[test]
+    fn a_session_that_is_not_running_is_told_what_can_be_done() {
+        let says = |state| {
+            ManagerError::NotRunning {
+                id: "s".into(),
+                state,
+            }
+            .to_string()
+        };
+        assert!(says(SessionState::Paused).ends_with("resume it (or connect to it) first"));
+        assert!(says(SessionState::Starting).ends_with("wait until it is running"));
+        for ended in [
+            SessionState::Killed,
+            SessionState::Expired,
+            SessionState::Failed,
+        ] {
+            assert!(
+                says(ended).ends_with("create a new session instead"),
+                "{ended:?}"
+            );
+        }
+    }
 }
