@@ -118,6 +118,16 @@ impl TemplateStore {
         Ok(store)
     }
 
+    /// The store under `data_dir/templates` as it is, for lookups (`run --template`, a
+    /// policy's `template`): nothing is created or cleaned. A missing store has no templates,
+    /// and a lookup says so; before, a lookup through a mistyped `--data-dir` made that whole
+    /// path.
+    pub fn existing(data_dir: &Path) -> TemplateStore {
+        TemplateStore {
+            root: data_dir.join("templates"),
+        }
+    }
+
     /// The store's directory.
     pub fn path(&self) -> &Path {
         &self.root

@@ -234,7 +234,8 @@ pub(crate) fn template_of(args: &PolicyArgs, file: &PolicyFile) -> Result<Templa
     match &file.template {
         None => Ok(Template::Host),
         Some(name) => {
-            let store = airlock_template::TemplateStore::open(&data_dir(args.data_dir.clone())?)?;
+            let store =
+                airlock_template::TemplateStore::existing(&data_dir(args.data_dir.clone())?);
             Ok(store.get(name)?)
         }
     }
@@ -622,7 +623,7 @@ fn cmd_serve(args: ServeArgs) -> Result<i32> {
         template_aliases.insert(alias.to_string(), name.to_string());
     }
     if !template_aliases.contains_key("code-interpreter-v1") {
-        let store = airlock_template::TemplateStore::open(&data_dir)?;
+        let store = airlock_template::TemplateStore::existing(&data_dir);
         if store.inspect("code-interpreter").is_ok() {
             template_aliases.insert("code-interpreter-v1".into(), "code-interpreter".into());
         }

@@ -83,8 +83,9 @@ impl BoxCgroup {
         Self::create_unique_in(&hierarchy::discovery(), prefix, limits, pausable)
     }
 
-    /// As [`BoxCgroup::create_unique`], where `found` says (the caller's [`Discovery`], also
-    /// used for [`Discovery::probe_writable`]).
+    /// As [`BoxCgroup::create_unique`], in the hierarchy `found` describes: the caller's
+    /// [`Discovery`], which also gave it [`Discovery::probe_writable`], so that a box start
+    /// reads `/proc/self/cgroup` and mountinfo once.
     ///
     /// [`Discovery`]: super::Discovery
     /// [`Discovery::probe_writable`]: super::Discovery::probe_writable
