@@ -3,26 +3,12 @@
 
 use sha2::{Digest, Sha256};
 
-/// `n` random bytes from the kernel, as lowercase hex. getrandom(2), not /dev/urandom: no
-/// descriptor (it cannot fail for want of one, nor be swapped by a mount), one call instead
-/// of three on every create.
+/// `n` random bytes from the kernel, as lowercase hex: getrandom(2) (the `getrandom` crate, as
+/// the policy's placeholders), not /dev/urandom: no descriptor (it cannot fail for want of one,
+/// nor be swapped by a mount), one call instead of three on every create.
 pub fn random_hex(n: usize) -> std::io::Result<String> {
     let mut buf = vec![0u8; n];
-    let mut filled = 0;
-    while filled < n {
-        let rest = &mut buf[filled..];
-        // SAFETY: the kernel writes at most rest.len() bytes into rest, which we own.
-        let got = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        match usize::try_from(got) {
-            Ok(got) => filled += got,
-            Err(_) => {
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-        }
-    }
+    getrandom::getrandom(&mut buf).map_err(|e| std::io::Error::other(e.to_string()))?;
     Ok(hex(&buf))
 }
 

@@ -761,22 +761,21 @@ env = {{ LAYER = "2" }}
 
 #[test]
 fn a_template_lookup_creates_nothing_and_names_what_exists() {
-    let dir = TempDir::new("tpl-lookup");
-    // A mistyped data dir: the lookup fails with the store's answer, and makes no directory.
-    let missing = dir.join("no/such/data");
-    let missing_arg = missing.display().to_string();
-    let r = airlock(
-        dir.path(),
-        &[
+    let f = Fixture::new("tpl-lookup");
+    let lookup = |data: &str| {
+        f.cli(&[
             "run",
             "--data-dir",
-            &missing_arg,
+            data,
             "--template",
             "nosuch",
             "--",
             "true",
-        ],
-    );
+        ])
+    };
+    // A mistyped data dir: the lookup fails with the store's answer, and makes no directory.
+    let missing = f.dir.join("no/such/data").display().to_string();
+    let r = lookup(&missing);
     assert_eq!(r.code, 125, "{}", r.stderr);
     assert!(
         r.stderr.contains("no template named \"nosuch\""),
@@ -784,41 +783,13 @@ fn a_template_lookup_creates_nothing_and_names_what_exists() {
         r.stderr
     );
     assert!(
-        !dir.join("no").exists(),
+        !f.dir.join("no").exists(),
         "the lookup made the data dir's path"
     );
-    // A store that exists: an unknown name lists the ones there, and nothing is added.
-    make_tree(&dir.join("tree"), &["true"]);
-    oci_from_tree(&dir.join("tree"), &dir.join("image"), &[], "/");
-    let data = dir.join("data").display().to_string();
-    let image = dir.join("image").display().to_string();
-    let r = airlock(
-        dir.path(),
-        &[
-            "template",
-            "import",
-            "--data-dir",
-            &data,
-            "--name",
-            "there",
-            &image,
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let before = listing(&dir.join("data"));
-    let r = airlock(
-        dir.path(),
-        &[
-            "run",
-            "--data-dir",
-            &data,
-            "--template",
-            "nosuch",
-            "--",
-            "true",
-        ],
-    );
+    // The fixture's store: an unknown name lists the one there, and nothing is added.
+    let before = listing(Path::new(&f.data));
+    let r = lookup(&f.data);
     assert_eq!(r.code, 125, "{}", r.stderr);
-    assert!(r.stderr.contains("there"), "{}", r.stderr);
-    assert_eq!(listing(&dir.join("data")), before);
+    assert!(r.stderr.contains("mini"), "{}", r.stderr);
+    assert_eq!(listing(Path::new(&f.data)), before);
 }
